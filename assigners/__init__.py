@@ -1,0 +1,34 @@
+"""Window assigners: which windows an element belongs to."""
+
+from assigners.base import MergingWindowAssigner, WindowAssigner, WindowAssignerContext
+from assigners.global_windows import GlobalWindows
+from assigners.hopping import (
+    HoppingEventTimeWindows,
+    HoppingProcessingTimeWindows,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+)
+from assigners.session import (
+    DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+    EventTimeSessionWindows,
+    ProcessingTimeSessionWindows,
+)
+from assigners.tumbling import TumblingEventTimeWindows, TumblingProcessingTimeWindows
+
+__all__ = [
+    "DynamicEventTimeSessionWindows",
+    "DynamicProcessingTimeSessionWindows",
+    "EventTimeSessionWindows",
+    "GlobalWindows",
+    "HoppingEventTimeWindows",
+    "HoppingProcessingTimeWindows",
+    "MergingWindowAssigner",
+    "ProcessingTimeSessionWindows",
+    "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows",
+    "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows",
+    "WindowAssigner",
+    "WindowAssignerContext",
+]

@@ -1,0 +1,165 @@
+"""How a window is evaluated: the five function kinds and their incremental + process
+combinations, as small immutable specs the operator (and the Spark builder) understand.
+
+>>> Reduce(lambda a, b: a + b).kind
+'reduce'
+>>> as_spec(lambda a, b: a + b).kind
+'reduce'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from functions.base import (
+    AggregateFunction,
+    FoldFunction,
+    ProcessWindowFunction,
+    ReduceFunction,
+    WindowFunction,
+)
+
+__all__ = ["Aggregate", "Apply", "Fold", "Process", "Reduce", "WindowFunctionSpec", "as_spec"]
+
+
+def _check_window_function(window_function: Any, owner: str) -> None:
+    if window_function is not None and not isinstance(
+        window_function, ProcessWindowFunction | WindowFunction
+    ):
+        msg = (
+            f"{owner}: window_function must be a ProcessWindowFunction or WindowFunction, "
+            f"got {type(window_function).__name__} {window_function!r}"
+        )
+        raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """Incremental reduce; the optional ``window_function`` gets the single reduced value."""
+
+    function: Any
+    window_function: Any = None
+    kind = "reduce"
+
+    def __post_init__(self) -> None:
+        fn = self.function
+        if isinstance(fn, type) or not (isinstance(fn, ReduceFunction) or callable(fn)):
+            msg = (
+                "reduce: function must be a ReduceFunction or a callable (a, b) -> c, "
+                f"got {type(fn).__name__} {fn!r}"
+            )
+            raise ValueError(msg)
+        if isinstance(fn, AggregateFunction | ProcessWindowFunction | WindowFunction):
+            msg = f"reduce: function must be a ReduceFunction or callable, got {fn!r}"
+            raise ValueError(msg)
+        _check_window_function(self.window_function, "reduce")
+
+    def reducer(self) -> Any:
+        return self.function.reduce if isinstance(self.function, ReduceFunction) else self.function
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Incremental aggregation; ``window_function`` gets the single aggregate result."""
+
+    function: AggregateFunction[Any, Any, Any]
+    window_function: Any = None
+    kind = "aggregate"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.function, AggregateFunction):
+            msg = (
+                "aggregate: function must be an AggregateFunction, "
+                f"got {type(self.function).__name__} {self.function!r}"
+            )
+            raise ValueError(msg)
+        _check_window_function(self.window_function, "aggregate")
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Incremental fold from ``initial_value`` (copied per window); not for merging windows."""
+
+    initial_value: Any
+    function: Any
+    window_function: Any = None
+    kind = "fold"
+
+    def __post_init__(self) -> None:
+        fn = self.function
+        if isinstance(fn, type) or not (isinstance(fn, FoldFunction) or callable(fn)):
+            msg = (
+                "fold: function must be a FoldFunction or a callable (acc, value) -> acc, "
+                f"got {type(fn).__name__} {fn!r}"
+            )
+            raise ValueError(msg)
+        _check_window_function(self.window_function, "fold")
+
+    def folder(self) -> Any:
+        return self.function.fold if isinstance(self.function, FoldFunction) else self.function
+
+
+@dataclass(frozen=True)
+class Process:
+    """A :class:`ProcessWindowFunction` over all buffered elements of the window."""
+
+    function: ProcessWindowFunction[Any, Any, Any, Any]
+    kind = "process"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.function, ProcessWindowFunction):
+            msg = (
+                "process: function must be a ProcessWindowFunction, "
+                f"got {type(self.function).__name__} {self.function!r}"
+            )
+            raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class Apply:
+    """A legacy :class:`WindowFunction` over all buffered elements of the window."""
+
+    function: WindowFunction[Any, Any, Any, Any]
+    kind = "apply"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.function, WindowFunction):
+            msg = (
+                "apply: function must be a WindowFunction, "
+                f"got {type(self.function).__name__} {self.function!r}"
+            )
+            raise ValueError(msg)
+
+
+WindowFunctionSpec = Reduce | Aggregate | Fold | Process | Apply
+
+
+def as_spec(function: Any, window_function: Any = None) -> WindowFunctionSpec:
+    """Read a function of any supported kind as a spec.
+
+    A ``ReduceFunction`` or plain callable is a reduce; an ``AggregateFunction`` an aggregate;
+    a ``ProcessWindowFunction`` a process; a ``WindowFunction`` an apply. Specs pass through.
+    """
+    if isinstance(function, Reduce | Aggregate | Fold | Process | Apply):
+        if window_function is not None:
+            msg = "window_function cannot be given together with a function spec"
+            raise ValueError(msg)
+        return function
+    if isinstance(function, AggregateFunction):
+        return Aggregate(function, window_function)
+    if isinstance(function, ProcessWindowFunction | WindowFunction):
+        if window_function is not None:
+            msg = f"function: {function!r} is not incremental; window_function is not allowed"
+            raise ValueError(msg)
+        return Process(function) if isinstance(function, ProcessWindowFunction) else Apply(function)
+    if isinstance(function, FoldFunction):
+        msg = "function: a FoldFunction needs an initial value; pass Fold(initial, function)"
+        raise ValueError(msg)
+    if isinstance(function, ReduceFunction) or (callable(function) and not isinstance(function, type)):
+        return Reduce(function, window_function)
+    msg = (
+        "function must be a ReduceFunction or callable, AggregateFunction, "
+        f"ProcessWindowFunction, WindowFunction or a spec, got {type(function).__name__} {function!r}"
+    )
+    raise ValueError(msg)

@@ -1,0 +1,64 @@
+"""Count trigger: fires every ``max_count`` elements of a window."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from windowing.state import ReducingStateDescriptor
+
+__all__ = ["CountTrigger"]
+
+_COUNT = ReducingStateDescriptor("count", operator.add)
+
+
+@dataclass(frozen=True, repr=False)
+class CountTrigger(Trigger[Any, Any]):
+    """Fires when the window has received ``max_count`` elements since it last fired, then
+    starts counting again. Never purges (wrap it in :class:`PurgingTrigger` for that).
+
+    Known elsewhere as: Flink ``CountTrigger.of(n)``; Beam ``AfterCount(n)``.
+
+    >>> from windowing.testing import TriggerHarness
+    >>> from windowing.windows import GLOBAL_WINDOW
+    >>> h = TriggerHarness(CountTrigger(2))
+    >>> [h.process_element(v, None, GLOBAL_WINDOW).name for v in "abc"]
+    ['CONTINUE', 'FIRE', 'CONTINUE']
+    """
+
+    max_count: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_count, bool) or not isinstance(self.max_count, int):
+            msg = f"max_count must be an int, got {self.max_count!r}"
+            raise ValueError(msg)
+        if self.max_count <= 0:
+            msg = f"max_count must be > 0, got {self.max_count}"
+            raise ValueError(msg)
+
+    def on_element(
+        self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext
+    ) -> TriggerResult:
+        count = ctx.get_partitioned_state(_COUNT)
+        count.add(1)
+        if count.get() >= self.max_count:
+            count.clear()
+            return TriggerResult.FIRE
+        return TriggerResult.CONTINUE
+
+    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+        ctx.merge_partitioned_state(_COUNT)
+
+    def clear(self, window: Any, ctx: TriggerContext) -> None:
+        ctx.get_partitioned_state(_COUNT).clear()

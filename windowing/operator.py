@@ -1,0 +1,1049 @@
+"""The window operator: Flink's ``WindowOperator`` / ``EvictingWindowOperator`` semantics in
+pure Python, for every key of a stream.
+
+One :class:`WindowOperator` runs in the test harness, in Spark batch replay and in Spark
+Structured Streaming. Everything it keeps for one key lives in one :class:`KeyState` value
+(window contents, trigger and function state, timers, the merging-window set), held by a
+:class:`StateBackend`, so a runtime can load a key's state once, drive it, and store it once.
+
+Semantics (Flink's, see ``docs/semantics.md``):
+
+* An element is assigned to windows; a window whose cleanup time
+  (``max_timestamp + allowed_lateness``, event time only) is ``<=`` the watermark is *late*
+  and skipped. An element added to no window goes to the late side output when the element
+  itself is late (``timestamp + allowed_lateness <= watermark``), and is counted otherwise.
+* The trigger sees every added element and the timers it registered; ``FIRE`` evaluates the
+  window function (nothing is emitted for empty contents), ``PURGE`` drops contents only.
+* A cleanup timer at the cleanup time (processing-time windows: at ``max_timestamp``) first
+  reaches the trigger, then removes contents, trigger state and per-window function state.
+  No cleanup timer is set when the cleanup time saturates at ``MAX_TIMESTAMP``.
+* Timers are deduplicated per (key, window, time) and fire in time order.
+* Merging assigners merge windows through a merging-window set: contents stay in one state
+  namespace; trigger state is merged by the trigger's ``on_merge``.
+* With an evictor, elements are buffered with timestamps; the evictor runs around the
+  function and its evictions are permanent.
+* Results carry ``window.max_timestamp()`` as their timestamp.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import heapq
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import cloudpickle
+
+from assigners.base import MergingWindowAssigner, WindowAssigner
+from evictors.base import Evictor
+from functions.base import ProcessWindowFunction
+from functions.spec import WindowFunctionSpec, as_spec
+from triggers.base import Trigger, TriggerResult
+from triggers.event_time import EventTimeTrigger
+from windowing.records import LateElement, OutputTag, WindowResult
+from windowing.state import StateTable
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
+from windowing.windows import TimestampedValue
+
+__all__ = [
+    "InMemoryStateBackend",
+    "KeyState",
+    "OperatorMetrics",
+    "StateBackend",
+    "WindowOperator",
+]
+
+_MISSING: Any = object()
+_CONTINUE = TriggerResult.CONTINUE
+_FIRE = TriggerResult.FIRE
+
+
+class KeyState:
+    """Everything the operator keeps for one key.
+
+    ``contents`` maps a state namespace (the window, or for merging windows the window's state
+    window) to the window contents: a reduced value, an accumulator, or a list of elements.
+    Timers are a set of ``(time, window)`` plus a heap for time order (lazy deletion).
+    """
+
+    __slots__ = (
+        "contents",
+        "evt_heap",
+        "evt_timers",
+        "global_state",
+        "merging",
+        "proc_heap",
+        "proc_timers",
+        "seq",
+        "trigger_state",
+        "window_state",
+    )
+
+    def __init__(self, merging: bool = False) -> None:
+        self.contents: dict[Any, Any] = {}
+        self.trigger_state = StateTable()
+        self.window_state = StateTable()
+        self.global_state = StateTable()
+        self.evt_timers: set[tuple[int, Any]] = set()
+        self.evt_heap: list[tuple[int, int, Any]] = []
+        self.proc_timers: set[tuple[int, Any]] = set()
+        self.proc_heap: list[tuple[int, int, Any]] = []
+        self.seq = 0
+        self.merging: dict[Any, Any] | None = {} if merging else None
+
+    def is_empty(self) -> bool:
+        """Whether nothing at all is kept for this key (it can be dropped)."""
+        return not (
+            self.contents
+            or self.evt_timers
+            or self.proc_timers
+            or self.merging
+            or self.trigger_state.num_entries()
+            or self.window_state.num_entries()
+            or self.global_state.num_entries()
+        )
+
+    def num_state_entries(self, window: Any = _MISSING) -> int:
+        """Live state entries: window contents, trigger state and per-window function state
+        (all windows, or one window's), plus global function state when counting all."""
+        if window is _MISSING:
+            return (
+                len(self.contents)
+                + self.trigger_state.num_entries()
+                + self.window_state.num_entries()
+                + self.global_state.num_entries()
+            )
+        ns = self.merging.get(window, window) if self.merging else window
+        return (
+            (1 if ns in self.contents else 0)
+            + self.trigger_state.num_entries(window)
+            + self.window_state.num_entries(window)
+        )
+
+    def next_event_time(self) -> int | None:
+        """The earliest pending event-time timer, if any."""
+        return _next_time(self.evt_heap, self.evt_timers)
+
+    def next_processing_time(self) -> int | None:
+        """The earliest pending processing-time timer, if any."""
+        return _next_time(self.proc_heap, self.proc_timers)
+
+
+def _next_time(heap: list[tuple[int, int, Any]], live: set[tuple[int, Any]]) -> int | None:
+    while heap:
+        time, _, window = heap[0]
+        if (time, window) in live:
+            return time
+        heapq.heappop(heap)
+    return None
+
+
+class StateBackend(Protocol):
+    """Where :class:`KeyState` values live between calls (a dict, or Spark's state store)."""
+
+    def get(self, key: Any) -> KeyState | None: ...
+
+    def put(self, key: Any, state: KeyState) -> None: ...
+
+    def remove(self, key: Any) -> None: ...
+
+    def items(self) -> Iterable[tuple[Any, KeyState]]: ...
+
+
+class InMemoryStateBackend:
+    """A dict of key -> :class:`KeyState`."""
+
+    def __init__(self) -> None:
+        self.states: dict[Any, KeyState] = {}
+
+    def get(self, key: Any) -> KeyState | None:
+        return self.states.get(key)
+
+    def put(self, key: Any, state: KeyState) -> None:
+        self.states[key] = state
+
+    def remove(self, key: Any) -> None:
+        self.states.pop(key, None)
+
+    def items(self) -> Iterable[tuple[Any, KeyState]]:
+        return list(self.states.items())
+
+
+@dataclass
+class OperatorMetrics:
+    """Counters the user can read; together with the outputs they account for every element.
+
+    Attributes
+    ----------
+    num_elements
+        Elements processed.
+    num_late_records_dropped
+        Late elements added to no window, with no late-data side output configured
+        (Flink ``numLateRecordsDropped``).
+    num_late_records_side_output
+        Late elements added to no window and emitted to the late-data side output.
+    num_records_in_no_window
+        Elements added to no window although not late (the assigner returned no window, or
+        only windows already closed); Flink drops these silently.
+    num_windows_fired
+        Window evaluations that had contents (each may emit zero or more results).
+    """
+
+    num_elements: int = 0
+    num_late_records_dropped: int = 0
+    num_late_records_side_output: int = 0
+    num_records_in_no_window: int = 0
+    num_windows_fired: int = 0
+
+
+class _Clock:
+    """Assigner context: exposes the operator's processing-time clock."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: WindowOperator) -> None:
+        self.op = op
+
+    def get_current_processing_time(self) -> int:
+        return self.op.processing_time
+
+
+class _StateStore:
+    """A keyed state store bound to one state table and namespace."""
+
+    __slots__ = ("namespace", "table")
+
+    def __init__(self, table: StateTable, namespace: Any) -> None:
+        self.table = table
+        self.namespace = namespace
+
+    def get_state(self, descriptor: Any) -> Any:
+        return self.table.state(descriptor, self.namespace)
+
+
+class _MergingWindowStateStore:
+    __slots__ = ()
+
+    def get_state(self, descriptor: Any) -> Any:
+        msg = "Per-window state is not allowed when using merging windows."
+        raise RuntimeError(msg)
+
+
+class _Context:
+    """The context handed to triggers, evictors and process functions for one key and window.
+
+    One instance is reused (its fields are set before each callback), as in Flink.
+    """
+
+    __slots__ = ("key", "ks", "merged_windows", "op", "window")
+
+    def __init__(self, op: Any) -> None:
+        self.op = op  # a WindowOperator, or anything with watermark/processing_time/is_merging
+        self.key: Any = None
+        self.ks: KeyState = KeyState()
+        self.window: Any = None
+        self.merged_windows: list[Any] = []
+
+    # -- trigger / evictor context -------------------------------------------------------
+    def get_current_watermark(self) -> int:
+        return self.op.watermark
+
+    def get_current_processing_time(self) -> int:
+        return self.op.processing_time
+
+    def register_event_time_timer(self, time: int) -> None:
+        _register(self.ks.evt_timers, self.ks.evt_heap, self.ks, time, self.window)
+
+    def register_processing_time_timer(self, time: int) -> None:
+        _register(self.ks.proc_timers, self.ks.proc_heap, self.ks, time, self.window)
+
+    def delete_event_time_timer(self, time: int) -> None:
+        self.ks.evt_timers.discard((time, self.window))
+
+    def delete_processing_time_timer(self, time: int) -> None:
+        self.ks.proc_timers.discard((time, self.window))
+
+    def get_partitioned_state(self, descriptor: Any) -> Any:
+        return self.ks.trigger_state.state(descriptor, self.window)
+
+    def merge_partitioned_state(self, descriptor: Any) -> None:
+        if self.merged_windows:
+            self.ks.trigger_state.merge_namespaces(descriptor, self.window, self.merged_windows)
+
+    # -- process window function context -------------------------------------------------
+    def current_watermark(self) -> int:
+        return self.op.watermark
+
+    def current_processing_time(self) -> int:
+        return self.op.processing_time
+
+    def window_state(self) -> Any:
+        if self.op.is_merging:
+            return _MergingWindowStateStore()
+        return _StateStore(self.ks.window_state, self.window)
+
+    def global_state(self) -> Any:
+        return _StateStore(self.ks.global_state, None)
+
+    def output(self, tag: OutputTag, value: Any) -> None:
+        if not isinstance(tag, OutputTag):
+            msg = f"output: tag must be an OutputTag, got {tag!r}"
+            raise ValueError(msg)
+        w = self.window
+        self.op.side_outputs.setdefault(tag, []).append(
+            WindowResult(self.key, w, value, w.max_timestamp())
+        )
+
+
+# The context passed to process functions exposes ``window()`` as a method (PyFlink).
+class _ProcessContext:
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+
+    def window(self) -> Any:
+        return self.ctx.window
+
+    def current_watermark(self) -> int:
+        return self.ctx.op.watermark
+
+    def current_processing_time(self) -> int:
+        return self.ctx.op.processing_time
+
+    def window_state(self) -> Any:
+        return self.ctx.window_state()
+
+    def global_state(self) -> Any:
+        return self.ctx.global_state()
+
+    def output(self, tag: OutputTag, value: Any) -> None:
+        self.ctx.output(tag, value)
+
+
+def _register(
+    timers: set[tuple[int, Any]], heap: list[tuple[int, int, Any]], ks: KeyState, time: int, w: Any
+) -> None:
+    entry = (time, w)
+    if entry in timers:
+        return
+    timers.add(entry)
+    ks.seq = seq = ks.seq + 1
+    heapq.heappush(heap, (time, seq, w))
+
+
+def _check_outputs(outputs: Any, what: str, key: Any, window: Any) -> Iterable[Any]:
+    if outputs is None or isinstance(outputs, str | bytes) or not isinstance(outputs, Iterable):
+        msg = (
+            f"{what} must return an iterable of outputs (a list, or yield them), got "
+            f"{type(outputs).__name__} {outputs!r} for key {key!r} and window {window!r}"
+        )
+        raise TypeError(msg)
+    return outputs
+
+
+class WindowOperator:
+    """Applies an assigner, trigger, optional evictor and window function to a keyed stream.
+
+    Parameters
+    ----------
+    assigner
+        The :class:`~assigners.WindowAssigner`.
+    function
+        The window function: a reduce callable / ``ReduceFunction``, ``AggregateFunction``,
+        ``ProcessWindowFunction``, ``WindowFunction``, or a spec from :mod:`functions`
+        (``Reduce``, ``Aggregate``, ``Fold``, ``Process``, ``Apply``).
+    window_function
+        For a reduce or aggregate: a ``ProcessWindowFunction`` / ``WindowFunction`` that gets
+        the incremental result (Flink ``reduce(f, windowFunction)``).
+    trigger
+        Replaces the assigner's default trigger.
+    evictor
+        Buffers elements and evicts around the window function.
+    allowed_lateness
+        How long after a window's end late elements are still added (event time), >= 0.
+    late_output_tag
+        Emit late elements added to no window to this side output instead of dropping them.
+    backend
+        Where per-key state lives; an in-memory dict by default.
+
+    Examples
+    --------
+    >>> from assigners import TumblingEventTimeWindows
+    >>> op = WindowOperator(TumblingEventTimeWindows(10), lambda a, b: a + b)
+    >>> for ts in (1, 5, 12):
+    ...     op.process_element(1, ts, key="k")
+    >>> op.process_watermark(9)
+    >>> op.output
+    [WindowResult(key='k', window=TimeWindow(start=0, end=10), value=2, timestamp=9)]
+    """
+
+    def __init__(
+        self,
+        assigner: WindowAssigner[Any, Any],
+        function: Any,
+        *,
+        window_function: Any = None,
+        trigger: Trigger[Any, Any] | None = None,
+        evictor: Evictor[Any, Any] | None = None,
+        allowed_lateness: Duration = 0,
+        late_output_tag: OutputTag | None = None,
+        backend: StateBackend | None = None,
+    ) -> None:
+        if not isinstance(assigner, WindowAssigner):
+            msg = f"assigner must be a WindowAssigner, got {type(assigner).__name__} {assigner!r}"
+            raise ValueError(msg)
+        if trigger is None:
+            trigger = assigner.get_default_trigger()
+        elif not isinstance(trigger, Trigger):
+            msg = f"trigger must be a Trigger, got {type(trigger).__name__} {trigger!r}"
+            raise ValueError(msg)
+        if evictor is not None and not isinstance(evictor, Evictor):
+            msg = f"evictor must be an Evictor, got {type(evictor).__name__} {evictor!r}"
+            raise ValueError(msg)
+        lateness = to_millis(allowed_lateness, "allowed_lateness")
+        if lateness < 0:
+            msg = f"allowed_lateness must be >= 0, got {allowed_lateness!r}"
+            raise ValueError(msg)
+        if late_output_tag is not None and not isinstance(late_output_tag, OutputTag):
+            msg = f"late_output_tag must be an OutputTag, got {late_output_tag!r}"
+            raise ValueError(msg)
+        spec = as_spec(function, window_function)
+        self.is_merging = isinstance(assigner, MergingWindowAssigner)
+        if self.is_merging and not trigger.can_merge():
+            msg = (
+                f"trigger {trigger!r} cannot merge, but assigner {assigner!r} merges windows; "
+                "a merging window assigner needs a trigger whose can_merge() is True"
+            )
+            raise ValueError(msg)
+        if self.is_merging and spec.kind == "fold":
+            msg = f"fold cannot be used with the merging window assigner {assigner!r}"
+            raise ValueError(msg)
+
+        self.assigner = assigner
+        self.trigger = trigger
+        self.evictor = evictor
+        self.spec: WindowFunctionSpec = spec
+        self.allowed_lateness = lateness
+        self.late_output_tag = late_output_tag
+        self.is_event_time = assigner.is_event_time()
+        self.backend: StateBackend = backend if backend is not None else InMemoryStateBackend()
+
+        self.watermark = MIN_TIMESTAMP
+        self.processing_time = 0
+        self.output: list[WindowResult] = []
+        self.side_outputs: dict[OutputTag, list[Any]] = {}
+        self.metrics = OperatorMetrics()
+
+        self._clock = _Clock(self)
+        self._ctx = _Context(self)
+        self._pctx = _ProcessContext(self._ctx)
+        # Scheduling across keys for the in-memory driver: (time, seq, key) heaps.
+        self._evt_due: list[tuple[int, int, Any]] = []
+        self._proc_due: list[tuple[int, int, Any]] = []
+        self._evt_sched: dict[Any, int] = {}
+        self._proc_sched: dict[Any, int] = {}
+        self._due_seq = 0
+        self._setup_contents()
+
+    # ------------------------------------------------------------------ contents strategy
+    def _setup_contents(self) -> None:
+        spec = self.spec
+        kind = spec.kind
+        self._add: Callable[[dict[Any, Any], Any, Any, int | None], None]
+        self._merge_values: Callable[[Any, Any], Any] | None
+        if self.evictor is not None or kind in ("process", "apply"):
+            buffer_ts = self.evictor is not None
+
+            def add_list(contents: dict[Any, Any], ns: Any, value: Any, ts: int | None) -> None:
+                buf = contents.get(ns)
+                item = TimestampedValue(value, ts) if buffer_ts else value
+                if buf is None:
+                    contents[ns] = [item]
+                else:
+                    buf.append(item)
+
+            self._add = add_list
+            self._merge_values = lambda a, b: [*a, *b]
+        elif kind == "reduce":
+            reducer = spec.reducer()  # type: ignore[union-attr]
+
+            def add_reduce(contents: dict[Any, Any], ns: Any, value: Any, ts: int | None) -> None:
+                cur = contents.get(ns, _MISSING)
+                contents[ns] = value if cur is _MISSING else reducer(cur, value)
+
+            self._add = add_reduce
+            self._merge_values = reducer
+        elif kind == "aggregate":
+            agg = spec.function
+            create, agg_add = agg.create_accumulator, agg.add
+
+            def add_agg(contents: dict[Any, Any], ns: Any, value: Any, ts: int | None) -> None:
+                acc = contents.get(ns, _MISSING)
+                contents[ns] = agg_add(value, create() if acc is _MISSING else acc)
+
+            self._add = add_agg
+            self._merge_values = agg.merge
+        else:  # fold
+            folder = spec.folder()  # type: ignore[union-attr]
+            initial = spec.initial_value  # type: ignore[union-attr]
+
+            def add_fold(contents: dict[Any, Any], ns: Any, value: Any, ts: int | None) -> None:
+                acc = contents.get(ns, _MISSING)
+                contents[ns] = folder(copy.deepcopy(initial) if acc is _MISSING else acc, value)
+
+            self._add = add_fold
+            self._merge_values = None
+
+    # ------------------------------------------------------------------ time helpers
+    def cleanup_time(self, window: Any) -> int:
+        """When ``window`` is removed: ``max_timestamp + allowed_lateness`` (saturating) for
+        event time, ``max_timestamp`` for processing time."""
+        max_ts: int = window.max_timestamp()
+        if self.is_event_time:
+            t = max_ts + self.allowed_lateness
+            return t if t < MAX_TIMESTAMP else MAX_TIMESTAMP
+        return max_ts
+
+    def is_window_late(self, window: Any) -> bool:
+        """Whether ``window`` is already past its cleanup time (event time only)."""
+        return self.is_event_time and self.cleanup_time(window) <= self.watermark
+
+    def is_element_late(self, timestamp: int | None) -> bool:
+        """Whether an element is late: ``timestamp + allowed_lateness <= watermark``."""
+        return (
+            self.is_event_time
+            and timestamp is not None
+            and timestamp + self.allowed_lateness <= self.watermark
+        )
+
+    def _register_cleanup_timer(self, ks: KeyState, window: Any) -> None:
+        t = self.cleanup_time(window)
+        if t == MAX_TIMESTAMP:
+            return
+        if self.is_event_time:
+            _register(ks.evt_timers, ks.evt_heap, ks, t, window)
+        else:
+            _register(ks.proc_timers, ks.proc_heap, ks, t, window)
+
+    def _delete_cleanup_timer(self, ks: KeyState, window: Any) -> None:
+        t = self.cleanup_time(window)
+        if t == MAX_TIMESTAMP:
+            return
+        if self.is_event_time:
+            ks.evt_timers.discard((t, window))
+        else:
+            ks.proc_timers.discard((t, window))
+
+    # ------------------------------------------------------------------ per-key engine
+    def new_key_state(self) -> KeyState:
+        """An empty :class:`KeyState` for this operator."""
+        return KeyState(self.is_merging)
+
+    def on_element(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> None:
+        """Process one element of ``key`` whose state is ``ks`` (Flink ``processElement``)."""
+        self.metrics.num_elements += 1
+        windows = self.assigner.assign_windows(value, timestamp, self._clock)
+        if self.is_merging:
+            added = self._on_element_merging(key, ks, value, timestamp, windows)
+        else:
+            added = self._on_element_plain(key, ks, value, timestamp, windows)
+        if not added:
+            if self.is_element_late(timestamp):
+                if self.late_output_tag is not None:
+                    self.metrics.num_late_records_side_output += 1
+                    self.side_outputs.setdefault(self.late_output_tag, []).append(
+                        LateElement(key, value, timestamp, self.watermark)
+                    )
+                else:
+                    self.metrics.num_late_records_dropped += 1
+            else:
+                self.metrics.num_records_in_no_window += 1
+
+    def _on_element_plain(
+        self, key: Any, ks: KeyState, value: Any, timestamp: int | None, windows: Iterable[Any]
+    ) -> bool:
+        added = False
+        contents = ks.contents
+        add = self._add
+        trigger = self.trigger
+        ctx = self._ctx
+        ctx.key, ctx.ks = key, ks
+        is_event_time = self.is_event_time
+        lateness = self.allowed_lateness
+        wm = self.watermark
+        fast_event_trigger = type(trigger) is EventTimeTrigger
+        for window in windows:
+            max_ts = window.max_timestamp()
+            if is_event_time:
+                cleanup = max_ts + lateness
+                if cleanup >= MAX_TIMESTAMP:
+                    cleanup = MAX_TIMESTAMP
+                if cleanup <= wm:
+                    continue  # the window is late
+            else:
+                cleanup = max_ts
+            added = True
+            add(contents, window, value, timestamp)
+            if fast_event_trigger:
+                # EventTimeTrigger.on_element, inlined (identical behaviour).
+                if max_ts <= wm:
+                    result = _FIRE
+                else:
+                    result = _CONTINUE
+                    _register(ks.evt_timers, ks.evt_heap, ks, max_ts, window)
+            else:
+                ctx.window = window
+                result = trigger.on_element(value, timestamp, window, ctx)
+            if result is not _CONTINUE:
+                if result.is_fire() and not self._emit(key, ks, window, window):
+                    continue
+                if result.is_purge():
+                    contents.pop(window, None)
+            if cleanup != MAX_TIMESTAMP:
+                if is_event_time:
+                    _register(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
+                else:
+                    _register(ks.proc_timers, ks.proc_heap, ks, cleanup, window)
+        return added
+
+    def _on_element_merging(
+        self, key: Any, ks: KeyState, value: Any, timestamp: int | None, windows: Iterable[Any]
+    ) -> bool:
+        added = False
+        mapping = ks.merging
+        assert mapping is not None
+        ctx = self._ctx
+        for window in windows:
+            actual = self._add_merging_window(key, ks, mapping, window)
+            if self.is_window_late(actual):
+                mapping.pop(actual, None)  # retire
+                continue
+            added = True
+            state_window = mapping.get(actual)
+            if state_window is None:
+                msg = f"Window {actual!r} is not in the in-flight window set"
+                raise RuntimeError(msg)
+            self._add(ks.contents, state_window, value, timestamp)
+            ctx.key, ctx.ks, ctx.window = key, ks, actual
+            result = self.trigger.on_element(value, timestamp, actual, ctx)
+            if result.is_fire() and not self._emit(key, ks, actual, state_window):
+                continue
+            if result.is_purge():
+                ks.contents.pop(state_window, None)
+            self._register_cleanup_timer(ks, actual)
+        return added
+
+    def _add_merging_window(
+        self, key: Any, ks: KeyState, mapping: dict[Any, Any], new_window: Any
+    ) -> Any:
+        """Add ``new_window`` to the merging-window set of ``ks`` (Flink
+        ``MergingWindowSet.addWindow``); returns the window it ended up in."""
+        assigner = self.assigner
+        assert isinstance(assigner, MergingWindowAssigner)
+        # A new window equal to one already in the set is that window (Flink would map it
+        # to itself again and orphan the contents of its state window; see docs/semantics.md).
+        already = new_window in mapping
+        merges = assigner.merge_windows(list(mapping) if already else [*mapping, new_window])
+        result_window = new_window
+        merged_new_window = False
+        for merged, merge_result in merges:
+            group = set(merged)
+            if new_window in group:
+                merged_new_window = True
+                result_window = merge_result
+                if not already:
+                    group.discard(new_window)  # it never had state of its own
+            if not group:
+                continue
+            ordered = sorted(group, key=_window_sort_key)
+            # The state of the earliest merged window becomes the merged window's state.
+            target_state = mapping[ordered[0]]
+            merged_state_windows = [mapping.pop(w) for w in ordered if w in mapping]
+            mapping[merge_result] = target_state
+            merged_state_windows = [s for s in merged_state_windows if s != target_state]
+            # Nothing to merge when the only merged window is the result itself (the new
+            # window fell inside an existing one without extending it).
+            if not (len(group) == 1 and merge_result in group):
+                self._on_merge(key, ks, merge_result, ordered, target_state, merged_state_windows)
+        if not already and (not merges or (result_window == new_window and not merged_new_window)):
+            mapping[new_window] = new_window
+        return result_window
+
+    def _on_merge(
+        self,
+        key: Any,
+        ks: KeyState,
+        merge_result: Any,
+        merged_windows: list[Any],
+        state_window: Any,
+        merged_state_windows: list[Any],
+    ) -> None:
+        if self.is_event_time:
+            if merge_result.max_timestamp() + self.allowed_lateness <= self.watermark:
+                msg = (
+                    "The end timestamp of an event-time window cannot become earlier than the "
+                    f"current watermark by merging. Current watermark: {self.watermark} "
+                    f"window: {merge_result!r}"
+                )
+                raise RuntimeError(msg)
+        elif merge_result.max_timestamp() <= self.processing_time:
+            msg = (
+                "The end timestamp of a processing-time window cannot become earlier than the "
+                f"current processing time by merging. Current processing time: "
+                f"{self.processing_time} window: {merge_result!r}"
+            )
+            raise RuntimeError(msg)
+        ctx = self._ctx
+        ctx.key, ctx.ks, ctx.window = key, ks, merge_result
+        ctx.merged_windows = merged_windows
+        try:
+            self.trigger.on_merge(merge_result, ctx)
+        finally:
+            ctx.merged_windows = []
+        for m in merged_windows:
+            ctx.window = m
+            self.trigger.clear(m, ctx)
+            self._delete_cleanup_timer(ks, m)
+        if merged_state_windows:
+            merge_values = self._merge_values
+            assert merge_values is not None
+            contents = ks.contents
+            acc = contents.get(state_window, _MISSING)
+            for s in merged_state_windows:
+                value = contents.pop(s, _MISSING)
+                if value is _MISSING:
+                    continue
+                acc = value if acc is _MISSING else merge_values(acc, value)
+            if acc is not _MISSING:
+                contents[state_window] = acc
+
+    def _state_window(self, ks: KeyState, window: Any) -> Any:
+        if ks.merging is None:
+            return window
+        return ks.merging.get(window)
+
+    def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
+        """An event-time timer of ``key`` fired (Flink ``onEventTime``)."""
+        state_window = self._state_window(ks, window)
+        if state_window is None:
+            return  # a timer of a window that was merged away
+        ctx = self._ctx
+        ctx.key, ctx.ks, ctx.window = key, ks, window
+        result = self.trigger.on_event_time(time, window, ctx)
+        self._after_timer(key, ks, window, state_window, result)
+        if self.is_event_time and time == self.cleanup_time(window):
+            self._clear_all_state(key, ks, window, state_window)
+
+    def on_processing_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
+        """A processing-time timer of ``key`` fired (Flink ``onProcessingTime``)."""
+        state_window = self._state_window(ks, window)
+        if state_window is None:
+            return
+        ctx = self._ctx
+        ctx.key, ctx.ks, ctx.window = key, ks, window
+        result = self.trigger.on_processing_time(time, window, ctx)
+        self._after_timer(key, ks, window, state_window, result)
+        if not self.is_event_time and time == self.cleanup_time(window):
+            self._clear_all_state(key, ks, window, state_window)
+
+    def _after_timer(
+        self, key: Any, ks: KeyState, window: Any, state_window: Any, result: TriggerResult
+    ) -> None:
+        if result is _CONTINUE:
+            return
+        if result.is_fire():
+            self._emit(key, ks, window, state_window)
+        if result.is_purge():
+            ks.contents.pop(state_window, None)
+
+    def _clear_all_state(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> None:
+        ks.contents.pop(state_window, None)
+        ctx = self._ctx
+        ctx.key, ctx.ks, ctx.window = key, ks, window
+        self.trigger.clear(window, ctx)
+        wf = self._process_function()
+        if wf is not None:
+            ctx.window = window
+            wf.clear(self._pctx)
+        if ks.merging is not None:
+            ks.merging.pop(window, None)
+
+    def _process_function(self) -> ProcessWindowFunction[Any, Any, Any, Any] | None:
+        spec = self.spec
+        fn = spec.function if spec.kind == "process" else getattr(spec, "window_function", None)
+        return fn if isinstance(fn, ProcessWindowFunction) else None
+
+    # ------------------------------------------------------------------ evaluation
+    def _emit(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> bool:
+        """Evaluate ``window``; returns False when it had no contents (nothing emitted)."""
+        contents = ks.contents.get(state_window, _MISSING)
+        if contents is _MISSING:
+            return False
+        self.metrics.num_windows_fired += 1
+        ctx = self._ctx
+        ctx.key, ctx.ks, ctx.window = key, ks, window
+        try:
+            if self.evictor is not None:
+                outputs = self._evaluate_evicting(key, ks, window, state_window, contents)
+            else:
+                outputs = self._evaluate(key, window, contents)
+            ts = window.max_timestamp()
+            append = self.output.append
+            for out in outputs:
+                append(WindowResult(key, window, out, ts))
+        except Exception as exc:
+            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+            raise
+        return True
+
+    def _finish(self, key: Any, window: Any, result: Any) -> Iterable[Any]:
+        """Outputs for an incremental result, through the optional window function."""
+        wf = getattr(self.spec, "window_function", None)
+        if wf is None:
+            return (result,)
+        if isinstance(wf, ProcessWindowFunction):
+            out = wf.process(key, self._pctx, [result])
+            return _check_outputs(out, "ProcessWindowFunction.process", key, window)
+        out = wf.apply(key, window, [result])
+        return _check_outputs(out, "WindowFunction.apply", key, window)
+
+    def _evaluate(self, key: Any, window: Any, contents: Any) -> Iterable[Any]:
+        spec = self.spec
+        kind = spec.kind
+        if kind == "reduce" or kind == "fold":
+            return self._finish(key, window, contents)
+        if kind == "aggregate":
+            return self._finish(key, window, spec.function.get_result(contents))
+        return self._evaluate_all(key, window, list(contents))
+
+    def _evaluate_all(self, key: Any, window: Any, values: list[Any]) -> Iterable[Any]:
+        """Evaluate over all buffered values (process/apply, or any kind with an evictor)."""
+        spec = self.spec
+        kind = spec.kind
+        if kind == "process":
+            out = spec.function.process(key, self._pctx, values)
+            return _check_outputs(out, "ProcessWindowFunction.process", key, window)
+        if kind == "apply":
+            out = spec.function.apply(key, window, values)
+            return _check_outputs(out, "WindowFunction.apply", key, window)
+        if kind == "reduce":
+            if not values:
+                return ()  # everything was evicted: nothing to reduce
+            return self._finish(key, window, functools.reduce(spec.reducer(), values))
+        if kind == "aggregate":
+            agg = spec.function
+            acc = agg.create_accumulator()
+            for v in values:
+                acc = agg.add(v, acc)
+            return self._finish(key, window, agg.get_result(acc))
+        folder = spec.folder()  # type: ignore[union-attr]
+        acc = copy.deepcopy(spec.initial_value)  # type: ignore[union-attr]
+        for v in values:
+            acc = folder(acc, v)
+        return self._finish(key, window, acc)
+
+    def _evaluate_evicting(
+        self, key: Any, ks: KeyState, window: Any, state_window: Any, buffer: list[Any]
+    ) -> list[Any]:
+        evictor = self.evictor
+        assert evictor is not None
+        ctx = self._ctx
+        kept = _check_evicted(evictor.evict_before(list(buffer), window, ctx), "evict_before")
+        outputs = list(self._evaluate_all(key, window, [e.value for e in kept]))
+        ctx.window = window
+        kept = _check_evicted(evictor.evict_after(list(kept), window, ctx), "evict_after")
+        if kept:
+            ks.contents[state_window] = kept
+        else:
+            ks.contents.pop(state_window, None)
+        return outputs
+
+    # ------------------------------------------------------------------ per-key timers
+    def fire_timers(self, key: Any, ks: KeyState) -> None:
+        """Fire every timer of ``key`` due at the current watermark / processing time."""
+        self._fire_event_timers(key, ks, self.watermark)
+        self._fire_processing_timers(key, ks, self.processing_time)
+
+    def _fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
+        heap, live = ks.evt_heap, ks.evt_timers
+        while heap and heap[0][0] <= upto:
+            time, _, window = heapq.heappop(heap)
+            entry = (time, window)
+            if entry not in live:
+                continue
+            live.remove(entry)
+            self.on_event_time(key, ks, time, window)
+        if not live:
+            heap.clear()
+
+    def _fire_processing_timers(self, key: Any, ks: KeyState, upto: int) -> None:
+        heap, live = ks.proc_heap, ks.proc_timers
+        while heap and heap[0][0] <= upto:
+            time, _, window = heapq.heappop(heap)
+            entry = (time, window)
+            if entry not in live:
+                continue
+            live.remove(entry)
+            self.on_processing_time(key, ks, time, window)
+        if not live:
+            heap.clear()
+
+    # ------------------------------------------------------------------ multi-key driver
+    def _key_state(self, key: Any) -> KeyState:
+        ks = self.backend.get(key)
+        if ks is None:
+            ks = KeyState(self.is_merging)
+            self.backend.put(key, ks)
+        return ks
+
+    def _schedule(self, key: Any, ks: KeyState) -> None:
+        t = ks.next_event_time()
+        if t is not None:
+            cur = self._evt_sched.get(key)
+            if cur is None or t < cur:
+                self._evt_sched[key] = t
+                self._due_seq += 1
+                heapq.heappush(self._evt_due, (t, self._due_seq, key))
+        t = ks.next_processing_time()
+        if t is not None:
+            cur = self._proc_sched.get(key)
+            if cur is None or t < cur:
+                self._proc_sched[key] = t
+                self._due_seq += 1
+                heapq.heappush(self._proc_due, (t, self._due_seq, key))
+
+    def _release(self, key: Any, ks: KeyState) -> None:
+        if ks.is_empty():
+            self.backend.remove(key)
+
+    def process_element(self, value: Any, timestamp: int | None, key: Any = None) -> None:
+        """Process one element (``key=None`` for a non-keyed stream)."""
+        ks = self._key_state(key)
+        self.on_element(key, ks, value, timestamp)
+        self._schedule(key, ks)
+        self._release(key, ks)
+
+    def process_watermark(self, watermark: int) -> None:
+        """Advance the watermark and fire every event-time timer ``<= watermark``, in time
+        order across keys. A watermark lower than the current one is ignored."""
+        if watermark < self.watermark:
+            return
+        self.watermark = watermark
+        self._drain(self._evt_due, self._evt_sched, watermark, event_time=True)
+
+    def advance_processing_time(self, time: int) -> None:
+        """Set the processing-time clock and fire every processing-time timer ``<= time``."""
+        if time < self.processing_time:
+            return
+        self.processing_time = time
+        self._drain(self._proc_due, self._proc_sched, time, event_time=False)
+
+    def _drain(
+        self, due: list[tuple[int, int, Any]], sched: dict[Any, int], upto: int, event_time: bool
+    ) -> None:
+        while due and due[0][0] <= upto:
+            t, _, key = heapq.heappop(due)
+            if sched.get(key) != t:
+                continue  # superseded by an earlier schedule of this key
+            del sched[key]
+            ks = self.backend.get(key)
+            if ks is None:
+                continue
+            if event_time:
+                self._fire_event_timers(key, ks, t)
+            else:
+                self._fire_processing_timers(key, ks, t)
+            self._schedule(key, ks)
+            self._release(key, ks)
+
+    # ------------------------------------------------------------------ inspection
+    def keys(self) -> list[Any]:
+        """Keys with live state."""
+        return [k for k, _ in self.backend.items()]
+
+    def num_event_time_timers(self, key: Any = _MISSING) -> int:
+        """Live event-time timers (of one key, or all)."""
+        return self._count(lambda ks: len(ks.evt_timers), key)
+
+    def num_processing_time_timers(self, key: Any = _MISSING) -> int:
+        """Live processing-time timers (of one key, or all)."""
+        return self._count(lambda ks: len(ks.proc_timers), key)
+
+    def num_state_entries(self, key: Any = _MISSING) -> int:
+        """Live state entries (window contents, trigger and function state; merging-window
+        set entries are not counted) of one key, or all."""
+        return self._count(lambda ks: ks.num_state_entries(), key)
+
+    def _count(self, fn: Callable[[KeyState], int], key: Any) -> int:
+        if key is not _MISSING:
+            ks = self.backend.get(key)
+            return 0 if ks is None else fn(ks)
+        return sum(fn(ks) for _, ks in self.backend.items())
+
+    def iter_windows(self, key: Any) -> Iterator[Any]:
+        """The windows of ``key`` that hold contents (or, for merging assigners, are in the
+        merging-window set)."""
+        ks = self.backend.get(key)
+        if ks is None:
+            return iter(())
+        if ks.merging is not None:
+            return iter(sorted(ks.merging, key=_window_sort_key))
+        return iter(sorted(ks.contents, key=_window_sort_key))
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> bytes:
+        """All key states and the clocks, as bytes (outputs are not included)."""
+        payload = {
+            "version": 1,
+            "watermark": self.watermark,
+            "processing_time": self.processing_time,
+            "states": dict(self.backend.items()),
+        }
+        return bytes(cloudpickle.dumps(payload))
+
+    def restore(self, data: bytes) -> None:
+        """Load a :meth:`snapshot` into this (fresh) operator, replacing its state."""
+        payload = cloudpickle.loads(data)
+        if not isinstance(payload, dict) or payload.get("version") != 1:
+            msg = "restore: data is not a WindowOperator snapshot"
+            raise ValueError(msg)
+        for key, _ in list(self.backend.items()):
+            self.backend.remove(key)
+        self._evt_due.clear()
+        self._proc_due.clear()
+        self._evt_sched.clear()
+        self._proc_sched.clear()
+        self.watermark = payload["watermark"]
+        self.processing_time = payload["processing_time"]
+        for key, ks in payload["states"].items():
+            if ks.merging is None and self.is_merging:
+                msg = "restore: the snapshot was taken with a non-merging assigner"
+                raise ValueError(msg)
+            self.backend.put(key, ks)
+            self._schedule(key, ks)
+
+
+def _window_sort_key(window: Any) -> tuple[int, int, str]:
+    start = getattr(window, "start", None)
+    end = getattr(window, "end", None)
+    if isinstance(start, int) and isinstance(end, int):
+        return (start, end, "")
+    return (MAX_TIMESTAMP, MAX_TIMESTAMP, repr(window))
+
+
+def _check_evicted(kept: Any, what: str) -> list[Any]:
+    if kept is None or isinstance(kept, str | bytes) or not isinstance(kept, Iterable):
+        msg = (
+            f"Evictor.{what} must return the elements to keep (a list of TimestampedValue), "
+            f"got {type(kept).__name__} {kept!r}"
+        )
+        raise TypeError(msg)
+    kept = list(kept)
+    for e in kept:
+        if not isinstance(e, TimestampedValue):
+            msg = f"Evictor.{what} must return TimestampedValue elements, got {e!r}"
+            raise TypeError(msg)
+    return kept

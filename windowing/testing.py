@@ -1,0 +1,259 @@
+"""Test harnesses for window operators and triggers (public: test your own triggers too).
+
+:class:`WindowOperatorHarness` drives a whole :class:`~windowing.operator.WindowOperator` with
+elements, watermarks and processing time (Flink ``KeyedOneInputStreamOperatorTestHarness``);
+:class:`TriggerHarness` drives a single trigger against explicit windows (Flink
+``TriggerTestHarness``). Both expose timer and state counters, so a test can prove that
+everything was cleaned up.
+
+>>> from assigners import TumblingEventTimeWindows
+>>> h = WindowOperatorHarness(TumblingEventTimeWindows(10), lambda a, b: a + b)
+>>> h.process_element(3, timestamp=1, key="a")
+>>> h.process_element(4, timestamp=8, key="a")
+>>> h.process_watermark(9)
+>>> [(r.key, r.window.start, r.value, r.timestamp) for r in h.extract_output()]
+[('a', 0, 7, 9)]
+>>> h.num_event_time_timers(), h.num_state_entries()
+(0, 0)
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection, Iterable
+from typing import Any
+
+from evictors.base import Evictor
+from triggers.base import Trigger, TriggerResult
+from windowing.operator import KeyState, OperatorMetrics, WindowOperator, _Context, _register
+from windowing.records import LateElement, OutputTag, WindowResult
+from windowing.time import MIN_TIMESTAMP, Duration
+
+__all__ = ["TriggerHarness", "WindowOperatorHarness"]
+
+_ALL: Any = object()
+
+
+class WindowOperatorHarness:
+    """Drives a :class:`~windowing.operator.WindowOperator` in memory.
+
+    Parameters are those of :class:`~windowing.operator.WindowOperator`. Outputs accumulate
+    until :meth:`extract_output` / :meth:`extract_side_output` take them.
+    """
+
+    def __init__(
+        self,
+        assigner: Any,
+        function: Any,
+        *,
+        window_function: Any = None,
+        trigger: Trigger[Any, Any] | None = None,
+        evictor: Evictor[Any, Any] | None = None,
+        allowed_lateness: Duration = 0,
+        late_output_tag: OutputTag | None = None,
+    ) -> None:
+        self.operator = WindowOperator(
+            assigner,
+            function,
+            window_function=window_function,
+            trigger=trigger,
+            evictor=evictor,
+            allowed_lateness=allowed_lateness,
+            late_output_tag=late_output_tag,
+        )
+
+    # -- input ---------------------------------------------------------------------------
+    def process_element(self, value: Any, timestamp: int | None = None, key: Any = None) -> None:
+        """Process one element of ``key`` (``None``: a non-keyed stream)."""
+        self.operator.process_element(value, timestamp, key)
+
+    def process_elements(self, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
+        """Process ``(value, timestamp, key)`` triples in order."""
+        process = self.operator.process_element
+        for value, timestamp, key in elements:
+            process(value, timestamp, key)
+
+    def process_watermark(self, watermark: int) -> None:
+        """Advance the watermark (fires due event-time timers)."""
+        self.operator.process_watermark(watermark)
+
+    def set_processing_time(self, time: int) -> None:
+        """Advance the processing-time clock (fires due processing-time timers)."""
+        self.operator.advance_processing_time(time)
+
+    # -- output --------------------------------------------------------------------------
+    def extract_output(self) -> list[WindowResult]:
+        """Window results emitted since the last call."""
+        out = self.operator.output
+        self.operator.output = []
+        return out
+
+    def extract_side_output(self, tag: OutputTag) -> list[Any]:
+        """Side-output records of ``tag`` since the last call (``LateElement`` for the late
+        data tag, ``WindowResult`` for a process function's ``context.output``)."""
+        return self.operator.side_outputs.pop(tag, [])
+
+    def extract_late_elements(self) -> list[LateElement]:
+        """Shortcut for ``extract_side_output(late_output_tag)``."""
+        tag = self.operator.late_output_tag
+        return [] if tag is None else self.extract_side_output(tag)
+
+    @property
+    def metrics(self) -> OperatorMetrics:
+        """The operator's counters."""
+        return self.operator.metrics
+
+    @property
+    def watermark(self) -> int:
+        return self.operator.watermark
+
+    # -- state ---------------------------------------------------------------------------
+    def num_event_time_timers(self, key: Any = _ALL) -> int:
+        return self.operator.num_event_time_timers(*(() if key is _ALL else (key,)))
+
+    def num_processing_time_timers(self, key: Any = _ALL) -> int:
+        return self.operator.num_processing_time_timers(*(() if key is _ALL else (key,)))
+
+    def num_state_entries(self, key: Any = _ALL) -> int:
+        return self.operator.num_state_entries(*(() if key is _ALL else (key,)))
+
+    def num_keys(self) -> int:
+        """Keys that still hold any state or timer."""
+        return len(self.operator.keys())
+
+    def snapshot(self) -> bytes:
+        """The operator state (not pending outputs) as bytes."""
+        return self.operator.snapshot()
+
+    def restore(self, snapshot: bytes) -> None:
+        """Load a :meth:`snapshot` into this harness (built with the same configuration)."""
+        self.operator.restore(snapshot)
+
+
+class TriggerHarness:
+    """Drives one trigger for one key against explicit windows (Flink ``TriggerTestHarness``).
+
+    >>> from triggers import EventTimeTrigger
+    >>> from windowing.windows import TimeWindow
+    >>> h = TriggerHarness(EventTimeTrigger())
+    >>> h.process_element("x", 2, TimeWindow(0, 4)).name
+    'CONTINUE'
+    >>> h.num_event_time_timers(TimeWindow(0, 4))
+    1
+    >>> h.advance_watermark_for(3, TimeWindow(0, 4)).name
+    'FIRE'
+    >>> h.clear(TimeWindow(0, 4)); h.num_event_time_timers()
+    0
+    """
+
+    def __init__(self, trigger: Trigger[Any, Any], *, is_merging: bool = False) -> None:
+        if not isinstance(trigger, Trigger):
+            msg = f"trigger must be a Trigger, got {trigger!r}"
+            raise ValueError(msg)
+        self.trigger = trigger
+        self.watermark = MIN_TIMESTAMP
+        self.processing_time = 0
+        self.is_merging = is_merging
+        self.side_outputs: dict[Any, list[Any]] = {}
+        self.key: Any = "key"
+        self._ks = KeyState()
+        self._ctx = _Context(self)
+
+    def _at(self, window: Any) -> _Context:
+        ctx = self._ctx
+        ctx.key, ctx.ks, ctx.window = self.key, self._ks, window
+        return ctx
+
+    def process_element(self, value: Any, timestamp: int | None, window: Any) -> TriggerResult:
+        """``on_element`` for ``window``."""
+        return self.trigger.on_element(value, timestamp, window, self._at(window))
+
+    def advance_watermark(self, time: int) -> list[tuple[Any, TriggerResult]]:
+        """Set the watermark; ``on_event_time`` for each due timer, in time order."""
+        self.watermark = max(self.watermark, time)
+        return self._fire(self._ks.evt_heap, self._ks.evt_timers, time, event_time=True)
+
+    def advance_processing_time(self, time: int) -> list[tuple[Any, TriggerResult]]:
+        """Set processing time; ``on_processing_time`` for each due timer, in time order."""
+        self.processing_time = max(self.processing_time, time)
+        return self._fire(self._ks.proc_heap, self._ks.proc_timers, time, event_time=False)
+
+    def advance_watermark_for(self, time: int, window: Any) -> TriggerResult:
+        """Advance the watermark, expecting exactly one firing timer, of ``window``."""
+        return self._single(self.advance_watermark(time), window)
+
+    def advance_processing_time_for(self, time: int, window: Any) -> TriggerResult:
+        """Advance processing time, expecting exactly one firing timer, of ``window``."""
+        return self._single(self.advance_processing_time(time), window)
+
+    def invoke_on_event_time(self, time: int, window: Any) -> TriggerResult:
+        """Call ``on_event_time`` directly (as if a timer fired)."""
+        return self.trigger.on_event_time(time, window, self._at(window))
+
+    def invoke_on_processing_time(self, time: int, window: Any) -> TriggerResult:
+        """Call ``on_processing_time`` directly (as if a timer fired)."""
+        return self.trigger.on_processing_time(time, window, self._at(window))
+
+    def merge_windows(self, target: Any, merged: Collection[Any]) -> None:
+        """``on_merge`` into ``target`` from ``merged``, then ``clear`` of each merged window,
+        as the operator does."""
+        ctx = self._at(target)
+        ctx.merged_windows = list(merged)
+        try:
+            self.trigger.on_merge(target, ctx)
+        finally:
+            ctx.merged_windows = []
+        for w in merged:
+            self.clear(w)
+
+    def clear(self, window: Any) -> None:
+        """``clear`` for ``window``."""
+        self.trigger.clear(window, self._at(window))
+
+    def num_event_time_timers(self, window: Any = _ALL) -> int:
+        return _count(self._ks.evt_timers, window)
+
+    def num_processing_time_timers(self, window: Any = _ALL) -> int:
+        return _count(self._ks.proc_timers, window)
+
+    def num_state_entries(self, window: Any = _ALL) -> int:
+        table = self._ks.trigger_state
+        return table.num_entries() if window is _ALL else table.num_entries(window)
+
+    def register_event_time_timer(self, time: int, window: Any) -> None:
+        """Register a timer as the operator's cleanup timer would."""
+        _register(self._ks.evt_timers, self._ks.evt_heap, self._ks, time, window)
+
+    def _fire(
+        self,
+        heap: list[tuple[int, int, Any]],
+        live: set[tuple[int, Any]],
+        upto: int,
+        event_time: bool,
+    ) -> list[tuple[Any, TriggerResult]]:
+        fired: list[tuple[Any, TriggerResult]] = []
+        while heap and heap[0][0] <= upto:
+            time, _, window = heapq.heappop(heap)
+            if (time, window) not in live:
+                continue
+            live.remove((time, window))
+            ctx = self._at(window)
+            if event_time:
+                result = self.trigger.on_event_time(time, window, ctx)
+            else:
+                result = self.trigger.on_processing_time(time, window, ctx)
+            fired.append((window, result))
+        return fired
+
+    @staticmethod
+    def _single(fired: list[tuple[Any, TriggerResult]], window: Any) -> TriggerResult:
+        if len(fired) != 1 or fired[0][0] != window:
+            msg = f"expected exactly one firing, of window {window!r}; got {fired!r}"
+            raise AssertionError(msg)
+        return fired[0][1]
+
+
+def _count(timers: set[tuple[int, Any]], window: Any) -> int:
+    if window is _ALL:
+        return len(timers)
+    return sum(1 for _, w in timers if w == window)

@@ -1,0 +1,142 @@
+"""Time on the operator's clock: integer epoch milliseconds, and conversion at the API edge.
+
+Event time, watermarks, timers and window bounds are ``int`` milliseconds, as in Flink, Kafka
+Streams and Spark's stateful-processor timers. Durations given by users may be ``int``
+milliseconds, :class:`datetime.timedelta`, or Spark-style interval strings such as
+``"10 seconds"`` or ``"1 hour 30 minutes"``.
+
+>>> to_millis("1 minute 30 seconds")
+90000
+>>> to_millis(timedelta(seconds=5))
+5000
+>>> saturating_add(MAX_TIMESTAMP, 1) == MAX_TIMESTAMP
+True
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Union
+
+__all__ = [
+    "MAX_TIMESTAMP",
+    "MIN_TIMESTAMP",
+    "Duration",
+    "datetime_to_millis",
+    "millis_to_datetime",
+    "saturating_add",
+    "to_millis",
+]
+
+#: Smallest timestamp on the operator clock (Java ``Long.MIN_VALUE``): "no watermark yet".
+MIN_TIMESTAMP: int = -(2**63)
+#: Largest timestamp on the operator clock (Java ``Long.MAX_VALUE``): "end of time".
+MAX_TIMESTAMP: int = 2**63 - 1
+
+Duration = Union[int, timedelta, str]
+
+_UNITS_MS: dict[str, int] = {}
+for _names, _ms in (
+    (("ms", "milli", "millis", "millisecond", "milliseconds", "msec", "msecs"), 1),
+    (("s", "sec", "secs", "second", "seconds"), 1_000),
+    (("m", "min", "mins", "minute", "minutes"), 60_000),
+    (("h", "hr", "hrs", "hour", "hours"), 3_600_000),
+    (("d", "day", "days"), 86_400_000),
+    (("w", "week", "weeks"), 604_800_000),
+):
+    for _name in _names:
+        _UNITS_MS[_name] = _ms
+
+_PART = re.compile(r"\s*([+-]?\d+)\s*([a-zA-Z]+)\s*")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _parse_interval(text: str, name: str) -> int:
+    stripped = text.strip()
+    if stripped.lower().startswith("interval "):
+        stripped = stripped[len("interval ") :]
+    pos = 0
+    total = 0
+    matched = False
+    while pos < len(stripped):
+        m = _PART.match(stripped, pos)
+        if m is None:
+            break
+        unit = m.group(2).lower()
+        if unit not in _UNITS_MS:
+            msg = f"{name}: unknown time unit {m.group(2)!r} in {text!r}"
+            raise ValueError(msg)
+        total += int(m.group(1)) * _UNITS_MS[unit]
+        pos = m.end()
+        matched = True
+    if not matched or pos != len(stripped):
+        msg = (
+            f"{name}: cannot parse duration {text!r}; use an int of milliseconds, a "
+            "datetime.timedelta, or a string such as '10 seconds' or '1 hour 30 minutes'"
+        )
+        raise ValueError(msg)
+    return total
+
+
+def to_millis(duration: Duration, name: str = "duration") -> int:
+    """Convert a duration to integer milliseconds.
+
+    Parameters
+    ----------
+    duration
+        ``int`` milliseconds, a :class:`~datetime.timedelta` (whole milliseconds only), or an
+        interval string like ``"10 seconds"``, ``"500 ms"``, ``"-8 hours"``.
+    name
+        The parameter name used in error messages.
+
+    Raises
+    ------
+    ValueError
+        If the value cannot be read as a whole number of milliseconds.
+    """
+    if isinstance(duration, bool):
+        msg = f"{name} must be a duration (int ms, timedelta or str), got bool {duration!r}"
+        raise ValueError(msg)
+    if isinstance(duration, int):
+        return int(duration)
+    if isinstance(duration, timedelta):
+        micros = (duration.days * 86_400 + duration.seconds) * 1_000_000 + duration.microseconds
+        if micros % 1_000:
+            msg = f"{name} must be a whole number of milliseconds, got {duration!r}"
+            raise ValueError(msg)
+        return micros // 1_000
+    if isinstance(duration, str):
+        return _parse_interval(duration, name)
+    msg = (
+        f"{name} must be a duration (int ms, timedelta or str), "
+        f"got {type(duration).__name__} {duration!r}"
+    )
+    raise ValueError(msg)
+
+
+def saturating_add(a: int, b: int) -> int:
+    """``a + b`` clamped to ``[MIN_TIMESTAMP, MAX_TIMESTAMP]`` (Java ``long`` saturation)."""
+    s = a + b
+    if s > MAX_TIMESTAMP:
+        return MAX_TIMESTAMP
+    if s < MIN_TIMESTAMP:
+        return MIN_TIMESTAMP
+    return s
+
+
+def datetime_to_millis(value: datetime) -> int:
+    """Epoch milliseconds of a datetime; a naive datetime is read as UTC.
+
+    >>> datetime_to_millis(datetime(1970, 1, 1, 0, 0, 1, tzinfo=timezone.utc))
+    1000
+    """
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000 + delta.microseconds // 1_000
+
+
+def millis_to_datetime(ms: int) -> datetime:
+    """The UTC datetime of epoch milliseconds ``ms``."""
+    return _EPOCH + timedelta(milliseconds=ms)
