@@ -68,10 +68,11 @@ def merge_time_windows(windows: Iterable[Any]) -> list[tuple[frozenset[Any], Any
     """Merge overlapping or touching ``TimeWindow``s (Flink ``TimeWindow.mergeWindows``).
 
     >>> from windowing.windows import TimeWindow as W
-    >>> merge_time_windows([W(0, 5), W(5, 8), W(10, 12)])
-    [(frozenset({TimeWindow(start=0, end=5), TimeWindow(start=5, end=8)}), TimeWindow(start=0, end=8))]
+    >>> merges = merge_time_windows([W(0, 5), W(5, 8), W(10, 12)])
+    >>> [(sorted(group), result) for group, result in merges]
+    [([TimeWindow(start=0, end=5), TimeWindow(start=5, end=8)], TimeWindow(start=0, end=8))]
     """
-    ordered = sorted(windows, key=lambda w: w.start)
+    ordered = sorted(windows)  # by (start, end); ties on start do not change the groups
     merges: list[tuple[frozenset[Any], Any]] = []
     current: Any = None
     group: list[Any] = []

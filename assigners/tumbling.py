@@ -49,8 +49,8 @@ class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
         Shift of the window grid, ``abs(offset) < size``; e.g. ``"-8 hours"`` for UTC+8 days.
 
     >>> a = TumblingEventTimeWindows("10 ms")
-    >>> [a.assign_windows(None, t, None) for t in (-1, 0, 9, 10)]
-    [(TimeWindow(start=-10, end=0),), (TimeWindow(start=0, end=10),), (TimeWindow(start=0, end=10),), (TimeWindow(start=10, end=20),)]
+    >>> [tuple(a.assign_windows(None, t, None)[0]) for t in (-1, 0, 9, 10)]
+    [(-10, 0), (0, 10), (0, 10), (10, 20)]
     """
 
     size: int

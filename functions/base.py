@@ -134,10 +134,12 @@ class ProcessWindowFunction(ABC, Generic[IN, OUT, K, W]):
     """
 
     @abstractmethod
-    def process(self, key: K, context: ProcessWindowFunctionContext, elements: Iterable[IN]) -> Iterable[OUT]:
+    def process(
+        self, key: K, context: ProcessWindowFunctionContext, elements: Iterable[IN]
+    ) -> Iterable[OUT]:
         """The outputs of the window (an iterable; a generator is fine)."""
 
-    def clear(self, context: ProcessWindowFunctionContext) -> None:  # noqa: B027 - optional hook
+    def clear(self, context: ProcessWindowFunctionContext) -> None:
         """Called when the window is removed; delete per-window state here."""
 
 

@@ -156,10 +156,13 @@ def as_spec(function: Any, window_function: Any = None) -> WindowFunctionSpec:
     if isinstance(function, FoldFunction):
         msg = "function: a FoldFunction needs an initial value; pass Fold(initial, function)"
         raise ValueError(msg)
-    if isinstance(function, ReduceFunction) or (callable(function) and not isinstance(function, type)):
+    if isinstance(function, ReduceFunction) or (
+        callable(function) and not isinstance(function, type)
+    ):
         return Reduce(function, window_function)
     msg = (
         "function must be a ReduceFunction or callable, AggregateFunction, "
-        f"ProcessWindowFunction, WindowFunction or a spec, got {type(function).__name__} {function!r}"
+        "ProcessWindowFunction, WindowFunction or a spec, "
+        f"got {type(function).__name__} {function!r}"
     )
     raise ValueError(msg)

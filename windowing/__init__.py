@@ -4,8 +4,6 @@ The Spark runtime lives in :mod:`windowing.spark`; everything importable from he
 without Spark.
 """
 
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
-from windowing.windows import GLOBAL_WINDOW, GlobalWindow, TimestampedValue, TimeWindow
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.state import (
     AggregatingStateDescriptor,
@@ -14,7 +12,22 @@ from windowing.state import (
     ReducingStateDescriptor,
     ValueStateDescriptor,
 )
-from windowing.operator import InMemoryStateBackend, KeyState, OperatorMetrics, WindowOperator
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
+from windowing.windows import GLOBAL_WINDOW, GlobalWindow, TimestampedValue, TimeWindow
+
+# The operator imports assigners/, triggers/ and functions/, which import windowing.* modules:
+# load it lazily so that any package can be imported first.
+_LAZY = {"InMemoryStateBackend", "KeyState", "OperatorMetrics", "WindowOperator"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from windowing import operator
+
+        return getattr(operator, name)
+    msg = f"module 'windowing' has no attribute {name!r}"
+    raise AttributeError(msg)
+
 
 __all__ = [
     "GLOBAL_WINDOW",

@@ -37,6 +37,8 @@ from typing import Any, Protocol
 import cloudpickle
 
 from assigners.base import MergingWindowAssigner, WindowAssigner
+from assigners.hopping import HoppingEventTimeWindows
+from assigners.tumbling import TumblingEventTimeWindows
 from evictors.base import Evictor
 from functions.base import ProcessWindowFunction
 from functions.spec import WindowFunctionSpec, as_spec
@@ -45,7 +47,7 @@ from triggers.event_time import EventTimeTrigger
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.state import StateTable
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
-from windowing.windows import TimestampedValue
+from windowing.windows import TimestampedValue, TimeWindow
 
 __all__ = [
     "InMemoryStateBackend",
@@ -100,9 +102,9 @@ class KeyState:
             or self.evt_timers
             or self.proc_timers
             or self.merging
-            or self.trigger_state.num_entries()
-            or self.window_state.num_entries()
-            or self.global_state.num_entries()
+            or not self.trigger_state.is_empty()
+            or not self.window_state.is_empty()
+            or not self.global_state.is_empty()
         )
 
     def num_state_entries(self, window: Any = _MISSING) -> int:
@@ -430,6 +432,10 @@ class WindowOperator:
         self.late_output_tag = late_output_tag
         self.is_event_time = assigner.is_event_time()
         self.backend: StateBackend = backend if backend is not None else InMemoryStateBackend()
+        # Direct dict access for the in-memory backend (hot path).
+        self._states: dict[Any, KeyState] | None = (
+            self.backend.states if isinstance(self.backend, InMemoryStateBackend) else None
+        )
 
         self.watermark = MIN_TIMESTAMP
         self.processing_time = 0
@@ -447,6 +453,25 @@ class WindowOperator:
         self._proc_sched: dict[Any, int] = {}
         self._due_seq = 0
         self._setup_contents()
+        self._pwf = self._process_function()
+        self._fast_event_timers = type(trigger) is EventTimeTrigger and self.is_event_time
+        # Inlined element loop for aligned event-time windows with the default trigger.
+        self._aligned: tuple[int, int, int] | None = None
+        if type(trigger) is EventTimeTrigger and evictor is None:
+            if type(assigner) is TumblingEventTimeWindows:
+                self._aligned = (assigner.size, assigner.size, assigner.offset)
+            elif type(assigner) is HoppingEventTimeWindows:
+                self._aligned = (assigner.size, assigner.slide, assigner.offset)
+        self._inline_reducer: Callable[[Any, Any], Any] | None = (
+            spec.reducer() if spec.kind == "reduce" and evictor is None else None  # type: ignore[union-attr]
+        )
+        # Incremental results emitted as they are (no window function, no evictor).
+        self._direct_result: Callable[[Any], Any] | None = None
+        if evictor is None and getattr(spec, "window_function", None) is None:
+            if spec.kind in ("reduce", "fold"):
+                self._direct_result = _identity
+            elif spec.kind == "aggregate":
+                self._direct_result = spec.function.get_result
 
     # ------------------------------------------------------------------ contents strategy
     def _setup_contents(self) -> None:
@@ -542,8 +567,9 @@ class WindowOperator:
         """An empty :class:`KeyState` for this operator."""
         return KeyState(self.is_merging)
 
-    def on_element(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> None:
-        """Process one element of ``key`` whose state is ``ks`` (Flink ``processElement``)."""
+    def on_element(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> bool:
+        """Process one element of ``key`` whose state is ``ks`` (Flink ``processElement``);
+        returns whether it was added to any window."""
         self.metrics.num_elements += 1
         windows = self.assigner.assign_windows(value, timestamp, self._clock)
         if self.is_merging:
@@ -551,16 +577,8 @@ class WindowOperator:
         else:
             added = self._on_element_plain(key, ks, value, timestamp, windows)
         if not added:
-            if self.is_element_late(timestamp):
-                if self.late_output_tag is not None:
-                    self.metrics.num_late_records_side_output += 1
-                    self.side_outputs.setdefault(self.late_output_tag, []).append(
-                        LateElement(key, value, timestamp, self.watermark)
-                    )
-                else:
-                    self.metrics.num_late_records_dropped += 1
-            else:
-                self.metrics.num_records_in_no_window += 1
+            self._not_added(key, ks, value, timestamp)
+        return added
 
     def _on_element_plain(
         self, key: Any, ks: KeyState, value: Any, timestamp: int | None, windows: Iterable[Any]
@@ -616,6 +634,7 @@ class WindowOperator:
         mapping = ks.merging
         assert mapping is not None
         ctx = self._ctx
+        fast_event_trigger = self._fast_event_timers
         for window in windows:
             actual = self._add_merging_window(key, ks, mapping, window)
             if self.is_window_late(actual):
@@ -627,8 +646,17 @@ class WindowOperator:
                 msg = f"Window {actual!r} is not in the in-flight window set"
                 raise RuntimeError(msg)
             self._add(ks.contents, state_window, value, timestamp)
-            ctx.key, ctx.ks, ctx.window = key, ks, actual
-            result = self.trigger.on_element(value, timestamp, actual, ctx)
+            if fast_event_trigger:
+                # EventTimeTrigger.on_element, inlined (identical behaviour).
+                max_ts = actual.max_timestamp()
+                if max_ts > self.watermark:
+                    _register(ks.evt_timers, ks.evt_heap, ks, max_ts, actual)
+                    self._register_cleanup_timer(ks, actual)
+                    continue
+                result = _FIRE
+            else:
+                ctx.key, ctx.ks, ctx.window = key, ks, actual
+                result = self.trigger.on_element(value, timestamp, actual, ctx)
             if result.is_fire() and not self._emit(key, ks, actual, state_window):
                 continue
             if result.is_purge():
@@ -764,7 +792,7 @@ class WindowOperator:
         ctx = self._ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
         self.trigger.clear(window, ctx)
-        wf = self._process_function()
+        wf = self._pwf
         if wf is not None:
             ctx.window = window
             wf.clear(self._pctx)
@@ -782,7 +810,24 @@ class WindowOperator:
         contents = ks.contents.get(state_window, _MISSING)
         if contents is _MISSING:
             return False
+        self._emit_contents(key, ks, window, state_window, contents)
+        return True
+
+    def _emit_contents(
+        self, key: Any, ks: KeyState, window: Any, state_window: Any, contents: Any
+    ) -> None:
         self.metrics.num_windows_fired += 1
+        direct = self._direct_result
+        if direct is not None:
+            try:
+                value = direct(contents)
+            except Exception as exc:
+                exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+                raise
+            self.output.append(
+                tuple.__new__(WindowResult, (key, window, value, window.max_timestamp()))
+            )
+            return
         ctx = self._ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
         try:
@@ -797,7 +842,6 @@ class WindowOperator:
         except Exception as exc:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
-        return True
 
     def _finish(self, key: Any, window: Any, result: Any) -> Iterable[Any]:
         """Outputs for an incremental result, through the optional window function."""
@@ -869,6 +913,9 @@ class WindowOperator:
 
     def _fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
         heap, live = ks.evt_heap, ks.evt_timers
+        if self._fast_event_timers:
+            self._fire_event_timers_fast(key, ks, upto)
+            return
         while heap and heap[0][0] <= upto:
             time, _, window = heapq.heappop(heap)
             entry = (time, window)
@@ -876,6 +923,62 @@ class WindowOperator:
                 continue
             live.remove(entry)
             self.on_event_time(key, ks, time, window)
+        if not live:
+            heap.clear()
+
+    def _fire_event_timers_fast(self, key: Any, ks: KeyState, upto: int) -> None:
+        """``_fire_event_timers`` for a non-merging event-time assigner with the built-in
+        ``EventTimeTrigger``: the trigger's ``on_event_time`` and ``clear`` inlined."""
+        heap, live = ks.evt_heap, ks.evt_timers
+        contents = ks.contents
+        mapping = ks.merging
+        lateness = self.allowed_lateness
+        pwf = self._pwf
+        direct = self._direct_result
+        append = self.output.append
+        new_tuple = tuple.__new__
+        result_type = WindowResult
+        pop = heapq.heappop
+        fired = 0
+        while heap and heap[0][0] <= upto:
+            time, _, window = pop(heap)
+            entry = (time, window)
+            if entry not in live:
+                continue
+            live.remove(entry)
+            if mapping is None:
+                state_window = window
+            else:
+                state_window = mapping.get(window)
+                if state_window is None:
+                    continue  # a timer of a window that was merged away
+            max_ts = window.max_timestamp()
+            if time == max_ts:  # EventTimeTrigger.on_event_time -> FIRE
+                value = contents.get(state_window, _MISSING)
+                if value is not _MISSING:
+                    if direct is None:
+                        self._emit_contents(key, ks, window, state_window, value)
+                    else:
+                        fired += 1
+                        try:
+                            value = direct(value)
+                        except Exception as exc:
+                            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+                            raise
+                        append(new_tuple(result_type, (key, window, value, max_ts)))
+            cleanup = max_ts + lateness
+            if cleanup >= MAX_TIMESTAMP:
+                cleanup = MAX_TIMESTAMP
+            if time == cleanup:
+                contents.pop(state_window, None)
+                live.discard((max_ts, window))  # EventTimeTrigger.clear
+                if pwf is not None:
+                    ctx = self._ctx
+                    ctx.key, ctx.ks, ctx.window = key, ks, window
+                    pwf.clear(self._pctx)
+                if mapping is not None:
+                    mapping.pop(window, None)
+        self.metrics.num_windows_fired += fired
         if not live:
             heap.clear()
 
@@ -921,9 +1024,134 @@ class WindowOperator:
 
     def process_element(self, value: Any, timestamp: int | None, key: Any = None) -> None:
         """Process one element (``key=None`` for a non-keyed stream)."""
-        ks = self._key_state(key)
+        states = self._states
+        if states is not None:
+            ks = states.get(key)
+            if ks is None:
+                ks = states[key] = KeyState(self.is_merging)
+        else:
+            ks = self._key_state(key)
         self.on_element(key, ks, value, timestamp)
-        self._schedule(key, ks)
+        # Schedule the key's earliest timer. A heap top may be a deleted timer: scheduling
+        # too early is harmless (nothing fires, and the key is rescheduled).
+        heap = ks.evt_heap
+        if heap:
+            t = heap[0][0]
+            cur = self._evt_sched.get(key)
+            if cur is None or t < cur:
+                self._evt_sched[key] = t
+                self._due_seq += 1
+                heapq.heappush(self._evt_due, (t, self._due_seq, key))
+        heap = ks.proc_heap
+        if heap:
+            t = heap[0][0]
+            cur = self._proc_sched.get(key)
+            if cur is None or t < cur:
+                self._proc_sched[key] = t
+                self._due_seq += 1
+                heapq.heappush(self._proc_due, (t, self._due_seq, key))
+
+    def process_elements(self, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
+        """Process ``(value, timestamp, key)`` triples in order, all at the current watermark
+        and processing time; same result as calling :meth:`process_element` for each."""
+        if self._aligned is None or self._states is None:
+            process = self.process_element
+            for value, timestamp, key in elements:
+                process(value, timestamp, key)
+            return
+        self._process_aligned(elements, self._states, *self._aligned)
+
+    def _process_aligned(
+        self,
+        elements: Iterable[tuple[Any, int | None, Any]],
+        states: dict[Any, KeyState],
+        size: int,
+        slide: int,
+        offset: int,
+    ) -> None:
+        """The element loop for tumbling/hopping event-time windows with the built-in
+        ``EventTimeTrigger`` and no evictor: the assigner, trigger and cleanup-timer logic of
+        :meth:`on_element` inlined (identical behaviour, checked by differential tests)."""
+        add = self._add
+        reducer = self._inline_reducer
+        lateness = self.allowed_lateness
+        wm = self.watermark
+        evt_sched = self._evt_sched
+        evt_due = self._evt_due
+        push = heapq.heappush
+        end_of_time = MAX_TIMESTAMP
+        new_tuple = tuple.__new__
+        time_window = TimeWindow
+        missing = _MISSING
+        count = 0
+        for value, ts, key in elements:
+            count += 1
+            ks = states.get(key)
+            if ks is None:
+                ks = states[key] = KeyState()
+            if ts is None:
+                self.assigner.assign_windows(value, ts, self._clock)  # raises its error
+                continue
+            contents = ks.contents
+            timers = ks.evt_timers
+            heap = ks.evt_heap
+            added = False
+            start = ts - (ts - offset) % slide
+            lowest = ts - size
+            while start > lowest:
+                end = start + size
+                if end > end_of_time:
+                    end = end_of_time + 1
+                max_ts = end - 1
+                cleanup = max_ts + lateness
+                if cleanup >= end_of_time:
+                    cleanup = end_of_time
+                if cleanup > wm:
+                    added = True
+                    window = new_tuple(time_window, (start, end))
+                    if reducer is not None:
+                        current = contents.get(window, missing)
+                        contents[window] = value if current is missing else reducer(current, value)
+                    else:
+                        add(contents, window, value, ts)
+                    if max_ts <= wm:
+                        self._emit(key, ks, window, window)  # late firing
+                    else:
+                        entry = (max_ts, window)
+                        if entry not in timers:
+                            timers.add(entry)
+                            ks.seq += 1
+                            push(heap, (max_ts, ks.seq, window))
+                    if cleanup != max_ts and cleanup != end_of_time:
+                        entry = (cleanup, window)
+                        if entry not in timers:
+                            timers.add(entry)
+                            ks.seq += 1
+                            push(heap, (cleanup, ks.seq, window))
+                start -= slide
+            if not added:
+                self._not_added(key, ks, value, ts)
+            if heap:
+                t = heap[0][0]
+                cur = evt_sched.get(key)
+                if cur is None or t < cur:
+                    evt_sched[key] = t
+                    self._due_seq += 1
+                    push(evt_due, (t, self._due_seq, key))
+        self.metrics.num_elements += count
+
+    def _not_added(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> None:
+        """Account for an element added to no window: late side output, or a metric."""
+        if self.is_element_late(timestamp):
+            if self.late_output_tag is not None:
+                self.metrics.num_late_records_side_output += 1
+                self.side_outputs.setdefault(self.late_output_tag, []).append(
+                    LateElement(key, value, timestamp, self.watermark)
+                )
+            else:
+                self.metrics.num_late_records_dropped += 1
+        else:
+            self.metrics.num_records_in_no_window += 1
         self._release(key, ks)
 
     def process_watermark(self, watermark: int) -> None:
@@ -944,6 +1172,9 @@ class WindowOperator:
     def _drain(
         self, due: list[tuple[int, int, Any]], sched: dict[Any, int], upto: int, event_time: bool
     ) -> None:
+        # Keys are visited in the order of their earliest due timer; each key then fires all
+        # its timers up to ``upto`` in time order (timers of one key are strictly ordered;
+        # outputs of different keys may interleave differently than in a global time order).
         while due and due[0][0] <= upto:
             t, _, key = heapq.heappop(due)
             if sched.get(key) != t:
@@ -953,9 +1184,9 @@ class WindowOperator:
             if ks is None:
                 continue
             if event_time:
-                self._fire_event_timers(key, ks, t)
+                self._fire_event_timers(key, ks, upto)
             else:
-                self._fire_processing_timers(key, ks, t)
+                self._fire_processing_timers(key, ks, upto)
             self._schedule(key, ks)
             self._release(key, ks)
 
@@ -1024,6 +1255,10 @@ class WindowOperator:
                 raise ValueError(msg)
             self.backend.put(key, ks)
             self._schedule(key, ks)
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 def _window_sort_key(window: Any) -> tuple[int, int, str]:

@@ -60,9 +60,14 @@ class ReducingStateDescriptor(Generic[T]):
     name: str
     reduce_function: Any  # Callable[[T, T], T] or a ReduceFunction
 
+    def __post_init__(self) -> None:
+        self.reducer()
+
     def reducer(self) -> Callable[[T, T], T]:
-        fn = getattr(self.reduce_function, "reduce", self.reduce_function)
-        if not callable(fn):
+        fn = self.reduce_function
+        if not isinstance(fn, type):
+            fn = getattr(fn, "reduce", fn)
+        if isinstance(fn, type) or not callable(fn):
             msg = (
                 f"ReducingStateDescriptor({self.name!r}).reduce_function must be callable or a "
                 f"ReduceFunction, got {self.reduce_function!r}"
@@ -207,7 +212,8 @@ class MapState(_View, Generic[K, V]):
         self._map()[key] = value
 
     def put_all(self, values: dict[K, V]) -> None:
-        self._map().update(values)
+        if values:
+            self._map().update(values)
 
     def remove(self, key: K) -> None:
         m = self._table.get(self._ns)
@@ -317,6 +323,10 @@ class StateTable:
         if namespace is _MISSING:
             return sum(len(t) for t in self.tables.values())
         return sum(1 for t in self.tables.values() if namespace in t)
+
+    def is_empty(self) -> bool:
+        """Whether no value is stored at all."""
+        return not any(self.tables.values())
 
     def namespaces(self) -> set[Any]:
         """Every namespace holding a value."""

@@ -68,10 +68,8 @@ class WindowOperatorHarness:
         self.operator.process_element(value, timestamp, key)
 
     def process_elements(self, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
-        """Process ``(value, timestamp, key)`` triples in order."""
-        process = self.operator.process_element
-        for value, timestamp, key in elements:
-            process(value, timestamp, key)
+        """Process ``(value, timestamp, key)`` triples in order (faster than one by one)."""
+        self.operator.process_elements(elements)
 
     def process_watermark(self, watermark: int) -> None:
         """Advance the watermark (fires due event-time timers)."""

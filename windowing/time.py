@@ -16,8 +16,7 @@ True
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
-from typing import Union
+from datetime import UTC, datetime, timedelta
 
 __all__ = [
     "MAX_TIMESTAMP",
@@ -34,7 +33,7 @@ MIN_TIMESTAMP: int = -(2**63)
 #: Largest timestamp on the operator clock (Java ``Long.MAX_VALUE``): "end of time".
 MAX_TIMESTAMP: int = 2**63 - 1
 
-Duration = Union[int, timedelta, str]
+Duration = int | timedelta | str
 
 _UNITS_MS: dict[str, int] = {}
 for _names, _ms in (
@@ -49,7 +48,7 @@ for _names, _ms in (
         _UNITS_MS[_name] = _ms
 
 _PART = re.compile(r"\s*([+-]?\d+)\s*([a-zA-Z]+)\s*")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _parse_interval(text: str, name: str) -> int:
@@ -128,11 +127,11 @@ def saturating_add(a: int, b: int) -> int:
 def datetime_to_millis(value: datetime) -> int:
     """Epoch milliseconds of a datetime; a naive datetime is read as UTC.
 
-    >>> datetime_to_millis(datetime(1970, 1, 1, 0, 0, 1, tzinfo=timezone.utc))
+    >>> datetime_to_millis(datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC))
     1000
     """
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000 + delta.microseconds // 1_000
 
