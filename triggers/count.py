@@ -11,7 +11,7 @@ from windowing.state import ReducingStateDescriptor
 
 __all__ = ["CountTrigger"]
 
-_COUNT = ReducingStateDescriptor("count", operator.add)
+_COUNT: ReducingStateDescriptor[int] = ReducingStateDescriptor("count", operator.add)
 
 
 @dataclass(frozen=True, repr=False)

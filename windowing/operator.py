@@ -41,7 +41,7 @@ from assigners.hopping import HoppingEventTimeWindows
 from assigners.tumbling import TumblingEventTimeWindows
 from evictors.base import Evictor
 from functions.base import ProcessWindowFunction
-from functions.spec import WindowFunctionSpec, as_spec
+from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec, as_spec
 from triggers.base import Trigger, TriggerResult
 from triggers.event_time import EventTimeTrigger
 from windowing.records import LateElement, OutputTag, WindowResult
@@ -200,6 +200,15 @@ class OperatorMetrics:
     num_windows_fired: int = 0
 
 
+class _Clocks(Protocol):
+    """What contexts read from their owner (the operator, or a trigger harness)."""
+
+    watermark: int
+    processing_time: int
+    is_merging: bool
+    side_outputs: dict[OutputTag, list[Any]]
+
+
 class _Clock:
     """Assigner context: exposes the operator's processing-time clock."""
 
@@ -241,8 +250,8 @@ class _Context:
 
     __slots__ = ("key", "ks", "merged_windows", "op", "window")
 
-    def __init__(self, op: Any) -> None:
-        self.op = op  # a WindowOperator, or anything with watermark/processing_time/is_merging
+    def __init__(self, op: _Clocks) -> None:
+        self.op = op
         self.key: Any = None
         self.ks: KeyState = KeyState()
         self.window: Any = None
@@ -420,7 +429,7 @@ class WindowOperator:
                 "a merging window assigner needs a trigger whose can_merge() is True"
             )
             raise ValueError(msg)
-        if self.is_merging and spec.kind == "fold":
+        if self.is_merging and isinstance(spec, Fold):
             msg = f"fold cannot be used with the merging window assigner {assigner!r}"
             raise ValueError(msg)
 
@@ -463,23 +472,23 @@ class WindowOperator:
             elif type(assigner) is HoppingEventTimeWindows:
                 self._aligned = (assigner.size, assigner.slide, assigner.offset)
         self._inline_reducer: Callable[[Any, Any], Any] | None = (
-            spec.reducer() if spec.kind == "reduce" and evictor is None else None  # type: ignore[union-attr]
+            spec.reducer() if isinstance(spec, Reduce) and evictor is None else None
         )
         # Incremental results emitted as they are (no window function, no evictor).
         self._direct_result: Callable[[Any], Any] | None = None
-        if evictor is None and getattr(spec, "window_function", None) is None:
-            if spec.kind in ("reduce", "fold"):
-                self._direct_result = _identity
-            elif spec.kind == "aggregate":
+        incremental = isinstance(spec, Reduce | Fold | Aggregate)
+        if evictor is None and incremental and spec.window_function is None:  # type: ignore[union-attr]
+            if isinstance(spec, Aggregate):
                 self._direct_result = spec.function.get_result
+            else:
+                self._direct_result = _identity
 
     # ------------------------------------------------------------------ contents strategy
     def _setup_contents(self) -> None:
         spec = self.spec
-        kind = spec.kind
         self._add: Callable[[dict[Any, Any], Any, Any, int | None], None]
         self._merge_values: Callable[[Any, Any], Any] | None
-        if self.evictor is not None or kind in ("process", "apply"):
+        if self.evictor is not None or isinstance(spec, Process | Apply):
             buffer_ts = self.evictor is not None
 
             def add_list(contents: dict[Any, Any], ns: Any, value: Any, ts: int | None) -> None:
@@ -492,8 +501,8 @@ class WindowOperator:
 
             self._add = add_list
             self._merge_values = lambda a, b: [*a, *b]
-        elif kind == "reduce":
-            reducer = spec.reducer()  # type: ignore[union-attr]
+        elif isinstance(spec, Reduce):
+            reducer = spec.reducer()
 
             def add_reduce(contents: dict[Any, Any], ns: Any, value: Any, ts: int | None) -> None:
                 cur = contents.get(ns, _MISSING)
@@ -501,7 +510,7 @@ class WindowOperator:
 
             self._add = add_reduce
             self._merge_values = reducer
-        elif kind == "aggregate":
+        elif isinstance(spec, Aggregate):
             agg = spec.function
             create, agg_add = agg.create_accumulator, agg.add
 
@@ -511,9 +520,10 @@ class WindowOperator:
 
             self._add = add_agg
             self._merge_values = agg.merge
-        else:  # fold
-            folder = spec.folder()  # type: ignore[union-attr]
-            initial = spec.initial_value  # type: ignore[union-attr]
+        else:
+            assert isinstance(spec, Fold)
+            folder = spec.folder()
+            initial = spec.initial_value
 
             def add_fold(contents: dict[Any, Any], ns: Any, value: Any, ts: int | None) -> None:
                 acc = contents.get(ns, _MISSING)
@@ -801,8 +811,12 @@ class WindowOperator:
 
     def _process_function(self) -> ProcessWindowFunction[Any, Any, Any, Any] | None:
         spec = self.spec
-        fn = spec.function if spec.kind == "process" else getattr(spec, "window_function", None)
-        return fn if isinstance(fn, ProcessWindowFunction) else None
+        if isinstance(spec, Process):
+            return spec.function
+        if isinstance(spec, Reduce | Aggregate | Fold):
+            wf = spec.window_function
+            return wf if isinstance(wf, ProcessWindowFunction) else None
+        return None
 
     # ------------------------------------------------------------------ evaluation
     def _emit(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> bool:
@@ -831,6 +845,7 @@ class WindowOperator:
         ctx = self._ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
         try:
+            outputs: Iterable[Any]
             if self.evictor is not None:
                 outputs = self._evaluate_evicting(key, ks, window, state_window, contents)
             else:
@@ -845,7 +860,8 @@ class WindowOperator:
 
     def _finish(self, key: Any, window: Any, result: Any) -> Iterable[Any]:
         """Outputs for an incremental result, through the optional window function."""
-        wf = getattr(self.spec, "window_function", None)
+        spec = self.spec
+        wf = spec.window_function if isinstance(spec, Reduce | Aggregate | Fold) else None
         if wf is None:
             return (result,)
         if isinstance(wf, ProcessWindowFunction):
@@ -856,35 +872,33 @@ class WindowOperator:
 
     def _evaluate(self, key: Any, window: Any, contents: Any) -> Iterable[Any]:
         spec = self.spec
-        kind = spec.kind
-        if kind == "reduce" or kind == "fold":
+        if isinstance(spec, Reduce | Fold):
             return self._finish(key, window, contents)
-        if kind == "aggregate":
+        if isinstance(spec, Aggregate):
             return self._finish(key, window, spec.function.get_result(contents))
         return self._evaluate_all(key, window, list(contents))
 
     def _evaluate_all(self, key: Any, window: Any, values: list[Any]) -> Iterable[Any]:
         """Evaluate over all buffered values (process/apply, or any kind with an evictor)."""
         spec = self.spec
-        kind = spec.kind
-        if kind == "process":
+        if isinstance(spec, Process):
             out = spec.function.process(key, self._pctx, values)
             return _check_outputs(out, "ProcessWindowFunction.process", key, window)
-        if kind == "apply":
+        if isinstance(spec, Apply):
             out = spec.function.apply(key, window, values)
             return _check_outputs(out, "WindowFunction.apply", key, window)
-        if kind == "reduce":
+        if isinstance(spec, Reduce):
             if not values:
                 return ()  # everything was evicted: nothing to reduce
             return self._finish(key, window, functools.reduce(spec.reducer(), values))
-        if kind == "aggregate":
+        if isinstance(spec, Aggregate):
             agg = spec.function
             acc = agg.create_accumulator()
             for v in values:
                 acc = agg.add(v, acc)
             return self._finish(key, window, agg.get_result(acc))
-        folder = spec.folder()  # type: ignore[union-attr]
-        acc = copy.deepcopy(spec.initial_value)  # type: ignore[union-attr]
+        folder = spec.folder()
+        acc = copy.deepcopy(spec.initial_value)
         for v in values:
             acc = folder(acc, v)
         return self._finish(key, window, acc)
@@ -1276,9 +1290,9 @@ def _check_evicted(kept: Any, what: str) -> list[Any]:
             f"got {type(kept).__name__} {kept!r}"
         )
         raise TypeError(msg)
-    kept = list(kept)
-    for e in kept:
+    elements: list[Any] = list(kept)
+    for e in elements:
         if not isinstance(e, TimestampedValue):
             msg = f"Evictor.{what} must return TimestampedValue elements, got {e!r}"
             raise TypeError(msg)
-    return kept
+    return elements

@@ -131,7 +131,7 @@ class ValueState(_View, Generic[T]):
         self._default = default
 
     def value(self) -> T | None:
-        return self._table.get(self._ns, self._default)  # type: ignore[no-any-return]
+        return self._table.get(self._ns, self._default)
 
     def update(self, value: T | None) -> None:
         if value is None:
@@ -150,7 +150,7 @@ class ReducingState(_View, Generic[T]):
         self._fn = fn
 
     def get(self) -> T | None:
-        return self._table.get(self._ns)  # type: ignore[no-any-return]
+        return self._table.get(self._ns)
 
     def add(self, value: T) -> None:
         current = self._table.get(self._ns, _MISSING)
@@ -190,7 +190,7 @@ class AggregatingState(_View, Generic[T, OUT]):
 
     def get(self) -> OUT | None:
         acc = self._table.get(self._ns, _MISSING)
-        return None if acc is _MISSING else self._agg.get_result(acc)  # type: ignore[no-any-return]
+        return None if acc is _MISSING else self._agg.get_result(acc)
 
     def add(self, value: T) -> None:
         acc = self._table.get(self._ns, _MISSING)
