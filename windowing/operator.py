@@ -1046,6 +1046,8 @@ class WindowOperator:
         else:
             ks = self._key_state(key)
         self.on_element(key, ks, value, timestamp)
+        if not (ks.contents or ks.evt_timers or ks.proc_timers):
+            self._release(key, ks)  # e.g. purged by the trigger, with nothing pending
         # Schedule the key's earliest timer. A heap top may be a deleted timer: scheduling
         # too early is harmless (nothing fires, and the key is rescheduled).
         heap = ks.evt_heap
@@ -1169,8 +1171,10 @@ class WindowOperator:
         self._release(key, ks)
 
     def process_watermark(self, watermark: int) -> None:
-        """Advance the watermark and fire every event-time timer ``<= watermark``, in time
-        order across keys. A watermark lower than the current one is ignored."""
+        """Advance the watermark and fire every event-time timer ``<= watermark``.
+
+        Each key fires its due timers in time order; keys are visited in the order of their
+        earliest due timer. A watermark lower than the current one is ignored."""
         if watermark < self.watermark:
             return
         self.watermark = watermark

@@ -1,0 +1,27 @@
+"""Hypothesis profiles for the whole test suite (Polars ``profiles.py``).
+
+Pick one with the environment variable ``HYPOTHESIS_PROFILE``:
+
+* ``fast`` (about 50 examples per property): pre-commit and quick local runs;
+* ``balanced`` (about 200, the default): CI;
+* ``expensive`` (about 1000): nightly or before a release.
+
+No profile sets a deadline: operator runs vary in time with the drawn input size, and a
+deadline would turn slow machines into flaky failures.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("fast", max_examples=50, deadline=None)
+settings.register_profile("balanced", max_examples=200, deadline=None)
+settings.register_profile("expensive", max_examples=1000, deadline=None)
+
+_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "balanced")
+if _PROFILE not in ("fast", "balanced", "expensive"):
+    msg = f"HYPOTHESIS_PROFILE must be one of fast, balanced, expensive; got {_PROFILE!r}"
+    raise ValueError(msg)
+settings.load_profile(_PROFILE)
