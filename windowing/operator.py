@@ -78,6 +78,7 @@ class KeyState:
         "merging",
         "proc_heap",
         "proc_timers",
+        "recent",
         "seq",
         "trigger_state",
         "window_state",
@@ -94,6 +95,10 @@ class KeyState:
         self.proc_heap: list[tuple[int, int, Any]] = []
         self.seq = 0
         self.merging: dict[Any, Any] | None = {} if merging else None
+        # Aligned windows of the key's latest element: (last start, first start, smallest
+        # max_timestamp, windows); lets the next element in the same windows skip the timer
+        # bookkeeping.
+        self.recent: tuple[int, int, int, tuple[Any, ...]] | None = None
 
     def is_empty(self) -> bool:
         """Whether nothing at all is kept for this key (it can be dropped)."""
@@ -820,17 +825,19 @@ class WindowOperator:
 
     # ------------------------------------------------------------------ evaluation
     def _emit(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> bool:
-        """Evaluate ``window``; returns False when it had no contents (nothing emitted)."""
+        """Evaluate ``window``; returns False when it was empty (nothing emitted).
+
+        As in Flink, a window is empty when it has no contents, or when its incremental
+        result (reduced value, fold accumulator, ``AggregateFunction.get_result``) is ``None``.
+        """
         contents = ks.contents.get(state_window, _MISSING)
         if contents is _MISSING:
             return False
-        self._emit_contents(key, ks, window, state_window, contents)
-        return True
+        return self._emit_contents(key, ks, window, state_window, contents)
 
     def _emit_contents(
         self, key: Any, ks: KeyState, window: Any, state_window: Any, contents: Any
-    ) -> None:
-        self.metrics.num_windows_fired += 1
+    ) -> bool:
         direct = self._direct_result
         if direct is not None:
             try:
@@ -838,18 +845,30 @@ class WindowOperator:
             except Exception as exc:
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
                 raise
+            if value is None:
+                return False
+            self.metrics.num_windows_fired += 1
             self.output.append(
                 tuple.__new__(WindowResult, (key, window, value, window.max_timestamp()))
             )
-            return
+            return True
         ctx = self._ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
+        spec = self.spec
         try:
             outputs: Iterable[Any]
             if self.evictor is not None:
                 outputs = self._evaluate_evicting(key, ks, window, state_window, contents)
+            elif isinstance(spec, Reduce | Fold | Aggregate):
+                result = (
+                    spec.function.get_result(contents) if isinstance(spec, Aggregate) else contents
+                )
+                if result is None:
+                    return False
+                outputs = self._finish(key, window, result)
             else:
-                outputs = self._evaluate(key, window, contents)
+                outputs = self._evaluate_all(key, window, list(contents))
+            self.metrics.num_windows_fired += 1
             ts = window.max_timestamp()
             append = self.output.append
             for out in outputs:
@@ -857,6 +876,7 @@ class WindowOperator:
         except Exception as exc:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
+        return True
 
     def _finish(self, key: Any, window: Any, result: Any) -> Iterable[Any]:
         """Outputs for an incremental result, through the optional window function."""
@@ -869,14 +889,6 @@ class WindowOperator:
             return _check_outputs(out, "ProcessWindowFunction.process", key, window)
         out = wf.apply(key, window, [result])
         return _check_outputs(out, "WindowFunction.apply", key, window)
-
-    def _evaluate(self, key: Any, window: Any, contents: Any) -> Iterable[Any]:
-        spec = self.spec
-        if isinstance(spec, Reduce | Fold):
-            return self._finish(key, window, contents)
-        if isinstance(spec, Aggregate):
-            return self._finish(key, window, spec.function.get_result(contents))
-        return self._evaluate_all(key, window, list(contents))
 
     def _evaluate_all(self, key: Any, window: Any, values: list[Any]) -> Iterable[Any]:
         """Evaluate over all buffered values (process/apply, or any kind with an evictor)."""
@@ -973,13 +985,14 @@ class WindowOperator:
                     if direct is None:
                         self._emit_contents(key, ks, window, state_window, value)
                     else:
-                        fired += 1
                         try:
                             value = direct(value)
                         except Exception as exc:
                             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
                             raise
-                        append(new_tuple(result_type, (key, window, value, max_ts)))
+                        if value is not None:  # a None result is an empty window (Flink)
+                            fired += 1
+                            append(new_tuple(result_type, (key, window, value, max_ts)))
             cleanup = max_ts + lateness
             if cleanup >= MAX_TIMESTAMP:
                 cleanup = MAX_TIMESTAMP
@@ -1114,6 +1127,30 @@ class WindowOperator:
             added = False
             start = ts - (ts - offset) % slide
             lowest = ts - size
+            # The windows are the starts in (lowest, start] stepping by slide: they are
+            # identified by the last start and the first start.
+            first = start - (start - lowest - 1) // slide * slide
+            recent = ks.recent
+            if (
+                recent is not None
+                and recent[0] == start
+                and recent[1] == first
+                and recent[2] > wm
+                and start > lowest
+            ):
+                # Same windows as the key's previous element and none has reached its end:
+                # their end-of-window and cleanup timers are registered already (they fire
+                # only once the watermark passes max_timestamp), so only the contents change.
+                for window in recent[3]:
+                    if reducer is not None:
+                        current = contents.get(window, missing)
+                        contents[window] = value if current is missing else reducer(current, value)
+                    else:
+                        add(contents, window, value, ts)
+                continue
+            last_start = start
+            on_time: list[Any] | None = []
+            smallest_max_ts = end_of_time
             while start > lowest:
                 end = start + size
                 if end > end_of_time:
@@ -1131,8 +1168,14 @@ class WindowOperator:
                     else:
                         add(contents, window, value, ts)
                     if max_ts <= wm:
-                        self._emit(key, ks, window, window)  # late firing
+                        on_time = None
+                        if not self._emit(key, ks, window, window):  # late firing
+                            start -= slide
+                            continue  # empty window: no cleanup timer either (Flink)
                     else:
+                        if on_time is not None:
+                            on_time.append(window)
+                            smallest_max_ts = max_ts
                         entry = (max_ts, window)
                         if entry not in timers:
                             timers.add(entry)
@@ -1144,7 +1187,10 @@ class WindowOperator:
                             timers.add(entry)
                             ks.seq += 1
                             push(heap, (cleanup, ks.seq, window))
+                else:
+                    on_time = None
                 start -= slide
+            ks.recent = (last_start, first, smallest_max_ts, tuple(on_time)) if on_time else None
             if not added:
                 self._not_added(key, ks, value, ts)
             if heap:
