@@ -71,24 +71,25 @@ class KeyState:
     """
 
     __slots__ = (
+        "_global_state",
+        "_trigger_state",
+        "_window_state",
         "contents",
         "evt_heap",
         "evt_timers",
-        "global_state",
         "merging",
         "proc_heap",
         "proc_timers",
         "recent",
         "seq",
-        "trigger_state",
-        "window_state",
     )
 
     def __init__(self, merging: bool = False) -> None:
         self.contents: dict[Any, Any] = {}
-        self.trigger_state = StateTable()
-        self.window_state = StateTable()
-        self.global_state = StateTable()
+        # Partitioned state tables, created on first use (most keys never need them).
+        self._trigger_state: StateTable | None = None
+        self._window_state: StateTable | None = None
+        self._global_state: StateTable | None = None
         self.evt_timers: set[tuple[int, Any]] = set()
         self.evt_heap: list[tuple[int, int, Any]] = []
         self.proc_timers: set[tuple[int, Any]] = set()
@@ -100,17 +101,38 @@ class KeyState:
         # bookkeeping.
         self.recent: tuple[int, int, int, tuple[Any, ...]] | None = None
 
+    @property
+    def trigger_state(self) -> StateTable:
+        """Trigger state, by window."""
+        table = self._trigger_state
+        if table is None:
+            table = self._trigger_state = StateTable()
+        return table
+
+    @property
+    def window_state(self) -> StateTable:
+        """Per-window state of the process function, by window."""
+        table = self._window_state
+        if table is None:
+            table = self._window_state = StateTable()
+        return table
+
+    @property
+    def global_state(self) -> StateTable:
+        """Per-key state of the process function (namespace ``None``)."""
+        table = self._global_state
+        if table is None:
+            table = self._global_state = StateTable()
+        return table
+
     def is_empty(self) -> bool:
         """Whether nothing at all is kept for this key (it can be dropped)."""
-        return not (
-            self.contents
-            or self.evt_timers
-            or self.proc_timers
-            or self.merging
-            or not self.trigger_state.is_empty()
-            or not self.window_state.is_empty()
-            or not self.global_state.is_empty()
-        )
+        if self.contents or self.evt_timers or self.proc_timers or self.merging:
+            return False
+        for table in (self._trigger_state, self._window_state, self._global_state):
+            if table is not None and not table.is_empty():
+                return False
+        return True
 
     def num_state_entries(self, window: Any = _MISSING) -> int:
         """Live state entries: window contents, trigger state and per-window function state
@@ -1103,6 +1125,10 @@ class WindowOperator:
         :meth:`on_element` inlined (identical behaviour, checked by differential tests)."""
         add = self._add
         reducer = self._inline_reducer
+        spec = self.spec
+        agg_add = agg_create = None
+        if isinstance(spec, Aggregate):
+            agg_add, agg_create = spec.function.add, spec.function.create_accumulator
         lateness = self.allowed_lateness
         wm = self.watermark
         evt_sched = self._evt_sched
@@ -1145,6 +1171,11 @@ class WindowOperator:
                     if reducer is not None:
                         current = contents.get(window, missing)
                         contents[window] = value if current is missing else reducer(current, value)
+                    elif agg_add is not None:
+                        current = contents.get(window, missing)
+                        contents[window] = agg_add(
+                            value, agg_create() if current is missing else current
+                        )
                     else:
                         add(contents, window, value, ts)
                 continue
@@ -1162,9 +1193,13 @@ class WindowOperator:
                 if cleanup > wm:
                     added = True
                     window = new_tuple(time_window, (start, end))
+                    current = contents.get(window, missing)
                     if reducer is not None:
-                        current = contents.get(window, missing)
                         contents[window] = value if current is missing else reducer(current, value)
+                    elif agg_add is not None:
+                        contents[window] = agg_add(
+                            value, agg_create() if current is missing else current
+                        )
                     else:
                         add(contents, window, value, ts)
                     if max_ts <= wm:
@@ -1176,6 +1211,11 @@ class WindowOperator:
                         if on_time is not None:
                             on_time.append(window)
                             smallest_max_ts = max_ts
+                        if current is not missing:
+                            # The window got contents while its end was ahead of the
+                            # watermark, so its timers are registered and still pending.
+                            start -= slide
+                            continue
                         entry = (max_ts, window)
                         if entry not in timers:
                             timers.add(entry)
@@ -1239,20 +1279,25 @@ class WindowOperator:
         # Keys are visited in the order of their earliest due timer; each key then fires all
         # its timers up to ``upto`` in time order (timers of one key are strictly ordered;
         # outputs of different keys may interleave differently than in a global time order).
+        states = self._states
+        get = states.get if states is not None else self.backend.get
+        pop = heapq.heappop
         while due and due[0][0] <= upto:
-            t, _, key = heapq.heappop(due)
+            t, _, key = pop(due)
             if sched.get(key) != t:
                 continue  # superseded by an earlier schedule of this key
             del sched[key]
-            ks = self.backend.get(key)
+            ks = get(key)
             if ks is None:
                 continue
             if event_time:
                 self._fire_event_timers(key, ks, upto)
             else:
                 self._fire_processing_timers(key, ks, upto)
-            self._schedule(key, ks)
-            self._release(key, ks)
+            if ks.evt_timers or ks.proc_timers:
+                self._schedule(key, ks)
+            elif not ks.contents and ks.is_empty():
+                self.backend.remove(key)
 
     # ------------------------------------------------------------------ inspection
     def keys(self) -> list[Any]:
