@@ -38,6 +38,7 @@ import cloudpickle
 
 from assigners.base import MergingWindowAssigner, WindowAssigner
 from assigners.hopping import HoppingEventTimeWindows
+from assigners.session import EventTimeSessionWindows
 from assigners.tumbling import TumblingEventTimeWindows
 from evictors.base import Evictor
 from functions.base import ProcessWindowFunction
@@ -501,6 +502,13 @@ class WindowOperator:
         self._inline_reducer: Callable[[Any, Any], Any] | None = (
             spec.reducer() if isinstance(spec, Reduce) and evictor is None else None
         )
+        self._session_gap: int | None = None
+        if (
+            type(trigger) is EventTimeTrigger
+            and evictor is None
+            and type(assigner) is EventTimeSessionWindows
+        ):
+            self._session_gap = assigner.gap
         # Incremental results emitted as they are (no window function, no evictor).
         self._direct_result: Callable[[Any], Any] | None = None
         incremental = isinstance(spec, Reduce | Fold | Aggregate)
@@ -1105,12 +1113,139 @@ class WindowOperator:
     def process_elements(self, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
         """Process ``(value, timestamp, key)`` triples in order, all at the current watermark
         and processing time; same result as calling :meth:`process_element` for each."""
-        if self._aligned is None or self._states is None:
-            process = self.process_element
-            for value, timestamp, key in elements:
-                process(value, timestamp, key)
-            return
-        self._process_aligned(elements, self._states, *self._aligned)
+        states = self._states
+        if states is not None:
+            if self._aligned is not None:
+                self._process_aligned(elements, states, *self._aligned)
+                return
+            if self._session_gap is not None:
+                self._process_sessions(elements, states, self._session_gap)
+                return
+        process = self.process_element
+        for value, timestamp, key in elements:
+            process(value, timestamp, key)
+
+    def _process_sessions(
+        self, elements: Iterable[tuple[Any, int | None, Any]], states: dict[Any, KeyState], gap: int
+    ) -> None:
+        """The element loop for ``EventTimeSessionWindows`` with the built-in
+        ``EventTimeTrigger`` and no evictor: the merging-window set, the trigger's
+        ``on_element`` / ``on_merge`` / ``clear`` and the cleanup timers inlined (identical
+        behaviour to :meth:`on_element`, checked by differential tests).
+
+        In-flight session windows of a key never overlap or touch (they would have merged), so
+        a new window ``[ts, ts + gap)`` merges exactly with the in-flight windows it intersects.
+        """
+        add = self._add
+        reducer = self._inline_reducer
+        lateness = self.allowed_lateness
+        wm = self.watermark
+        evt_sched = self._evt_sched
+        evt_due = self._evt_due
+        push = heapq.heappush
+        end_of_time = MAX_TIMESTAMP
+        new_tuple = tuple.__new__
+        time_window = TimeWindow
+        missing = _MISSING
+        merge_values = self._merge_values
+        count = 0
+        for value, ts, key in elements:
+            count += 1
+            ks = states.get(key)
+            if ks is None:
+                ks = states[key] = KeyState(True)
+            if ts is None:
+                self.assigner.assign_windows(value, ts, self._clock)  # raises its error
+                continue
+            mapping = ks.merging
+            assert mapping is not None
+            contents = ks.contents
+            timers = ks.evt_timers
+            heap = ks.evt_heap
+            end = ts + gap
+            if end > end_of_time:
+                end = end_of_time + 1
+            start = ts
+            overlapping = [w for w in mapping if w[0] <= end and w[1] >= start]
+            if not overlapping:
+                actual = new_tuple(time_window, (start, end))
+                mapping[actual] = actual
+                state_window = actual
+            elif len(overlapping) == 1 and overlapping[0][0] <= start and overlapping[0][1] >= end:
+                actual = overlapping[0]  # inside an in-flight window: no merge
+                state_window = mapping[actual]
+            else:
+                # Merge: the result covers the new window and every window it touches.
+                overlapping.sort()
+                new_start = min(start, overlapping[0][0])
+                new_end = max(end, max(w[1] for w in overlapping))
+                actual = new_tuple(time_window, (new_start, new_end))
+                target = mapping[overlapping[0]]
+                state_windows = [mapping.pop(w) for w in overlapping]
+                mapping[actual] = target
+                if new_end - 1 + lateness <= wm:
+                    self._on_merge(key, ks, actual, overlapping, target, [])  # raises: too late
+                # EventTimeTrigger.on_merge
+                max_ts = new_end - 1
+                if max_ts > wm and (max_ts, actual) not in timers:
+                    timers.add((max_ts, actual))
+                    ks.seq += 1
+                    push(heap, (max_ts, ks.seq, actual))
+                for w in overlapping:
+                    w_max = w[1] - 1
+                    timers.discard((w_max, w))  # EventTimeTrigger.clear
+                    w_cleanup = w_max + lateness
+                    if w_cleanup >= end_of_time:
+                        w_cleanup = end_of_time
+                    if w_cleanup != end_of_time:
+                        timers.discard((w_cleanup, w))  # the cleanup timer
+                if len(state_windows) > 1:
+                    assert merge_values is not None
+                    acc = contents.get(target, missing)
+                    for sw in state_windows:
+                        if sw == target:
+                            continue
+                        other = contents.pop(sw, missing)
+                        if other is missing:
+                            continue
+                        acc = other if acc is missing else merge_values(acc, other)
+                    if acc is not missing:
+                        contents[target] = acc
+                state_window = target
+            max_ts = actual[1] - 1
+            cleanup = max_ts + lateness
+            if cleanup >= end_of_time:
+                cleanup = end_of_time
+            if cleanup <= wm:
+                del mapping[actual]  # a late window: retire it
+                self._not_added(key, ks, value, ts)
+                continue
+            if reducer is not None:
+                current = contents.get(state_window, missing)
+                contents[state_window] = value if current is missing else reducer(current, value)
+            else:
+                add(contents, state_window, value, ts)
+            # Late firing; an empty result skips the cleanup timer too (Flink's `continue`).
+            register_cleanup = True
+            if max_ts <= wm:
+                register_cleanup = self._emit(key, ks, actual, state_window)
+            elif (max_ts, actual) not in timers:
+                timers.add((max_ts, actual))
+                ks.seq += 1
+                push(heap, (max_ts, ks.seq, actual))
+            if register_cleanup and cleanup != end_of_time and (cleanup, actual) not in timers:
+                timers.add((cleanup, actual))
+                ks.seq += 1
+                push(heap, (cleanup, ks.seq, actual))
+            if not heap:
+                continue
+            t = heap[0][0]
+            cur = evt_sched.get(key)
+            if cur is None or t < cur:
+                evt_sched[key] = t
+                self._due_seq += 1
+                push(evt_due, (t, self._due_seq, key))
+        self.metrics.num_elements += count
 
     def _process_aligned(
         self,
