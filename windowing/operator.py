@@ -1166,7 +1166,11 @@ class WindowOperator:
             if end > end_of_time:
                 end = end_of_time + 1
             start = ts
-            overlapping = [w for w in mapping if w[0] <= end and w[1] >= start]
+            if len(mapping) == 1:
+                for w in mapping:
+                    overlapping = [w] if w[0] <= end and w[1] >= start else []
+            else:
+                overlapping = [w for w in mapping if w[0] <= end and w[1] >= start]
             if not overlapping:
                 actual = new_tuple(time_window, (start, end))
                 mapping[actual] = actual
@@ -1176,11 +1180,16 @@ class WindowOperator:
                 state_window = mapping[actual]
             else:
                 # Merge: the result covers the new window and every window it touches.
-                overlapping.sort()
-                new_start = min(start, overlapping[0][0])
-                new_end = max(end, max(w[1] for w in overlapping))
+                if len(overlapping) > 1:
+                    overlapping.sort()
+                first_window = overlapping[0]
+                new_start = first_window[0] if first_window[0] < start else start
+                new_end = end
+                for w in overlapping:
+                    if w[1] > new_end:
+                        new_end = w[1]
                 actual = new_tuple(time_window, (new_start, new_end))
-                target = mapping[overlapping[0]]
+                target = mapping[first_window]
                 state_windows = [mapping.pop(w) for w in overlapping]
                 mapping[actual] = target
                 if new_end - 1 + lateness <= wm:
