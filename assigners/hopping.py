@@ -29,7 +29,24 @@ def _hopping(ts: int, size: int, slide: int, offset: int) -> list[TimeWindow]:
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class HoppingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
+class _Hopping(WindowAssigner[Any, TimeWindow]):
+    """Size, slide and offset of hopping windows, validated."""
+
+    size: int
+    slide: int
+    offset: int
+
+    def __init__(self, size: Duration, slide: Duration, offset: Duration = 0) -> None:
+        owner = type(self).__name__
+        size_ms = positive(size, "size", owner)
+        slide_ms = positive(slide, "slide", owner)
+        object.__setattr__(self, "size", size_ms)
+        object.__setattr__(self, "slide", slide_ms)
+        object.__setattr__(self, "offset", offset_within(offset, slide_ms, "slide", owner))
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class HoppingEventTimeWindows(_Hopping):
     """Each element goes to every window ``[N * slide + offset, N * slide + offset + size)``
     containing its event timestamp: ``ceil(size / slide)`` windows when ``slide < size``,
     and none for elements in the gaps when ``slide > size``.
@@ -51,18 +68,6 @@ class HoppingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
     [TimeWindow(start=5, end=15), TimeWindow(start=0, end=10)]
     """
 
-    size: int
-    slide: int
-    offset: int
-
-    def __init__(self, size: Duration, slide: Duration, offset: Duration = 0) -> None:
-        owner = type(self).__name__
-        size_ms = positive(size, "size", owner)
-        slide_ms = positive(slide, "slide", owner)
-        object.__setattr__(self, "size", size_ms)
-        object.__setattr__(self, "slide", slide_ms)
-        object.__setattr__(self, "offset", offset_within(offset, slide_ms, "slide", owner))
-
     def assign_windows(
         self, element: Any, timestamp: int | None, context: WindowAssignerContext
     ) -> Collection[TimeWindow]:
@@ -77,23 +82,11 @@ class HoppingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class HoppingProcessingTimeWindows(WindowAssigner[Any, TimeWindow]):
+class HoppingProcessingTimeWindows(_Hopping):
     """Like :class:`HoppingEventTimeWindows`, on the processing-time clock at arrival.
 
     Known elsewhere as: Flink ``SlidingProcessingTimeWindows``.
     """
-
-    size: int
-    slide: int
-    offset: int
-
-    def __init__(self, size: Duration, slide: Duration, offset: Duration = 0) -> None:
-        owner = type(self).__name__
-        size_ms = positive(size, "size", owner)
-        slide_ms = positive(slide, "slide", owner)
-        object.__setattr__(self, "size", size_ms)
-        object.__setattr__(self, "slide", slide_ms)
-        object.__setattr__(self, "offset", offset_within(offset, slide_ms, "slide", owner))
 
     def assign_windows(
         self, element: Any, timestamp: int | None, context: WindowAssignerContext

@@ -42,7 +42,29 @@ class _Sessions(MergingWindowAssigner[Any, TimeWindow]):
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class EventTimeSessionWindows(_Sessions):
+class _StaticGap(_Sessions):
+    """A validated static session gap."""
+
+    gap: int
+
+    def __init__(self, gap: Duration) -> None:
+        object.__setattr__(self, "gap", positive(gap, "gap", type(self).__name__))
+
+
+@dataclass(frozen=True, repr=False)
+class _DynamicGap(_Sessions):
+    """A validated per-element gap extractor."""
+
+    gap_extractor: GapExtractor
+
+    def __post_init__(self) -> None:
+        if not callable(self.gap_extractor):
+            msg = f"gap_extractor must be callable, got {self.gap_extractor!r}"
+            raise ValueError(msg)
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class EventTimeSessionWindows(_StaticGap):
     """Each element starts the window ``[ts, ts + gap)``; windows of a key that overlap or
     touch merge into one session.
 
@@ -55,11 +77,6 @@ class EventTimeSessionWindows(_Sessions):
     >>> a.merge_windows([TimeWindow(3, 8), TimeWindow(8, 13), TimeWindow(20, 25)])[0][1]
     TimeWindow(start=3, end=13)
     """
-
-    gap: int
-
-    def __init__(self, gap: Duration) -> None:
-        object.__setattr__(self, "gap", positive(gap, "gap", type(self).__name__))
 
     @staticmethod
     def with_dynamic_gap(extractor: GapExtractor) -> DynamicEventTimeSessionWindows:
@@ -80,16 +97,11 @@ class EventTimeSessionWindows(_Sessions):
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class ProcessingTimeSessionWindows(_Sessions):
+class ProcessingTimeSessionWindows(_StaticGap):
     """Like :class:`EventTimeSessionWindows`, on the processing-time clock at arrival.
 
     Known elsewhere as: Flink ``ProcessingTimeSessionWindows.withGap``.
     """
-
-    gap: int
-
-    def __init__(self, gap: Duration) -> None:
-        object.__setattr__(self, "gap", positive(gap, "gap", type(self).__name__))
 
     @staticmethod
     def with_dynamic_gap(extractor: GapExtractor) -> DynamicProcessingTimeSessionWindows:
@@ -109,7 +121,7 @@ class ProcessingTimeSessionWindows(_Sessions):
 
 
 @dataclass(frozen=True, repr=False)
-class DynamicEventTimeSessionWindows(_Sessions):
+class DynamicEventTimeSessionWindows(_DynamicGap):
     """Event-time sessions whose gap ``gap_extractor(element)`` is chosen per element (> 0).
 
     Known elsewhere as: Flink ``EventTimeSessionWindows.withDynamicGap``.
@@ -118,13 +130,6 @@ class DynamicEventTimeSessionWindows(_Sessions):
     >>> a.assign_windows({"gap": 7}, 10, None)
     (TimeWindow(start=10, end=17),)
     """
-
-    gap_extractor: GapExtractor
-
-    def __post_init__(self) -> None:
-        if not callable(self.gap_extractor):
-            msg = f"gap_extractor must be callable, got {self.gap_extractor!r}"
-            raise ValueError(msg)
 
     def assign_windows(
         self, element: Any, timestamp: int | None, context: WindowAssignerContext
@@ -140,18 +145,11 @@ class DynamicEventTimeSessionWindows(_Sessions):
 
 
 @dataclass(frozen=True, repr=False)
-class DynamicProcessingTimeSessionWindows(_Sessions):
+class DynamicProcessingTimeSessionWindows(_DynamicGap):
     """Processing-time sessions with a per-element gap.
 
     Known elsewhere as: Flink ``ProcessingTimeSessionWindows.withDynamicGap``.
     """
-
-    gap_extractor: GapExtractor
-
-    def __post_init__(self) -> None:
-        if not callable(self.gap_extractor):
-            msg = f"gap_extractor must be callable, got {self.gap_extractor!r}"
-            raise ValueError(msg)
 
     def assign_windows(
         self, element: Any, timestamp: int | None, context: WindowAssignerContext

@@ -34,7 +34,21 @@ def _window(start: int, size: int) -> TimeWindow:
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
+class _Tumbling(WindowAssigner[Any, TimeWindow]):
+    """Size and offset of tumbling windows, validated."""
+
+    size: int
+    offset: int
+
+    def __init__(self, size: Duration, offset: Duration = 0) -> None:
+        owner = type(self).__name__
+        size_ms = positive(size, "size", owner)
+        object.__setattr__(self, "size", size_ms)
+        object.__setattr__(self, "offset", offset_within(offset, size_ms, "size", owner))
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class TumblingEventTimeWindows(_Tumbling):
     """Each element goes to the one window ``[N * size + offset, (N + 1) * size + offset)``
     containing its event timestamp.
 
@@ -53,15 +67,6 @@ class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
     [(-10, 0), (0, 10), (0, 10), (10, 20)]
     """
 
-    size: int
-    offset: int
-
-    def __init__(self, size: Duration, offset: Duration = 0) -> None:
-        owner = type(self).__name__
-        size_ms = positive(size, "size", owner)
-        object.__setattr__(self, "size", size_ms)
-        object.__setattr__(self, "offset", offset_within(offset, size_ms, "size", owner))
-
     def assign_windows(
         self, element: Any, timestamp: int | None, context: WindowAssignerContext
     ) -> Collection[TimeWindow]:
@@ -78,7 +83,7 @@ class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class TumblingProcessingTimeWindows(WindowAssigner[Any, TimeWindow]):
+class TumblingProcessingTimeWindows(_Tumbling):
     """Like :class:`TumblingEventTimeWindows`, on the processing-time clock at arrival.
 
     Known elsewhere as: Flink ``TumblingProcessingTimeWindows``.
@@ -88,15 +93,6 @@ class TumblingProcessingTimeWindows(WindowAssigner[Any, TimeWindow]):
     >>> TumblingProcessingTimeWindows("1 second").assign_windows("x", None, Clock())
     (TimeWindow(start=1000, end=2000),)
     """
-
-    size: int
-    offset: int
-
-    def __init__(self, size: Duration, offset: Duration = 0) -> None:
-        owner = type(self).__name__
-        size_ms = positive(size, "size", owner)
-        object.__setattr__(self, "size", size_ms)
-        object.__setattr__(self, "offset", offset_within(offset, size_ms, "size", owner))
 
     def assign_windows(
         self, element: Any, timestamp: int | None, context: WindowAssignerContext

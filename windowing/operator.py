@@ -1270,7 +1270,8 @@ class WindowOperator:
         add = self._add
         reducer = self._inline_reducer
         spec = self.spec
-        agg_add = agg_create = None
+        agg_add: Callable[[Any, Any], Any] | None = None
+        agg_create: Callable[[], Any] = _identity_none
         if isinstance(spec, Aggregate):
             agg_add, agg_create = spec.function.add, spec.function.create_accumulator
         lateness = self.allowed_lateness
@@ -1512,6 +1513,10 @@ class WindowOperator:
 
 def _identity(value: Any) -> Any:
     return value
+
+
+def _identity_none() -> Any:
+    return None
 
 
 def _window_sort_key(window: Any) -> tuple[int, int, str]:
