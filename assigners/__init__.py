@@ -14,6 +14,7 @@ from assigners.session import (
     EventTimeSessionWindows,
     ProcessingTimeSessionWindows,
 )
+from assigners.sliding_distinct import SlidingDistinctAssigner
 from assigners.tumbling import TumblingEventTimeWindows, TumblingProcessingTimeWindows
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "HoppingProcessingTimeWindows",
     "MergingWindowAssigner",
     "ProcessingTimeSessionWindows",
+    "SlidingDistinctAssigner",
     "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows",
     "TumblingEventTimeWindows",

@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import functools
 import heapq
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -39,13 +40,16 @@ import cloudpickle
 from assigners.base import MergingWindowAssigner, WindowAssigner
 from assigners.hopping import HoppingEventTimeWindows
 from assigners.session import EventTimeSessionWindows
+from assigners.sliding_distinct import SlidingDistinctAssigner, left_window, right_window
 from assigners.tumbling import TumblingEventTimeWindows
 from evictors.base import Evictor
 from functions.base import ProcessWindowFunction
 from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec, as_spec
 from triggers.base import Trigger, TriggerResult
 from triggers.event_time import EventTimeTrigger
+from windowing import sliding as sliding_module
 from windowing.records import LateElement, OutputTag, WindowResult
+from windowing.sliding import Partials, Timeline, TimelineExpiry
 from windowing.state import StateTable
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.windows import TimestampedValue, TimeWindow
@@ -83,6 +87,7 @@ class KeyState:
         "proc_timers",
         "recent",
         "seq",
+        "timeline",
     )
 
     def __init__(self, merging: bool = False) -> None:
@@ -101,6 +106,8 @@ class KeyState:
         # max_timestamp, windows); lets the next element in the same windows skip the timer
         # bookkeeping.
         self.recent: tuple[int, int, int, tuple[Any, ...]] | None = None
+        # Records of the key by timestamp, for KIP-450 sliding windows.
+        self.timeline: Timeline | None = None
 
     @property
     def trigger_state(self) -> StateTable:
@@ -130,6 +137,8 @@ class KeyState:
         """Whether nothing at all is kept for this key (it can be dropped)."""
         if self.contents or self.evt_timers or self.proc_timers or self.merging:
             return False
+        if self.timeline is not None and not self.timeline.is_empty():
+            return False
         for table in (self._trigger_state, self._window_state, self._global_state):
             if table is not None and not table.is_empty():
                 return False
@@ -140,7 +149,8 @@ class KeyState:
         (all windows, or one window's), plus global function state when counting all."""
         if window is _MISSING:
             return (
-                len(self.contents)
+                (0 if self.timeline is None else len(self.timeline))
+                + len(self.contents)
                 + self.trigger_state.num_entries()
                 + self.window_state.num_entries()
                 + self.global_state.num_entries()
@@ -446,6 +456,16 @@ class WindowOperator:
         if lateness < 0:
             msg = f"allowed_lateness must be >= 0, got {allowed_lateness!r}"
             raise ValueError(msg)
+        self._sliding_size: int | None = None
+        if isinstance(assigner, SlidingDistinctAssigner):
+            if lateness and assigner.grace and lateness != assigner.grace:
+                msg = (
+                    f"allowed_lateness={allowed_lateness!r} differs from the grace "
+                    f"{assigner.grace} ms of {assigner!r}; set one of them"
+                )
+                raise ValueError(msg)
+            lateness = max(lateness, assigner.grace)
+            self._sliding_size = assigner.size
         if late_output_tag is not None and not isinstance(late_output_tag, OutputTag):
             msg = f"late_output_tag must be an OutputTag, got {late_output_tag!r}"
             raise ValueError(msg)
@@ -491,7 +511,10 @@ class WindowOperator:
         self._due_seq = 0
         self._setup_contents()
         self._pwf = self._process_function()
-        self._fast_event_timers = type(trigger) is EventTimeTrigger and self.is_event_time
+        self._fast_event_timers = (
+            type(trigger) is EventTimeTrigger and self.is_event_time and self._sliding_size is None
+        )
+        self._partials = self._make_partials()
         # Inlined element loop for aligned event-time windows with the default trigger.
         self._aligned: tuple[int, int, int] | None = None
         if type(trigger) is EventTimeTrigger and evictor is None:
@@ -517,6 +540,18 @@ class WindowOperator:
                 self._direct_result = spec.function.get_result
             else:
                 self._direct_result = _identity
+
+    def _make_partials(self) -> Partials:
+        spec = self.spec
+        if self.evictor is not None:
+            return Partials("values", timestamped=True)
+        if isinstance(spec, Reduce):
+            return Partials("reduce", reducer=spec.reducer())
+        if isinstance(spec, Aggregate):
+            return Partials("aggregate", aggregate=spec.function)
+        if isinstance(spec, Fold):
+            return Partials("values", fold=(spec.initial_value, spec.folder()))
+        return Partials("values")
 
     # ------------------------------------------------------------------ contents strategy
     def _setup_contents(self) -> None:
@@ -616,6 +651,11 @@ class WindowOperator:
         """Process one element of ``key`` whose state is ``ks`` (Flink ``processElement``);
         returns whether it was added to any window."""
         self.metrics.num_elements += 1
+        if self._sliding_size is not None:
+            added = self._on_element_sliding(key, ks, value, timestamp)
+            if not added:
+                self._not_added(key, ks, value, timestamp)
+            return added
         windows = self.assigner.assign_windows(value, timestamp, self._clock)
         if self.is_merging:
             added = self._on_element_merging(key, ks, value, timestamp, windows)
@@ -670,6 +710,102 @@ class WindowOperator:
                     _register(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
                 else:
                     _register(ks.proc_timers, ks.proc_heap, ks, cleanup, window)
+        return added
+
+    def _on_element_sliding(self, key: Any, ks: KeyState, value: Any, ts: int | None) -> bool:
+        """Process a record for KIP-450 sliding windows (Kafka's algorithm on the timeline).
+
+        The record is added to the key's timeline; every window containing it is created
+        (contents from the timeline) or updated, and so is its own right window when a later
+        record makes it non-empty. The trigger's ``on_element`` runs for each of these windows
+        (including the right window, which does not contain the record).
+        """
+        if ts is None:
+            self.assigner.assign_windows(value, ts, self._clock)  # raises its error
+            return False
+        size = self._sliding_size
+        assert size is not None
+        lateness = self.allowed_lateness
+        wm = self.watermark
+        timeline = ks.timeline
+        if timeline is None:
+            timeline = ks.timeline = Timeline()
+        timeline.expire(wm - size - lateness - 1)
+        stamps = timeline.stamps
+        # The latest-ending window that contains ts decides whether the record is added to
+        # any window: left windows of timestamps in [ts, ts + size], right windows of
+        # timestamps in [ts - size - 1, ts - 1].
+        k = bisect_left(stamps, ts)
+        j = bisect_right(stamps, ts + size)
+        latest_end = stamps[j - 1] if j > k else ts
+        if k > 0 and stamps[k - 1] >= ts - size - 1:
+            latest_end = max(latest_end, stamps[k - 1] + 1 + size)
+        in_some_window = min(latest_end + lateness, MAX_TIMESTAMP) > wm
+        was_latest = not stamps or ts > stamps[-1]
+        previous_latest = stamps[-1] if stamps else None
+        if not in_some_window:
+            # Kafka drops such a record; only its right window may still come into existence.
+            exists = k < len(stamps) and stamps[k] == ts
+            n = k + 1 if exists else k
+            following = stamps[n] if n < len(stamps) else None
+            if following is None or following > ts + 1 + size:
+                return False
+            if min(ts + 1 + size + lateness, MAX_TIMESTAMP) <= wm:
+                return False
+            new_stamp = not exists
+            self._partials.add_timestamp(timeline, ts)
+        else:
+            new_stamp = self._partials.add(timeline, ts, value)
+        if new_stamp and was_latest:
+            # Forget the timeline once the watermark is past every window of its records.
+            if previous_latest is not None:
+                ks.evt_timers.discard((previous_latest + size + lateness + 2, _EXPIRY))
+            expiry = ts + size + lateness + 2
+            if expiry < MAX_TIMESTAMP:
+                _register(ks.evt_timers, ks.evt_heap, ks, expiry, _EXPIRY)
+        # Windows containing ts: left windows of timestamps in [ts, ts + size] and right
+        # windows of timestamps in [ts - size - 1, ts - 1] (ts itself makes those non-empty).
+        i, j = timeline.span(ts, ts + size)
+        windows = {left_window(u, size) for u in stamps[i:j]}
+        i2 = bisect_left(stamps, ts - size - 1)
+        windows.update(right_window(q, size) for q in stamps[i2:i])
+        ordered = sorted(windows)
+        # stamps[i] is ts; the record's own right window exists when the next timestamp is in it
+        if i + 1 < len(stamps) and stamps[i + 1] <= ts + 1 + size:
+            ordered.append(right_window(ts, size))
+        added = False
+        ctx = self._ctx
+        trigger = self.trigger
+        contents = ks.contents
+        live = timeline.live
+        for window in ordered:
+            max_ts = window.end - 1
+            cleanup = max_ts + lateness
+            if cleanup >= MAX_TIMESTAMP:
+                cleanup = MAX_TIMESTAMP
+            if cleanup <= wm:
+                continue  # a late window
+            contains = window.start <= ts <= max_ts
+            if window in live:
+                if not contains:
+                    continue
+                self._add(contents, window, value, ts)
+            else:
+                initial = self._partials.contents(timeline, window.start, max_ts)
+                if initial is _SLIDING_EMPTY:
+                    continue
+                live.add(window)
+                contents[window] = initial
+            if contains:
+                added = True
+            ctx.key, ctx.ks, ctx.window = key, ks, window
+            result = trigger.on_element(value, ts, window, ctx)
+            if result is not _CONTINUE:
+                if result.is_fire() and not self._emit(key, ks, window, window):
+                    continue
+                if result.is_purge():
+                    contents.pop(window, None)
+            self._register_cleanup_timer(ks, window)
         return added
 
     def _on_element_merging(
@@ -800,6 +936,15 @@ class WindowOperator:
 
     def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
         """An event-time timer of ``key`` fired (Flink ``onEventTime``)."""
+        if type(window) is TimelineExpiry:
+            timeline = ks.timeline
+            if timeline is not None:
+                size = self._sliding_size
+                assert size is not None
+                timeline.expire(self.watermark - size - self.allowed_lateness - 1)
+                if timeline.is_empty():
+                    ks.timeline = None
+            return
         state_window = self._state_window(ks, window)
         if state_window is None:
             return  # a timer of a window that was merged away
@@ -834,6 +979,8 @@ class WindowOperator:
 
     def _clear_all_state(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> None:
         ks.contents.pop(state_window, None)
+        if ks.timeline is not None:
+            ks.timeline.live.discard(window)
         ctx = self._ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
         self.trigger.clear(window, ctx)
@@ -1509,6 +1656,10 @@ class WindowOperator:
                 raise ValueError(msg)
             self.backend.put(key, ks)
             self._schedule(key, ks)
+
+
+_EXPIRY = TimelineExpiry()
+_SLIDING_EMPTY: Any = sliding_module._MISSING
 
 
 def _identity(value: Any) -> Any:

@@ -1,0 +1,204 @@
+"""KIP-450 sliding windows against a brute-force enumeration of Kafka's definition."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assigners.sliding_distinct import SlidingDistinctAssigner
+from evictors import Evictor
+from functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce
+from triggers.emit import OnWindowCloseTrigger
+from windowing import MAX_TIMESTAMP, OutputTag
+from windowing.testing import WindowOperatorHarness
+
+LATE = OutputTag("late")
+
+
+class Collect(ProcessWindowFunction[Any, tuple[Any, ...], Any, Any]):
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        yield tuple(sorted(elements))
+
+
+class CountSum(AggregateFunction[int, list[int], tuple[int, int]]):
+    def create_accumulator(self) -> list[int]:
+        return [0, 0]
+
+    def add(self, value: int, acc: list[int]) -> list[int]:
+        acc[0] += 1
+        acc[1] += value
+        return acc
+
+    def get_result(self, acc: list[int]) -> tuple[int, int]:
+        return (acc[0], acc[1])
+
+    def merge(self, a: list[int], b: list[int]) -> list[int]:
+        a[0] += b[0]
+        a[1] += b[1]
+        return a
+
+
+class KeepAll(Evictor[Any, Any]):
+    def evict_before(self, elements: Sequence[Any], window: Any, ctx: Any) -> Sequence[Any]:
+        return elements
+
+    def evict_after(self, elements: Sequence[Any], window: Any, ctx: Any) -> Sequence[Any]:
+        return elements
+
+
+def oracle(records: list[tuple[int, int]], size: int) -> dict[tuple[int, int], list[int]]:
+    """Kafka's definition, enumerated: a left window per distinct timestamp, a right window
+    per timestamp whose next timestamp is at most ``size + 1`` later; contents by range."""
+    stamps = sorted({ts for _, ts in records})
+    windows = {(t - size, t) for t in stamps}
+    for t, nxt in pairwise(stamps):
+        if nxt <= t + 1 + size:
+            windows.add((t + 1, t + 1 + size))
+    return {(s, e): sorted(v for v, ts in records if s <= ts <= e) for s, e in sorted(windows)}
+
+
+def as_dict(results: list[Any]) -> dict[tuple[int, int], Any]:
+    out: dict[tuple[int, int], Any] = {}
+    for r in results:
+        out[(r.window.start, r.window.end - 1)] = r.value  # the last result of a window wins
+    return out
+
+
+timestamps = st.lists(st.integers(-30, 60), min_size=1, max_size=40)
+sizes = st.integers(1, 15)
+
+
+@given(ts_list=timestamps, size=sizes, data=st.data())
+def test_final_windows_equal_the_enumeration_in_any_order(
+    ts_list: list[int], size: int, data: st.DataObject
+) -> None:
+    records = list(enumerate(ts_list))
+    expected = oracle(records, size)
+    order = data.draw(st.permutations(records))
+    for function in ("process", "reduce", "aggregate", "evicting"):
+        h = WindowOperatorHarness(
+            SlidingDistinctAssigner(size, grace=0),
+            {
+                "process": Collect(),
+                "reduce": Reduce(lambda a, b: a + b),
+                "aggregate": Aggregate(CountSum()),
+                "evicting": Collect(),
+            }[function],
+            evictor=KeepAll() if function == "evicting" else None,
+        )
+        for value, ts in order:
+            h.process_element(value, ts, key="k")
+        h.process_watermark(MAX_TIMESTAMP)
+        got = as_dict(h.extract_output())
+        assert set(got) == set(expected)
+        for window, values in expected.items():
+            want = {
+                "process": tuple(values),
+                "evicting": tuple(values),
+                "reduce": sum(values),
+                "aggregate": (len(values), sum(values)),
+            }[function]
+            assert got[window] == want, (function, window)
+        assert (h.num_state_entries(), h.num_event_time_timers(), h.num_keys()) == (0, 0, 0)
+
+
+@given(ts_list=timestamps, size=sizes, delay=st.integers(0, 10), data=st.data())
+def test_disorder_within_grace_gives_the_enumeration(
+    ts_list: list[int], size: int, delay: int, data: st.DataObject
+) -> None:
+    # Arrival order with bounded disorder: sort, then swap neighbours within ``delay``.
+    records = sorted(enumerate(ts_list), key=lambda r: r[1])
+    jitter = data.draw(
+        st.lists(st.integers(0, delay), min_size=len(records), max_size=len(records))
+    )
+    arrival = [
+        r
+        for _, r in sorted(
+            zip([r[1] - j for r, j in zip(records, jitter, strict=True)], records, strict=True),
+            key=lambda p: p[0],
+        )
+    ]
+    h = WindowOperatorHarness(SlidingDistinctAssigner(size, grace=delay + 1), Collect())
+    max_seen = None
+    for value, ts in arrival:
+        h.process_element(value, ts, key="k")
+        max_seen = ts if max_seen is None else max(max_seen, ts)
+        h.process_watermark(max_seen - delay)
+    h.process_watermark(MAX_TIMESTAMP)
+    expected = {w: tuple(v) for w, v in oracle(arrival, size).items()}
+    assert as_dict(h.extract_output()) == expected
+    assert h.extract_side_output(LATE) == []
+
+
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("e"), st.integers(-20, 60)),
+            st.tuples(st.just("w"), st.integers(0, 25)),
+        ),
+        max_size=50,
+    ),
+    size=sizes,
+    grace=st.integers(0, 8),
+)
+def test_every_record_is_in_a_result_or_late_never_both(
+    steps: list[tuple[str, int]], size: int, grace: int
+) -> None:
+    h = WindowOperatorHarness(
+        SlidingDistinctAssigner(size, grace=grace),
+        Collect(),
+        trigger=OnWindowCloseTrigger(),
+        late_output_tag=LATE,
+    )
+    wm = -30
+    sent = []
+    for i, (kind, x) in enumerate(steps):
+        if kind == "e":
+            h.process_element(i, x, key="k")
+            sent.append(i)
+        else:
+            wm += x
+            h.process_watermark(wm)
+    h.process_watermark(MAX_TIMESTAMP)
+    in_results = {v for r in h.extract_output() for v in r.value}
+    late = [e.value for e in h.extract_side_output(LATE)]
+    assert not in_results & set(late)
+    assert in_results | set(late) <= set(sent)
+    # the rest were not late by their own timestamp but found only closed windows: counted
+    assert len(sent) == len(in_results) + len(late) + h.metrics.num_records_in_no_window
+    assert (h.num_state_entries(), h.num_event_time_timers(), h.num_keys()) == (0, 0, 0)
+
+
+@given(ts_list=timestamps, size=sizes, cut=st.integers(0, 40), grace=st.integers(0, 6))
+def test_snapshot_restore_mid_stream(ts_list: list[int], size: int, cut: int, grace: int) -> None:
+    def make() -> WindowOperatorHarness:
+        return WindowOperatorHarness(
+            SlidingDistinctAssigner(size, grace=grace), Collect(), late_output_tag=LATE
+        )
+
+    def feed(h: WindowOperatorHarness, part: list[tuple[int, int]], start: int) -> None:
+        for i, (value, ts) in enumerate(part, start):
+            h.process_element(value, ts, key=value % 2)
+            if i % 3 == 0:
+                h.process_watermark(ts - 5)
+
+    records = list(enumerate(ts_list))
+    whole = make()
+    feed(whole, records, 0)
+    whole.process_watermark(MAX_TIMESTAMP)
+    first = make()
+    feed(first, records[:cut], 0)
+    before = first.extract_output()
+    late_before = first.extract_side_output(LATE)
+    second = make()
+    second.restore(first.snapshot())
+    feed(second, records[cut:], cut)
+    second.process_watermark(MAX_TIMESTAMP)
+    assert sorted(before + second.extract_output()) == sorted(whole.extract_output())
+    assert sorted(late_before + second.extract_side_output(LATE)) == sorted(
+        whole.extract_side_output(LATE)
+    )

@@ -1,0 +1,218 @@
+"""KIP-450 sliding windows (``SlidingDistinctAssigner``): worked examples and rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from assigners import HoppingEventTimeWindows
+from assigners.sliding_distinct import SlidingDistinctAssigner
+from functions import ProcessWindowFunction
+from triggers import CountTrigger, PurgingTrigger
+from triggers.emit import OnWindowCloseTrigger, OnWindowUpdateTrigger
+from windowing import MAX_TIMESTAMP, OutputTag
+from windowing.testing import WindowOperatorHarness
+
+LATE = OutputTag("late")
+
+
+class Collect(ProcessWindowFunction[Any, tuple[Any, ...], Any, Any]):
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        yield tuple(sorted(elements))
+
+
+def inclusive(results: Any) -> list[tuple[int, int, Any]]:
+    """Results as ``(start, inclusive end, value)`` sorted."""
+    return sorted((r.window.start, r.window.end - 1, r.value) for r in results)
+
+
+def run(records: list[tuple[Any, int]], size: int = 10, **kwargs: Any) -> WindowOperatorHarness:
+    h = WindowOperatorHarness(SlidingDistinctAssigner(size, grace=0), Collect(), **kwargs)
+    for value, ts in records:
+        h.process_element(value, ts, key="k")
+    return h
+
+
+def test_worked_example_seven_windows_for_four_records() -> None:
+    h = run([("a", 5), ("b", 8), ("c", 12), ("d", 21)])
+    h.process_watermark(MAX_TIMESTAMP)
+    assert inclusive(h.extract_output()) == [
+        (-5, 5, ("a",)),
+        (-2, 8, ("a", "b")),
+        (2, 12, ("a", "b", "c")),
+        (6, 16, ("b", "c")),
+        (9, 19, ("c",)),
+        (11, 21, ("c", "d")),
+        (13, 23, ("d",)),
+    ]
+    assert (h.num_state_entries(), h.num_event_time_timers(), h.num_keys()) == (0, 0, 0)
+
+
+def test_hopping_with_advance_one_needs_many_more_windows_for_the_same_records() -> None:
+    h = WindowOperatorHarness(HoppingEventTimeWindows(10, 1), Collect())
+    for value, ts in [("a", 5), ("b", 8), ("c", 12), ("d", 21)]:
+        h.process_element(value, ts, key="k")
+    h.process_watermark(MAX_TIMESTAMP)
+    results = h.extract_output()
+    assert len(results) == 26
+    assert len({r.value for r in results}) == 7  # the same seven distinct sets, repeated
+
+
+def test_record_b_creates_its_left_window_and_the_previous_records_right_window() -> None:
+    # seed 001: b's left window holds a and b; a's right window starts 1 ms after a.
+    h = run([("a", 5), ("b", 8)], trigger=OnWindowUpdateTrigger())
+    assert inclusive(h.extract_output()) == [
+        (-5, 5, ("a",)),
+        (-2, 8, ("a", "b")),
+        (6, 16, ("b",)),
+    ]
+
+
+def test_record_c_updates_existing_windows_that_contain_it() -> None:
+    h = run([("a", 5), ("b", 8)], trigger=OnWindowUpdateTrigger())
+    h.extract_output()
+    h.process_element("c", 12, key="k")
+    assert inclusive(h.extract_output()) == [
+        (2, 12, ("a", "b", "c")),  # c's left window, from existing records
+        (6, 16, ("b", "c")),  # a's right window, updated
+        (9, 19, ("c",)),  # b's right window, created by c
+    ]
+
+
+def test_out_of_order_record_windows() -> None:
+    h = run([("a", 20), ("b", 12)], trigger=OnWindowUpdateTrigger())
+    results = inclusive(h.extract_output())
+    assert results == [
+        (2, 12, ("b",)),  # b's left window
+        (10, 20, ("a",)),  # a's left window, first emitted when a arrived
+        (10, 20, ("a", "b")),  # ... and updated by b
+        (13, 23, ("a",)),  # b's own right window: created from a, does not contain b
+    ]
+
+
+def test_equal_timestamps_never_create_a_second_window() -> None:
+    h = run([("a", 5), ("b", 5), ("c", 5)])
+    h.process_watermark(MAX_TIMESTAMP)
+    assert inclusive(h.extract_output()) == [(-5, 5, ("a", "b", "c"))]
+
+
+def test_records_more_than_size_plus_one_apart_share_no_window() -> None:
+    h = run([("a", 0), ("b", 12)])
+    h.process_watermark(MAX_TIMESTAMP)
+    assert inclusive(h.extract_output()) == [(-10, 0, ("a",)), (2, 12, ("b",))]
+    h = run([("a", 0), ("b", 11)])  # 11 is in a's right window [1; 11]
+    h.process_watermark(MAX_TIMESTAMP)
+    assert inclusive(h.extract_output()) == [(-10, 0, ("a",)), (1, 11, ("b",))]
+
+
+def test_negative_timestamps_are_not_clamped() -> None:
+    h = run([("a", -30), ("b", -25)])
+    h.process_watermark(MAX_TIMESTAMP)
+    assert inclusive(h.extract_output()) == [
+        (-40, -30, ("a",)),
+        (-35, -25, ("a", "b")),
+        (-29, -19, ("b",)),
+    ]
+
+
+def test_default_trigger_fires_when_watermark_passes_the_window_end() -> None:
+    h = run([("a", 5), ("b", 8)])
+    h.process_watermark(7)
+    assert inclusive(h.extract_output()) == [(-5, 5, ("a",))]
+    h.process_watermark(8)
+    assert inclusive(h.extract_output()) == [(-2, 8, ("a", "b"))]
+    h.process_watermark(16)
+    assert inclusive(h.extract_output()) == [(6, 16, ("b",))]
+
+
+def test_on_window_close_fires_once_after_grace_with_final_contents() -> None:
+    h = WindowOperatorHarness(
+        SlidingDistinctAssigner(10, grace=5), Collect(), trigger=OnWindowCloseTrigger()
+    )
+    h.process_element("a", 5, key="k")
+    h.process_watermark(9)  # past a's left window end, within grace
+    # out of order, within grace: joins a's left window [-5; 5]; b's own left window [-6; 4]
+    # is already closed (4 + 5 <= 9), and b creates its right window [5; 15] holding a
+    h.process_element("b", 4, key="k")
+    assert h.extract_output() == []
+    h.process_watermark(10)  # 5 + 5: [-5; 5] closes
+    assert inclusive(h.extract_output()) == [(-5, 5, ("a", "b"))]
+    h.process_watermark(MAX_TIMESTAMP)
+    assert inclusive(h.extract_output()) == [(5, 15, ("a",))]
+    assert (h.num_state_entries(), h.num_event_time_timers(), h.num_keys()) == (0, 0, 0)
+
+
+def test_record_beyond_grace_goes_to_the_late_side_output_and_in_no_window() -> None:
+    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=2), Collect(), late_output_tag=LATE)
+    h.process_element("a", 100, key="k")
+    h.process_watermark(100)
+    h.process_element("late", 80, key="k")  # every window containing 80 ends by 90 < 100 - 2
+    assert [(e.value, e.timestamp, e.watermark) for e in h.extract_side_output(LATE)] == [
+        ("late", 80, 100)
+    ]
+    h.process_watermark(MAX_TIMESTAMP)
+    values = [v for r in h.extract_output() for v in r.value]
+    assert "late" not in values
+
+
+def test_late_record_may_still_create_its_right_window_without_being_in_it() -> None:
+    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), Collect(), late_output_tag=LATE)
+    h.process_element("a", 15, key="k")
+    h.process_watermark(16)  # fires and closes a's left window [5; 15]
+    # 12 is only in closed windows ([2; 12], [5; 15]); its right window [13; 23] holds a
+    h.process_element("b", 12, key="k")
+    assert [e.value for e in h.extract_side_output(LATE)] == ["b"]
+    h.process_watermark(MAX_TIMESTAMP)
+    assert inclusive(h.extract_output()) == [(5, 15, ("a",)), (13, 23, ("a",))]
+
+
+def test_purging_count_trigger_works_with_sliding_windows() -> None:
+    h = WindowOperatorHarness(
+        SlidingDistinctAssigner(10, grace=0),
+        Collect(),
+        trigger=PurgingTrigger(CountTrigger(2)),
+    )
+    # The count trigger counts on_element calls per window: one per record a window is
+    # created by or receives.
+    for value, ts in [("a", 1), ("b", 2), ("c", 3)]:
+        h.process_element(value, ts, key="k")
+    # [2; 12] (a's right window) was created by b and received c: fires and purges
+    assert inclusive(h.extract_output()) == [(2, 12, ("b", "c"))]
+    h.process_element("d", 3, key="k")
+    assert inclusive(h.extract_output()) == [(-7, 3, ("a", "b", "c", "d")), (3, 13, ("c", "d"))]
+
+
+def test_timeline_is_bounded_on_a_long_in_order_stream() -> None:
+    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), lambda a, b: a + b)
+    peak = 0
+    for ts in range(0, 5_000, 3):
+        h.process_element(1, ts, key="k")
+        h.process_watermark(ts)
+        peak = max(peak, h.num_state_entries())
+    assert peak < 20  # records and windows within the last ~size ms only
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"size": 0, "grace": 0}, r"size must be > 0, got 0"),
+        ({"size": -5, "grace": 0}, r"size must be > 0, got -5"),
+        ({"size": 10, "grace": -1}, r"grace must be >= 0, got -1"),
+    ],
+)
+def test_bad_configuration(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        SlidingDistinctAssigner(**kwargs)
+
+
+def test_grace_and_a_different_allowed_lateness_conflict() -> None:
+    with pytest.raises(ValueError, match=r"allowed_lateness=3 differs from the grace 5 ms"):
+        WindowOperatorHarness(SlidingDistinctAssigner(10, grace=5), Collect(), allowed_lateness=3)
+
+
+def test_grace_is_the_allowed_lateness() -> None:
+    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=5), Collect())
+    assert h.operator.allowed_lateness == 5
+    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), Collect(), allowed_lateness=4)
+    assert h.operator.allowed_lateness == 4
