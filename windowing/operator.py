@@ -46,6 +46,7 @@ from evictors.base import Evictor
 from functions.base import ProcessWindowFunction
 from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec, as_spec
 from triggers.base import Trigger, TriggerResult
+from triggers.emit import OnWindowCloseTrigger
 from triggers.event_time import EventTimeTrigger
 from windowing import sliding as sliding_module
 from windowing.records import LateElement, OutputTag, WindowResult
@@ -466,6 +467,13 @@ class WindowOperator:
                 raise ValueError(msg)
             lateness = max(lateness, assigner.grace)
             self._sliding_size = assigner.size
+        # Lazy sliding-distinct windows: contents computed from the timeline at firing time.
+        self._sliding_lazy = (
+            self._sliding_size is not None
+            and evictor is None
+            and type(trigger) in (EventTimeTrigger, OnWindowCloseTrigger)
+        )
+        self._sliding_fires_on_element = type(trigger) is EventTimeTrigger
         if late_output_tag is not None and not isinstance(late_output_tag, OutputTag):
             msg = f"late_output_tag must be an OutputTag, got {late_output_tag!r}"
             raise ValueError(msg)
@@ -741,8 +749,6 @@ class WindowOperator:
         if k > 0 and stamps[k - 1] >= ts - size - 1:
             latest_end = max(latest_end, stamps[k - 1] + 1 + size)
         in_some_window = min(latest_end + lateness, MAX_TIMESTAMP) > wm
-        was_latest = not stamps or ts > stamps[-1]
-        previous_latest = stamps[-1] if stamps else None
         if not in_some_window:
             # Kafka drops such a record; only its right window may still come into existence.
             exists = k < len(stamps) and stamps[k] == ts
@@ -752,17 +758,14 @@ class WindowOperator:
                 return False
             if min(ts + 1 + size + lateness, MAX_TIMESTAMP) <= wm:
                 return False
-            new_stamp = not exists
             self._partials.add_timestamp(timeline, ts)
         else:
-            new_stamp = self._partials.add(timeline, ts, value)
-        if new_stamp and was_latest:
-            # Forget the timeline once the watermark is past every window of its records.
-            if previous_latest is not None:
-                ks.evt_timers.discard((previous_latest + size + lateness + 2, _EXPIRY))
-            expiry = ts + size + lateness + 2
-            if expiry < MAX_TIMESTAMP:
-                _register(ks.evt_timers, ks.evt_heap, ks, expiry, _EXPIRY)
+            self._partials.add(timeline, ts, value)
+        if timeline.expiry_at is None:
+            self._schedule_timeline_expiry(ks, timeline)
+        if self._sliding_lazy:
+            self._sliding_lazy_windows(key, ks, value, ts, timeline, in_some_window)
+            return in_some_window
         # Windows containing ts: left windows of timestamps in [ts, ts + size] and right
         # windows of timestamps in [ts - size - 1, ts - 1] (ts itself makes those non-empty).
         i, j = timeline.span(ts, ts + size)
@@ -807,6 +810,128 @@ class WindowOperator:
                     contents.pop(window, None)
             self._register_cleanup_timer(ks, window)
         return added
+
+    def _schedule_timeline_expiry(self, ks: KeyState, timeline: Timeline) -> None:
+        """One timer per key forgets the timeline once the watermark is past every window of
+        its latest record (re-armed while records keep coming)."""
+        size = self._sliding_size
+        assert size is not None
+        if timeline.stamps:
+            expiry = timeline.stamps[-1] + size + self.allowed_lateness + 3
+            if expiry < MAX_TIMESTAMP:
+                _register(ks.evt_timers, ks.evt_heap, ks, expiry, _EXPIRY)
+                timeline.expiry_at = expiry
+
+    def _expire_timeline(self, ks: KeyState, time: int) -> None:
+        """The expiry timer at ``time`` fired: forget records whose windows all have cleanup
+        times before it (later timers of the same watermark advance have not fired yet)."""
+        timeline = ks.timeline
+        if timeline is None:
+            return
+        size = self._sliding_size
+        assert size is not None
+        timeline.expiry_at = None
+        timeline.expire(time - size - self.allowed_lateness - 2)
+        if timeline.is_empty():
+            ks.timeline = None
+        else:
+            self._schedule_timeline_expiry(ks, timeline)
+
+    def _fire_sliding_timers(self, key: Any, ks: KeyState, upto: int) -> None:
+        """Event timers of lazy sliding-distinct windows: ``EventTimeTrigger`` /
+        ``OnWindowCloseTrigger`` inlined, contents computed from the timeline."""
+        heap, live = ks.evt_heap, ks.evt_timers
+        lateness = self.allowed_lateness
+        on_end = self._sliding_fires_on_element  # EventTimeTrigger fires at the window end
+        pwf = self._pwf
+        pop = heapq.heappop
+        while heap and heap[0][0] <= upto:
+            time, _, window = pop(heap)
+            entry = (time, window)
+            if entry not in live:
+                continue
+            live.remove(entry)
+            if type(window) is TimelineExpiry:
+                self._expire_timeline(ks, time)
+                continue
+            max_ts = window[1] - 1
+            if time == max_ts if on_end else time >= max_ts:
+                self._emit(key, ks, window, window)
+            if time == min(max_ts + lateness, MAX_TIMESTAMP):
+                timeline = ks.timeline
+                if timeline is not None:
+                    timeline.live.discard(window)
+                live.discard((max_ts, window))  # EventTimeTrigger.clear
+                if pwf is not None:
+                    ctx = self._ctx
+                    ctx.key, ctx.ks, ctx.window = key, ks, window
+                    pwf.clear(self._pctx)
+        if not live:
+            heap.clear()
+
+    def _sliding_lazy_windows(
+        self,
+        key: Any,
+        ks: KeyState,
+        value: Any,
+        ts: int,
+        timeline: Timeline,
+        in_some_window: bool,
+    ) -> None:
+        """Sliding-distinct windows with the built-in ``EventTimeTrigger`` or
+        ``OnWindowCloseTrigger`` and no evictor: windows hold no contents (they are computed
+        from the timeline when a window fires), so a record only creates the at most three
+        windows it brings into existence: its left window, the previous record's right window
+        and its own right window. For every other window containing the record, these triggers'
+        ``on_element`` only matters for a late firing (``EventTimeTrigger``, window end already
+        behind the watermark)."""
+        size = self._sliding_size
+        assert size is not None
+        lateness = self.allowed_lateness
+        wm = self.watermark
+        stamps = timeline.stamps
+        live = timeline.live
+        i = bisect_left(stamps, ts)  # stamps[i] == ts
+        candidates = []
+        if in_some_window:
+            candidates.append(left_window(ts, size))
+            if i > 0 and ts <= stamps[i - 1] + 1 + size:
+                candidates.append(right_window(stamps[i - 1], size))
+        if i + 1 < len(stamps) and stamps[i + 1] <= ts + 1 + size:
+            candidates.append(right_window(ts, size))
+        event_trigger = self._sliding_fires_on_element
+        late_fired = set()
+        if event_trigger and in_some_window and lateness > 0:
+            # Existing windows containing ts whose end the watermark passed: late firings.
+            for u in stamps[i + 1 : bisect_right(stamps, min(ts + size, wm))]:
+                late_fired.add(left_window(u, size))
+            for q in stamps[bisect_left(stamps, ts - size - 1) : i]:
+                if q + 1 + size <= wm:
+                    late_fired.add(right_window(q, size))
+        # A left window can be another record's right window: one on_element per window.
+        for window in dict.fromkeys(candidates):
+            max_ts = window.end - 1
+            cleanup = min(max_ts + lateness, MAX_TIMESTAMP)
+            if cleanup <= wm:
+                continue
+            if window in live:
+                if event_trigger and window.start <= ts <= max_ts:
+                    late_fired.add(window)  # EventTimeTrigger.on_element: FIRE if late
+                continue
+            live.add(window)
+            late_fired.discard(window)  # one on_element per window and record
+            fired = True
+            if event_trigger:
+                if max_ts <= wm:
+                    fired = self._emit(key, ks, window, window)  # EventTimeTrigger: FIRE
+                else:
+                    _register(ks.evt_timers, ks.evt_heap, ks, max_ts, window)
+            if fired and cleanup != MAX_TIMESTAMP:
+                _register(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
+        for window in sorted(late_fired):
+            max_ts = window.end - 1
+            if window in live and max_ts <= wm < min(max_ts + lateness, MAX_TIMESTAMP):
+                self._emit(key, ks, window, window)
 
     def _on_element_merging(
         self, key: Any, ks: KeyState, value: Any, timestamp: int | None, windows: Iterable[Any]
@@ -937,13 +1062,7 @@ class WindowOperator:
     def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
         """An event-time timer of ``key`` fired (Flink ``onEventTime``)."""
         if type(window) is TimelineExpiry:
-            timeline = ks.timeline
-            if timeline is not None:
-                size = self._sliding_size
-                assert size is not None
-                timeline.expire(self.watermark - size - self.allowed_lateness - 1)
-                if timeline.is_empty():
-                    ks.timeline = None
+            self._expire_timeline(ks, time)
             return
         state_window = self._state_window(ks, window)
         if state_window is None:
@@ -1007,10 +1126,24 @@ class WindowOperator:
         As in Flink, a window is empty when it has no contents, or when its incremental
         result (reduced value, fold accumulator, ``AggregateFunction.get_result``) is ``None``.
         """
-        contents = ks.contents.get(state_window, _MISSING)
+        if self._sliding_lazy:
+            contents = self._sliding_contents(ks, window)
+        else:
+            contents = ks.contents.get(state_window, _MISSING)
         if contents is _MISSING:
             return False
         return self._emit_contents(key, ks, window, state_window, contents)
+
+    def _sliding_contents(self, ks: KeyState, window: Any) -> Any:
+        timeline = ks.timeline
+        if timeline is None:
+            return _MISSING
+        partials = self._partials
+        if partials.kind == "values":
+            result = partials.contents(timeline, window.start, window.end - 1)
+        else:
+            result = partials.aggregate_range(timeline, window.start, window.end - 1)
+        return _MISSING if result is _SLIDING_EMPTY else result
 
     def _emit_contents(
         self, key: Any, ks: KeyState, window: Any, state_window: Any, contents: Any
@@ -1118,6 +1251,9 @@ class WindowOperator:
         heap, live = ks.evt_heap, ks.evt_timers
         if self._fast_event_timers:
             self._fire_event_timers_fast(key, ks, upto)
+            return
+        if self._sliding_lazy:
+            self._fire_sliding_timers(key, ks, upto)
             return
         while heap and heap[0][0] <= upto:
             time, _, window = heapq.heappop(heap)

@@ -19,7 +19,23 @@ from windowing.windows import TimestampedValue
 
 __all__ = ["Partials", "Timeline", "TimelineExpiry"]
 
-_MISSING: Any = object()
+
+class _Sentinel:
+    """A named singleton that stays itself through pickling (snapshots)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_MISSING: Any = _Sentinel("_MISSING")
 
 
 class TimelineExpiry(NamedTuple):
@@ -35,12 +51,14 @@ TIMELINE_EXPIRY = TimelineExpiry()
 class Timeline:
     """Distinct timestamps of a key (sorted) with one partial each, plus its live windows."""
 
-    __slots__ = ("live", "partials", "stamps")
+    __slots__ = ("cursor", "expiry_at", "live", "partials", "stamps")
 
     def __init__(self) -> None:
         self.stamps: list[int] = []
         self.partials: list[Any] = []
         self.live: set[Any] = set()
+        self.cursor: RangeCursor | None = None
+        self.expiry_at: int | None = None  # the pending expiry timer, if any
 
     def __len__(self) -> int:
         return len(self.stamps)
@@ -62,7 +80,7 @@ class Timeline:
         return bisect_left(stamps, lo), bisect_right(stamps, hi)
 
 
-_EMPTY: Any = object()  # partial of a timestamp whose records belong to no window
+_EMPTY: Any = _Sentinel("_EMPTY")  # partial of a timestamp whose records are in no window
 
 
 class Partials:
@@ -98,6 +116,9 @@ class Partials:
 
     def add(self, timeline: Timeline, timestamp: int, value: Any) -> bool:
         """Add a record; returns whether its timestamp is new on the timeline."""
+        cursor = timeline.cursor
+        if cursor is not None and timestamp <= cursor.hi:
+            timeline.cursor = None  # the covered range changes: rebuild on the next query
         stamps = timeline.stamps
         i = bisect_left(stamps, timestamp)
         if i < len(stamps) and stamps[i] == timestamp:
@@ -115,6 +136,65 @@ class Partials:
         stamps.insert(i, timestamp)
         timeline.partials.insert(i, self._first(value))
         return True
+
+    def aggregate_range(self, timeline: Timeline, lo: int, hi: int) -> Any:
+        """Like :meth:`contents` for reduce/aggregate kinds, through the timeline's
+        :class:`RangeCursor` when the range moves forward (amortised O(1))."""
+        cursor = timeline.cursor
+        if cursor is None or lo < cursor.lo or hi < cursor.hi:
+            cursor = timeline.cursor = RangeCursor(lo)
+        stamps = timeline.stamps
+        partials = timeline.partials
+        combine = self._combine
+        if hi > cursor.hi:
+            i = bisect_right(stamps, cursor.hi)
+            j = bisect_right(stamps, hi)
+            back = cursor.back
+            agg = cursor.back_agg
+            for k in range(i, j):
+                part = partials[k]
+                if part is _EMPTY:
+                    continue
+                back.append((stamps[k], part))
+                agg = self._owned(part) if agg is _MISSING else combine(agg, part)
+            cursor.back_agg = agg
+            cursor.hi = hi
+        front = cursor.front
+        if lo > cursor.lo:
+            while True:
+                if not front:
+                    back = cursor.back
+                    if not back or back[0][0] >= lo:
+                        break
+                    suffix: Any = _MISSING
+                    for stamp, part in reversed(back):
+                        own = self._owned(part)
+                        suffix = own if suffix is _MISSING else combine(own, suffix)
+                        front.append((stamp, suffix))
+                    back.clear()
+                    cursor.back_agg = _MISSING
+                if front[-1][0] >= lo:
+                    break
+                front.pop()
+            cursor.lo = lo
+        if front:
+            top = front[-1][1]
+            if cursor.back_agg is _MISSING:
+                return top
+            return combine(self._owned(top), cursor.back_agg)
+        return cursor.back_agg
+
+    def _owned(self, part: Any) -> Any:
+        """A value that may be passed as the first (modifiable) argument of a combine."""
+        if self.kind == "aggregate":
+            return self.aggregate.merge(self.aggregate.create_accumulator(), part)
+        return part  # reduce functions do not modify their arguments
+
+    def _combine(self, owned: Any, part: Any) -> Any:
+        if self.kind == "aggregate":
+            return self.aggregate.merge(owned, part)
+        assert self.reducer is not None
+        return self.reducer(owned, part)
 
     def _first(self, value: Any) -> Any:
         if self.kind == "reduce":
@@ -155,3 +235,24 @@ class Partials:
                 acc = folder(acc, v)
             return acc
         return values
+
+
+class RangeCursor:
+    """Aggregate of the timeline records in a range ``[lo, hi]`` that only moves forward.
+
+    Sliding-distinct windows all have the same length, so a key's windows fire in order of
+    start and of end: consecutive queries slide the range forward. The cursor keeps the range
+    as two stacks (the classic sliding-window aggregation): each record partial is pushed
+    once, moved once and popped once, and a query combines two aggregates, whatever the
+    window size. A query behind the cursor, or a record inserted inside the covered range,
+    resets it.
+    """
+
+    __slots__ = ("back", "back_agg", "front", "hi", "lo")
+
+    def __init__(self, lo: int) -> None:
+        self.lo = lo
+        self.hi = lo - 1
+        self.front: list[tuple[int, Any]] = []  # (stamp, aggregate of it and newer front)
+        self.back: list[tuple[int, Any]] = []  # (stamp, partial), oldest first
+        self.back_agg: Any = _MISSING

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from assigners.sliding_distinct import SlidingDistinctAssigner
 from evictors import Evictor
 from functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce
+from triggers import EventTimeTrigger
 from triggers.emit import OnWindowCloseTrigger
 from windowing import MAX_TIMESTAMP, OutputTag
 from windowing.testing import WindowOperatorHarness
@@ -202,3 +203,53 @@ def test_snapshot_restore_mid_stream(ts_list: list[int], size: int, cut: int, gr
     assert sorted(late_before + second.extract_side_output(LATE)) == sorted(
         whole.extract_side_output(LATE)
     )
+
+
+class GenericEventTimeTrigger(EventTimeTrigger):
+    """Same behaviour, but windows keep materialised contents (the general path)."""
+
+
+class GenericCloseTrigger(OnWindowCloseTrigger):
+    """Same behaviour, but windows keep materialised contents (the general path)."""
+
+
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("e"), st.integers(-20, 60)),
+            st.tuples(st.just("e"), st.integers(0, 12)),
+            st.tuples(st.just("w"), st.integers(0, 25)),
+        ),
+        max_size=50,
+    ),
+    size=sizes,
+    grace=st.integers(0, 8),
+    function=st.sampled_from(["process", "reduce", "aggregate"]),
+    close=st.booleans(),
+)
+def test_lazy_windows_match_materialised_windows(
+    steps: list[tuple[str, int]], size: int, grace: int, function: str, close: bool
+) -> None:
+    def run(trigger: Any) -> tuple[Any, ...]:
+        fn = {
+            "process": Collect(),
+            "reduce": Reduce(lambda a, b: a + b),
+            "aggregate": Aggregate(CountSum()),
+        }[function]
+        h = WindowOperatorHarness(
+            SlidingDistinctAssigner(size, grace=grace), fn, trigger=trigger, late_output_tag=LATE
+        )
+        wm = -30
+        for i, (kind, x) in enumerate(steps):
+            if kind == "e":
+                h.process_element(i, x, key="k")
+            else:
+                wm += x
+                h.process_watermark(wm)
+        mid = sorted(h.extract_output())
+        h.process_watermark(MAX_TIMESTAMP)
+        return (mid, sorted(h.extract_output()), h.extract_side_output(LATE), h.metrics)
+
+    lazy = run(OnWindowCloseTrigger() if close else EventTimeTrigger())
+    general = run(GenericCloseTrigger() if close else GenericEventTimeTrigger())
+    assert lazy == general
