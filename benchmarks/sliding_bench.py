@@ -26,16 +26,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from core_bench import add, make_events  # noqa: E402
+from core_bench import add, make_events
 
-from assigners import (  # noqa: E402
+from assigners import (
     HoppingEventTimeWindows,
     SlidingDistinctAssigner,
     TumblingEventTimeWindows,
 )
-from triggers.emit import OnWindowCloseTrigger  # noqa: E402
-from windowing.testing import WindowOperatorHarness  # noqa: E402
-from windowing.time import MAX_TIMESTAMP  # noqa: E402
+from triggers.emit import OnWindowCloseTrigger
+from windowing.testing import WindowOperatorHarness
+from windowing.time import MAX_TIMESTAMP
 
 
 def run(harness: WindowOperatorHarness, events: list[Any]) -> tuple[float, int, int]:
@@ -69,9 +69,8 @@ def main() -> None:
     args = parser.parse_args()
     events = make_events(args.n, args.keys)
     print(f"{args.n:,} elements, {args.keys:,} keys, 1 h event time, watermark every 1,000\n")
-    print(
-        f"{'configuration':<46} {'elements':>10} {'elements/s':>11} {'windows':>11} {'peak state':>11}"
-    )
+    header = ("configuration", "elements", "elements/s", "windows", "peak state")
+    print(f"{header[0]:<46} {header[1]:>10} {header[2]:>11} {header[3]:>11} {header[4]:>11}")
     rows = [
         ("tumbling 10 s (reference)", TumblingEventTimeWindows("10 s"), None, events),
         ("sliding-distinct 10 s", SlidingDistinctAssigner("10 s", grace=0), None, events),
