@@ -738,8 +738,18 @@ class WindowOperator:
         timeline = ks.timeline
         if timeline is None:
             timeline = ks.timeline = Timeline()
-        timeline.expire(wm - size - lateness - 1)
         stamps = timeline.stamps
+        if stamps and stamps[0] < wm - size - lateness - 1:
+            timeline.expire(wm - size - lateness - 1)
+        if (
+            self._sliding_lazy
+            and stamps
+            and stamps[-1] < ts
+            and wm < ts
+            and ts + size + lateness + 3 < MAX_TIMESTAMP
+        ):
+            self._sliding_in_order(ks, timeline, value, ts, size, lateness)
+            return True
         # The latest-ending window that contains ts decides whether the record is added to
         # any window: left windows of timestamps in [ts, ts + size], right windows of
         # timestamps in [ts - size - 1, ts - 1].
@@ -811,6 +821,45 @@ class WindowOperator:
             self._register_cleanup_timer(ks, window)
         return added
 
+    def _sliding_in_order(
+        self, ks: KeyState, timeline: Timeline, value: Any, ts: int, size: int, lateness: int
+    ) -> None:
+        """A record later than every record of the key and than the watermark (the common
+        case), for lazy sliding-distinct windows: it creates its left window and possibly the
+        previous record's right window, neither late nor due; nothing else changes."""
+        cursor = timeline.cursor
+        if cursor is not None and ts <= cursor.hi:
+            timeline.cursor = None
+        stamps = timeline.stamps
+        previous = stamps[-1]
+        stamps.append(ts)
+        timeline.partials.append(self._partials.first(value))
+        live = timeline.live
+        timers = ks.evt_timers
+        heap = ks.evt_heap
+        push = heapq.heappush
+        on_end = self._sliding_fires_on_element
+        new_tuple = tuple.__new__
+        windows = [new_tuple(TimeWindow, (ts - size, ts + 1))]
+        if ts <= previous + 1 + size and previous + 1 != ts - size:
+            windows.append(new_tuple(TimeWindow, (previous + 1, previous + 2 + size)))
+        for window in windows:
+            if window in live:
+                continue
+            live.add(window)
+            max_ts = window[1] - 1
+            if on_end and (max_ts, window) not in timers:
+                timers.add((max_ts, window))
+                ks.seq += 1
+                push(heap, (max_ts, ks.seq, window))
+            cleanup = max_ts + lateness
+            if (cleanup, window) not in timers:
+                timers.add((cleanup, window))
+                ks.seq += 1
+                push(heap, (cleanup, ks.seq, window))
+        if timeline.expiry_at is None:
+            self._schedule_timeline_expiry(ks, timeline)
+
     def _schedule_timeline_expiry(self, ks: KeyState, timeline: Timeline) -> None:
         """One timer per key forgets the timeline once the watermark is past every window of
         its latest record (re-armed while records keep coming)."""
@@ -845,6 +894,11 @@ class WindowOperator:
         on_end = self._sliding_fires_on_element  # EventTimeTrigger fires at the window end
         pwf = self._pwf
         pop = heapq.heappop
+        direct = self._direct_result
+        append = self.output.append
+        new_tuple = tuple.__new__
+        result_type = WindowResult
+        fired = 0
         while heap and heap[0][0] <= upto:
             time, _, window = pop(heap)
             entry = (time, window)
@@ -856,8 +910,23 @@ class WindowOperator:
                 continue
             max_ts = window[1] - 1
             if time == max_ts if on_end else time >= max_ts:
-                self._emit(key, ks, window, window)
-            if time == min(max_ts + lateness, MAX_TIMESTAMP):
+                contents = self._sliding_contents(ks, window)
+                if contents is not _MISSING:
+                    if direct is None:
+                        self._emit_contents(key, ks, window, window, contents)
+                    else:
+                        try:
+                            result = direct(contents)
+                        except Exception as exc:
+                            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+                            raise
+                        if result is not None:
+                            fired += 1
+                            append(new_tuple(result_type, (key, window, result, max_ts)))
+            cleanup = max_ts + lateness
+            if cleanup >= MAX_TIMESTAMP:
+                cleanup = MAX_TIMESTAMP
+            if time == cleanup:
                 timeline = ks.timeline
                 if timeline is not None:
                     timeline.live.discard(window)
@@ -866,6 +935,7 @@ class WindowOperator:
                     ctx = self._ctx
                     ctx.key, ctx.ks, ctx.window = key, ks, window
                     pwf.clear(self._pctx)
+        self.metrics.num_windows_fired += fired
         if not live:
             heap.clear()
 
@@ -1404,9 +1474,37 @@ class WindowOperator:
             if self._session_gap is not None:
                 self._process_sessions(elements, states, self._session_gap)
                 return
+            if self._sliding_size is not None:
+                self._process_sliding(elements, states)
+                return
         process = self.process_element
         for value, timestamp, key in elements:
             process(value, timestamp, key)
+
+    def _process_sliding(
+        self, elements: Iterable[tuple[Any, int | None, Any]], states: dict[Any, KeyState]
+    ) -> None:
+        """``process_element`` for each element, without the per-call overhead."""
+        evt_sched = self._evt_sched
+        evt_due = self._evt_due
+        push = heapq.heappush
+        count = 0
+        for value, ts, key in elements:
+            count += 1
+            ks = states.get(key)
+            if ks is None:
+                ks = states[key] = KeyState()
+            if not self._on_element_sliding(key, ks, value, ts):
+                self._not_added(key, ks, value, ts)
+            heap = ks.evt_heap
+            if heap:
+                t = heap[0][0]
+                cur = evt_sched.get(key)
+                if cur is None or t < cur:
+                    evt_sched[key] = t
+                    self._due_seq += 1
+                    push(evt_due, (t, self._due_seq, key))
+        self.metrics.num_elements += count
 
     def _process_sessions(
         self, elements: Iterable[tuple[Any, int | None, Any]], states: dict[Any, KeyState], gap: int

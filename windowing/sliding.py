@@ -124,7 +124,7 @@ class Partials:
         if i < len(stamps) and stamps[i] == timestamp:
             current = timeline.partials[i]
             if current is _EMPTY:
-                timeline.partials[i] = self._first(value)
+                timeline.partials[i] = self.first(value)
             elif self.kind == "reduce":
                 assert self.reducer is not None
                 timeline.partials[i] = self.reducer(current, value)
@@ -134,7 +134,7 @@ class Partials:
                 current.append(value)
             return False
         stamps.insert(i, timestamp)
-        timeline.partials.insert(i, self._first(value))
+        timeline.partials.insert(i, self.first(value))
         return True
 
     def aggregate_range(self, timeline: Timeline, lo: int, hi: int) -> Any:
@@ -196,7 +196,8 @@ class Partials:
         assert self.reducer is not None
         return self.reducer(owned, part)
 
-    def _first(self, value: Any) -> Any:
+    def first(self, value: Any) -> Any:
+        """The partial of a timestamp's first record."""
         if self.kind == "reduce":
             return value
         if self.kind == "aggregate":

@@ -230,7 +230,7 @@ class GenericCloseTrigger(OnWindowCloseTrigger):
 def test_lazy_windows_match_materialised_windows(
     steps: list[tuple[str, int]], size: int, grace: int, function: str, close: bool
 ) -> None:
-    def run(trigger: Any) -> tuple[Any, ...]:
+    def run(trigger: Any, bulk: bool = False) -> tuple[Any, ...]:
         fn = {
             "process": Collect(),
             "reduce": Reduce(lambda a, b: a + b),
@@ -240,16 +240,24 @@ def test_lazy_windows_match_materialised_windows(
             SlidingDistinctAssigner(size, grace=grace), fn, trigger=trigger, late_output_tag=LATE
         )
         wm = -30
+        pending: list[tuple[int, int, str]] = []
         for i, (kind, x) in enumerate(steps):
             if kind == "e":
-                h.process_element(i, x, key="k")
+                pending.append((i, x, "k" if i % 3 else "j"))
+                if not bulk:
+                    h.process_elements(pending)
+                    pending.clear()
             else:
+                h.process_elements(pending)
+                pending.clear()
                 wm += x
                 h.process_watermark(wm)
+        h.process_elements(pending)
         mid = sorted(h.extract_output())
         h.process_watermark(MAX_TIMESTAMP)
-        return (mid, sorted(h.extract_output()), h.extract_side_output(LATE), h.metrics)
+        late = sorted(h.extract_side_output(LATE))
+        return (mid, sorted(h.extract_output()), late, h.metrics, h.num_keys())
 
-    lazy = run(OnWindowCloseTrigger() if close else EventTimeTrigger())
     general = run(GenericCloseTrigger() if close else GenericEventTimeTrigger())
-    assert lazy == general
+    assert run(OnWindowCloseTrigger() if close else EventTimeTrigger()) == general
+    assert run(OnWindowCloseTrigger() if close else EventTimeTrigger(), bulk=True) == general
