@@ -83,6 +83,11 @@ class Timeline:
 _EMPTY: Any = _Sentinel("_EMPTY")  # partial of a timestamp whose records are in no window
 
 
+def _no_combine(a: Any, b: Any) -> Any:
+    msg = "values are not combined"
+    raise TypeError(msg)
+
+
 class Partials:
     """How records are kept per timestamp and turned into window contents, for one operator.
 
@@ -104,6 +109,14 @@ class Partials:
         self.aggregate = aggregate
         self.fold = fold
         self.timestamped = timestamped
+        # combine(owned, part) for range aggregates; owned(part) copies a partial into a
+        # value that combine may modify (None: reduce functions never modify arguments).
+        self._combine: Callable[[Any, Any], Any] = reducer if reducer is not None else _no_combine
+        self._owned: Callable[[Any], Any] | None = None
+        if aggregate is not None:
+            merge, create = aggregate.merge, aggregate.create_accumulator
+            self._combine = merge
+            self._owned = lambda part: merge(create(), part)
 
     def add_timestamp(self, timeline: Timeline, timestamp: int) -> None:
         """Put a timestamp on the timeline without a record (its record is in no window, but
@@ -143,21 +156,26 @@ class Partials:
         cursor = timeline.cursor
         if cursor is None or lo < cursor.lo or hi < cursor.hi:
             cursor = timeline.cursor = RangeCursor(lo)
-        stamps = timeline.stamps
-        partials = timeline.partials
         combine = self._combine
+        owned = self._owned
         if hi > cursor.hi:
+            stamps = timeline.stamps
             i = bisect_right(stamps, cursor.hi)
-            j = bisect_right(stamps, hi)
-            back = cursor.back
-            agg = cursor.back_agg
-            for k in range(i, j):
-                part = partials[k]
-                if part is _EMPTY:
-                    continue
-                back.append((stamps[k], part))
-                agg = self._owned(part) if agg is _MISSING else combine(agg, part)
-            cursor.back_agg = agg
+            j = bisect_right(stamps, hi, i)
+            if i < j:
+                partials = timeline.partials
+                back = cursor.back
+                agg = cursor.back_agg
+                for k in range(i, j):
+                    part = partials[k]
+                    if part is _EMPTY:
+                        continue
+                    back.append((stamps[k], part))
+                    if agg is _MISSING:
+                        agg = part if owned is None else owned(part)
+                    else:
+                        agg = combine(agg, part)
+                cursor.back_agg = agg
             cursor.hi = hi
         front = cursor.front
         if lo > cursor.lo:
@@ -168,7 +186,7 @@ class Partials:
                         break
                     suffix: Any = _MISSING
                     for stamp, part in reversed(back):
-                        own = self._owned(part)
+                        own = part if owned is None else owned(part)
                         suffix = own if suffix is _MISSING else combine(own, suffix)
                         front.append((stamp, suffix))
                     back.clear()
@@ -177,24 +195,13 @@ class Partials:
                     break
                 front.pop()
             cursor.lo = lo
+        back_agg = cursor.back_agg
         if front:
             top = front[-1][1]
-            if cursor.back_agg is _MISSING:
+            if back_agg is _MISSING:
                 return top
-            return combine(self._owned(top), cursor.back_agg)
-        return cursor.back_agg
-
-    def _owned(self, part: Any) -> Any:
-        """A value that may be passed as the first (modifiable) argument of a combine."""
-        if self.kind == "aggregate":
-            return self.aggregate.merge(self.aggregate.create_accumulator(), part)
-        return part  # reduce functions do not modify their arguments
-
-    def _combine(self, owned: Any, part: Any) -> Any:
-        if self.kind == "aggregate":
-            return self.aggregate.merge(owned, part)
-        assert self.reducer is not None
-        return self.reducer(owned, part)
+            return combine(top if owned is None else owned(top), back_agg)
+        return back_agg
 
     def first(self, value: Any) -> Any:
         """The partial of a timestamp's first record."""
