@@ -20,11 +20,18 @@ from windowing.windows import GLOBAL_WINDOW, GlobalWindow, TimestampedValue, Tim
 _LAZY = {"InMemoryStateBackend", "KeyState", "OperatorMetrics", "WindowOperator"}
 
 
+_LAZY_COUNT = {"CountWindowSpec", "count_window"}
+
+
 def __getattr__(name: str) -> object:
     if name in _LAZY:
         from windowing import operator
 
         return getattr(operator, name)
+    if name in _LAZY_COUNT:
+        from windowing import count_windows
+
+        return getattr(count_windows, name)
     msg = f"module 'windowing' has no attribute {name!r}"
     raise AttributeError(msg)
 
@@ -34,6 +41,7 @@ __all__ = [
     "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
     "AggregatingStateDescriptor",
+    "CountWindowSpec",
     "Duration",
     "GlobalWindow",
     "InMemoryStateBackend",
@@ -49,5 +57,6 @@ __all__ = [
     "ValueStateDescriptor",
     "WindowOperator",
     "WindowResult",
+    "count_window",
     "to_millis",
 ]

@@ -1,0 +1,94 @@
+"""Count evictor: keeps the last ``max_count`` elements of a window."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evictors.base import Evictor, EvictorContext
+from windowing.windows import TimestampedValue
+
+__all__ = ["CountEvictor"]
+
+
+def check_after_flag(value: Any, owner: str) -> None:
+    """``do_evict_after`` must be a real bool (a truthy string would silently mean ``True``)."""
+    if not isinstance(value, bool):
+        msg = f"{owner}: do_evict_after must be a bool, got {value!r}"
+        raise ValueError(msg)
+
+
+@dataclass(frozen=True, repr=False)
+class CountEvictor(Evictor[Any, Any]):
+    """Keeps at most ``max_count`` elements: the newest ones by arrival, evicting from the
+    beginning of the buffer.
+
+    Rule: with ``n`` buffered elements, the first ``max(0, n - max_count)`` (the oldest
+    arrivals, whatever their timestamps) are evicted. Eviction runs before the window function
+    (``do_evict_after=False``, the default) or after it (``True``); what is evicted is gone for
+    later firings of the window too.
+
+    Known elsewhere as: Flink ``CountEvictor.of(max_count, do_evict_after)``; Beam has no
+    evictors; the sliding half of Flink's ``countWindow(size, slide)`` (see
+    :func:`windowing.count_windows.count_window`).
+
+    Parameters
+    ----------
+    max_count
+        How many elements to keep, > 0.
+    do_evict_after
+        Evict after the window function instead of before it.
+
+    Examples
+    --------
+    Keep the last two of four elements:
+
+    >>> from windowing.windows import TimestampedValue as TV
+    >>> buffer = [TV("a", 1), TV("b", 2), TV("c", 3), TV("d", 4)]
+    >>> [e.value for e in CountEvictor(2).evict_before(buffer, None, None)]
+    ['c', 'd']
+    >>> len(CountEvictor(2).evict_after(buffer, None, None))  # evicts before, not after
+    4
+
+    A sliding count window (keep the last 3, fire every 2 elements) sums ``1 + 2``, then
+    ``2 + 3 + 4``:
+
+    >>> from assigners import GlobalWindows
+    >>> from triggers import CountTrigger
+    >>> from windowing.testing import WindowOperatorHarness
+    >>> h = WindowOperatorHarness(
+    ...     GlobalWindows(), lambda a, b: a + b, trigger=CountTrigger(2), evictor=CountEvictor(3)
+    ... )
+    >>> for v in (1, 2, 3, 4):
+    ...     h.process_element(v, timestamp=v)
+    >>> [r.value for r in h.extract_output()]
+    [3, 9]
+    """
+
+    max_count: int
+    do_evict_after: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_count, bool) or not isinstance(self.max_count, int):
+            msg = f"CountEvictor: max_count must be an int, got {self.max_count!r}"
+            raise ValueError(msg)
+        if self.max_count <= 0:
+            msg = f"CountEvictor: max_count must be > 0, got {self.max_count}"
+            raise ValueError(msg)
+        check_after_flag(self.do_evict_after, "CountEvictor")
+
+    def evict_before(
+        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
+    ) -> Sequence[TimestampedValue[Any]]:
+        return elements if self.do_evict_after else self._evict(elements)
+
+    def evict_after(
+        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
+    ) -> Sequence[TimestampedValue[Any]]:
+        return self._evict(elements) if self.do_evict_after else elements
+
+    def _evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
+        if len(elements) <= self.max_count:
+            return elements
+        return list(elements[len(elements) - self.max_count :])

@@ -1,0 +1,90 @@
+"""Delta evictor: evicts elements too far, by a delta function, from the last element."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evictors.base import Evictor, EvictorContext
+from evictors.count import check_after_flag
+from windowing.windows import TimestampedValue
+
+__all__ = ["DeltaEvictor", "check_delta_config"]
+
+
+def check_delta_config(threshold: Any, delta_function: Any, owner: str) -> None:
+    """Validation shared with :class:`~triggers.DeltaTrigger`."""
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        msg = f"{owner}: threshold must be a number, got {threshold!r}"
+        raise ValueError(msg)
+    if math.isnan(threshold):
+        msg = f"{owner}: threshold must not be NaN, got {threshold!r}"
+        raise ValueError(msg)
+    if not callable(delta_function):
+        msg = (
+            f"{owner}: delta_function must be a callable (old, new) -> float, "
+            f"got {delta_function!r}"
+        )
+        raise ValueError(msg)
+
+
+@dataclass(frozen=True, repr=False)
+class DeltaEvictor(Evictor[Any, Any]):
+    """Evicts every element whose delta to the *last* element of the buffer reaches
+    ``threshold``.
+
+    Rule: with ``last`` the most recently arrived element, an element ``e`` is evicted when
+    ``delta_function(e.value, last.value) >= threshold`` and kept when the delta is
+    ``< threshold``. Every element is tested (not only a prefix), as in current Flink. An
+    empty buffer stays empty.
+
+    Known elsewhere as: Flink ``DeltaEvictor.of(threshold, delta_function, do_evict_after)``
+    (``DeltaFunction.getDelta(old, new)``); Beam has no evictors.
+
+    Parameters
+    ----------
+    threshold
+        The delta at which an element is evicted (a number, not NaN).
+    delta_function
+        ``delta_function(old, new) -> float``, called with an element's value and the last
+        element's value. It must be picklable (lambdas are fine with cloudpickle).
+    do_evict_after
+        Evict after the window function instead of before it.
+
+    Examples
+    --------
+    Keep the values that are less than 2 below the last value (5):
+
+    >>> from windowing.windows import TimestampedValue as TV
+    >>> buffer = [TV(1, 1), TV(4, 2), TV(3, 3), TV(5, 4)]
+    >>> evictor = DeltaEvictor(2, lambda old, new: new - old)
+    >>> [e.value for e in evictor.evict_before(buffer, None, None)]
+    [4, 5]
+    """
+
+    threshold: float
+    delta_function: Callable[[Any, Any], float]
+    do_evict_after: bool = False
+
+    def __post_init__(self) -> None:
+        check_delta_config(self.threshold, self.delta_function, "DeltaEvictor")
+        check_after_flag(self.do_evict_after, "DeltaEvictor")
+
+    def evict_before(
+        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
+    ) -> Sequence[TimestampedValue[Any]]:
+        return elements if self.do_evict_after else self._evict(elements)
+
+    def evict_after(
+        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
+    ) -> Sequence[TimestampedValue[Any]]:
+        return self._evict(elements) if self.do_evict_after else elements
+
+    def _evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
+        if not elements:
+            return elements
+        last = elements[-1].value
+        delta, threshold = self.delta_function, self.threshold
+        return [e for e in elements if delta(e.value, last) < threshold]

@@ -1,0 +1,240 @@
+"""Continuous triggers: fire a window periodically, in event time or in processing time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from windowing.state import ReducingStateDescriptor
+from windowing.time import Duration, to_millis
+
+__all__ = ["ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger", "positive_millis"]
+
+
+def _min(a: int, b: int) -> int:
+    return a if a <= b else b
+
+
+#: The next periodic firing time. Reduced with ``min``: merged windows keep the earliest.
+FIRE_TIME: ReducingStateDescriptor[int] = ReducingStateDescriptor("fire-time", _min)
+
+
+def positive_millis(value: Duration, name: str, owner: str) -> int:
+    """``value`` in milliseconds, which must be > 0 (``ValueError`` naming ``name``)."""
+    ms = to_millis(value, name)
+    if ms <= 0:
+        msg = f"{owner}: {name} must be > 0, got {value!r}"
+        raise ValueError(msg)
+    return ms
+
+
+def _next_fire(time: int, interval: int, window: Any) -> int:
+    """The next interval boundary after ``time``, capped at the window's last timestamp."""
+    return _min(time - time % interval + interval, window.max_timestamp())
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class ContinuousEventTimeTrigger(Trigger[Any, Any]):
+    """Fires every ``interval`` of event time while the window is open, and at its end.
+
+    Rules (Flink's current ``ContinuousEventTimeTrigger``):
+
+    * first element of a window (no pending fire time): a timer at
+      ``min(ts - ts % interval + interval, window.max_timestamp())`` is registered and stored
+      as the window's fire time, plus a timer at ``window.max_timestamp()``;
+    * the fire-time timer fires (``FIRE``) and registers the next one,
+      ``min(time + interval, window.max_timestamp())``; the end-of-window timer fires too;
+      so with no new elements the window keeps firing every ``interval`` until its end;
+    * an element for a window the watermark has passed fires at once (a late firing);
+    * merging keeps the earliest pending fire time of the merged windows;
+    * ``clear`` deletes the pending fire-time timer and the end-of-window timer.
+
+    Intervals are aligned to the epoch (``ts - ts % interval`` with a floor-mod, so negative
+    timestamps align too). Never purges: wrap it in :class:`~triggers.PurgingTrigger` for that.
+
+    Known elsewhere as: Flink ``ContinuousEventTimeTrigger.of(interval)``; Beam
+    ``AfterWatermark(early=Repeatedly(...))`` is the closest (early firings are
+    processing-time based there).
+
+    Parameters
+    ----------
+    interval
+        The firing period (int ms, ``timedelta`` or e.g. ``"1 minute"``), > 0.
+
+    Examples
+    --------
+    A window ``[0, 10)`` with ``interval=4``: an element at 1 schedules a firing at 4, which
+    reschedules at 8, then the window end 9 caps the next one:
+
+    >>> from windowing.testing import TriggerHarness
+    >>> from windowing.windows import TimeWindow
+    >>> h = TriggerHarness(ContinuousEventTimeTrigger(4))
+    >>> w = TimeWindow(0, 10)
+    >>> h.process_element("a", 1, w).name
+    'CONTINUE'
+    >>> [(t, r.name) for t in (4, 8, 9) for _, r in h.advance_watermark(t)]
+    [(4, 'FIRE'), (8, 'FIRE'), (9, 'FIRE')]
+    >>> h.clear(w)
+    >>> h.num_event_time_timers(), h.num_state_entries()
+    (0, 0)
+    """
+
+    interval: int
+
+    def __init__(self, interval: Duration) -> None:
+        object.__setattr__(
+            self, "interval", positive_millis(interval, "interval", "ContinuousEventTimeTrigger")
+        )
+
+    def on_element(
+        self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext
+    ) -> TriggerResult:
+        max_ts = window.max_timestamp()
+        if max_ts <= ctx.get_current_watermark():
+            # The watermark is already past the window: fire at once (late firing).
+            return TriggerResult.FIRE
+        ctx.register_event_time_timer(max_ts)
+        fire_time = ctx.get_partitioned_state(FIRE_TIME)
+        if fire_time.get() is None:
+            if timestamp is None:
+                msg = (
+                    "ContinuousEventTimeTrigger: element has no timestamp; an event-time trigger "
+                    f"needs event timestamps (window {window!r})"
+                )
+                raise ValueError(msg)
+            next_fire = _next_fire(timestamp, self.interval, window)
+            fire_time.add(next_fire)
+            ctx.register_event_time_timer(next_fire)
+        return TriggerResult.CONTINUE
+
+    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        if time == window.max_timestamp():
+            return TriggerResult.FIRE
+        fire_time = ctx.get_partitioned_state(FIRE_TIME)
+        if fire_time.get() == time:
+            fire_time.clear()
+            next_fire = _min(time + self.interval, window.max_timestamp())
+            fire_time.add(next_fire)
+            ctx.register_event_time_timer(next_fire)
+            return TriggerResult.FIRE
+        return TriggerResult.CONTINUE
+
+    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+        ctx.merge_partitioned_state(FIRE_TIME)
+        next_fire = ctx.get_partitioned_state(FIRE_TIME).get()
+        if next_fire is not None:
+            ctx.register_event_time_timer(next_fire)
+
+    def clear(self, window: Any, ctx: TriggerContext) -> None:
+        fire_time = ctx.get_partitioned_state(FIRE_TIME)
+        pending = fire_time.get()
+        if pending is not None:
+            ctx.delete_event_time_timer(pending)
+            fire_time.clear()
+        # Flink leaves the end-of-window timer behind; it is useless once the window is gone.
+        ctx.delete_event_time_timer(window.max_timestamp())
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class ContinuousProcessingTimeTrigger(Trigger[Any, Any]):
+    """Fires every ``interval`` of processing time once the window has an element, up to the
+    window's end.
+
+    Rules (Flink's current ``ContinuousProcessingTimeTrigger``):
+
+    * first element of a window (no pending fire time), at processing time ``now``: a timer at
+      ``min(now - now % interval + interval, window.max_timestamp())``, stored as the fire
+      time;
+    * that timer fires (``FIRE``) and registers the next one,
+      ``min(time + interval, window.max_timestamp())``; so without new elements the window
+      keeps firing every ``interval`` until its end (global windows: forever);
+    * the firing at ``window.max_timestamp()`` is the last one: no timer is registered at or
+      before the time that just fired (Flink would re-register the same time and, for an
+      event-time window whose end processing time has passed, fire in a loop);
+    * merging keeps the earliest pending fire time and registers its timer for the merged
+      window;
+    * ``clear`` deletes the pending timer.
+
+    There is no end-of-window timer of its own: with processing-time windows the operator's
+    cleanup timer at ``window.max_timestamp()`` coincides with the capped fire time.
+
+    Known elsewhere as: Flink ``ContinuousProcessingTimeTrigger.of(interval)``; Beam
+    ``Repeatedly(AfterProcessingTime(interval))`` (which aligns to the first element, not to
+    the epoch).
+
+    Parameters
+    ----------
+    interval
+        The firing period (int ms, ``timedelta`` or e.g. ``"10 seconds"``), > 0.
+
+    Examples
+    --------
+    >>> from windowing.testing import TriggerHarness
+    >>> from windowing.windows import TimeWindow
+    >>> h = TriggerHarness(ContinuousProcessingTimeTrigger(5))
+    >>> w = TimeWindow(0, 12)
+    >>> h.advance_processing_time(2)
+    []
+    >>> h.process_element("a", None, w).name  # next firing: 5
+    'CONTINUE'
+    >>> [(t, r.name) for t in (5, 10, 11, 20) for _, r in h.advance_processing_time(t)]
+    [(5, 'FIRE'), (10, 'FIRE'), (11, 'FIRE')]
+    >>> h.num_processing_time_timers(), h.num_state_entries()
+    (0, 0)
+    """
+
+    interval: int
+
+    def __init__(self, interval: Duration) -> None:
+        object.__setattr__(
+            self,
+            "interval",
+            positive_millis(interval, "interval", "ContinuousProcessingTimeTrigger"),
+        )
+
+    def on_element(
+        self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext
+    ) -> TriggerResult:
+        fire_time = ctx.get_partitioned_state(FIRE_TIME)
+        if fire_time.get() is None:
+            next_fire = _next_fire(ctx.get_current_processing_time(), self.interval, window)
+            fire_time.add(next_fire)
+            ctx.register_processing_time_timer(next_fire)
+        return TriggerResult.CONTINUE
+
+    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        fire_time = ctx.get_partitioned_state(FIRE_TIME)
+        if fire_time.get() != time:
+            return TriggerResult.CONTINUE
+        fire_time.clear()
+        next_fire = _min(time + self.interval, window.max_timestamp())
+        if next_fire > time:
+            fire_time.add(next_fire)
+            ctx.register_processing_time_timer(next_fire)
+        return TriggerResult.FIRE
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
+        ctx.merge_partitioned_state(FIRE_TIME)
+        next_fire = ctx.get_partitioned_state(FIRE_TIME).get()
+        if next_fire is not None:
+            ctx.register_processing_time_timer(next_fire)
+
+    def clear(self, window: Any, ctx: TriggerContext) -> None:
+        fire_time = ctx.get_partitioned_state(FIRE_TIME)
+        pending = fire_time.get()
+        if pending is not None:
+            ctx.delete_processing_time_timer(pending)
+            fire_time.clear()

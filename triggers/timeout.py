@@ -1,0 +1,152 @@
+"""Processing-time timeout: fire a window when its trigger has not fired for a while."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from triggers.base import Trigger, TriggerContext, TriggerResult
+from triggers.continuous import positive_millis
+from windowing.state import ValueStateDescriptor
+from windowing.time import Duration
+
+__all__ = ["ProcessingTimeoutTrigger"]
+
+#: The processing time of the pending timeout timer.
+TIMEOUT: ValueStateDescriptor[int] = ValueStateDescriptor("timeout")
+
+
+def _fired(result: TriggerResult) -> TriggerResult:
+    return TriggerResult.FIRE_AND_PURGE if result.is_purge() else TriggerResult.FIRE
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class ProcessingTimeoutTrigger(Trigger[Any, Any]):
+    """Wraps ``inner`` and also fires ``timeout`` of processing time after the first element
+    (or, with ``reset_timer_on_new_record``, after the latest element).
+
+    Rules (Flink's ``ProcessingTimeoutTrigger``):
+
+    * ``on_element``: ``inner`` decides first. When it fires, its result is returned and the
+      timeout and ``inner``'s state are cleared (``clear``), so the next element starts a new
+      timeout. Otherwise a timeout timer at ``now + timeout`` is registered if none is pending
+      (with ``reset_timer_on_new_record``, the pending one is replaced).
+    * the timeout timer fires: ``FIRE`` (``FIRE_AND_PURGE`` when ``inner``'s answer to that
+      timer purges); with ``clear_on_timeout`` the timeout and ``inner``'s state are cleared.
+      Without it the expired timeout stays recorded, so no new timeout starts until the
+      window is cleared (or, with ``reset_timer_on_new_record``, the next element).
+    * any other timer goes to ``inner``; when ``inner`` fires on it, the result is turned into
+      ``FIRE`` / ``FIRE_AND_PURGE`` as above (and cleared with ``clear_on_timeout``).
+      Flink returns ``FIRE`` for *every* timer callback, including timers ``inner`` does not
+      fire on and the operator's cleanup timer; here a timer that is neither the timeout nor
+      a firing of ``inner`` returns ``inner``'s answer.
+
+    ``inner`` shares the trigger's partitioned state and timers (Flink does the same); the
+    timeout is kept in the value state ``"timeout"``. Cannot merge (as in Flink).
+
+    Known elsewhere as: Flink ``ProcessingTimeoutTrigger.of(trigger, timeout,
+    resetTimerOnNewRecord, shouldClearOnTimeout)``; Beam
+    ``AfterAny(inner, AfterProcessingTime(timeout))``.
+
+    Parameters
+    ----------
+    inner
+        The wrapped trigger.
+    timeout
+        Processing time from the first (or latest) element to the timeout firing (int ms,
+        ``timedelta`` or e.g. ``"30 seconds"``), > 0.
+    reset_timer_on_new_record
+        Restart the timeout on every element that does not fire.
+    clear_on_timeout
+        Clear the timeout and ``inner``'s state when the timeout fires. The default ``True``
+        is that of Flink's two-argument ``ProcessingTimeoutTrigger.of(trigger, timeout)``.
+
+    Examples
+    --------
+    "Every 3 elements, or 50 ms after the first element of a batch":
+
+    >>> from triggers import CountTrigger
+    >>> from windowing.testing import TriggerHarness
+    >>> from windowing.windows import GLOBAL_WINDOW as W
+    >>> h = TriggerHarness(ProcessingTimeoutTrigger(CountTrigger(3), 50))
+    >>> [h.process_element(v, None, W).name for v in "ab"]
+    ['CONTINUE', 'CONTINUE']
+    >>> h.advance_processing_time_for(50, W).name  # timeout: fires with two elements
+    'FIRE'
+    >>> [h.process_element(v, None, W).name for v in "cde"]  # counting starts afresh
+    ['CONTINUE', 'CONTINUE', 'FIRE']
+    >>> h.num_processing_time_timers(), h.num_state_entries()
+    (0, 0)
+    """
+
+    inner: Trigger[Any, Any]
+    timeout: int
+    reset_timer_on_new_record: bool
+    clear_on_timeout: bool
+
+    def __init__(
+        self,
+        inner: Trigger[Any, Any],
+        timeout: Duration,
+        reset_timer_on_new_record: bool = False,
+        clear_on_timeout: bool = True,
+    ) -> None:
+        owner = "ProcessingTimeoutTrigger"
+        if not isinstance(inner, Trigger):
+            msg = f"{owner}: inner must be a Trigger, got {inner!r}"
+            raise ValueError(msg)
+        for name, flag in (
+            ("reset_timer_on_new_record", reset_timer_on_new_record),
+            ("clear_on_timeout", clear_on_timeout),
+        ):
+            if not isinstance(flag, bool):
+                msg = f"{owner}: {name} must be a bool, got {flag!r}"
+                raise ValueError(msg)
+        object.__setattr__(self, "inner", inner)
+        object.__setattr__(self, "timeout", positive_millis(timeout, "timeout", owner))
+        object.__setattr__(self, "reset_timer_on_new_record", reset_timer_on_new_record)
+        object.__setattr__(self, "clear_on_timeout", clear_on_timeout)
+
+    def on_element(
+        self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext
+    ) -> TriggerResult:
+        result = self.inner.on_element(element, timestamp, window, ctx)
+        if result.is_fire():
+            self.clear(window, ctx)
+            return result
+        state = ctx.get_partitioned_state(TIMEOUT)
+        pending = state.value()
+        if pending is not None and self.reset_timer_on_new_record:
+            ctx.delete_processing_time_timer(pending)
+            state.clear()
+            pending = None
+        if pending is None:
+            deadline = ctx.get_current_processing_time() + self.timeout
+            state.update(deadline)
+            ctx.register_processing_time_timer(deadline)
+        return result
+
+    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        result = self.inner.on_processing_time(time, window, ctx)
+        timed_out = ctx.get_partitioned_state(TIMEOUT).value() == time
+        if not timed_out and not result.is_fire():
+            return result
+        if self.clear_on_timeout:
+            self.clear(window, ctx)
+        return _fired(result)
+
+    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        result = self.inner.on_event_time(time, window, ctx)
+        if not result.is_fire():
+            return result
+        if self.clear_on_timeout:
+            self.clear(window, ctx)
+        return _fired(result)
+
+    def clear(self, window: Any, ctx: TriggerContext) -> None:
+        state = ctx.get_partitioned_state(TIMEOUT)
+        pending = state.value()
+        if pending is not None:
+            ctx.delete_processing_time_timer(pending)
+            state.clear()
+        self.inner.clear(window, ctx)
