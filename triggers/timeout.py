@@ -58,8 +58,10 @@ class ProcessingTimeoutTrigger(Trigger[Any, Any]):
     reset_timer_on_new_record
         Restart the timeout on every element that does not fire.
     clear_on_timeout
-        Clear the timeout and ``inner``'s state when the timeout fires. The default ``True``
-        is that of Flink's two-argument ``ProcessingTimeoutTrigger.of(trigger, timeout)``.
+        Clear the timeout and ``inner``'s state when the timeout fires, so that the next
+        element starts a new timeout. Without it (the default, as specified for this project)
+        an expired timeout stays recorded and the window gets no new timeout; Flink's
+        two-argument ``ProcessingTimeoutTrigger.of(trigger, timeout)`` sets it.
 
     Examples
     --------
@@ -68,7 +70,7 @@ class ProcessingTimeoutTrigger(Trigger[Any, Any]):
     >>> from triggers import CountTrigger
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import GLOBAL_WINDOW as W
-    >>> h = TriggerHarness(ProcessingTimeoutTrigger(CountTrigger(3), 50))
+    >>> h = TriggerHarness(ProcessingTimeoutTrigger(CountTrigger(3), 50, clear_on_timeout=True))
     >>> [h.process_element(v, None, W).name for v in "ab"]
     ['CONTINUE', 'CONTINUE']
     >>> h.advance_processing_time_for(50, W).name  # timeout: fires with two elements
@@ -89,7 +91,7 @@ class ProcessingTimeoutTrigger(Trigger[Any, Any]):
         inner: Trigger[Any, Any],
         timeout: Duration,
         reset_timer_on_new_record: bool = False,
-        clear_on_timeout: bool = True,
+        clear_on_timeout: bool = False,
     ) -> None:
         owner = "ProcessingTimeoutTrigger"
         if not isinstance(inner, Trigger):

@@ -475,7 +475,9 @@ def test_delta_trigger_rejects_bad_configuration(
 def test_timeout_fires_without_reset_timer() -> None:
     """testWindowFireWithoutResetTimer (our processing clock starts at 0, Flink's at
     Long.MIN_VALUE)."""
-    h = TriggerHarness(ProcessingTimeoutTrigger(CountTrigger(3), timedelta(milliseconds=50)))
+    h = TriggerHarness(
+        ProcessingTimeoutTrigger(CountTrigger(3), timedelta(milliseconds=50), clear_on_timeout=True)
+    )
     w = W(0, 2)
     assert h.process_element(1, None, w) is CONTINUE
     h.advance_processing_time(10)
@@ -536,7 +538,7 @@ def test_timeout_purges_when_the_inner_trigger_purges() -> None:
 
 
 def test_timeout_inner_firing_on_element_clears_the_timeout() -> None:
-    h = TriggerHarness(ProcessingTimeoutTrigger(CountTrigger(2), 50))
+    h = TriggerHarness(ProcessingTimeoutTrigger(CountTrigger(2), 50, clear_on_timeout=True))
     w = W(0, 2)
     h.process_element(1, None, w)
     assert h.num_processing_time_timers() == 1
@@ -552,7 +554,7 @@ def test_timeout_inner_firing_on_element_clears_the_timeout() -> None:
 def test_timeout_other_timers_return_the_inner_answer() -> None:
     # Flink answers FIRE to every timer callback; a cleanup timer that is neither the timeout
     # nor an inner firing returns the inner trigger's CONTINUE here.
-    h = TriggerHarness(ProcessingTimeoutTrigger(EventTimeTrigger(), 1000))
+    h = TriggerHarness(ProcessingTimeoutTrigger(EventTimeTrigger(), 1000, clear_on_timeout=True))
     w = W(0, 10)
     h.process_element(1, 3, w)
     h.register_event_time_timer(19, w)  # a cleanup timer (allowed lateness 10)
@@ -566,7 +568,9 @@ def test_timeout_in_operator_count_or_timeout() -> None:
     h = WindowOperatorHarness(
         GlobalWindows(),
         lambda a, b: a + b,
-        trigger=PurgingTrigger(ProcessingTimeoutTrigger(CountTrigger(3), 100)),
+        trigger=PurgingTrigger(
+            ProcessingTimeoutTrigger(CountTrigger(3), 100, clear_on_timeout=True)
+        ),
     )
     h.set_processing_time(1000)
     for v in (1, 2, 3, 4):
@@ -581,7 +585,7 @@ def test_timeout_in_operator_count_or_timeout() -> None:
 
 def test_timeout_defaults_and_validation() -> None:
     t = ProcessingTimeoutTrigger(CountTrigger(2), "1 second")
-    assert (t.timeout, t.reset_timer_on_new_record, t.clear_on_timeout) == (1000, False, True)
+    assert (t.timeout, t.reset_timer_on_new_record, t.clear_on_timeout) == (1000, False, False)
     assert not t.can_merge()
     with pytest.raises(ValueError, match=r"ProcessingTimeoutTrigger: timeout must be > 0, got 0"):
         ProcessingTimeoutTrigger(CountTrigger(2), 0)
@@ -627,7 +631,7 @@ def test_reprs() -> None:
     assert repr(ContinuousProcessingTimeTrigger(5)) == "ContinuousProcessingTimeTrigger(interval=5)"
     assert repr(ProcessingTimeoutTrigger(CountTrigger(3), 50)) == (
         "ProcessingTimeoutTrigger(inner=CountTrigger(max_count=3), timeout=50, "
-        "reset_timer_on_new_record=False, clear_on_timeout=True)"
+        "reset_timer_on_new_record=False, clear_on_timeout=False)"
     )
 
 
