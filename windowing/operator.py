@@ -1808,6 +1808,16 @@ class WindowOperator:
         states = self._states
         get = states.get if states is not None else self.backend.get
         pop = heapq.heappop
+        push = heapq.heappush
+        if not event_time:
+            fire = self._fire_processing_timers
+        elif self._fast_event_timers:
+            fire = self._fire_event_timers_fast
+        elif self._sliding_lazy:
+            fire = self._fire_sliding_timers
+        else:
+            fire = self._fire_event_timers
+        evt_sched, proc_sched = self._evt_sched, self._proc_sched
         while due and due[0][0] <= upto:
             t, _, key = pop(due)
             if sched.get(key) != t:
@@ -1816,13 +1826,27 @@ class WindowOperator:
             ks = get(key)
             if ks is None:
                 continue
-            if event_time:
-                self._fire_event_timers(key, ks, upto)
-            else:
-                self._fire_processing_timers(key, ks, upto)
-            if ks.evt_timers or ks.proc_timers:
-                self._schedule(key, ks)
-            elif not ks.contents and ks.is_empty():
+            fire(key, ks, upto)
+            # Reschedule the key at its earliest timer (a deleted timer at the top of its heap
+            # only makes the key visited early, harmlessly).
+            pending = False
+            if ks.evt_timers:
+                pending = True
+                nxt = ks.evt_heap[0][0]
+                cur = evt_sched.get(key)
+                if cur is None or nxt < cur:
+                    evt_sched[key] = nxt
+                    self._due_seq += 1
+                    push(self._evt_due, (nxt, self._due_seq, key))
+            if ks.proc_timers:
+                pending = True
+                nxt = ks.proc_heap[0][0]
+                cur = proc_sched.get(key)
+                if cur is None or nxt < cur:
+                    proc_sched[key] = nxt
+                    self._due_seq += 1
+                    push(self._proc_due, (nxt, self._due_seq, key))
+            if not pending and not ks.contents and ks.is_empty():
                 self.backend.remove(key)
 
     # ------------------------------------------------------------------ inspection
