@@ -1,0 +1,74 @@
+"""The Spark test suite: one local SparkSession for the whole session.
+
+Every test collected here is marked ``spark``; the default run (``-m "not spark and not
+slow"``) does not even import these modules, so the fast suite never imports pyspark. Run
+them with ``.venv/bin/python -m pytest -q -m spark tests/spark``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_HERE = Path(__file__).parent
+
+
+def _spark_selected(config: pytest.Config) -> bool:
+    """Whether the ``-m`` expression keeps tests marked ``spark``."""
+    markexpr = config.getoption("markexpr", "") or ""
+    if not markexpr:
+        return True
+    try:
+        from _pytest.mark.expression import Expression
+
+        def matcher(name: str, /, **kwargs: str | int | bool | None) -> bool:
+            return name == "spark"
+
+        return bool(Expression.compile(markexpr).evaluate(matcher))
+    except Exception:  # an unknown pytest internals change: collect, -m still deselects
+        return True
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # Every module here imports pyspark (tests, and bench_watermark.py, which
+    # --doctest-modules would import too).
+    if collection_path.suffix == ".py" and collection_path.name != "conftest.py":
+        return None if _spark_selected(config) else True
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("pyspark-windowing-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -1,0 +1,511 @@
+"""Schemas at the Spark edge: validating input columns, resolving output schemas, and
+converting values between Arrow columns and the Python objects user functions see.
+
+Elements reach user code as :class:`pyspark.sql.Row` objects, the same shape ``collect()``
+returns: nested structs are ``Row`` objects, maps are ``dict``, arrays are ``list``.
+Timestamps are timezone-aware :class:`~datetime.datetime` values in the session time zone
+(this is what Arrow hands over; ``collect()`` would give naive local times).
+
+Function outputs are written back with :func:`make_row_encoder`, which accepts a ``Row``, a
+``dict``, a named tuple, a dataclass instance, a plain tuple or list (by position), or, for a
+one-field schema, the bare value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import typing
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from decimal import Decimal
+from numbers import Integral, Real
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, Row
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    _parse_datatype_string,
+)
+
+__all__ = [
+    "INTERNAL_PREFIX",
+    "TimeKind",
+    "arrow_to_python",
+    "column_time_kind",
+    "contains_map",
+    "make_row_encoder",
+    "parse_output_schema",
+    "schema_from_annotation",
+    "validate_source",
+]
+
+#: Columns the runtime adds while it works; user columns must not start with this.
+INTERNAL_PREFIX = "__pw_"
+
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+
+#: How a time column is stored: ``"timestamp"`` (Spark ``TimestampType``) or ``"integral"``
+#: (an integer count of epoch milliseconds, or for arrival order any integer).
+TimeKind = str
+
+
+def _type_name(dt: DataType) -> str:
+    return dt.simpleString()
+
+
+def column_time_kind(df: DataFrame, column: str, parameter: str) -> TimeKind:
+    """The kind of time column ``column`` of ``df``; raises ``ValueError`` naming
+    ``parameter`` when it is missing or of an unsupported type."""
+    if not isinstance(column, str) or not column:
+        msg = f"{parameter} must be a column name (a non-empty str), got {column!r}"
+        raise ValueError(msg)
+    fields = {f.name: f for f in df.schema.fields}
+    if column not in fields:
+        msg = f"{parameter}: unknown column {column!r}; the DataFrame has columns {df.columns}"
+        raise ValueError(msg)
+    dtype = fields[column].dataType
+    if isinstance(dtype, TimestampType):
+        return "timestamp"
+    if isinstance(dtype, _INTEGRAL):
+        return "integral"
+    if isinstance(dtype, TimestampNTZType):
+        msg = (
+            f"{parameter}: column {column!r} is timestamp_ntz, which has no time zone; cast it "
+            "to a timestamp (e.g. F.to_utc_timestamp(F.col(c).cast('timestamp'), 'UTC')) or to "
+            "epoch milliseconds (F.unix_millis(...))"
+        )
+        raise ValueError(msg)
+    msg = (
+        f"{parameter}: column {column!r} has type {_type_name(dtype)}; it must be a timestamp "
+        "or an integral count of epoch milliseconds (tinyint, smallint, int or bigint)"
+    )
+    raise ValueError(msg)
+
+
+def validate_source(
+    df: DataFrame,
+    *,
+    event_time: str,
+    arrival_order: str | None,
+    processing_time: str | None,
+) -> None:
+    """Check the columns named by ``WindowedStream.from_dataframe`` (no Spark job runs)."""
+    if not isinstance(df, DataFrame):
+        msg = f"df must be a pyspark.sql.DataFrame, got {type(df).__name__} {df!r}"
+        raise ValueError(msg)
+    for name in df.columns:
+        if name.startswith(INTERNAL_PREFIX):
+            msg = (
+                f"df: column {name!r} starts with {INTERNAL_PREFIX!r}, which is reserved for "
+                "the window runtime; rename it"
+            )
+            raise ValueError(msg)
+    if len(set(df.columns)) != len(df.columns):
+        dupes = sorted({c for c in df.columns if df.columns.count(c) > 1})
+        msg = f"df: duplicate column names {dupes}; window input columns must be unique"
+        raise ValueError(msg)
+    column_time_kind(df, event_time, "event_time")
+    if arrival_order is not None:
+        column_time_kind(df, arrival_order, "arrival_order")
+    if processing_time is not None:
+        column_time_kind(df, processing_time, "processing_time")
+
+
+def contains_map(dtype: DataType) -> bool:
+    """Whether ``dtype`` is or contains a map (Spark cannot hash those)."""
+    if isinstance(dtype, MapType):
+        return True
+    if isinstance(dtype, ArrayType):
+        return contains_map(dtype.elementType)
+    if isinstance(dtype, StructType):
+        return any(contains_map(f.dataType) for f in dtype.fields)
+    return False
+
+
+# ---------------------------------------------------------------------------- output schemas
+def parse_output_schema(value: Any, parameter: str) -> StructType:
+    """A ``StructType`` from a ``StructType``, a DDL string (``"total double, n long"``), or a
+    single type (``"double"`` or ``DoubleType()``, read as one column named ``value``)."""
+    if isinstance(value, StructType):
+        schema = value
+    elif isinstance(value, DataType):
+        schema = StructType([StructField("value", value, True)])
+    elif isinstance(value, str):
+        try:
+            parsed = _parse_datatype_string(value)
+        except Exception as exc:
+            msg = f"{parameter}: cannot parse {value!r} as a schema: {exc}"
+            raise ValueError(msg) from exc
+        schema = (
+            parsed
+            if isinstance(parsed, StructType)
+            else StructType([StructField("value", parsed, True)])
+        )
+    else:
+        msg = (
+            f"{parameter} must be a StructType or a DDL string such as 'total double, n long', "
+            f"got {type(value).__name__} {value!r}"
+        )
+        raise ValueError(msg)
+    if not schema.fields:
+        msg = f"{parameter} must have at least one field, got {value!r}"
+        raise ValueError(msg)
+    names = [f.name for f in schema.fields]
+    if len(set(names)) != len(names):
+        msg = f"{parameter}: duplicate field names in {value!r}"
+        raise ValueError(msg)
+    # Outputs are nullable: a function may return None for a field.
+    return StructType([StructField(f.name, f.dataType, True) for f in schema.fields])
+
+
+_SCALARS: dict[Any, DataType] = {
+    int: LongType(),
+    float: DoubleType(),
+    str: StringType(),
+    bool: BooleanType(),
+    bytes: BinaryType(),
+    _dt.datetime: TimestampType(),
+    _dt.date: DateType(),
+}
+
+_CONTAINERS = {
+    Iterable,
+    Iterator,
+    typing.Generator,
+    list,
+    tuple,
+    Sequence,
+    typing.Iterable,
+    typing.Iterator,
+    typing.List,  # noqa: UP006 - annotations written with typing.List are accepted too
+}
+
+
+def _scalar_type(tp: Any) -> tuple[DataType | None, bool]:
+    """The Spark type of a simple annotation, and whether it is nullable."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, _UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return _scalar_type(rest[0])[0], True
+        return None, True
+    if tp in _SCALARS:
+        return _SCALARS[tp], False
+    return None, False
+
+
+_UnionType: Any = type(int | str)
+
+
+def _struct_from_class(cls: Any) -> StructType | None:
+    """A struct for a NamedTuple or dataclass whose fields all have simple annotations."""
+    if not isinstance(cls, type):
+        return None
+    if dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:
+            return None
+        names = (
+            [f.name for f in dataclasses.fields(cls)]
+            if dataclasses.is_dataclass(cls)
+            else list(cls._fields)
+        )
+        fields = []
+        for name in names:
+            dtype, _ = _scalar_type(hints.get(name))
+            if dtype is None:
+                return None
+            fields.append(StructField(name, dtype, True))
+        return StructType(fields) if fields else None
+    return None
+
+
+def schema_from_annotation(method: Any, *, many: bool) -> StructType | None:
+    """Infer an output schema from ``method``'s return annotation, or ``None`` when it is
+    missing or not simple.
+
+    Simple means: ``int`` (``bigint``), ``float`` (``double``), ``str``, ``bool``, ``bytes``,
+    ``datetime`` (``timestamp``), ``date``, ``Optional`` of those (one column named ``value``),
+    or a ``NamedTuple`` / dataclass whose fields are all simple (one column per field). With
+    ``many=True`` (process and apply functions) the annotation must be ``Iterable[X]``,
+    ``Iterator[X]``, ``Generator[X, ...]`` or ``list[X]`` of such an ``X``.
+    """
+    try:
+        hints = typing.get_type_hints(method)
+    except Exception:
+        return None
+    tp = hints.get("return")
+    if tp is None:
+        return None
+    if many:
+        origin = typing.get_origin(tp)
+        args = typing.get_args(tp)
+        if origin is None or not args:
+            return None
+        if origin not in _CONTAINERS and not (
+            isinstance(origin, type) and issubclass(origin, Iterable)
+        ):
+            return None
+        tp = args[0]
+    struct = _struct_from_class(tp)
+    if struct is not None:
+        return struct
+    dtype, _ = _scalar_type(tp)
+    if dtype is None:
+        return None
+    return StructType([StructField("value", dtype, True)])
+
+
+# ---------------------------------------------------------------------------- Arrow -> Python
+def _arrow_converter(pa_type: pa.DataType) -> Callable[[Any], Any] | None:
+    """A function turning ``to_pylist()`` values of ``pa_type`` into what ``collect()``
+    returns (``Row`` for structs, ``dict`` for maps); ``None`` when nothing changes."""
+    if pa.types.is_struct(pa_type):
+        names = [pa_type.field(i).name for i in range(pa_type.num_fields)]
+        convs = [_arrow_converter(pa_type.field(i).type) for i in range(pa_type.num_fields)]
+
+        def struct(value: Any) -> Any:
+            if value is None:
+                return None
+            values = [
+                value[n] if c is None else c(value[n]) for n, c in zip(names, convs, strict=True)
+            ]
+            row = tuple.__new__(Row, values)
+            row.__fields__ = names
+            return row
+
+        return struct
+    if pa.types.is_map(pa_type):
+        kconv = _arrow_converter(pa_type.key_type)
+        vconv = _arrow_converter(pa_type.item_type)
+
+        def mapping(value: Any) -> Any:
+            if value is None:
+                return None
+            return {
+                (k if kconv is None else kconv(k)): (v if vconv is None else vconv(v))
+                for k, v in value
+            }
+
+        return mapping
+    if pa.types.is_list(pa_type) or pa.types.is_large_list(pa_type):
+        econv = _arrow_converter(pa_type.value_type)
+        if econv is None:
+            return None
+
+        def array(value: Any) -> Any:
+            return None if value is None else [econv(v) for v in value]
+
+        return array
+    return None
+
+
+def arrow_to_python(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """The Python values of an Arrow column, shaped as ``collect()`` shapes them."""
+    values: list[Any] = column.to_pylist()
+    conv = _arrow_converter(column.type)
+    if conv is None:
+        return values
+    return [conv(v) for v in values]
+
+
+# ---------------------------------------------------------------------------- Python -> Arrow
+def _value_encoder(dtype: DataType) -> Callable[[Any], Any] | None:
+    """A checker/converter from a user value to what ``pa.array`` accepts for ``dtype``;
+    ``None`` when values pass unchanged (Arrow itself rejects wrong types there)."""
+    if isinstance(dtype, _INTEGRAL):
+
+        def integral(value: Any) -> Any:
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, Integral):
+                msg = f"expected an int for {dtype.simpleString()}, got {type(value).__name__}"
+                raise TypeError(msg)
+            return int(value)
+
+        return integral
+    if isinstance(dtype, DoubleType | FloatType):
+
+        def fractional(value: Any) -> Any:
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, Real):
+                msg = f"expected a float for {dtype.simpleString()}, got {type(value).__name__}"
+                raise TypeError(msg)
+            return float(value)
+
+        return fractional
+    if isinstance(dtype, StructType):
+        encoder = make_row_encoder(dtype)
+        names = dtype.names
+
+        def struct(value: Any) -> Any:
+            if value is None:
+                return None
+            return dict(zip(names, encoder(value), strict=True))
+
+        return struct
+    if isinstance(dtype, ArrayType):
+        econv = _value_encoder(dtype.elementType)
+
+        def array(value: Any) -> Any:
+            if value is None:
+                return None
+            if isinstance(value, str | bytes | dict) or not isinstance(value, Iterable):
+                msg = f"expected a list for {dtype.simpleString()}, got {type(value).__name__}"
+                raise TypeError(msg)
+            return list(value) if econv is None else [econv(v) for v in value]
+
+        return array
+    if isinstance(dtype, MapType):
+        kconv = _value_encoder(dtype.keyType)
+        vconv = _value_encoder(dtype.valueType)
+
+        def mapping(value: Any) -> Any:
+            if value is None:
+                return None
+            if not isinstance(value, dict):
+                msg = f"expected a dict for {dtype.simpleString()}, got {type(value).__name__}"
+                raise TypeError(msg)
+            return [
+                (k if kconv is None else kconv(k), v if vconv is None else vconv(v))
+                for k, v in value.items()
+            ]
+
+        return mapping
+    if isinstance(dtype, TimestampType):
+
+        def timestamp(value: Any) -> Any:
+            if value is None or isinstance(value, _dt.datetime):
+                return value
+            msg = f"expected a datetime for timestamp, got {type(value).__name__}"
+            raise TypeError(msg)
+
+        return timestamp
+    if isinstance(dtype, DateType):
+
+        def date(value: Any) -> Any:
+            if value is None or (
+                isinstance(value, _dt.date) and not isinstance(value, _dt.datetime)
+            ):
+                return value
+            msg = f"expected a date for date, got {type(value).__name__}"
+            raise TypeError(msg)
+
+        return date
+    if isinstance(dtype, StringType):
+
+        def string(value: Any) -> Any:
+            if value is None or isinstance(value, str):
+                return value
+            msg = f"expected a str for string, got {type(value).__name__}"
+            raise TypeError(msg)
+
+        return string
+    if isinstance(dtype, BooleanType):
+
+        def boolean(value: Any) -> Any:
+            if value is None or isinstance(value, bool):
+                return value
+            msg = f"expected a bool for boolean, got {type(value).__name__}"
+            raise TypeError(msg)
+
+        return boolean
+    if isinstance(dtype, BinaryType):
+        return None
+    if type(dtype).__name__ == "DecimalType":
+
+        def decimal(value: Any) -> Any:
+            if value is None or isinstance(value, Decimal | int):
+                return value
+            msg = f"expected a Decimal for {dtype.simpleString()}, got {type(value).__name__}"
+            raise TypeError(msg)
+
+        return decimal
+    return None
+
+
+def make_row_encoder(schema: StructType) -> Callable[[Any], list[Any]]:
+    """A function mapping one output value to the list of its field values for ``schema``.
+
+    Accepted values: a ``Row`` with field names, a ``dict``, a named tuple or a dataclass
+    instance (by field name; every field must be present and no other), a tuple or list (by
+    position; the length must match), or, when ``schema`` has exactly one field, any other
+    value, which becomes that field.
+    """
+    names = list(schema.names)
+    index = {n: i for i, n in enumerate(names)}
+    encoders = [_value_encoder(f.dataType) for f in schema.fields]
+    width = len(names)
+
+    def by_name(items: Iterable[tuple[str, Any]]) -> list[Any]:
+        out: list[Any] = [_UNSET] * width
+        for name, value in items:
+            i = index.get(name)
+            if i is None:
+                msg = f"unexpected field {name!r}; the output schema has fields {names}"
+                raise ValueError(msg)
+            out[i] = value
+        missing = [names[i] for i, v in enumerate(out) if v is _UNSET]
+        if missing:
+            msg = f"missing fields {missing}; the output schema has fields {names}"
+            raise ValueError(msg)
+        return out
+
+    def encode(value: Any) -> list[Any]:
+        if isinstance(value, Row) and hasattr(value, "__fields__"):
+            raw = by_name(zip(value.__fields__, value, strict=True))
+        elif isinstance(value, dict):
+            raw = by_name(value.items())
+        elif isinstance(value, tuple) and hasattr(value, "_fields"):
+            raw = by_name(zip(value._fields, value, strict=True))
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            raw = by_name((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+        elif width == 1:
+            raw = [value]
+        elif isinstance(value, tuple | list):
+            if len(value) != width:
+                msg = (
+                    f"a {type(value).__name__} of {len(value)} values for an output schema of "
+                    f"{width} fields {names}"
+                )
+                raise ValueError(msg)
+            raw = list(value)
+        else:
+            msg = (
+                f"cannot write {type(value).__name__} {value!r} as a row of fields {names}; "
+                "return a Row, dict, tuple or dataclass"
+            )
+            raise TypeError(msg)
+        for i, enc in enumerate(encoders):
+            if enc is not None:
+                try:
+                    raw[i] = enc(raw[i])
+                except (TypeError, ValueError) as exc:
+                    msg = f"field {names[i]!r}: {exc} ({raw[i]!r})"
+                    raise type(exc)(msg) from exc
+        return raw
+
+    return encode
+
+
+_UNSET: Any = object()

@@ -1,0 +1,439 @@
+"""The ``WindowedStream`` builder: Flink's DataStream windowing API over a Spark DataFrame.
+
+Known elsewhere as: Flink ``DataStream.keyBy(...).window(...)`` / ``windowAll(...)``; PyFlink
+``key_by`` / ``window`` / ``window_all``.
+
+Every builder object is an immutable (frozen) dataclass, and every call returns a new one
+(``dataclasses.replace``), so a half-configured stream can be shared and reused::
+
+    from assigners import TumblingEventTimeWindows
+    from windowing import OutputTag
+    from windowing.stream import BoundedOutOfOrderness, WindowedStream
+
+    late = OutputTag("late")
+    result = (
+        WindowedStream.from_dataframe(
+            events,                                   # a pyspark.sql.DataFrame
+            event_time="ts",                          # timestamp, or bigint epoch ms
+            watermark=BoundedOutOfOrderness("5 seconds"),
+            arrival_order="offset",                   # optional: replay as a stream would
+        )
+        .key_by("user")
+        .window(TumblingEventTimeWindows("1 minute"))
+        .allowed_lateness("30 seconds")
+        .side_output_late_data(late)
+        .reduce(lambda a, b: a if a.amount >= b.amount else b)
+    )
+    result.results.show()                  # user, window_start, window_end, ..., max_timestamp
+    result.get_side_output(late).show()    # the late input rows + late_watermark, late_reason
+
+This module does not import pyspark; the terminal calls hand the stream to the Spark runtime
+(:mod:`windowing.spark.batch`). See ``docs/spark.md`` for how the builder maps to Spark.
+
+>>> BoundedOutOfOrderness("5 seconds").current_watermark(60_000)
+54999
+>>> MonotonousTimestamps().current_watermark(60_000)
+59999
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from assigners.base import WindowAssigner
+from assigners.hopping import HoppingProcessingTimeWindows
+from assigners.session import DynamicProcessingTimeSessionWindows, ProcessingTimeSessionWindows
+from assigners.tumbling import TumblingProcessingTimeWindows
+from evictors.base import Evictor
+from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
+from triggers.base import Trigger
+from windowing.records import OutputTag
+from windowing.time import MIN_TIMESTAMP, Duration, to_millis
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame  # noqa: TID251 - type-only, never imported at runtime
+
+    from windowing.spark.batch import WindowedResult
+
+__all__ = [
+    "BoundedOutOfOrderness",
+    "DataStream",
+    "KeyedStream",
+    "MonotonousTimestamps",
+    "StreamSource",
+    "WatermarkStrategy",
+    "WindowConfig",
+    "WindowedStream",
+]
+
+_PROCESSING_TIME_ASSIGNERS = (
+    TumblingProcessingTimeWindows,
+    HoppingProcessingTimeWindows,
+    ProcessingTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+)
+
+
+# ---------------------------------------------------------------------------- watermarks
+@dataclass(frozen=True, init=False)
+class BoundedOutOfOrderness:
+    """Watermarks that trail the largest event time seen by ``delay``.
+
+    Formula: ``watermark = max_event_time_seen - delay - 1`` (Flink's
+    ``BoundedOutOfOrdernessWatermarks``), so an element is late exactly when its event time is
+    ``< max_event_time_seen - delay`` (Spark ``withWatermark(col, delay)`` drops the same
+    rows).
+
+    Known elsewhere as: Flink ``WatermarkStrategy.forBoundedOutOfOrderness``; Spark
+    ``DataFrame.withWatermark``; Kafka Streams grace period (per window, not per stream).
+
+    Parameters
+    ----------
+    delay
+        How far events may be out of order (int ms, ``timedelta`` or e.g. ``"5 seconds"``),
+        ``>= 0``.
+
+    >>> BoundedOutOfOrderness("2 seconds").delay
+    2000
+    """
+
+    delay: int
+
+    def __init__(self, delay: Duration) -> None:
+        ms = to_millis(delay, "BoundedOutOfOrderness delay")
+        if ms < 0:
+            msg = f"BoundedOutOfOrderness: delay must be >= 0, got {delay!r}"
+            raise ValueError(msg)
+        object.__setattr__(self, "delay", ms)
+
+    def current_watermark(self, max_event_time: int) -> int:
+        """The watermark after seeing ``max_event_time`` (saturating at ``MIN_TIMESTAMP``)."""
+        return max(MIN_TIMESTAMP, max_event_time - self.delay - 1)
+
+
+@dataclass(frozen=True)
+class MonotonousTimestamps:
+    """Watermarks for event times that never decrease: ``BoundedOutOfOrderness(0)``.
+
+    Formula: ``watermark = max_event_time_seen - 1``.
+
+    Known elsewhere as: Flink ``WatermarkStrategy.forMonotonousTimestamps``.
+    """
+
+    @property
+    def delay(self) -> int:
+        """Always 0."""
+        return 0
+
+    def current_watermark(self, max_event_time: int) -> int:
+        """The watermark after seeing ``max_event_time``."""
+        return max(MIN_TIMESTAMP, max_event_time - 1)
+
+
+WatermarkStrategy = BoundedOutOfOrderness | MonotonousTimestamps
+
+
+# ---------------------------------------------------------------------------- builder values
+@dataclass(frozen=True, eq=False)
+class StreamSource:
+    """Where the stream comes from and how its time is read (see
+    :meth:`DataStream.from_dataframe`)."""
+
+    df: DataFrame
+    event_time: str
+    watermark: WatermarkStrategy
+    arrival_order: str | None = None
+    processing_time: str | None = None
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    """Everything about the windowing of a :class:`WindowedStream` except the function."""
+
+    assigner: WindowAssigner[Any, Any]
+    trigger: Trigger[Any, Any] | None = None
+    evictor: Evictor[Any, Any] | None = None
+    allowed_lateness: int = 0
+    late_output_tag: OutputTag | None = None
+
+
+def _check_assigner(source: StreamSource, assigner: Any, method: str) -> None:
+    if not isinstance(assigner, WindowAssigner):
+        msg = (
+            f"{method}: assigner must be a WindowAssigner, "
+            f"got {type(assigner).__name__} {assigner!r}"
+        )
+        raise ValueError(msg)
+    if isinstance(assigner, _PROCESSING_TIME_ASSIGNERS) and source.processing_time is None:
+        msg = (
+            f"{method}: {assigner!r} is a processing-time assigner, but the stream has no "
+            "processing-time column; pass processing_time='<column>' to from_dataframe"
+        )
+        raise ValueError(msg)
+
+
+@dataclass(frozen=True, eq=False)
+class DataStream:
+    """A DataFrame read as a stream of rows with event times (Flink ``DataStream``).
+
+    Create it with :meth:`from_dataframe`; then :meth:`key_by` (per-key windows) or
+    :meth:`window_all` (one window operator over all rows).
+    """
+
+    source: StreamSource
+
+    @staticmethod
+    def from_dataframe(
+        df: DataFrame,
+        *,
+        event_time: str,
+        watermark: WatermarkStrategy | None = None,
+        arrival_order: str | None = None,
+        processing_time: str | None = None,
+    ) -> DataStream:
+        """Read ``df`` as a stream.
+
+        Parameters
+        ----------
+        df
+            The input rows (a static DataFrame; streaming DataFrames come later).
+        event_time
+            Column with each row's event time: a ``timestamp``, or an integral count of epoch
+            milliseconds. Rows where it is null go to the late side output with reason
+            ``null_event_time`` (event-time assigners; others accept rows without time).
+        watermark
+            How watermarks follow the event times: :class:`BoundedOutOfOrderness` or
+            :class:`MonotonousTimestamps` (the default). Used only together with
+            ``arrival_order``: without it the batch is replayed in event-time order with no
+            watermark until the end of input, so nothing is late (Flink's batch mode).
+        arrival_order
+            Optional column giving the order in which rows arrived (integral, or a timestamp):
+            the replay then sees the watermark a streaming run would have seen. Rows with equal
+            values arrived together (like one micro-batch) and see the same watermark, computed
+            from all rows that arrived strictly earlier, over all keys. Null -> late side
+            output with reason ``null_arrival_order``.
+        processing_time
+            Optional column with the processing time at which each row arrived (timestamp or
+            epoch ms): drives the operator's processing-time clock (processing-time assigners
+            require it). Without ``arrival_order``, rows are replayed in processing-time order.
+
+        Raises
+        ------
+        ValueError
+            When a column is missing or has an unsupported type (no Spark job runs).
+        """
+        from windowing.spark.schema import validate_source
+
+        if watermark is None:
+            watermark = MonotonousTimestamps()
+        if not isinstance(watermark, BoundedOutOfOrderness | MonotonousTimestamps):
+            msg = (
+                "watermark must be BoundedOutOfOrderness(delay) or MonotonousTimestamps(), got "
+                f"{type(watermark).__name__} {watermark!r}"
+            )
+            raise ValueError(msg)
+        validate_source(
+            df,
+            event_time=event_time,
+            arrival_order=arrival_order,
+            processing_time=processing_time,
+        )
+        return DataStream(StreamSource(df, event_time, watermark, arrival_order, processing_time))
+
+    def key_by(self, *columns: str) -> KeyedStream:
+        """Partition the stream by the values of ``columns`` (Flink ``keyBy``).
+
+        Each key has its own windows, triggers and state. User functions receive the key as
+        the column's value (one column) or a tuple of values (several).
+        """
+        if not columns:
+            msg = "key_by: give at least one column name"
+            raise ValueError(msg)
+        names = self.source.df.columns
+        for c in columns:
+            if not isinstance(c, str):
+                msg = f"key_by: columns must be column names (str), got {type(c).__name__} {c!r}"
+                raise ValueError(msg)
+            if c not in names:
+                msg = f"key_by: unknown column {c!r}; the DataFrame has columns {names}"
+                raise ValueError(msg)
+        if len(set(columns)) != len(columns):
+            msg = f"key_by: a column is given twice in {columns!r}"
+            raise ValueError(msg)
+        return KeyedStream(self.source, tuple(columns))
+
+    def window_all(self, assigner: WindowAssigner[Any, Any]) -> WindowedStream:
+        """Window the whole, non-keyed stream (Flink ``windowAll``).
+
+        Notes
+        -----
+        All rows are processed by one task (parallelism 1, as in Flink), and the key handed to
+        functions is ``None``. Prefer :meth:`key_by` when the data has a natural key.
+        """
+        _check_assigner(self.source, assigner, "window_all")
+        return WindowedStream(self.source, None, WindowConfig(assigner))
+
+    def window(self, assigner: WindowAssigner[Any, Any]) -> WindowedStream:
+        """Not available on a non-keyed stream: use ``key_by(...).window(...)`` or
+        :meth:`window_all`."""
+        msg = (
+            "window: the stream is not keyed; call .key_by(<columns>).window(...) for per-key "
+            "windows, or .window_all(...) to window all rows together"
+        )
+        raise TypeError(msg)
+
+
+@dataclass(frozen=True, eq=False)
+class KeyedStream:
+    """A stream partitioned by key columns (Flink ``KeyedStream``)."""
+
+    source: StreamSource
+    keys: tuple[str, ...]
+
+    def window(self, assigner: WindowAssigner[Any, Any]) -> WindowedStream:
+        """Assign each key's rows to windows (Flink ``KeyedStream.window``)."""
+        _check_assigner(self.source, assigner, "window")
+        return WindowedStream(self.source, self.keys, WindowConfig(assigner))
+
+    def count_window(self, size: int, slide: int | None = None) -> WindowedStream:
+        """Windows of ``size`` rows per key, sliding by ``slide`` rows (Flink
+        ``KeyedStream.countWindow``): global windows with a count trigger (and a count
+        evictor when sliding). Rows count in replay order (arrival order when given)."""
+        from windowing.count_windows import count_window
+
+        spec = count_window(size, slide)
+        stream = self.window(spec.assigner).trigger(spec.trigger)
+        return stream if spec.evictor is None else stream.evictor(spec.evictor)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowedStream:
+    """A keyed (or non-keyed) stream with a window assigner, ready for a window function.
+
+    Configure with :meth:`trigger`, :meth:`evictor`, :meth:`allowed_lateness` and
+    :meth:`side_output_late_data`; finish with :meth:`reduce`, :meth:`aggregate`,
+    :meth:`fold`, :meth:`process` or :meth:`apply`, which return a
+    :class:`~windowing.spark.batch.WindowedResult`.
+
+    Known elsewhere as: Flink ``WindowedStream`` / ``AllWindowedStream``.
+
+    Attributes
+    ----------
+    source
+        The input and its time columns.
+    keys
+        The key columns, or ``None`` for a non-keyed (``window_all``) stream.
+    config
+        Assigner, trigger, evictor, allowed lateness, late-data tag.
+    """
+
+    source: StreamSource
+    keys: tuple[str, ...] | None
+    config: WindowConfig
+
+    #: ``WindowedStream.from_dataframe(...)`` is :meth:`DataStream.from_dataframe`.
+    from_dataframe = staticmethod(DataStream.from_dataframe)
+
+    def _with(self, **changes: Any) -> WindowedStream:
+        return dataclasses.replace(self, config=dataclasses.replace(self.config, **changes))
+
+    # -- configuration -------------------------------------------------------------------
+    def trigger(self, trigger: Trigger[Any, Any]) -> WindowedStream:
+        """Replace the assigner's default *window* trigger (Flink ``WindowedStream.trigger``).
+
+        This is the window trigger, deciding when a window is evaluated and purged
+        (``EventTimeTrigger``, ``CountTrigger``, your own ``Trigger`` subclass). It is *not*
+        Spark's ``DataStreamWriter.trigger``, which sets the micro-batch cadence of a
+        streaming query.
+        """
+        if not isinstance(trigger, Trigger):
+            msg = f"trigger must be a Trigger, got {type(trigger).__name__} {trigger!r}"
+            raise ValueError(msg)
+        return self._with(trigger=trigger)
+
+    def evictor(self, evictor: Evictor[Any, Any]) -> WindowedStream:
+        """Evict elements before and/or after the window function (Flink ``evictor``).
+
+        Notes
+        -----
+        With an evictor every element of a window is buffered until the window is cleaned
+        up, so incremental aggregation cannot be used and performance degrades noticeably.
+        """
+        if not isinstance(evictor, Evictor):
+            msg = f"evictor must be an Evictor, got {type(evictor).__name__} {evictor!r}"
+            raise ValueError(msg)
+        return self._with(evictor=evictor)
+
+    def allowed_lateness(self, lateness: Duration) -> WindowedStream:
+        """Keep windows for ``lateness`` after their end so late elements still update them
+        (late firings); elements later than that go to the late side output."""
+        ms = to_millis(lateness, "allowed_lateness")
+        if ms < 0:
+            msg = f"allowed_lateness must be >= 0, got {lateness!r}"
+            raise ValueError(msg)
+        return self._with(allowed_lateness=ms)
+
+    def side_output_late_data(self, tag: OutputTag) -> WindowedStream:
+        """Send late input rows (and rows without event time or arrival order) to the side
+        output ``tag``; read it with ``result.get_side_output(tag)``."""
+        if not isinstance(tag, OutputTag):
+            msg = f"side_output_late_data: tag must be an OutputTag, got {tag!r}"
+            raise ValueError(msg)
+        return self._with(late_output_tag=tag)
+
+    # -- terminal calls --------------------------------------------------------------------
+    def _run(self, spec: WindowFunctionSpec, output_schema: Any) -> WindowedResult:
+        from windowing.spark.batch import run_batch
+
+        return run_batch(self, spec, output_schema)
+
+    def reduce(
+        self, function: Any, window_function: Any = None, *, output_schema: Any = None
+    ) -> WindowedResult:
+        """Reduce each window's rows pairwise, incrementally (Flink ``reduce``).
+
+        ``function(a, b)`` gets two rows (``pyspark.sql.Row``) and returns one row of the same
+        schema (a ``Row``, ``dict`` or tuple). The results have the reduced row's columns
+        (except the key columns, which come first). With a ``window_function``
+        (``ProcessWindowFunction`` / ``WindowFunction``) that receives the reduced row, the
+        results have that function's outputs and ``output_schema`` describes them.
+        """
+        return self._run(Reduce(function, window_function), output_schema)
+
+    def aggregate(
+        self, function: Any, window_function: Any = None, *, output_schema: Any = None
+    ) -> WindowedResult:
+        """Aggregate each window incrementally with an ``AggregateFunction``.
+
+        ``output_schema`` (DDL string or ``StructType``) describes ``get_result``'s value (or
+        the window function's outputs); it may be left out when the return annotation is a
+        simple type (``-> float`` gives one ``value double`` column; a ``NamedTuple`` or
+        dataclass of simple fields gives one column per field).
+        """
+        return self._run(Aggregate(function, window_function), output_schema)
+
+    def fold(
+        self,
+        initial_value: Any,
+        function: Any,
+        window_function: Any = None,
+        *,
+        output_schema: Any = None,
+    ) -> WindowedResult:
+        """Fold each window's rows into a copy of ``initial_value`` (not for merging
+        windows); ``output_schema`` as in :meth:`aggregate`."""
+        return self._run(Fold(initial_value, function, window_function), output_schema)
+
+    def process(self, function: Any, *, output_schema: Any = None) -> WindowedResult:
+        """Evaluate each window with a ``ProcessWindowFunction`` over all its rows.
+
+        ``output_schema`` describes one output (the function returns or yields any number);
+        it may be left out when ``process`` is annotated ``-> Iterable[X]`` of a simple ``X``.
+        """
+        return self._run(Process(function), output_schema)
+
+    def apply(self, function: Any, *, output_schema: Any = None) -> WindowedResult:
+        """Evaluate each window with a legacy ``WindowFunction``; as :meth:`process`."""
+        return self._run(Apply(function), output_schema)
