@@ -659,16 +659,19 @@ class WindowOperator:
         """Process one element of ``key`` whose state is ``ks`` (Flink ``processElement``);
         returns whether it was added to any window."""
         self.metrics.num_elements += 1
-        if self._sliding_size is not None:
-            added = self._on_element_sliding(key, ks, value, timestamp)
-            if not added:
-                self._not_added(key, ks, value, timestamp)
-            return added
-        windows = self.assigner.assign_windows(value, timestamp, self._clock)
-        if self.is_merging:
-            added = self._on_element_merging(key, ks, value, timestamp, windows)
-        else:
-            added = self._on_element_plain(key, ks, value, timestamp, windows)
+        windows: Any = None
+        try:
+            if self._sliding_size is not None:
+                added = self._on_element_sliding(key, ks, value, timestamp)
+            else:
+                windows = self.assigner.assign_windows(value, timestamp, self._clock)
+                if self.is_merging:
+                    added = self._on_element_merging(key, ks, value, timestamp, windows)
+                else:
+                    added = self._on_element_plain(key, ks, value, timestamp, windows)
+        except Exception as exc:
+            _note_element(exc, key, timestamp, windows)
+            raise
         if not added:
             self._not_added(key, ks, value, timestamp)
         return added
@@ -1489,22 +1492,29 @@ class WindowOperator:
         evt_due = self._evt_due
         push = heapq.heappush
         count = 0
-        for value, ts, key in elements:
-            count += 1
-            ks = states.get(key)
-            if ks is None:
-                ks = states[key] = KeyState()
-            if not self._on_element_sliding(key, ks, value, ts):
-                self._not_added(key, ks, value, ts)
-            heap = ks.evt_heap
-            if heap:
-                t = heap[0][0]
-                cur = evt_sched.get(key)
-                if cur is None or t < cur:
-                    evt_sched[key] = t
-                    self._due_seq += 1
-                    push(evt_due, (t, self._due_seq, key))
-        self.metrics.num_elements += count
+        ts: int | None = None
+        key: Any = None
+        try:
+            for value, ts, key in elements:
+                count += 1
+                ks = states.get(key)
+                if ks is None:
+                    ks = states[key] = KeyState()
+                if not self._on_element_sliding(key, ks, value, ts):
+                    self._not_added(key, ks, value, ts)
+                heap = ks.evt_heap
+                if heap:
+                    t = heap[0][0]
+                    cur = evt_sched.get(key)
+                    if cur is None or t < cur:
+                        evt_sched[key] = t
+                        self._due_seq += 1
+                        push(evt_due, (t, self._due_seq, key))
+        except Exception as exc:
+            _note_element(exc, key, ts)
+            raise
+        finally:
+            self.metrics.num_elements += count
 
     def _process_sessions(
         self, elements: Iterable[tuple[Any, int | None, Any]], states: dict[Any, KeyState], gap: int
@@ -1530,112 +1540,125 @@ class WindowOperator:
         missing = _MISSING
         merge_values = self._merge_values
         count = 0
-        for value, ts, key in elements:
-            count += 1
-            ks = states.get(key)
-            if ks is None:
-                ks = states[key] = KeyState(True)
-            if ts is None:
-                self.assigner.assign_windows(value, ts, self._clock)  # raises its error
-                continue
-            mapping = ks.merging
-            assert mapping is not None
-            contents = ks.contents
-            timers = ks.evt_timers
-            heap = ks.evt_heap
-            end = ts + gap
-            if end > end_of_time:
-                end = end_of_time + 1
-            start = ts
-            if len(mapping) == 1:
-                for w in mapping:
-                    overlapping = [w] if w[0] <= end and w[1] >= start else []
-            else:
-                overlapping = [w for w in mapping if w[0] <= end and w[1] >= start]
-            if not overlapping:
-                actual = new_tuple(time_window, (start, end))
-                mapping[actual] = actual
-                state_window = actual
-            elif len(overlapping) == 1 and overlapping[0][0] <= start and overlapping[0][1] >= end:
-                actual = overlapping[0]  # inside an in-flight window: no merge
-                state_window = mapping[actual]
-            else:
-                # Merge: the result covers the new window and every window it touches.
-                if len(overlapping) > 1:
-                    overlapping.sort()
-                first_window = overlapping[0]
-                new_start = first_window[0] if first_window[0] < start else start
-                new_end = end
-                for w in overlapping:
-                    if w[1] > new_end:
-                        new_end = w[1]
-                actual = new_tuple(time_window, (new_start, new_end))
-                target = mapping[first_window]
-                state_windows = [mapping.pop(w) for w in overlapping]
-                mapping[actual] = target
-                if new_end - 1 + lateness <= wm:
-                    self._on_merge(key, ks, actual, overlapping, target, [])  # raises: too late
-                # EventTimeTrigger.on_merge
-                max_ts = new_end - 1
-                if max_ts > wm and (max_ts, actual) not in timers:
+        ts: int | None = None
+        key: Any = None
+        try:
+            for value, ts, key in elements:
+                count += 1
+                ks = states.get(key)
+                if ks is None:
+                    ks = states[key] = KeyState(True)
+                if ts is None:
+                    self.assigner.assign_windows(value, ts, self._clock)  # raises its error
+                    continue
+                mapping = ks.merging
+                assert mapping is not None
+                contents = ks.contents
+                timers = ks.evt_timers
+                heap = ks.evt_heap
+                end = ts + gap
+                if end > end_of_time:
+                    end = end_of_time + 1
+                start = ts
+                if len(mapping) == 1:
+                    for w in mapping:
+                        overlapping = [w] if w[0] <= end and w[1] >= start else []
+                else:
+                    overlapping = [w for w in mapping if w[0] <= end and w[1] >= start]
+                if not overlapping:
+                    actual = new_tuple(time_window, (start, end))
+                    mapping[actual] = actual
+                    state_window = actual
+                elif (
+                    len(overlapping) == 1
+                    and overlapping[0][0] <= start
+                    and overlapping[0][1] >= end
+                ):
+                    actual = overlapping[0]  # inside an in-flight window: no merge
+                    state_window = mapping[actual]
+                else:
+                    # Merge: the result covers the new window and every window it touches.
+                    if len(overlapping) > 1:
+                        overlapping.sort()
+                    first_window = overlapping[0]
+                    new_start = first_window[0] if first_window[0] < start else start
+                    new_end = end
+                    for w in overlapping:
+                        if w[1] > new_end:
+                            new_end = w[1]
+                    actual = new_tuple(time_window, (new_start, new_end))
+                    target = mapping[first_window]
+                    state_windows = [mapping.pop(w) for w in overlapping]
+                    mapping[actual] = target
+                    if new_end - 1 + lateness <= wm:
+                        self._on_merge(key, ks, actual, overlapping, target, [])  # raises: too late
+                    # EventTimeTrigger.on_merge
+                    max_ts = new_end - 1
+                    if max_ts > wm and (max_ts, actual) not in timers:
+                        timers.add((max_ts, actual))
+                        ks.seq += 1
+                        push(heap, (max_ts, ks.seq, actual))
+                    for w in overlapping:
+                        w_max = w[1] - 1
+                        timers.discard((w_max, w))  # EventTimeTrigger.clear
+                        w_cleanup = w_max + lateness
+                        if w_cleanup >= end_of_time:
+                            w_cleanup = end_of_time
+                        if w_cleanup != end_of_time:
+                            timers.discard((w_cleanup, w))  # the cleanup timer
+                    if len(state_windows) > 1:
+                        assert merge_values is not None
+                        acc = contents.get(target, missing)
+                        for sw in state_windows:
+                            if sw == target:
+                                continue
+                            other = contents.pop(sw, missing)
+                            if other is missing:
+                                continue
+                            acc = other if acc is missing else merge_values(acc, other)
+                        if acc is not missing:
+                            contents[target] = acc
+                    state_window = target
+                max_ts = actual[1] - 1
+                cleanup = max_ts + lateness
+                if cleanup >= end_of_time:
+                    cleanup = end_of_time
+                if cleanup <= wm:
+                    del mapping[actual]  # a late window: retire it
+                    self._not_added(key, ks, value, ts)
+                    continue
+                if reducer is not None:
+                    current = contents.get(state_window, missing)
+                    contents[state_window] = (
+                        value if current is missing else reducer(current, value)
+                    )
+                else:
+                    add(contents, state_window, value, ts)
+                # Late firing; an empty result skips the cleanup timer too (Flink's `continue`).
+                register_cleanup = True
+                if max_ts <= wm:
+                    register_cleanup = self._emit(key, ks, actual, state_window)
+                elif (max_ts, actual) not in timers:
                     timers.add((max_ts, actual))
                     ks.seq += 1
                     push(heap, (max_ts, ks.seq, actual))
-                for w in overlapping:
-                    w_max = w[1] - 1
-                    timers.discard((w_max, w))  # EventTimeTrigger.clear
-                    w_cleanup = w_max + lateness
-                    if w_cleanup >= end_of_time:
-                        w_cleanup = end_of_time
-                    if w_cleanup != end_of_time:
-                        timers.discard((w_cleanup, w))  # the cleanup timer
-                if len(state_windows) > 1:
-                    assert merge_values is not None
-                    acc = contents.get(target, missing)
-                    for sw in state_windows:
-                        if sw == target:
-                            continue
-                        other = contents.pop(sw, missing)
-                        if other is missing:
-                            continue
-                        acc = other if acc is missing else merge_values(acc, other)
-                    if acc is not missing:
-                        contents[target] = acc
-                state_window = target
-            max_ts = actual[1] - 1
-            cleanup = max_ts + lateness
-            if cleanup >= end_of_time:
-                cleanup = end_of_time
-            if cleanup <= wm:
-                del mapping[actual]  # a late window: retire it
-                self._not_added(key, ks, value, ts)
-                continue
-            if reducer is not None:
-                current = contents.get(state_window, missing)
-                contents[state_window] = value if current is missing else reducer(current, value)
-            else:
-                add(contents, state_window, value, ts)
-            # Late firing; an empty result skips the cleanup timer too (Flink's `continue`).
-            register_cleanup = True
-            if max_ts <= wm:
-                register_cleanup = self._emit(key, ks, actual, state_window)
-            elif (max_ts, actual) not in timers:
-                timers.add((max_ts, actual))
-                ks.seq += 1
-                push(heap, (max_ts, ks.seq, actual))
-            if register_cleanup and cleanup != end_of_time and (cleanup, actual) not in timers:
-                timers.add((cleanup, actual))
-                ks.seq += 1
-                push(heap, (cleanup, ks.seq, actual))
-            if not heap:
-                continue
-            t = heap[0][0]
-            cur = evt_sched.get(key)
-            if cur is None or t < cur:
-                evt_sched[key] = t
-                self._due_seq += 1
-                push(evt_due, (t, self._due_seq, key))
-        self.metrics.num_elements += count
+                if register_cleanup and cleanup != end_of_time and (cleanup, actual) not in timers:
+                    timers.add((cleanup, actual))
+                    ks.seq += 1
+                    push(heap, (cleanup, ks.seq, actual))
+                if not heap:
+                    continue
+                t = heap[0][0]
+                cur = evt_sched.get(key)
+                if cur is None or t < cur:
+                    evt_sched[key] = t
+                    self._due_seq += 1
+                    push(evt_due, (t, self._due_seq, key))
+        except Exception as exc:
+            _note_element(exc, key, ts)
+            raise
+        finally:
+            self.metrics.num_elements += count
 
     def _process_aligned(
         self,
@@ -1665,108 +1688,121 @@ class WindowOperator:
         time_window = TimeWindow
         missing = _MISSING
         count = 0
-        for value, ts, key in elements:
-            count += 1
-            ks = states.get(key)
-            if ks is None:
-                ks = states[key] = KeyState()
-            if ts is None:
-                self.assigner.assign_windows(value, ts, self._clock)  # raises its error
-                continue
-            contents = ks.contents
-            timers = ks.evt_timers
-            heap = ks.evt_heap
-            added = False
-            start = ts - (ts - offset) % slide
-            lowest = ts - size
-            # The windows are the starts in (lowest, start] stepping by slide: they are
-            # identified by the last start and the first start.
-            first = start - (start - lowest - 1) // slide * slide
-            recent = ks.recent
-            if (
-                recent is not None
-                and recent[0] == start
-                and recent[1] == first
-                and recent[2] > wm
-                and start > lowest
-            ):
-                # Same windows as the key's previous element and none has reached its end:
-                # their end-of-window and cleanup timers are registered already (they fire
-                # only once the watermark passes max_timestamp), so only the contents change.
-                for window in recent[3]:
-                    if reducer is not None:
+        ts: int | None = None
+        key: Any = None
+        try:
+            for value, ts, key in elements:
+                count += 1
+                ks = states.get(key)
+                if ks is None:
+                    ks = states[key] = KeyState()
+                if ts is None:
+                    self.assigner.assign_windows(value, ts, self._clock)  # raises its error
+                    continue
+                contents = ks.contents
+                timers = ks.evt_timers
+                heap = ks.evt_heap
+                added = False
+                start = ts - (ts - offset) % slide
+                lowest = ts - size
+                # The windows are the starts in (lowest, start] stepping by slide: they are
+                # identified by the last start and the first start.
+                first = start - (start - lowest - 1) // slide * slide
+                recent = ks.recent
+                if (
+                    recent is not None
+                    and recent[0] == start
+                    and recent[1] == first
+                    and recent[2] > wm
+                    and start > lowest
+                ):
+                    # Same windows as the key's previous element and none has reached its end:
+                    # their end-of-window and cleanup timers are registered already (they fire
+                    # only once the watermark passes max_timestamp), so only the contents change.
+                    for window in recent[3]:
+                        if reducer is not None:
+                            current = contents.get(window, missing)
+                            contents[window] = (
+                                value if current is missing else reducer(current, value)
+                            )
+                        elif agg_add is not None:
+                            current = contents.get(window, missing)
+                            contents[window] = agg_add(
+                                value, agg_create() if current is missing else current
+                            )
+                        else:
+                            add(contents, window, value, ts)
+                    continue
+                last_start = start
+                on_time: list[Any] | None = []
+                smallest_max_ts = end_of_time
+                while start > lowest:
+                    end = start + size
+                    if end > end_of_time:
+                        end = end_of_time + 1
+                    max_ts = end - 1
+                    cleanup = max_ts + lateness
+                    if cleanup >= end_of_time:
+                        cleanup = end_of_time
+                    if cleanup > wm:
+                        added = True
+                        window = new_tuple(time_window, (start, end))
                         current = contents.get(window, missing)
-                        contents[window] = value if current is missing else reducer(current, value)
-                    elif agg_add is not None:
-                        current = contents.get(window, missing)
-                        contents[window] = agg_add(
-                            value, agg_create() if current is missing else current
-                        )
+                        if reducer is not None:
+                            contents[window] = (
+                                value if current is missing else reducer(current, value)
+                            )
+                        elif agg_add is not None:
+                            contents[window] = agg_add(
+                                value, agg_create() if current is missing else current
+                            )
+                        else:
+                            add(contents, window, value, ts)
+                        if max_ts <= wm:
+                            on_time = None
+                            if not self._emit(key, ks, window, window):  # late firing
+                                start -= slide
+                                continue  # empty window: no cleanup timer either (Flink)
+                        else:
+                            if on_time is not None:
+                                on_time.append(window)
+                                smallest_max_ts = max_ts
+                            if current is not missing:
+                                # The window got contents while its end was ahead of the
+                                # watermark, so its timers are registered and still pending.
+                                start -= slide
+                                continue
+                            entry = (max_ts, window)
+                            if entry not in timers:
+                                timers.add(entry)
+                                ks.seq += 1
+                                push(heap, (max_ts, ks.seq, window))
+                        if cleanup != max_ts and cleanup != end_of_time:
+                            entry = (cleanup, window)
+                            if entry not in timers:
+                                timers.add(entry)
+                                ks.seq += 1
+                                push(heap, (cleanup, ks.seq, window))
                     else:
-                        add(contents, window, value, ts)
-                continue
-            last_start = start
-            on_time: list[Any] | None = []
-            smallest_max_ts = end_of_time
-            while start > lowest:
-                end = start + size
-                if end > end_of_time:
-                    end = end_of_time + 1
-                max_ts = end - 1
-                cleanup = max_ts + lateness
-                if cleanup >= end_of_time:
-                    cleanup = end_of_time
-                if cleanup > wm:
-                    added = True
-                    window = new_tuple(time_window, (start, end))
-                    current = contents.get(window, missing)
-                    if reducer is not None:
-                        contents[window] = value if current is missing else reducer(current, value)
-                    elif agg_add is not None:
-                        contents[window] = agg_add(
-                            value, agg_create() if current is missing else current
-                        )
-                    else:
-                        add(contents, window, value, ts)
-                    if max_ts <= wm:
                         on_time = None
-                        if not self._emit(key, ks, window, window):  # late firing
-                            start -= slide
-                            continue  # empty window: no cleanup timer either (Flink)
-                    else:
-                        if on_time is not None:
-                            on_time.append(window)
-                            smallest_max_ts = max_ts
-                        if current is not missing:
-                            # The window got contents while its end was ahead of the
-                            # watermark, so its timers are registered and still pending.
-                            start -= slide
-                            continue
-                        entry = (max_ts, window)
-                        if entry not in timers:
-                            timers.add(entry)
-                            ks.seq += 1
-                            push(heap, (max_ts, ks.seq, window))
-                    if cleanup != max_ts and cleanup != end_of_time:
-                        entry = (cleanup, window)
-                        if entry not in timers:
-                            timers.add(entry)
-                            ks.seq += 1
-                            push(heap, (cleanup, ks.seq, window))
-                else:
-                    on_time = None
-                start -= slide
-            ks.recent = (last_start, first, smallest_max_ts, tuple(on_time)) if on_time else None
-            if not added:
-                self._not_added(key, ks, value, ts)
-            if heap:
-                t = heap[0][0]
-                cur = evt_sched.get(key)
-                if cur is None or t < cur:
-                    evt_sched[key] = t
-                    self._due_seq += 1
-                    push(evt_due, (t, self._due_seq, key))
-        self.metrics.num_elements += count
+                    start -= slide
+                ks.recent = (
+                    (last_start, first, smallest_max_ts, tuple(on_time)) if on_time else None
+                )
+                if not added:
+                    self._not_added(key, ks, value, ts)
+                if heap:
+                    t = heap[0][0]
+                    cur = evt_sched.get(key)
+                    if cur is None or t < cur:
+                        evt_sched[key] = t
+                        self._due_seq += 1
+                        push(evt_due, (t, self._due_seq, key))
+        except Exception as exc:
+            _note_element(exc, key, ts)
+            raise
+        finally:
+            self.metrics.num_elements += count
 
     def _not_added(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> None:
         """Account for an element added to no window: late side output, or a metric."""
@@ -1918,6 +1954,15 @@ class WindowOperator:
 
 _EXPIRY = TimelineExpiry()
 _SLIDING_EMPTY: Any = sliding_module._MISSING
+
+
+def _note_element(exc: Exception, key: Any, timestamp: int | None, windows: Any = None) -> None:
+    """Name the key, timestamp and windows of the element being added in a user error (unless
+    the error happened while evaluating a window, which is noted already)."""
+    if any(n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())):
+        return
+    where = "" if windows is None else f" to windows {list(windows)!r}"
+    exc.add_note(f"while adding the element with timestamp {timestamp!r}{where} of key {key!r}")
 
 
 def _identity(value: Any) -> Any:

@@ -34,6 +34,7 @@ from assigners import (
     GlobalWindows,
     MergingWindowAssigner,
     ProcessingTimeSessionWindows,
+    SlidingDistinctAssigner,
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
     TumblingEventTimeWindows,
@@ -2539,3 +2540,33 @@ def test_flink_does_not_emit_a_null_incremental_result() -> None:
     feed(h, [("k", 1, 1), ("k", 3, 2), ("j", 4, 3)])
     h.process_watermark(9)
     assert out(h) == [(9, "j", 4)]  # a None result is an empty window, as in Flink
+
+
+def _boom(a: Any, b: Any) -> Any:
+    msg = "boom"
+    raise ZeroDivisionError(msg)
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+@pytest.mark.parametrize(
+    "assigner",
+    [
+        TumblingEventTimeWindows(10),
+        EventTimeSessionWindows(5),
+        SlidingDistinctAssigner(10, grace=0),
+    ],
+    ids=["tumbling", "session", "sliding"],
+)
+def test_errors_while_adding_an_element_name_the_key_and_timestamp(
+    assigner: Any, bulk: bool
+) -> None:
+    h = WindowOperatorHarness(assigner, _boom)
+    h.process_element(1, 3, key="user-7")
+    with pytest.raises(ZeroDivisionError) as info:  # the second element is reduced into the first
+        if bulk:
+            h.process_elements([(2, 3, "user-7")])
+        else:
+            h.process_element(2, 3, key="user-7")
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "timestamp 3" in notes
+    assert "'user-7'" in notes
