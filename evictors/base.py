@@ -8,7 +8,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from windowing.windows import TimestampedValue
 
-__all__ = ["Evictor", "EvictorContext"]
+__all__ = ["Evictor", "EvictorContext", "OneSidedEvictor"]
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -69,3 +69,31 @@ class Evictor(ABC, Generic[T, W]):
             args = ", ".join(f"{name}={getattr(self, name)!r}" for name in fields)
             return f"{type(self).__name__}({args})"
         return f"{type(self).__name__}()"
+
+
+def check_after_flag(value: Any, owner: str) -> None:
+    """``do_evict_after`` must be a real bool (a truthy string would silently mean ``True``)."""
+    if not isinstance(value, bool):
+        msg = f"{owner}: do_evict_after must be a bool, got {value!r}"
+        raise ValueError(msg)
+
+
+class OneSidedEvictor(Evictor[T, W]):
+    """An evictor applying one rule, :meth:`evict`, before the window function, or after it
+    when ``do_evict_after`` is set (Flink's built-in evictors)."""
+
+    do_evict_after: bool
+
+    def evict_before(
+        self, elements: Sequence[TimestampedValue[T]], window: W, ctx: EvictorContext
+    ) -> Sequence[TimestampedValue[T]]:
+        return elements if self.do_evict_after else self.evict(elements)
+
+    def evict_after(
+        self, elements: Sequence[TimestampedValue[T]], window: W, ctx: EvictorContext
+    ) -> Sequence[TimestampedValue[T]]:
+        return self.evict(elements) if self.do_evict_after else elements
+
+    @abstractmethod
+    def evict(self, elements: Sequence[TimestampedValue[T]]) -> Sequence[TimestampedValue[T]]:
+        """The elements kept by this evictor's rule."""

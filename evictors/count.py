@@ -6,21 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evictors.base import Evictor, EvictorContext
+from evictors.base import OneSidedEvictor, check_after_flag
 from windowing.windows import TimestampedValue
 
 __all__ = ["CountEvictor"]
 
 
-def check_after_flag(value: Any, owner: str) -> None:
-    """``do_evict_after`` must be a real bool (a truthy string would silently mean ``True``)."""
-    if not isinstance(value, bool):
-        msg = f"{owner}: do_evict_after must be a bool, got {value!r}"
-        raise ValueError(msg)
-
-
 @dataclass(frozen=True, repr=False)
-class CountEvictor(Evictor[Any, Any]):
+class CountEvictor(OneSidedEvictor[Any, Any]):
     """Keeps at most ``max_count`` elements: the newest ones by arrival, evicting from the
     beginning of the buffer.
 
@@ -78,17 +71,7 @@ class CountEvictor(Evictor[Any, Any]):
             raise ValueError(msg)
         check_after_flag(self.do_evict_after, "CountEvictor")
 
-    def evict_before(
-        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
-    ) -> Sequence[TimestampedValue[Any]]:
-        return elements if self.do_evict_after else self._evict(elements)
-
-    def evict_after(
-        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
-    ) -> Sequence[TimestampedValue[Any]]:
-        return self._evict(elements) if self.do_evict_after else elements
-
-    def _evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
+    def evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
         if len(elements) <= self.max_count:
             return elements
         return list(elements[len(elements) - self.max_count :])

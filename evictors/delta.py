@@ -7,8 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evictors.base import Evictor, EvictorContext
-from evictors.count import check_after_flag
+from evictors.base import OneSidedEvictor, check_after_flag
 from windowing.windows import TimestampedValue
 
 __all__ = ["DeltaEvictor", "check_delta_config"]
@@ -31,7 +30,7 @@ def check_delta_config(threshold: Any, delta_function: Any, owner: str) -> None:
 
 
 @dataclass(frozen=True, repr=False)
-class DeltaEvictor(Evictor[Any, Any]):
+class DeltaEvictor(OneSidedEvictor[Any, Any]):
     """Evicts every element whose delta to the *last* element of the buffer reaches
     ``threshold``.
 
@@ -72,17 +71,7 @@ class DeltaEvictor(Evictor[Any, Any]):
         check_delta_config(self.threshold, self.delta_function, "DeltaEvictor")
         check_after_flag(self.do_evict_after, "DeltaEvictor")
 
-    def evict_before(
-        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
-    ) -> Sequence[TimestampedValue[Any]]:
-        return elements if self.do_evict_after else self._evict(elements)
-
-    def evict_after(
-        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
-    ) -> Sequence[TimestampedValue[Any]]:
-        return self._evict(elements) if self.do_evict_after else elements
-
-    def _evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
+    def evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
         if not elements:
             return elements
         last = elements[-1].value

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evictors.base import Evictor, EvictorContext
-from evictors.count import check_after_flag
+from evictors.base import OneSidedEvictor, check_after_flag
 from windowing.time import Duration, to_millis
 from windowing.windows import TimestampedValue
 
@@ -15,7 +14,7 @@ __all__ = ["TimeEvictor"]
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class TimeEvictor(Evictor[Any, Any]):
+class TimeEvictor(OneSidedEvictor[Any, Any]):
     """Keeps the elements whose timestamp is within ``window_size`` of the newest timestamp
     in the window.
 
@@ -62,17 +61,7 @@ class TimeEvictor(Evictor[Any, Any]):
         object.__setattr__(self, "window_size", size)
         object.__setattr__(self, "do_evict_after", do_evict_after)
 
-    def evict_before(
-        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
-    ) -> Sequence[TimestampedValue[Any]]:
-        return elements if self.do_evict_after else self._evict(elements)
-
-    def evict_after(
-        self, elements: Sequence[TimestampedValue[Any]], window: Any, ctx: EvictorContext
-    ) -> Sequence[TimestampedValue[Any]]:
-        return self._evict(elements) if self.do_evict_after else elements
-
-    def _evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
+    def evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
         stamps = [e.timestamp for e in elements if e.timestamp is not None]
         if not stamps:
             return elements

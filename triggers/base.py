@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["OnMergeContext", "Trigger", "TriggerContext", "TriggerResult"]
+__all__ = ["OnMergeContext", "StatelessTrigger", "Trigger", "TriggerContext", "TriggerResult"]
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -152,3 +152,23 @@ class Trigger(ABC, Generic[T, W]):
             args = ", ".join(f"{name}={getattr(self, name)!r}" for name in fields)
             return f"{type(self).__name__}({args})"
         return f"{type(self).__name__}()"
+
+
+class StatelessTrigger(Trigger[T, W]):
+    """Base of triggers that keep no state and register no timer: by default they answer
+    ``CONTINUE`` to timers, merge trivially and have nothing to clear."""
+
+    def on_event_time(self, time: int, window: W, ctx: TriggerContext) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def on_processing_time(self, time: int, window: W, ctx: TriggerContext) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window: W, ctx: OnMergeContext) -> None:
+        return None
+
+    def clear(self, window: W, ctx: TriggerContext) -> None:
+        return None

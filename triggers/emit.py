@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from triggers.base import StatelessTrigger, TriggerContext, TriggerResult
 
 __all__ = ["OnWindowCloseTrigger", "OnWindowUpdateTrigger"]
 
 
-class OnWindowCloseTrigger(Trigger[Any, Any]):
+class OnWindowCloseTrigger(StatelessTrigger[Any, Any]):
     """Fires once, when the window closes: when the watermark (processing time, for
     processing-time windows) reaches ``max_timestamp + allowed_lateness``, the moment the
     window can no longer change. Registers no timer of its own: it fires on the operator's
@@ -43,17 +43,8 @@ class OnWindowCloseTrigger(Trigger[Any, Any]):
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
         return TriggerResult.FIRE if time >= window.max_timestamp() else TriggerResult.CONTINUE
 
-    def can_merge(self) -> bool:
-        return True
 
-    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
-        return None
-
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
-        return None
-
-
-class OnWindowUpdateTrigger(Trigger[Any, Any]):
+class OnWindowUpdateTrigger(StatelessTrigger[Any, Any]):
     """Fires for every element a window receives (and, for sliding-distinct windows, for
     every window a record creates): an update stream of window results.
 
@@ -69,18 +60,3 @@ class OnWindowUpdateTrigger(Trigger[Any, Any]):
         self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext
     ) -> TriggerResult:
         return TriggerResult.FIRE
-
-    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
-        return TriggerResult.CONTINUE
-
-    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
-        return TriggerResult.CONTINUE
-
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
-        return None
-
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
-        return None

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from triggers.base import StatelessTrigger, TriggerContext, TriggerResult
 
 __all__ = ["NeverTrigger"]
 
 
-class NeverTrigger(Trigger[Any, Any]):
+class NeverTrigger(StatelessTrigger[Any, Any]):
     """Never fires and keeps no state; global windows need another trigger to emit anything.
 
     Known elsewhere as: Flink ``GlobalWindows.NeverTrigger``; Beam ``_Never``.
@@ -24,18 +24,3 @@ class NeverTrigger(Trigger[Any, Any]):
         self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext
     ) -> TriggerResult:
         return TriggerResult.CONTINUE
-
-    def on_event_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
-        return TriggerResult.CONTINUE
-
-    def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
-        return TriggerResult.CONTINUE
-
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window: Any, ctx: OnMergeContext) -> None:
-        return None
-
-    def clear(self, window: Any, ctx: TriggerContext) -> None:
-        return None

@@ -110,29 +110,27 @@ class KeyState:
         # Records of the key by timestamp, for KIP-450 sliding windows.
         self.timeline: Timeline | None = None
 
+    def _table(self, slot: str) -> StateTable:
+        table: StateTable | None = getattr(self, slot)
+        if table is None:
+            table = StateTable()
+            setattr(self, slot, table)
+        return table
+
     @property
     def trigger_state(self) -> StateTable:
         """Trigger state, by window."""
-        table = self._trigger_state
-        if table is None:
-            table = self._trigger_state = StateTable()
-        return table
+        return self._table("_trigger_state")
 
     @property
     def window_state(self) -> StateTable:
         """Per-window state of the process function, by window."""
-        table = self._window_state
-        if table is None:
-            table = self._window_state = StateTable()
-        return table
+        return self._table("_window_state")
 
     @property
     def global_state(self) -> StateTable:
         """Per-key state of the process function (namespace ``None``)."""
-        table = self._global_state
-        if table is None:
-            table = self._global_state = StateTable()
-        return table
+        return self._table("_global_state")
 
     def is_empty(self) -> bool:
         """Whether nothing at all is kept for this key (it can be dropped)."""
