@@ -41,7 +41,8 @@ class ReduceFunction(ABC, Generic[T]):
 
     @abstractmethod
     def reduce(self, value1: T, value2: T) -> T:
-        """Combine two values; must be associative for merging windows."""
+        """Combine two values; must be associative for merging windows, and must not modify
+        its arguments (an element can be the first value of several windows)."""
 
 
 class AggregateFunction(ABC, Generic[IN, ACC, OUT]):
@@ -77,7 +78,8 @@ class AggregateFunction(ABC, Generic[IN, ACC, OUT]):
 
     @abstractmethod
     def merge(self, a: ACC, b: ACC) -> ACC:
-        """Merge two accumulators (used by merging windows and sliced storage)."""
+        """Merge two accumulators (merging windows, range aggregates); may modify and return
+        ``a``, must not modify ``b``."""
 
 
 class FoldFunction(ABC, Generic[IN, ACC]):
