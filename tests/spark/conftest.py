@@ -38,8 +38,7 @@ def _spark_selected(config: pytest.Config) -> bool:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    # Every module here imports pyspark (tests, and bench_watermark.py, which
-    # --doctest-modules would import too).
+    # Every module here imports pyspark, which --doctest-modules would import in the fast run.
     if collection_path.suffix == ".py" and collection_path.name != "conftest.py":
         return None if _spark_selected(config) else True
     return None

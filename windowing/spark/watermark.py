@@ -98,7 +98,7 @@ def add_prefix_max_single_partition(
 ) -> DataFrame:
     """The same as :func:`add_prefix_max` with one unpartitioned window (every row moves to
     a single partition). Not used by the runtime; kept for the comparison in
-    ``tests/spark/bench_watermark.py`` and ``docs/spark.md``."""
+    ``benchmarks/spark_watermark.py`` and ``docs/spark.md``."""
     known = F.when(_c(order).isNotNull(), _c(value))
     frame = Window.orderBy(_c(order).asc_nulls_last()).rangeBetween(Window.unboundedPreceding, -1)
     return df.withColumn(out, F.max(known).over(frame))

@@ -1,6 +1,6 @@
 """Benchmark: three ways to compute the arrival-order watermark (prefix max) on Spark.
 
-Run: ``PYSPARK_PYTHON=.venv/bin/python .venv/bin/python tests/spark/bench_watermark.py [rows]``
+Run: ``PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/spark_watermark.py [rows]``
 
 * ``bucketed``: :func:`windowing.spark.watermark.add_prefix_max` (quantile buckets, a window
   function partitioned by bucket, earlier-bucket maxima from a tiny self-join; all lazy);
