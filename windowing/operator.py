@@ -900,6 +900,8 @@ class WindowOperator:
         new_tuple = tuple.__new__
         result_type = WindowResult
         fired = 0
+        partials = self._partials
+        range_aggregate = None if partials.kind == "values" else partials.aggregate_range
         while heap and heap[0][0] <= upto:
             time, _, window = pop(heap)
             entry = (time, window)
@@ -911,7 +913,15 @@ class WindowOperator:
                 continue
             max_ts = window[1] - 1
             if time == max_ts if on_end else time >= max_ts:
-                contents = self._sliding_contents(ks, window)
+                timeline = ks.timeline
+                if timeline is None:
+                    contents = _MISSING
+                elif range_aggregate is not None:
+                    contents = range_aggregate(timeline, window[0], max_ts)
+                    if contents is _SLIDING_EMPTY:
+                        contents = _MISSING
+                else:
+                    contents = self._sliding_contents(ks, window)
                 if contents is not _MISSING:
                     if direct is None:
                         self._emit_contents(key, ks, window, window, contents)
