@@ -198,7 +198,9 @@ class DataStream:
         Parameters
         ----------
         df
-            The input rows (a static DataFrame; streaming DataFrames come later).
+            The input rows: a static DataFrame (batch replay) or a streaming one (Structured
+            Streaming; terminal calls then return a ``StreamingWindowedResult``, see
+            ``docs/spark.md``).
         event_time
             Column with each row's event time: a ``timestamp``, or an integral count of epoch
             milliseconds. Rows where it is null go to the late side output with reason
@@ -385,6 +387,12 @@ class WindowedStream:
 
     # -- terminal calls --------------------------------------------------------------------
     def _run(self, spec: WindowFunctionSpec, output_schema: Any) -> WindowedResult:
+        """Build the Spark plan: batch replay for a static DataFrame, a stateful streaming
+        query plan (``transformWithStateInPandas``) for a streaming one."""
+        if self.source.df.isStreaming:
+            from windowing.spark.streaming import run_streaming
+
+            return run_streaming(self, spec, output_schema)  # type: ignore[return-value]
         from windowing.spark.batch import run_batch
 
         return run_batch(self, spec, output_schema)

@@ -306,8 +306,8 @@ def run_batch(
     keys = tuple(stream.keys or ())
     if df.isStreaming:
         msg = (
-            "the streaming runtime is not available yet: WindowedStream currently runs on "
-            "static DataFrames only (df.isStreaming is True)"
+            "run_batch needs a static DataFrame (df.isStreaming is True); streaming "
+            "DataFrames run through windowing.spark.streaming.run_streaming"
         )
         raise NotImplementedError(msg)
     # The operator validates the assigner / trigger / evictor / function combination.
