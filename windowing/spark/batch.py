@@ -295,6 +295,36 @@ def _bucket_count(spark: SparkSession) -> int:
     return min(max(n, 1), 1024)
 
 
+def combined_output_schema(
+    key_fields: Any, out_fields: StructType, input_schema: StructType
+) -> tuple[list[str], list[str], StructType]:
+    """The one tagged output of the operator (results, late rows and metrics rows), shared by
+    the batch replay and the streaming processor: ``(late columns, result columns, schema)``."""
+    late_cols = [f"__pw_l{i}" for i in range(len(input_schema.fields))]
+    result_cols = [f"__pw_r{i}" for i in range(len(out_fields.fields))]
+    schema = StructType(
+        [
+            StructField(_KIND, ByteType(), False),
+            *[StructField(k.name, k.dataType, True) for k in key_fields],
+            StructField(_WS, LongType(), True),
+            StructField(_WE, LongType(), True),
+            StructField(_MT, LongType(), True),
+            *[
+                StructField(c, f.dataType, True)
+                for c, f in zip(result_cols, out_fields.fields, strict=True)
+            ],
+            *[
+                StructField(c, f.dataType, True)
+                for c, f in zip(late_cols, input_schema.fields, strict=True)
+            ],
+            StructField(_LWM, LongType(), True),
+            StructField(_LREASON, StringType(), True),
+            *[StructField(c, LongType(), True) for c in _METRIC_COLUMNS],
+        ]
+    )
+    return late_cols, result_cols, schema
+
+
 def run_batch(
     stream: WindowedStream, spec: WindowFunctionSpec, output_schema: Any
 ) -> WindowedResult:
@@ -364,27 +394,8 @@ def run_batch(
         )
 
     # -- combined output schema ---------------------------------------------------------
-    late_cols = [f"__pw_l{i}" for i in range(len(input_schema.fields))]
-    result_cols = [f"__pw_r{i}" for i in range(len(out_fields.fields))]
-    combined_schema = StructType(
-        [
-            StructField(_KIND, ByteType(), False),
-            *[StructField(k.name, k.dataType, True) for k in key_fields],
-            StructField(_WS, LongType(), True),
-            StructField(_WE, LongType(), True),
-            StructField(_MT, LongType(), True),
-            *[
-                StructField(c, f.dataType, True)
-                for c, f in zip(result_cols, out_fields.fields, strict=True)
-            ],
-            *[
-                StructField(c, f.dataType, True)
-                for c, f in zip(late_cols, input_schema.fields, strict=True)
-            ],
-            StructField(_LWM, LongType(), True),
-            StructField(_LREASON, StringType(), True),
-            *[StructField(c, LongType(), True) for c in _METRIC_COLUMNS],
-        ]
+    late_cols, result_cols, combined_schema = combined_output_schema(
+        key_fields, out_fields, input_schema
     )
     tz = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     replay = _Replay(

@@ -37,9 +37,6 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import (
     BinaryType,
-    ByteType,
-    LongType,
-    StringType,
     StructField,
     StructType,
 )
@@ -68,6 +65,7 @@ from windowing.spark.batch import (
     _ms_to_time,
     _output_schema,
     _window_bounds,
+    combined_output_schema,
 )
 from windowing.spark.schema import (
     arrow_to_python,
@@ -221,28 +219,9 @@ def run_streaming(
         .drop(_WM)
     )
 
-    late_cols = [f"__pw_l{i}" for i in range(len(input_schema.fields))]
-    result_cols = [f"__pw_r{i}" for i in range(len(out_fields.fields))]
     key_fields = [input_schema[k] for k in keys]
-    combined_schema = StructType(
-        [
-            StructField(_KIND, ByteType(), False),
-            *[StructField(k.name, k.dataType, True) for k in key_fields],
-            StructField(_WS, LongType(), True),
-            StructField(_WE, LongType(), True),
-            StructField(_MT, LongType(), True),
-            *[
-                StructField(c, f.dataType, True)
-                for c, f in zip(result_cols, out_fields.fields, strict=True)
-            ],
-            *[
-                StructField(c, f.dataType, True)
-                for c, f in zip(late_cols, input_schema.fields, strict=True)
-            ],
-            StructField(_LWM, LongType(), True),
-            StructField(_LREASON, StringType(), True),
-            *[StructField(c, LongType(), True) for c in _METRIC_COLUMNS],
-        ]
+    late_cols, result_cols, combined_schema = combined_output_schema(
+        key_fields, out_fields, input_schema
     )
     tz = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     processor = _WindowProcessor(
