@@ -1423,21 +1423,28 @@ class WindowOperator:
             self.backend.put(key, ks)
         return ks
 
-    def _schedule(self, key: Any, ks: KeyState) -> None:
-        t = ks.next_event_time()
-        if t is not None:
+    def _schedule(self, key: Any, ks: KeyState) -> bool:
+        """Schedule ``key`` at its earliest timers; returns whether it has any. A heap top may
+        be a deleted timer: scheduling too early is harmless (nothing fires, and the key is
+        rescheduled). The bulk element loops inline this for speed."""
+        pending = False
+        if ks.evt_timers:
+            pending = True
+            t = ks.evt_heap[0][0]
             cur = self._evt_sched.get(key)
             if cur is None or t < cur:
                 self._evt_sched[key] = t
                 self._due_seq += 1
                 heapq.heappush(self._evt_due, (t, self._due_seq, key))
-        t = ks.next_processing_time()
-        if t is not None:
+        if ks.proc_timers:
+            pending = True
+            t = ks.proc_heap[0][0]
             cur = self._proc_sched.get(key)
             if cur is None or t < cur:
                 self._proc_sched[key] = t
                 self._due_seq += 1
                 heapq.heappush(self._proc_due, (t, self._due_seq, key))
+        return pending
 
     def _release(self, key: Any, ks: KeyState) -> None:
         if ks.is_empty():
@@ -1455,24 +1462,7 @@ class WindowOperator:
         self.on_element(key, ks, value, timestamp)
         if not (ks.contents or ks.evt_timers or ks.proc_timers):
             self._release(key, ks)  # e.g. purged by the trigger, with nothing pending
-        # Schedule the key's earliest timer. A heap top may be a deleted timer: scheduling
-        # too early is harmless (nothing fires, and the key is rescheduled).
-        heap = ks.evt_heap
-        if heap:
-            t = heap[0][0]
-            cur = self._evt_sched.get(key)
-            if cur is None or t < cur:
-                self._evt_sched[key] = t
-                self._due_seq += 1
-                heapq.heappush(self._evt_due, (t, self._due_seq, key))
-        heap = ks.proc_heap
-        if heap:
-            t = heap[0][0]
-            cur = self._proc_sched.get(key)
-            if cur is None or t < cur:
-                self._proc_sched[key] = t
-                self._due_seq += 1
-                heapq.heappush(self._proc_due, (t, self._due_seq, key))
+        self._schedule(key, ks)
 
     def process_elements(self, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
         """Process ``(value, timestamp, key)`` triples in order, all at the current watermark
@@ -1496,9 +1486,6 @@ class WindowOperator:
         self, elements: Iterable[tuple[Any, int | None, Any]], states: dict[Any, KeyState]
     ) -> None:
         """``process_element`` for each element, without the per-call overhead."""
-        evt_sched = self._evt_sched
-        evt_due = self._evt_due
-        push = heapq.heappush
         count = 0
         ts: int | None = None
         key: Any = None
@@ -1510,14 +1497,7 @@ class WindowOperator:
                     ks = states[key] = KeyState()
                 if not self._on_element_sliding(key, ks, value, ts):
                     self._not_added(key, ks, value, ts)
-                heap = ks.evt_heap
-                if heap:
-                    t = heap[0][0]
-                    cur = evt_sched.get(key)
-                    if cur is None or t < cur:
-                        evt_sched[key] = t
-                        self._due_seq += 1
-                        push(evt_due, (t, self._due_seq, key))
+                self._schedule(key, ks)
         except Exception as exc:
             _note_element(exc, key, ts)
             raise
@@ -1852,7 +1832,6 @@ class WindowOperator:
         states = self._states
         get = states.get if states is not None else self.backend.get
         pop = heapq.heappop
-        push = heapq.heappush
         if not event_time:
             fire = self._fire_processing_timers
         elif self._fast_event_timers:
@@ -1861,7 +1840,6 @@ class WindowOperator:
             fire = self._fire_sliding_timers
         else:
             fire = self._fire_event_timers
-        evt_sched, proc_sched = self._evt_sched, self._proc_sched
         while due and due[0][0] <= upto:
             t, _, key = pop(due)
             if sched.get(key) != t:
@@ -1871,26 +1849,7 @@ class WindowOperator:
             if ks is None:
                 continue
             fire(key, ks, upto)
-            # Reschedule the key at its earliest timer (a deleted timer at the top of its heap
-            # only makes the key visited early, harmlessly).
-            pending = False
-            if ks.evt_timers:
-                pending = True
-                nxt = ks.evt_heap[0][0]
-                cur = evt_sched.get(key)
-                if cur is None or nxt < cur:
-                    evt_sched[key] = nxt
-                    self._due_seq += 1
-                    push(self._evt_due, (nxt, self._due_seq, key))
-            if ks.proc_timers:
-                pending = True
-                nxt = ks.proc_heap[0][0]
-                cur = proc_sched.get(key)
-                if cur is None or nxt < cur:
-                    proc_sched[key] = nxt
-                    self._due_seq += 1
-                    push(self._proc_due, (nxt, self._due_seq, key))
-            if not pending and not ks.contents and ks.is_empty():
+            if not self._schedule(key, ks) and not ks.contents and ks.is_empty():
                 self.backend.remove(key)
 
     # ------------------------------------------------------------------ inspection
