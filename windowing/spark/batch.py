@@ -295,6 +295,33 @@ def _bucket_count(spark: SparkSession) -> int:
     return min(max(n, 1), 1024)
 
 
+def result_columns(
+    results: list[Any], encode: Any, out_schema: StructType
+) -> tuple[list[list[Any]], list[int | None], list[int | None], list[int | None]]:
+    """Window results as columns: the encoded output columns, then window start, window end
+    and result timestamp (shared by the batch replay and the streaming processor)."""
+    out_columns: list[list[Any]] = [[] for _ in out_schema.fields]
+    ws: list[int | None] = []
+    we: list[int | None] = []
+    mt: list[int | None] = []
+    for r in results:
+        try:
+            values = encode(r.value)
+        except Exception as exc:
+            exc.add_note(
+                f"while writing the result {r.value!r} of window {r.window!r} of key "
+                f"{r.key!r} as a row of {out_schema.simpleString()}"
+            )
+            raise
+        for column, v in zip(out_columns, values, strict=True):
+            column.append(v)
+        start, end = _window_bounds(r.window)
+        ws.append(start)
+        we.append(end)
+        mt.append(r.timestamp)
+    return out_columns, ws, we, mt
+
+
 def combined_output_schema(
     key_fields: Any, out_fields: StructType, input_schema: StructType
 ) -> tuple[list[str], list[str], StructType]:
@@ -652,25 +679,9 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
         def pick(values: list[Any]) -> list[Any]:
             return values
 
-    out_columns: list[list[Any]] = [[] for _ in replay.out_schema.fields]
-    ws: list[int | None] = []
-    we: list[int | None] = []
-    mt: list[int | None] = []
-    for r in results:
-        try:
-            values = pick(encode(r.value))
-        except Exception as exc:
-            exc.add_note(
-                f"while writing the result {r.value!r} of window {r.window!r} of key {key!r} "
-                f"as a row of {replay.out_schema.simpleString()}"
-            )
-            raise
-        for column, v in zip(out_columns, values, strict=True):
-            column.append(v)
-        start, end = _window_bounds(r.window)
-        ws.append(start)
-        we.append(end)
-        mt.append(r.timestamp)
+    out_columns, ws, we, mt = result_columns(
+        results, lambda value: pick(encode(value)), replay.out_schema
+    )
 
     arrays: list[Any] = [pa.array([_RESULT] * n_res + [_LATE] * n_late + [_METRICS], pa.int8())]
     names: list[str] = [_KIND]

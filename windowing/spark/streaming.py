@@ -64,8 +64,8 @@ from windowing.spark.batch import (
     _col,
     _ms_to_time,
     _output_schema,
-    _window_bounds,
     combined_output_schema,
+    result_columns,
 )
 from windowing.spark.schema import (
     arrow_to_python,
@@ -524,27 +524,13 @@ class _WindowProcessor(StatefulProcessor):
         n_res, n_late = len(results), len(late_rows)
         total = n_res + n_late + 1
         tail = [None] * (n_late + 1)
-        out_columns: list[list[Any]] = [[] for _ in c.out_schema.fields]
-        ws: list[int | None] = []
-        we: list[int | None] = []
-        mt: list[int | None] = []
-        for r in results:
-            try:
-                values = self.encode(r.value)
-                if self.keep is not None:
-                    values = [values[i] for i in self.keep]
-            except Exception as exc:
-                exc.add_note(
-                    f"while writing the result {r.value!r} of window {r.window!r} of key "
-                    f"{r.key!r} as a row of {c.out_schema.simpleString()}"
-                )
-                raise
-            for column, v in zip(out_columns, values, strict=True):
-                column.append(v)
-            start, end = _window_bounds(r.window)
-            ws.append(start)
-            we.append(end)
-            mt.append(r.timestamp)
+        keep = self.keep
+
+        def encode(value: Any) -> list[Any]:
+            values = self.encode(value)
+            return values if keep is None else [values[i] for i in keep]
+
+        out_columns, ws, we, mt = result_columns(results, encode, c.out_schema)
         arrays: list[Any] = [pa.array([_RESULT] * n_res + [_LATE] * n_late + [_METRICS], pa.int8())]
         key_values = [v.item() if hasattr(v, "item") else v for v in key]
         for v, t in zip(key_values, c.key_arrow_types, strict=True):
