@@ -50,6 +50,7 @@ from triggers.emit import OnWindowCloseTrigger
 from triggers.event_time import EventTimeTrigger
 from windowing import sliding as sliding_module
 from windowing.records import LateElement, OutputTag, WindowResult
+from windowing.slicing import SlicedHopping, Slices
 from windowing.sliding import Partials, Timeline, TimelineExpiry
 from windowing.state import StateTable
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
@@ -88,6 +89,7 @@ class KeyState:
         "proc_timers",
         "recent",
         "seq",
+        "slices",
         "timeline",
     )
 
@@ -109,6 +111,8 @@ class KeyState:
         self.recent: tuple[int, int, int, tuple[Any, ...]] | None = None
         # Records of the key by timestamp, for KIP-450 sliding windows.
         self.timeline: Timeline | None = None
+        # Pane bookkeeping of sliced hopping windows (the panes are in ``contents``).
+        self.slices: Slices | None = None
 
     def _table(self, slot: str) -> StateTable:
         table: StateTable | None = getattr(self, slot)
@@ -163,6 +167,8 @@ class KeyState:
 
     def next_event_time(self) -> int | None:
         """The earliest pending event-time timer, if any."""
+        if self.slices is not None:
+            return self.slices.due  # sliced windows: the key's one timer
         return _next_time(self.evt_heap, self.evt_timers)
 
     def next_processing_time(self) -> int | None:
@@ -416,6 +422,11 @@ class WindowOperator:
         Emit late elements added to no window to this side output instead of dropping them.
     backend
         Where per-key state lives; an in-memory dict by default.
+    slicing
+        Keep hopping event-time windows with a reduce or aggregate (default trigger, no
+        evictor, no window function) as one partial per pane of ``gcd(size, slide)`` instead
+        of one per window (:mod:`windowing.slicing`); this assumes the function is
+        associative and commutative. ``False`` keeps Flink's per-window layout.
 
     Examples
     --------
@@ -439,6 +450,7 @@ class WindowOperator:
         allowed_lateness: Duration = 0,
         late_output_tag: OutputTag | None = None,
         backend: StateBackend | None = None,
+        slicing: bool = True,
     ) -> None:
         if not isinstance(assigner, WindowAssigner):
             msg = f"assigner must be a WindowAssigner, got {type(assigner).__name__} {assigner!r}"
@@ -546,6 +558,25 @@ class WindowOperator:
                 self._direct_result = spec.function.get_result
             else:
                 self._direct_result = _identity
+        # Hopping windows kept as panes (windowing.slicing).
+        self._slicer: SlicedHopping | None = None
+        aligned = self._aligned
+        if (
+            slicing
+            and aligned is not None
+            and aligned[1] < aligned[0]
+            and self._direct_result is not None
+            and isinstance(spec, Reduce | Aggregate)
+        ):
+            self._slicer = SlicedHopping(
+                aligned[0],
+                aligned[1],
+                aligned[2],
+                lateness,
+                reducer=spec.reducer() if isinstance(spec, Reduce) else None,
+                aggregate=spec.function if isinstance(spec, Aggregate) else None,
+                result=self._direct_result,
+            )
 
     def _make_partials(self) -> Partials:
         spec = self.spec
@@ -659,7 +690,9 @@ class WindowOperator:
         self.metrics.num_elements += 1
         windows: Any = None
         try:
-            if self._sliding_size is not None:
+            if self._slicer is not None:
+                added = self._slicer.add(self, key, ks, value, timestamp)
+            elif self._sliding_size is not None:
                 added = self._on_element_sliding(key, ks, value, timestamp)
             else:
                 windows = self.assigner.assign_windows(value, timestamp, self._clock)
@@ -1330,6 +1363,9 @@ class WindowOperator:
 
     def _fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
         heap, live = ks.evt_heap, ks.evt_timers
+        if self._slicer is not None:
+            self._slicer.fire(self, key, ks, upto)
+            return
         if self._fast_event_timers:
             self._fire_event_timers_fast(key, ks, upto)
             return
@@ -1428,7 +1464,17 @@ class WindowOperator:
         be a deleted timer: scheduling too early is harmless (nothing fires, and the key is
         rescheduled). The bulk element loops inline this for speed."""
         pending = False
-        if ks.evt_timers:
+        sl = ks.slices
+        if sl is not None:
+            if sl.due is not None:
+                pending = True
+                t = sl.due
+                cur = self._evt_sched.get(key)
+                if cur is None or t < cur:
+                    self._evt_sched[key] = t
+                    self._due_seq += 1
+                    heapq.heappush(self._evt_due, (t, self._due_seq, key))
+        elif ks.evt_timers:
             pending = True
             t = ks.evt_heap[0][0]
             cur = self._evt_sched.get(key)
@@ -1469,6 +1515,9 @@ class WindowOperator:
         and processing time; same result as calling :meth:`process_element` for each."""
         states = self._states
         if states is not None:
+            if self._slicer is not None:
+                self._slicer.process(self, elements)
+                return
             if self._aligned is not None:
                 self._process_aligned(elements, states, *self._aligned)
                 return
@@ -1814,6 +1863,9 @@ class WindowOperator:
         if watermark < self.watermark:
             return
         self.watermark = watermark
+        if self._slicer is not None:
+            self._slicer.drain(self, watermark)
+            return
         self._drain(self._evt_due, self._evt_sched, watermark, event_time=True)
 
     def advance_processing_time(self, time: int) -> None:
@@ -1859,6 +1911,9 @@ class WindowOperator:
 
     def num_event_time_timers(self, key: Any = _MISSING) -> int:
         """Live event-time timers (of one key, or all)."""
+        slicer = self._slicer
+        if slicer is not None:
+            return self._count(lambda ks: slicer.num_timers(ks, self.watermark), key)
         return self._count(lambda ks: len(ks.evt_timers), key)
 
     def num_processing_time_timers(self, key: Any = _MISSING) -> int:
@@ -1867,7 +1922,11 @@ class WindowOperator:
 
     def num_state_entries(self, key: Any = _MISSING) -> int:
         """Live state entries (window contents, trigger and function state; merging-window
-        set entries are not counted) of one key, or all."""
+        set entries are not counted) of one key, or all. Sliced hopping windows count their
+        live windows, as the per-window layout would."""
+        slicer = self._slicer
+        if slicer is not None:
+            return self._count(lambda ks: len(slicer.live_windows(ks, self.watermark)), key)
         return self._count(lambda ks: ks.num_state_entries(), key)
 
     def _count(self, fn: Callable[[KeyState], int], key: Any) -> int:
@@ -1884,6 +1943,8 @@ class WindowOperator:
             return iter(())
         if ks.merging is not None:
             return iter(sorted(ks.merging, key=_window_sort_key))
+        if self._slicer is not None:
+            return iter(self._slicer.live_windows(ks, self.watermark))
         return iter(sorted(ks.contents, key=_window_sort_key))
 
     # ------------------------------------------------------------------ snapshots

@@ -51,6 +51,7 @@ class WindowOperatorHarness:
         evictor: Evictor[Any, Any] | None = None,
         allowed_lateness: Duration = 0,
         late_output_tag: OutputTag | None = None,
+        slicing: bool = True,
     ) -> None:
         self.operator = WindowOperator(
             assigner,
@@ -60,6 +61,7 @@ class WindowOperatorHarness:
             evictor=evictor,
             allowed_lateness=allowed_lateness,
             late_output_tag=late_output_tag,
+            slicing=slicing,
         )
 
     # -- input ---------------------------------------------------------------------------
