@@ -309,11 +309,12 @@ class SlicedHopping:
         size, slide, offset, lateness = self.size, self.slide, self.offset, self.lateness
         combine, owned = self.combine, self.owned
         direct = self.result
-        append = op.output.append
+        append, extend = op.output.append, op.output.extend
         new_tuple = tuple.__new__
         time_window, result_type = TimeWindow, WindowResult
         end_of_time = _END_OF_TIME
         max_timestamp = MAX_TIMESTAMP
+        last = size - 1  # max_timestamp - start of a window whose end is not clamped
         missing = _MISSING
         pop, push = heapq.heappop, heapq.heappush
         s_max = upto - size + 1  # the last window start ending by upto (end not clamped)
@@ -322,7 +323,7 @@ class SlicedHopping:
             owned = self.owned
         fired = 0
         key: Any = None
-        window: Any = None
+        evaluating: int | None = None  # start of the window being evaluated
         try:
             while due_heap and due_heap[0][0] <= upto:
                 t, _, key = pop(due_heap)
@@ -369,35 +370,39 @@ class SlicedHopping:
                             j = i
                         while j < n and starts[j] < s + size:
                             j += 1
-                        if j > hi:  # panes entering the range
-                            for k in range(hi, j):
-                                part = contents[starts[k]]
-                                if back_agg is missing:
-                                    back_agg, back_owned = part, owned is None
-                                else:
-                                    if not back_owned:
-                                        back_agg, back_owned = owned(back_agg), True  # type: ignore[misc]
-                                    back_agg = combine(back_agg, part)
-                            hi = j
-                        if i >= split:  # the front is used up: rebuild it from i .. hi-1
-                            suffix = [None] * (hi - i)
-                            acc = contents[starts[hi - 1]]
-                            suffix[hi - 1 - i] = acc
-                            for k in range(hi - 2, i - 1, -1):
-                                part = contents[starts[k]]
-                                acc = combine(part if owned is None else owned(part), acc)
-                                suffix[k - i] = acc
-                            front_lo, split = i, hi
-                            back_agg, back_owned = missing, False
-                        if i < split:
-                            value = suffix[i - front_lo]
-                            if back_agg is not missing:
-                                if owned is not None:
-                                    value = owned(value)
-                                value = combine(value, back_agg)
+                        evaluating = s
+                        if j == i + 1:  # one pane: its partial is the window's aggregate
+                            value = contents[first_pane]
                         else:
-                            value = back_agg
-                            back_owned = owned is None  # handed out: copy before modifying
+                            if j > hi:  # panes entering the range
+                                for k in range(hi, j):
+                                    part = contents[starts[k]]
+                                    if back_agg is missing:
+                                        back_agg, back_owned = part, owned is None
+                                    else:
+                                        if not back_owned:
+                                            back_agg, back_owned = owned(back_agg), True  # type: ignore[misc]
+                                        back_agg = combine(back_agg, part)
+                                hi = j
+                            if i >= split:  # the front is used up: rebuild it from i .. hi-1
+                                suffix = [None] * (hi - i)
+                                acc = contents[starts[hi - 1]]
+                                suffix[hi - 1 - i] = acc
+                                for k in range(hi - 2, i - 1, -1):
+                                    part = contents[starts[k]]
+                                    acc = combine(part if owned is None else owned(part), acc)
+                                    suffix[k - i] = acc
+                                front_lo, split = i, hi
+                                back_agg, back_owned = missing, False
+                            if i < split:
+                                value = suffix[i - front_lo]
+                                if back_agg is not missing:
+                                    if owned is not None:
+                                        value = owned(value)
+                                    value = combine(value, back_agg)
+                            else:
+                                value = back_agg
+                                back_owned = owned is None  # handed out: copy before modifying
                         # The windows from s to stop have exactly the panes i .. j-1: one
                         # result, shared by their outputs.
                         stop = first_pane
@@ -405,21 +410,32 @@ class SlicedHopping:
                             stop = starts[j] - size
                         if s_max < stop:
                             stop = s_max
-                        window = new_tuple(time_window, (s, s + size))
                         result = direct(value)
                         if result is None:  # a None result is an empty window (Flink)
                             s += (stop - s) // slide * slide + slide
                             continue
-                        while s <= stop:
-                            end = s + size
+                        if s == stop:
                             append(
                                 new_tuple(
                                     result_type,
-                                    (key, new_tuple(time_window, (s, end)), result, end - 1),
+                                    (key, new_tuple(time_window, (s, s + size)), result, s + last),
                                 )
                             )
                             fired += 1
                             s += slide
+                            continue
+                        run = range(s, stop + 1, slide)
+                        extend(
+                            [
+                                new_tuple(
+                                    result_type,
+                                    (key, new_tuple(time_window, (x, x + size)), result, x + last),
+                                )
+                                for x in run
+                            ]
+                        )
+                        fired += len(run)
+                        s = run[-1] + slide
                     if upto == max_timestamp:
                         self._fire_clamped(op, key, ks, s)
                     sl.upto = upto
@@ -466,7 +482,8 @@ class SlicedHopping:
                 op._due_seq += 1
                 push(due_heap, (drop, op._due_seq, key))
         except Exception as exc:
-            if window is not None:
+            if evaluating is not None:
+                window = TimeWindow(evaluating, min(evaluating + size, end_of_time))
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
         finally:
