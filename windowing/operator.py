@@ -52,6 +52,7 @@ from windowing import sliding as sliding_module
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.slicing import SlicedHopping, Slices
 from windowing.sliding import Partials, Timeline, TimelineExpiry
+from windowing.sliding_derived import DerivedSliding
 from windowing.state import StateTable
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.windows import TimestampedValue, TimeWindow
@@ -169,6 +170,8 @@ class KeyState:
         """The earliest pending event-time timer, if any."""
         if self.slices is not None:
             return self.slices.due  # sliced windows: the key's one timer
+        if self.timeline is not None and self.timeline.due is not None:
+            return self.timeline.due  # derived sliding-distinct windows: the key's one timer
         return _next_time(self.evt_heap, self.evt_timers)
 
     def next_processing_time(self) -> int | None:
@@ -529,6 +532,10 @@ class WindowOperator:
         self._due_seq = 0
         self._setup_contents()
         self._pwf = self._process_function()
+        # Lazy sliding-distinct windows without a process function need no per-window
+        # timers: the windows to fire are derived from the timeline (one timer per key).
+        self._sliding_derived = self._sliding_lazy and self._pwf is None
+        self._sliding_fire_delay = 0 if self._sliding_fires_on_element else lateness
         self._fast_event_timers = (
             type(trigger) is EventTimeTrigger and self.is_event_time and self._sliding_size is None
         )
@@ -558,6 +565,18 @@ class WindowOperator:
                 self._direct_result = spec.function.get_result
             else:
                 self._direct_result = _identity
+        # Sliding-distinct windows derived from the timeline (windowing.sliding_derived).
+        self._derived: DerivedSliding | None = None
+        if self._sliding_derived:
+            assert self._sliding_size is not None
+            self._derived = DerivedSliding(
+                self._sliding_size,
+                lateness,
+                fires_at_end=self._sliding_fires_on_element,
+                partials=self._partials,
+                result=self._direct_result,
+                result_is_contents=self._direct_result is _identity,
+            )
         # Hopping windows kept as panes (windowing.slicing).
         self._slicer: SlicedHopping | None = None
         aligned = self._aligned
@@ -771,7 +790,11 @@ class WindowOperator:
         wm = self.watermark
         timeline = ks.timeline
         if timeline is None:
-            timeline = ks.timeline = Timeline()
+            timeline = ks.timeline = Timeline(wm)
+        elif timeline.upto < wm:
+            # The key's windows due by now have fired: any window ending by wm that this
+            # record creates or changes is a late firing, handled here.
+            timeline.upto = wm
         stamps = timeline.stamps
         if stamps and stamps[0] < wm - size - lateness - 1:
             timeline.expire(wm - size - lateness - 1)
@@ -805,7 +828,9 @@ class WindowOperator:
             self._partials.add_timestamp(timeline, ts)
         else:
             self._partials.add(timeline, ts, value)
-        if timeline.expiry_at is None:
+        if self._sliding_derived:
+            self._derived_due(timeline, stamps[-1] + size + lateness + 3)
+        elif timeline.expiry_at is None:
             self._schedule_timeline_expiry(ks, timeline)
         if self._sliding_lazy:
             self._sliding_lazy_windows(key, ks, value, ts, timeline, in_some_window)
@@ -877,6 +902,19 @@ class WindowOperator:
         windows = [new_tuple(TimeWindow, (ts - size, ts + 1))]
         if ts <= previous + 1 + size and previous + 1 != ts - size:
             windows.append(new_tuple(TimeWindow, (previous + 1, previous + 2 + size)))
+        if self._sliding_derived:
+            delay = self._sliding_fire_delay
+            due = timeline.due
+            for window in windows:
+                if window not in live:
+                    live.add(window)
+                    fire = window[1] - 1 + delay
+                    if due is None or fire < due:
+                        due = fire
+            if due is None or due > ts + size + lateness + 3:
+                due = ts + size + lateness + 3  # forget the timeline
+            timeline.due = due
+            return
         for window in windows:
             if window in live:
                 continue
@@ -983,6 +1021,12 @@ class WindowOperator:
         if not live:
             heap.clear()
 
+    @staticmethod
+    def _derived_due(timeline: Timeline, time: int) -> None:
+        """Make the key's one timer (derived sliding-distinct windows) fire by ``time``."""
+        if time < MAX_TIMESTAMP and (timeline.due is None or time < timeline.due):
+            timeline.due = time
+
     def _sliding_lazy_windows(
         self,
         key: Any,
@@ -1014,6 +1058,7 @@ class WindowOperator:
         if i + 1 < len(stamps) and stamps[i + 1] <= ts + 1 + size:
             candidates.append(right_window(ts, size))
         event_trigger = self._sliding_fires_on_element
+        derived = self._sliding_derived
         late_fired = set()
         if event_trigger and in_some_window and lateness > 0:
             # Existing windows containing ts whose end the watermark passed: late firings.
@@ -1035,6 +1080,12 @@ class WindowOperator:
             live.add(window)
             late_fired.discard(window)  # one on_element per window and record
             fired = True
+            if derived:
+                if event_trigger and max_ts <= wm:
+                    self._emit(key, ks, window, window)  # EventTimeTrigger: FIRE
+                else:
+                    self._derived_due(timeline, max_ts if event_trigger else cleanup)
+                continue
             if event_trigger:
                 if max_ts <= wm:
                     fired = self._emit(key, ks, window, window)  # EventTimeTrigger: FIRE
@@ -1369,6 +1420,9 @@ class WindowOperator:
         if self._fast_event_timers:
             self._fire_event_timers_fast(key, ks, upto)
             return
+        if self._derived is not None:
+            self._derived.fire(self, key, ks, upto)
+            return
         if self._sliding_lazy:
             self._fire_sliding_timers(key, ks, upto)
             return
@@ -1464,16 +1518,16 @@ class WindowOperator:
         be a deleted timer: scheduling too early is harmless (nothing fires, and the key is
         rescheduled). The bulk element loops inline this for speed."""
         pending = False
-        sl = ks.slices
-        if sl is not None:
-            if sl.due is not None:
-                pending = True
-                t = sl.due
-                cur = self._evt_sched.get(key)
-                if cur is None or t < cur:
-                    self._evt_sched[key] = t
-                    self._due_seq += 1
-                    heapq.heappush(self._evt_due, (t, self._due_seq, key))
+        # Sliced hopping and derived sliding-distinct windows keep one timer per key.
+        one = ks.slices if ks.slices is not None else ks.timeline
+        due = None if one is None else one.due
+        if due is not None:
+            pending = True
+            cur = self._evt_sched.get(key)
+            if cur is None or due < cur:
+                self._evt_sched[key] = due
+                self._due_seq += 1
+                heapq.heappush(self._evt_due, (due, self._due_seq, key))
         elif ks.evt_timers:
             pending = True
             t = ks.evt_heap[0][0]
@@ -1523,6 +1577,9 @@ class WindowOperator:
                 return
             if self._session_gap is not None:
                 self._process_sessions(elements, states, self._session_gap)
+                return
+            if self._derived is not None:
+                self._derived.process(self, elements)
                 return
             if self._sliding_size is not None:
                 self._process_sliding(elements, states)
@@ -1866,6 +1923,9 @@ class WindowOperator:
         if self._slicer is not None:
             self._slicer.drain(self, watermark)
             return
+        if self._derived is not None:
+            self._derived.drain(self, watermark)
+            return
         self._drain(self._evt_due, self._evt_sched, watermark, event_time=True)
 
     def advance_processing_time(self, time: int) -> None:
@@ -1910,11 +1970,18 @@ class WindowOperator:
         return [k for k, _ in self.backend.items()]
 
     def num_event_time_timers(self, key: Any = _MISSING) -> int:
-        """Live event-time timers (of one key, or all)."""
+        """Live event-time timers (of one key, or all). Sliced hopping windows count the
+        timers of the per-window layout; derived sliding-distinct windows count their key's
+        one timer."""
         slicer = self._slicer
         if slicer is not None:
             return self._count(lambda ks: slicer.num_timers(ks, self.watermark), key)
-        return self._count(lambda ks: len(ks.evt_timers), key)
+        return self._count(
+            lambda ks: (
+                len(ks.evt_timers) + (ks.timeline is not None and ks.timeline.due is not None)
+            ),
+            key,
+        )
 
     def num_processing_time_timers(self, key: Any = _MISSING) -> int:
         """Live processing-time timers (of one key, or all)."""

@@ -51,14 +51,18 @@ TIMELINE_EXPIRY = TimelineExpiry()
 class Timeline:
     """Distinct timestamps of a key (sorted) with one partial each, plus its live windows."""
 
-    __slots__ = ("cursor", "expiry_at", "live", "partials", "stamps")
+    __slots__ = ("cursor", "due", "expiry_at", "live", "partials", "stamps", "upto")
 
-    def __init__(self) -> None:
+    def __init__(self, upto: int = 0) -> None:
         self.stamps: list[int] = []
         self.partials: list[Any] = []
         self.live: set[Any] = set()
         self.cursor: RangeCursor | None = None
         self.expiry_at: int | None = None  # the pending expiry timer, if any
+        # Windows derived from the timeline (no per-window timers): those firing by ``upto``
+        # have fired; ``due`` is the key's one timer.
+        self.upto = upto
+        self.due: int | None = None
 
     def __len__(self) -> int:
         return len(self.stamps)

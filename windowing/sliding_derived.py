@@ -1,0 +1,306 @@
+"""KIP-450 sliding windows derived from the record timeline, with one timer per key.
+
+With the built-in ``EventTimeTrigger`` or ``OnWindowCloseTrigger``, no evictor and no
+process function, a sliding-distinct window needs no state of its own: its contents are a
+range of the key's timeline (``windowing.sliding``) and its firing time is a function of the
+timestamps that define it. The windows of a key are
+
+* the *left* window ``[t - size, t]`` of each timestamp ``t`` holding a record that went into
+  some window, firing at ``t`` (plus the lateness for ``OnWindowCloseTrigger``);
+* the *right* window ``[q + 1, q + 1 + size]`` of each timestamp ``q``, which exists once a
+  record lies in it (its contents are then not empty), firing at ``q + 1 + size``;
+
+a left window can be a right window too (``t = q + 1 + size``) and fires once. A key keeps one
+timer, the next firing time; when it is due, the windows firing in ``(timeline.upto, watermark]``
+are enumerated from the sorted timestamps, in order of end, and their contents are read from
+the timeline. Windows that a late record creates or changes after their end are fired by the
+element path (late firings), which also moves ``timeline.upto`` to the watermark: a window
+firing by ``upto`` never fires from the timer. The per-window path of the operator (a timer
+per window, a live-window set) gives the same results; the differential test
+``test_lazy_windows_match_materialised_windows`` holds them equal.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from windowing import sliding as sliding_module
+from windowing.records import WindowResult
+from windowing.sliding import Partials, Timeline
+from windowing.time import MAX_TIMESTAMP
+from windowing.windows import TimeWindow
+
+if TYPE_CHECKING:
+    from windowing.operator import KeyState, WindowOperator
+
+__all__ = ["DerivedSliding"]
+
+_EMPTY: Any = sliding_module._EMPTY  # partial of a timestamp whose records are in no window
+_NONE: Any = sliding_module._MISSING  # an empty range
+_SMALL_RANGE = 12  # ranges up to this many timestamps are combined directly
+
+
+class DerivedSliding:
+    """Element, timer and firing logic of derived sliding-distinct windows for one operator."""
+
+    def __init__(
+        self,
+        size: int,
+        lateness: int,
+        *,
+        fires_at_end: bool,
+        partials: Partials,
+        result: Callable[[Any], Any] | None,
+        result_is_contents: bool = False,
+    ) -> None:
+        self.size = size
+        self.lateness = lateness
+        self.delay = 0 if fires_at_end else lateness  # firing time - max_timestamp
+        self.partials = partials
+        self.result = result  # None: the operator evaluates the contents (fold, apply)
+        self.result_is_contents = result_is_contents  # a reduce: the result is the contents
+
+    def forget_at(self, timeline: Timeline) -> int:
+        """When every window of the timeline's latest record is cleaned up."""
+        return timeline.stamps[-1] + self.size + self.lateness + 3
+
+    # ------------------------------------------------------------------ elements
+    def process(self, op: WindowOperator, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
+        """The bulk element loop: a record later than every record of its key and than the
+        watermark creates its left window and maybe the previous record's right window,
+        neither due yet; any other record takes the operator's sliding element path."""
+        states = op._states
+        assert states is not None
+        from windowing.operator import KeyState, _note_element  # import cycle
+
+        size, lateness, delay = self.size, self.lateness, self.delay
+        wm = op.watermark
+        first = self.partials.first
+        on_element = op._on_element_sliding
+        evt_sched, evt_due = op._evt_sched, op._evt_due
+        push = heapq.heappush
+        new_tuple = tuple.__new__
+        time_window = TimeWindow
+        limit = MAX_TIMESTAMP - size - lateness - 3
+        horizon = wm - size - lateness - 1  # records before it are in no live window
+        count = 0
+        key: Any = None
+        ts: int | None = None
+        try:
+            for value, ts, key in elements:
+                count += 1
+                ks = states.get(key)
+                if ks is None:
+                    ks = states[key] = KeyState()
+                timeline = ks.timeline
+                if timeline is not None and ts is not None and wm < ts <= limit:
+                    stamps = timeline.stamps
+                    if stamps and stamps[-1] < ts and stamps[0] >= horizon:
+                        if timeline.upto < wm:
+                            timeline.upto = wm
+                        cursor = timeline.cursor
+                        if cursor is not None and ts <= cursor.hi:
+                            timeline.cursor = None
+                        previous = stamps[-1]
+                        stamps.append(ts)
+                        timeline.partials.append(first(value))
+                        live = timeline.live
+                        due = ts + size + lateness + 3  # forget the timeline
+                        window = new_tuple(time_window, (ts - size, ts + 1))
+                        if window not in live:
+                            live.add(window)
+                            due = ts + delay
+                        if ts <= previous + 1 + size and previous + 1 != ts - size:
+                            window = new_tuple(time_window, (previous + 1, previous + 2 + size))
+                            if window not in live:
+                                live.add(window)
+                                if previous + 1 + size + delay < due:
+                                    due = previous + 1 + size + delay
+                        current = timeline.due
+                        if current is None or due < current:
+                            timeline.due = current = due
+                        scheduled = evt_sched.get(key)
+                        if scheduled is None or current < scheduled:
+                            evt_sched[key] = current
+                            op._due_seq += 1
+                            push(evt_due, (current, op._due_seq, key))
+                        continue
+                if not on_element(key, ks, value, ts):
+                    op._not_added(key, ks, value, ts)
+                op._schedule(key, ks)
+        except Exception as exc:
+            _note_element(exc, key, ts)
+            raise
+        finally:
+            op.metrics.num_elements += count
+
+    # ------------------------------------------------------------------ firing
+    def fire(self, op: WindowOperator, key: Any, ks: KeyState, upto: int) -> None:
+        """Fire the due windows of one key (a runtime that loads keys one at a time)."""
+        timeline = ks.timeline
+        if timeline is not None and timeline.due is not None and timeline.due <= upto:
+            self._fire_key(op, key, ks, timeline, upto)
+
+    def drain(self, op: WindowOperator, upto: int) -> None:
+        """The operator's event-time drain: fire every key whose timer is due by ``upto``,
+        in the order of their timers."""
+        due_heap, sched = op._evt_due, op._evt_sched
+        states = op._states
+        get = states.get if states is not None else op.backend.get
+        pop, push = heapq.heappop, heapq.heappush
+        fire_key = self._fire_key
+        while due_heap and due_heap[0][0] <= upto:
+            t, _, key = pop(due_heap)
+            if sched.get(key) != t:
+                continue  # superseded by an earlier schedule of this key
+            del sched[key]
+            ks = get(key)
+            if ks is None:
+                continue
+            timeline = ks.timeline
+            if timeline is not None and timeline.due is not None and timeline.due <= upto:
+                fire_key(op, key, ks, timeline, upto)
+                timeline = ks.timeline
+            if timeline is not None and timeline.due is not None:
+                sched[key] = timeline.due
+                op._due_seq += 1
+                push(due_heap, (timeline.due, op._due_seq, key))
+            elif op._schedule(key, ks) is False and ks.is_empty():
+                op.backend.remove(key)
+
+    def _fire_key(
+        self, op: WindowOperator, key: Any, ks: KeyState, timeline: Timeline, upto: int
+    ) -> None:
+        """Emit the key's windows firing by ``upto``, forget what no window needs any more,
+        and set the key's next timer."""
+        timeline.due = None
+        size, lateness, delay = self.size, self.lateness, self.delay
+        if timeline.upto < upto:
+            self._emit(op, key, ks, timeline, timeline.upto, upto)
+            timeline.upto = upto
+        if upto >= MAX_TIMESTAMP:
+            ks.timeline = None  # every window has fired and is cleaned up
+            return
+        stamps = timeline.stamps
+        horizon = upto - size - lateness - 1
+        if stamps and stamps[0] < horizon:
+            timeline.expire(horizon)
+        live = timeline.live
+        if not stamps:
+            live.clear()
+            ks.timeline = None
+            return
+        if len(live) > 2 * len(stamps) + 16:
+            timeline.live = {w for w in live if w.end - 1 + lateness > upto}
+        # The next timer: the next left window, the next right window, or forgetting.
+        due = stamps[-1] + size + lateness + 3
+        n = len(stamps)
+        i = bisect_right(stamps, upto - delay)
+        if i < n and stamps[i] + delay < due:
+            due = stamps[i] + delay
+        i = bisect_right(stamps, upto - delay - 1 - size)
+        if i < n and stamps[i] + 1 + size + delay < due:
+            due = stamps[i] + 1 + size + delay
+        if due < MAX_TIMESTAMP:
+            timeline.due = due
+
+    def _emit(
+        self, op: WindowOperator, key: Any, ks: KeyState, timeline: Timeline, after: int, upto: int
+    ) -> None:
+        """Emit the windows whose firing time is in ``(after, upto]``, in order of end."""
+        size, delay = self.size, self.delay
+        stamps, partials = timeline.stamps, timeline.partials
+        n = len(stamps)
+        end_of_time = upto >= MAX_TIMESTAMP
+        li = bisect_right(stamps, after - delay)
+        lj = n if end_of_time else bisect_right(stamps, upto - delay)
+        ri = bisect_right(stamps, after - delay - 1 - size)
+        rj = n if end_of_time else bisect_right(stamps, upto - delay - 1 - size)
+        if li >= lj and ri >= rj:
+            return
+        kind = self.partials.kind
+        combine = self.partials._combine
+        owned = self.partials._owned
+        range_aggregate = self.partials.aggregate_range
+        direct = self.result
+        identity = self.result_is_contents
+        append = op.output.append
+        new_tuple = tuple.__new__
+        time_window, result_type = TimeWindow, WindowResult
+        empty, none = _EMPTY, _NONE
+        end_max = MAX_TIMESTAMP + 1
+        small = _SMALL_RANGE
+        fired = 0
+        previous_end = previous_start = None
+        left_end = right_end = 0
+        window: Any = None
+        try:
+            # Merge the left and right windows by end; a left window that is also the next
+            # right window fires once.
+            while True:
+                if li < lj:
+                    left_end = stamps[li] + 1
+                if ri < rj:
+                    right_end = stamps[ri] + 2 + size
+                    if right_end > end_max:
+                        right_end = end_max
+                if li < lj and (ri >= rj or left_end < right_end):
+                    li += 1
+                    if partials[li - 1] is empty:
+                        continue  # the record is in no window: no left window
+                    start, end = left_end - 1 - size, left_end
+                    j = li
+                elif ri < rj:
+                    start, end = stamps[ri] + 1, right_end
+                    ri += 1
+                    j = -1
+                    if li < lj and left_end == right_end and start == left_end - 1 - size:
+                        li += 1  # the same window as the next left window
+                else:
+                    break
+                if end == previous_end and start == previous_start:
+                    continue
+                previous_end, previous_start = end, start
+                window = new_tuple(time_window, (start, end))
+                max_ts = end - 1
+                if kind == "values":
+                    contents = self.partials.contents(timeline, start, max_ts)
+                else:
+                    i = bisect_left(stamps, start)
+                    if j < 0:
+                        j = bisect_right(stamps, max_ts, i)
+                    if j - i > small:
+                        contents = range_aggregate(timeline, start, max_ts)
+                    else:
+                        contents = none
+                        copied = owned is None
+                        for k in range(i, j):
+                            part = partials[k]
+                            if part is empty:
+                                continue
+                            if contents is none:
+                                contents = part
+                            else:
+                                if not copied:
+                                    contents, copied = owned(contents), True  # type: ignore[misc]
+                                contents = combine(contents, part)
+                if contents is none:
+                    continue
+                if direct is None:
+                    op._emit_contents(key, ks, window, window, contents)
+                    continue
+                result = contents if identity else direct(contents)
+                if result is not None:  # a None result is an empty window (Flink)
+                    fired += 1
+                    append(new_tuple(result_type, (key, window, result, max_ts)))
+        except Exception as exc:
+            if window is not None and not any(
+                n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())
+            ):
+                exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+            raise
+        finally:
+            op.metrics.num_windows_fired += fired
