@@ -39,6 +39,7 @@ This module does not import pyspark; the terminal calls hand the stream to the S
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,7 @@ __all__ = [
     "WatermarkStrategy",
     "WindowConfig",
     "WindowedStream",
+    "is_processing_time_assigner",
 ]
 
 _PROCESSING_TIME_ASSIGNERS = (
@@ -159,6 +161,11 @@ class WindowConfig:
     late_output_tag: OutputTag | None = None
 
 
+def is_processing_time_assigner(assigner: Any) -> bool:
+    """Whether ``assigner`` assigns windows by the processing-time clock."""
+    return isinstance(assigner, _PROCESSING_TIME_ASSIGNERS)
+
+
 def _check_assigner(source: StreamSource, assigner: Any, method: str) -> None:
     if not isinstance(assigner, WindowAssigner):
         msg = (
@@ -166,10 +173,15 @@ def _check_assigner(source: StreamSource, assigner: Any, method: str) -> None:
             f"got {type(assigner).__name__} {assigner!r}"
         )
         raise ValueError(msg)
-    if isinstance(assigner, _PROCESSING_TIME_ASSIGNERS) and source.processing_time is None:
+    if (
+        is_processing_time_assigner(assigner)
+        and source.processing_time is None
+        and not source.df.isStreaming
+    ):
         msg = (
             f"{method}: {assigner!r} is a processing-time assigner, but the stream has no "
-            "processing-time column; pass processing_time='<column>' to from_dataframe"
+            "processing-time column; pass processing_time='<column>' to from_dataframe (a "
+            "streaming DataFrame without one uses the wall clock)"
         )
         raise ValueError(msg)
 
@@ -386,19 +398,26 @@ class WindowedStream:
         return self._with(late_output_tag=tag)
 
     # -- terminal calls --------------------------------------------------------------------
-    def _run(self, spec: WindowFunctionSpec, output_schema: Any) -> WindowedResult:
+    def _run(
+        self, spec: WindowFunctionSpec, output_schema: Any, side_output_schemas: Any
+    ) -> WindowedResult:
         """Build the Spark plan: batch replay for a static DataFrame, a stateful streaming
         query plan (``transformWithStateInPandas``) for a streaming one."""
         if self.source.df.isStreaming:
             from windowing.spark.streaming import run_streaming
 
-            return run_streaming(self, spec, output_schema)  # type: ignore[return-value]
+            return run_streaming(self, spec, output_schema, side_output_schemas)  # type: ignore[return-value]
         from windowing.spark.batch import run_batch
 
-        return run_batch(self, spec, output_schema)
+        return run_batch(self, spec, output_schema, side_output_schemas)
 
     def reduce(
-        self, function: Any, window_function: Any = None, *, output_schema: Any = None
+        self,
+        function: Any,
+        window_function: Any = None,
+        *,
+        output_schema: Any = None,
+        side_output_schemas: Mapping[OutputTag, Any] | None = None,
     ) -> WindowedResult:
         """Reduce each window's rows pairwise, incrementally (Flink ``reduce``).
 
@@ -407,11 +426,21 @@ class WindowedStream:
         (except the key columns, which come first). With a ``window_function``
         (``ProcessWindowFunction`` / ``WindowFunction``) that receives the reduced row, the
         results have that function's outputs and ``output_schema`` describes them.
+
+        ``side_output_schemas`` maps each :class:`OutputTag` that a ``ProcessWindowFunction``
+        writes with ``context.output(tag, value)`` to the schema of its values (as
+        ``output_schema``); read them with ``result.get_side_output(tag)``. The same
+        parameter exists on every terminal call.
         """
-        return self._run(Reduce(function, window_function), output_schema)
+        return self._run(Reduce(function, window_function), output_schema, side_output_schemas)
 
     def aggregate(
-        self, function: Any, window_function: Any = None, *, output_schema: Any = None
+        self,
+        function: Any,
+        window_function: Any = None,
+        *,
+        output_schema: Any = None,
+        side_output_schemas: Mapping[OutputTag, Any] | None = None,
     ) -> WindowedResult:
         """Aggregate each window incrementally with an ``AggregateFunction``.
 
@@ -420,7 +449,7 @@ class WindowedStream:
         simple type (``-> float`` gives one ``value double`` column; a ``NamedTuple`` or
         dataclass of simple fields gives one column per field).
         """
-        return self._run(Aggregate(function, window_function), output_schema)
+        return self._run(Aggregate(function, window_function), output_schema, side_output_schemas)
 
     def fold(
         self,
@@ -429,19 +458,36 @@ class WindowedStream:
         window_function: Any = None,
         *,
         output_schema: Any = None,
+        side_output_schemas: Mapping[OutputTag, Any] | None = None,
     ) -> WindowedResult:
         """Fold each window's rows into a copy of ``initial_value`` (not for merging
         windows); ``output_schema`` as in :meth:`aggregate`."""
-        return self._run(Fold(initial_value, function, window_function), output_schema)
+        return self._run(
+            Fold(initial_value, function, window_function), output_schema, side_output_schemas
+        )
 
-    def process(self, function: Any, *, output_schema: Any = None) -> WindowedResult:
+    def process(
+        self,
+        function: Any,
+        *,
+        output_schema: Any = None,
+        side_output_schemas: Mapping[OutputTag, Any] | None = None,
+    ) -> WindowedResult:
         """Evaluate each window with a ``ProcessWindowFunction`` over all its rows.
 
         ``output_schema`` describes one output (the function returns or yields any number);
         it may be left out when ``process`` is annotated ``-> Iterable[X]`` of a simple ``X``.
+        Values the function writes with ``context.output(tag, value)`` need the tag's schema
+        in ``side_output_schemas`` (see :meth:`reduce`).
         """
-        return self._run(Process(function), output_schema)
+        return self._run(Process(function), output_schema, side_output_schemas)
 
-    def apply(self, function: Any, *, output_schema: Any = None) -> WindowedResult:
+    def apply(
+        self,
+        function: Any,
+        *,
+        output_schema: Any = None,
+        side_output_schemas: Mapping[OutputTag, Any] | None = None,
+    ) -> WindowedResult:
         """Evaluate each window with a legacy ``WindowFunction``; as :meth:`process`."""
-        return self._run(Apply(function), output_schema)
+        return self._run(Apply(function), output_schema, side_output_schemas)

@@ -4,6 +4,9 @@ JSON files are written to a directory and read with ``maxFilesPerTrigger=1``, so
 micro-batch ``i``; the batch replay with ``arrival_order`` = the file index sees exactly the
 watermarks the streaming query sees. A final "sentinel" key far in the future advances the
 watermark past every window, so all windows of the other keys fire in streaming too.
+
+Also: observed metrics in the query progress, side outputs, arrival order and processing
+time (a column, or the wall clock), and session / sliding-distinct / hopping windows.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import json
 import os
 import random
 import sys
+import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +25,16 @@ import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from assigners import TumblingEventTimeWindows
+from assigners import (
+    EventTimeSessionWindows,
+    HoppingEventTimeWindows,
+    SlidingDistinctAssigner,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+)
+from functions import AggregateFunction, ProcessWindowFunction
 from windowing import OutputTag
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming import METRICS_NAME, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark
@@ -63,6 +75,7 @@ def make_batches(seed: int, n_batches: int = 4) -> list[list[dict[str, Any]]]:
     # The watermark it sets applies from the next batch: availableNow runs one last no-data
     # batch for it, whose expired timers fire every other window.
     batches.append([{"user": SENTINEL, "amount": 0, "ts": far}])
+    batches[1].append({"user": "b", "amount": 4, "ts": None})  # no event time
     for b, rows in enumerate(batches):
         for r in rows:
             r["batch"] = b
@@ -89,24 +102,39 @@ def build(spark: SparkSession, source: Path) -> Any:
     return stream.reduce(add)  # a streaming DataFrame: the builder runs run_streaming
 
 
-def run(spark: SparkSession, source: Path, out: Path) -> None:
-    result = build(spark, source)
+def run(
+    spark: SparkSession,
+    source: Path,
+    out: Path,
+    result: Any = None,
+    side_outputs: Iterable[OutputTag] = (),
+) -> Counter[str]:
+    """Run ``result`` (default: :func:`build`) until the input is exhausted; returns the sums
+    of the observed metrics over all micro-batches."""
+    result = build(spark, source) if result is None else result
     query = write_results_and_late(
         result,
         str(out / "results"),
         str(out / "late"),
         str(out / "checkpoint"),
         available_now=True,
+        side_output_paths={tag: str(out / tag.name) for tag in side_outputs},
     )
     query.awaitTermination()
     assert query.exception() is None
+    totals: Counter[str] = Counter()
+    for progress in query.recentProgress:
+        observed = progress["observedMetrics"].get(METRICS_NAME)
+        if observed is not None:
+            totals.update(observed.asDict())
+    return totals
 
 
 def read(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
     if not path.exists():
         return []
     df = spark.read.parquet(str(path)).drop("batch_id")
-    return sorted(tuple(r) for r in df.collect() if r["user"] != SENTINEL)
+    return sorted((tuple(r) for r in df.collect() if r["user"] != SENTINEL), key=repr)
 
 
 def batch_expected(
@@ -125,12 +153,8 @@ def batch_expected(
     )
     with result:
         res = sorted(tuple(r) for r in result.results.collect() if r["user"] != SENTINEL)
-        late = sorted(tuple(r) for r in result.get_side_output(LATE).collect())
+        late = sorted((tuple(r) for r in result.get_side_output(LATE).collect()), key=repr)
     return res, late
-
-
-def frame_rows(df: DataFrame) -> list[tuple[Any, ...]]:
-    return sorted(tuple(r) for r in df.collect())
 
 
 @pytest.fixture(scope="module")
@@ -138,17 +162,29 @@ def uninterrupted(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory)
     batches = make_batches(7)
     base = tmp_path_factory.mktemp("stream_full")
     write_files(base / "src", batches)
-    run(spark, base / "src", base / "out")
-    return batches, read(spark, base / "out" / "results"), read(spark, base / "out" / "late")
+    metrics = run(spark, base / "src", base / "out")
+    results = read(spark, base / "out" / "results")
+    return batches, results, read(spark, base / "out" / "late"), metrics
 
 
 def test_streaming_equals_batch_replay(spark: SparkSession, uninterrupted: Any) -> None:
-    batches, results, late = uninterrupted
+    batches, results, late, _ = uninterrupted
     expected_results, expected_late = batch_expected(spark, batches)
     assert results
-    assert late, "the generated input has late rows"
+    assert {r[-1] for r in late} == {"late", "null_event_time"}
     assert Counter(results) == Counter(expected_results)
     assert Counter(late) == Counter(expected_late)
+
+
+def test_observed_metrics_in_the_query_progress(uninterrupted: Any) -> None:
+    batches, results, late, metrics = uninterrupted
+    reasons = Counter(r[-1] for r in late)
+    assert metrics["num_input_rows"] == sum(len(b) for b in batches)
+    assert metrics["num_late_records_side_output"] == reasons["late"] > 0
+    assert metrics["num_null_event_time"] == reasons["null_event_time"] == 1
+    assert metrics["num_windows_fired"] == metrics["num_results"] == len(results) > 0
+    assert metrics["num_late_records_dropped"] == metrics["num_null_arrival_order"] == 0
+    assert "num_keys" not in metrics
 
 
 def test_late_row_in_later_file_reaches_late_output(spark: SparkSession, tmp_path: Path) -> None:
@@ -170,7 +206,7 @@ def test_late_row_in_later_file_reaches_late_output(spark: SparkSession, tmp_pat
 
 
 def test_restart_from_checkpoint(spark: SparkSession, tmp_path: Path, uninterrupted: Any) -> None:
-    batches, results, late = uninterrupted
+    batches, results, late, _ = uninterrupted
     src, out = tmp_path / "src", tmp_path / "out"
     write_files(src, batches[:3])
     run(spark, src, out)
@@ -180,3 +216,267 @@ def test_restart_from_checkpoint(spark: SparkSession, tmp_path: Path, uninterrup
     assert len(first) < len(results)
     assert Counter(read(spark, out / "results")) == Counter(results)
     assert Counter(read(spark, out / "late")) == Counter(late)
+
+
+# ---------------------------------------------------------------------------- more windows
+class CountSum(AggregateFunction[Row, tuple[int, int], tuple[int, int]]):
+    def create_accumulator(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def add(self, value: Row, acc: tuple[int, int]) -> tuple[int, int]:
+        return (acc[0] + 1, acc[1] + value.amount)
+
+    def get_result(self, acc: tuple[int, int]) -> tuple[int, int]:
+        return acc
+
+    def merge(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+        return (a[0] + b[0], a[1] + b[1])
+
+
+BIG = OutputTag("big")
+
+
+class AmountsWithBig(ProcessWindowFunction[Row, tuple[int, str], str, Any]):
+    """Order-sensitive results; windows with a total >= 15 also go to the side output."""
+
+    def process(self, key: str, context: Any, elements: Iterable[Row]) -> Iterable[Any]:
+        items = list(elements)
+        total = sum(r.amount for r in items)
+        if total >= 15:
+            context.output(BIG, (total, len(items)))
+        yield (total, ",".join(str(r.amount) for r in items))
+
+
+def in_order_batches(
+    seed: int, n_batches: int = 2, per_batch: int = 10
+) -> list[list[dict[str, Any]]]:
+    """Rows in event-time order, gaps of 0.2-2.5 s, then the sentinel."""
+    rng = random.Random(seed)
+    ts = T0
+    batches = []
+    for _ in range(n_batches):
+        rows = []
+        for _ in range(per_batch):
+            ts += rng.randint(200, 2_500)
+            rows.append({"user": rng.choice("ab"), "amount": rng.randint(1, 9), "ts": ts})
+        batches.append(rows)
+    batches.append([{"user": SENTINEL, "amount": 0, "ts": ts + 100_000}])
+    for b, rows in enumerate(batches):
+        for r in rows:
+            r["batch"] = b
+    return batches
+
+
+def streamed_and_replayed(
+    spark: SparkSession,
+    tmp_path: Path,
+    batches: list[list[dict[str, Any]]],
+    finish: Callable[[Any], Any],
+    side_outputs: Iterable[OutputTag] = (),
+) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, list[tuple[Any, ...]]]]:
+    """Outputs (results, late, side outputs by name) of ``finish(keyed stream)`` run as a
+    streaming query over ``batches`` and as the batch replay with ``arrival_order="batch"``."""
+    write_files(tmp_path / "src", batches)
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "src"))
+    watermark = BoundedOutOfOrderness(DELAY)
+    keyed = WindowedStream.from_dataframe(df, event_time="ts", watermark=watermark).key_by("user")
+    run(spark, tmp_path / "src", tmp_path / "out", finish(keyed), side_outputs)
+    names = ["results", "late", *[t.name for t in side_outputs]]
+    streamed = {n: read(spark, tmp_path / "out" / n) for n in names}
+
+    static = spark.createDataFrame([Row(**r) for b in batches for r in b], SCHEMA)
+    result = finish(
+        WindowedStream.from_dataframe(
+            static, event_time="ts", watermark=watermark, arrival_order="batch"
+        ).key_by("user")
+    )
+    with result:
+        frames = {"results": result.results, "late": result.get_side_output(LATE)}
+        frames.update({t.name: result.get_side_output(t) for t in side_outputs})
+        replayed = {
+            n: sorted((tuple(r) for r in f.collect() if r["user"] != SENTINEL), key=repr)
+            for n, f in frames.items()
+        }
+    return streamed, replayed
+
+
+def test_session_windows_with_aggregate(spark: SparkSession, tmp_path: Path) -> None:
+    streamed, replayed = streamed_and_replayed(
+        spark,
+        tmp_path,
+        in_order_batches(seed=1),
+        lambda keyed: (
+            keyed.window(EventTimeSessionWindows(1_500))
+            .side_output_late_data(LATE)
+            .aggregate(CountSum(), output_schema="n bigint, total bigint")
+        ),
+    )
+    assert streamed == replayed
+    assert len(streamed["results"]) >= 4
+    assert any(r[3] > 1 for r in streamed["results"]), "some sessions merged several rows"
+
+
+def test_sliding_distinct_windows_with_process_and_side_output(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    streamed, replayed = streamed_and_replayed(
+        spark,
+        tmp_path,
+        in_order_batches(seed=2),
+        lambda keyed: (
+            keyed.window(SlidingDistinctAssigner(3_000, grace=500))
+            .side_output_late_data(LATE)
+            .process(
+                AmountsWithBig(),
+                output_schema="total bigint, amounts string",
+                side_output_schemas={BIG: "total bigint, n bigint"},
+            )
+        ),
+        side_outputs=[BIG],
+    )
+    assert streamed == replayed
+    assert streamed["results"] and streamed["big"]
+    assert {r[3] for r in streamed["big"]} <= {r[3] for r in streamed["results"]}
+
+
+def test_hopping_windows_with_reduce(spark: SparkSession, tmp_path: Path) -> None:
+    streamed, replayed = streamed_and_replayed(
+        spark,
+        tmp_path,
+        in_order_batches(seed=3),
+        lambda keyed: (
+            keyed.window(HoppingEventTimeWindows(3_000, 1_000))
+            .side_output_late_data(LATE)
+            .reduce(add)
+        ),
+    )
+    assert streamed == replayed
+    assert len(streamed["results"]) > 10
+
+
+# ---------------------------------------------------------------------------- arrival, clocks
+class Arrived(ProcessWindowFunction[Row, tuple[int, str], str, Any]):
+    """The sequence numbers in the order the window received them."""
+
+    def process(self, key: str, context: Any, elements: Iterable[Row]) -> Iterable[Any]:
+        items = list(elements)
+        yield (len(items), ",".join(str(r.seq) for r in items))
+
+
+def test_arrival_order_within_a_micro_batch(spark: SparkSession, tmp_path: Path) -> None:
+    schema = "user string, ts bigint, seq bigint"
+    # Event times within a batch are closer than the delay: no window closes mid-batch, so
+    # the batch replay by `seq` sees the same watermarks as the micro-batches.
+    batches = [
+        [
+            {"user": "a", "ts": T0 + 1_500, "seq": 0},
+            {"user": "a", "ts": T0 + 1_000, "seq": 1},
+            {"user": "a", "ts": T0 + 1_200, "seq": 2},
+            {"user": "a", "ts": T0 + 1_100, "seq": None},  # no arrival order
+        ],
+        [{"user": "a", "ts": T0 + 2_000, "seq": 4}, {"user": "a", "ts": T0 + 1_900, "seq": 3}],
+        [{"user": SENTINEL, "ts": T0 + 100_000, "seq": 5}],
+    ]
+    write_files(tmp_path / "src", batches)
+
+    def finish(df: DataFrame) -> Any:
+        return (
+            WindowedStream.from_dataframe(
+                df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY), arrival_order="seq"
+            )
+            .key_by("user")
+            .window(TumblingEventTimeWindows(SIZE))
+            .side_output_late_data(LATE)
+            .process(Arrived(), output_schema="n bigint, seqs string")
+        )
+
+    df = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(tmp_path / "src"))
+    metrics = run(spark, tmp_path / "src", tmp_path / "out", finish(df))
+    results = read(spark, tmp_path / "out" / "results")
+    late = read(spark, tmp_path / "out" / "late")
+    assert results == [("a", T0, T0 + SIZE, 5, "0,1,2,3,4", T0 + SIZE - 1)]
+    assert late == [("a", T0 + 1_100, None, None, "null_arrival_order")]
+    assert metrics["num_null_arrival_order"] == 1
+
+    replay = finish(spark.createDataFrame([Row(**r) for b in batches for r in b], schema))
+    with replay:
+        assert read_frame(replay.results) == results
+        assert read_frame(replay.get_side_output(LATE)) == late
+
+
+def read_frame(df: DataFrame) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in df.collect() if r["user"] != SENTINEL), key=repr)
+
+
+def test_processing_time_column_drives_processing_time_windows(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    schema = "user string, amount bigint, ts bigint, arrived bigint"
+    rng = random.Random(5)
+    batches = [
+        [
+            {"user": rng.choice("ab"), "amount": rng.randint(1, 9), "ts": None, "arrived": a}
+            for a in range(b * 1_000, b * 1_000 + 1_000, 130)
+        ]
+        for b in range(2)
+    ]
+    # One row per key far ahead on the processing-time clock: closes every earlier window.
+    batches.append([{"user": u, "amount": 0, "ts": None, "arrived": 100_000} for u in "ab"])
+    write_files(tmp_path / "src", batches)
+
+    def finish(df: DataFrame) -> Any:
+        return (
+            WindowedStream.from_dataframe(df, event_time="ts", processing_time="arrived")
+            .key_by("user")
+            .window(TumblingProcessingTimeWindows(700))
+            .side_output_late_data(LATE)
+            .aggregate(CountSum(), output_schema="n bigint, total bigint")
+        )
+
+    df = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(tmp_path / "src"))
+    metrics = run(spark, tmp_path / "src", tmp_path / "out", finish(df))
+    results = [r for r in read(spark, tmp_path / "out" / "results") if r[1] < 50_000]
+    replay = finish(spark.createDataFrame([Row(**r) for b in batches for r in b], schema))
+    with replay:
+        expected = [r for r in read_frame(replay.results) if r[1] < 50_000]
+    assert results == expected
+    assert sum(r[3] for r in results) == sum(len(b) for b in batches[:2])
+    assert not read(spark, tmp_path / "out" / "late")  # no event time is fine here
+    assert metrics["num_null_event_time"] == 0
+
+
+def test_processing_time_windows_on_the_wall_clock(spark: SparkSession, tmp_path: Path) -> None:
+    batches = [[{"user": u, "amount": 1, "ts": T0, "batch": b} for u in "aab"] for b in range(2)]
+    write_files(tmp_path / "src", batches)
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "src"))
+    result = (
+        WindowedStream.from_dataframe(df, event_time="ts")
+        .key_by("user")
+        .window(TumblingProcessingTimeWindows(500))
+        .aggregate(CountSum(), output_schema="n bigint, total bigint")
+    )
+    assert result.time_mode == "ProcessingTime"
+    query = (
+        result.results.writeStream.format("memory")
+        .queryName("wall_clock_windows")
+        .outputMode("append")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    try:
+        # processAllAvailable() would not return: ProcessingTime mode always asks for another
+        # micro-batch. The windows fire in later micro-batches, once the clock passes them.
+        deadline = time.monotonic() + 180
+        while True:
+            rows = spark.table("wall_clock_windows").collect()
+            if sum(r.n for r in rows) >= 6 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+    finally:
+        query.stop()
+    per_user = Counter[str]()
+    for r in rows:
+        per_user[r.user] += r.n
+    assert per_user == {"a": 4, "b": 2}
+    assert {r.window_end - r.window_start for r in rows} == {500}

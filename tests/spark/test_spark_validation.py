@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from windowing.stream import BoundedOutOfOrderness, DataStream, WindowedStream
 pytestmark = pytest.mark.spark
 
 TUMBLING = TumblingEventTimeWindows(1_000)
+ALERTS = OutputTag("alerts")
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +172,40 @@ CASES: dict[str, tuple[Callable[[DataFrame], Any], str]] = {
         ),
         r"late side output: column 'late_reason' appears twice",
     ),
+    "side_output_schemas not a mapping": (
+        lambda df: keyed(df).window(TUMBLING).process(CountAll(), side_output_schemas=["x"]),  # type: ignore[arg-type]
+        r"side_output_schemas must be a mapping of OutputTag to a schema",
+    ),
+    "side output schema for the late tag": (
+        lambda df: (
+            keyed(df)
+            .window(TUMBLING)
+            .side_output_late_data(OutputTag("late"))
+            .process(CountAll(), side_output_schemas={OutputTag("late"): "x bigint"})
+        ),
+        r"side_output_schemas: OutputTag\(name='late'\) is the tag of side_output_late_data",
+    ),
+    "bad side output DDL": (
+        lambda df: (
+            keyed(df).window(TUMBLING).process(CountAll(), side_output_schemas={ALERTS: "a strin"})
+        ),
+        r"side_output_schemas\[OutputTag\(name='alerts'\)\]: cannot parse 'a strin'",
+    ),
+    "side output field clashes with key": (
+        lambda df: (
+            keyed(df).window(TUMBLING).process(CountAll(), side_output_schemas={ALERTS: "user int"})
+        ),
+        r"side output 'alerts': column 'user' appears twice",
+    ),
+    "undeclared side output": (
+        lambda df: (
+            keyed(df)
+            .window(TUMBLING)
+            .process(CountAll(), side_output_schemas={ALERTS: "level string"})
+            .get_side_output(OutputTag("other"))
+        ),
+        r"no side output OutputTag\(name='other'\).*side_output_schemas=",
+    ),
     "reserved column prefix": (
         lambda df: WindowedStream.from_dataframe(
             df.withColumnRenamed("label", "__pw_x"), event_time="ts"
@@ -215,6 +251,43 @@ def test_building_a_valid_job_runs_no_spark_job(events: DataFrame, no_jobs: None
     with pytest.raises(ValueError, match=r"no side output OutputTag\(name='other'\)"):
         result.get_side_output(OutputTag("other"))
     result.unpersist()
+    with_alerts = (
+        keyed(events)
+        .window(TUMBLING)
+        .process(CountAll(), side_output_schemas={ALERTS: "level string, score double"})
+    )
+    assert with_alerts.get_side_output(ALERTS).columns == [
+        "user",
+        "window_start",
+        "window_end",
+        "level",
+        "score",
+        "max_timestamp",
+    ]
+    with_alerts.unpersist()
+
+
+def test_streaming_plans_validate_before_any_job(
+    spark: SparkSession, tmp_path: Path, no_jobs: None
+) -> None:
+    df = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path))
+    stream = WindowedStream.from_dataframe(df, event_time="ts").key_by("user")
+    result = stream.window(TUMBLING).process(
+        CountAll(), side_output_schemas={ALERTS: "level string"}
+    )
+    assert result.get_side_output(ALERTS).columns == [
+        "user",
+        "window_start",
+        "window_end",
+        "level",
+        "max_timestamp",
+    ]
+    with pytest.raises(ValueError, match=r"no side output OutputTag\(name='other'\)"):
+        result.get_side_output(OutputTag("other"))
+    # A streaming DataFrame without processing_time column: processing time = the wall clock.
+    wall = stream.window(TumblingProcessingTimeWindows(1_000)).process(CountAll())
+    assert wall.time_mode == "ProcessingTime"
+    assert result.time_mode == "EventTime"
 
 
 def test_output_schema_inferred_from_annotation(events: DataFrame, no_jobs: None) -> None:

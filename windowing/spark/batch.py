@@ -17,7 +17,7 @@ the watermark and processing time to ``MAX_TIMESTAMP`` (end of input).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,120 +26,55 @@ import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
-from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import (
-    ByteType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import StructField, StructType
 
 from functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from functions.spec import WindowFunctionSpec
 from windowing.operator import WindowOperator
 from windowing.records import OutputTag
+from windowing.spark.output import (
+    LATE_COLUMNS,
+    METRIC_NAMES,
+    REASON_LATE,
+    REASON_NULL_ARRIVAL_ORDER,
+    REASON_NULL_EVENT_TIME,
+    RESULT_COLUMNS,
+    BatchMetrics,
+    OutputLayout,
+    check_names,
+    col,
+    no_side_output,
+    parse_side_output_schemas,
+)
 from windowing.spark.schema import (
     arrow_to_python,
     column_time_kind,
     contains_map,
-    make_row_encoder,
     parse_output_schema,
     schema_from_annotation,
 )
 from windowing.spark.watermark import add_prefix_max
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP
 
 if TYPE_CHECKING:
     from windowing.stream import WindowedStream
 
 __all__ = ["BatchMetrics", "WindowedResult", "run_batch"]
 
-# Internal column names (the prefix is reserved, see schema.INTERNAL_PREFIX).
+# Internal input columns (the prefix is reserved, see schema.INTERNAL_PREFIX).
 _TS = "__pw_ts"
 _ARR = "__pw_arr"
 _PT = "__pw_pt"
 _TB = "__pw_tb"
 _WMAX = "__pw_wmax"
-_KIND = "__pw_kind"
-_WS = "__pw_ws"
-_WE = "__pw_we"
-_MT = "__pw_mt"
-_LWM = "__pw_lwm"
-_LREASON = "__pw_lreason"
-
-_RESULT, _LATE, _METRICS = 0, 1, 2
-
-#: Reasons in the ``late_reason`` column of the late side output.
-REASON_LATE = "late"
-REASON_NULL_EVENT_TIME = "null_event_time"
-REASON_NULL_ARRIVAL_ORDER = "null_arrival_order"
-
-#: Result columns added around the function's output columns.
-RESULT_COLUMNS = ("window_start", "window_end", "max_timestamp")
-#: Columns added to the late rows.
-LATE_COLUMNS = ("late_watermark", "late_reason")
-
-# Epoch milliseconds representable as a Spark timestamp (years 1 to 9999).
-_SPARK_MIN_MS = -62_135_596_800_000
-_SPARK_MAX_MS = 253_402_300_799_999
-_INT64_MAX = 2**63 - 1
 
 
-@dataclass(frozen=True)
-class BatchMetrics:
-    """What happened to every input row of a batch run (sums over all keys).
-
-    Every input row is counted once in ``num_elements``, ``num_null_event_time`` or
-    ``num_null_arrival_order``; every element ends in a window, in
-    ``num_late_records_side_output``, ``num_late_records_dropped`` or
-    ``num_records_in_no_window``.
-
-    Attributes
-    ----------
-    num_input_rows
-        Rows of the input DataFrame.
-    num_elements
-        Rows handed to the window operator.
-    num_late_records_side_output
-        Late elements (added to no window) written to the late side output.
-    num_late_records_dropped
-        Late elements dropped because no late side output was requested.
-    num_null_event_time
-        Rows without event time under an event-time assigner; in the late side output (reason
-        ``null_event_time``) when it is requested, otherwise only counted here.
-    num_null_arrival_order
-        Rows without arrival order; like ``num_null_event_time`` (reason
-        ``null_arrival_order``).
-    num_records_in_no_window
-        Elements added to no window although not late (e.g. all their windows had closed).
-    num_windows_fired
-        Window evaluations with contents.
-    num_results
-        Rows of the results DataFrame.
-    num_windows_left_at_end
-        Windows still holding contents after the end of input (e.g. global windows whose
-        trigger did not purge, or never fired).
-    num_keys
-        Distinct keys (1 for ``window_all``).
-    """
-
-    num_input_rows: int = 0
-    num_elements: int = 0
-    num_late_records_side_output: int = 0
-    num_late_records_dropped: int = 0
-    num_null_event_time: int = 0
-    num_null_arrival_order: int = 0
-    num_records_in_no_window: int = 0
-    num_windows_fired: int = 0
-    num_results: int = 0
-    num_windows_left_at_end: int = 0
-    num_keys: int = 0
-
-
-_METRIC_NAMES = tuple(f.name for f in dataclasses.fields(BatchMetrics))
-_METRIC_COLUMNS = tuple(f"__pw_m_{n}" for n in _METRIC_NAMES)
+def replay_order(*, arrival: bool, processing_time: bool) -> list[tuple[str, str, str]]:
+    """Pyarrow sort keys of the replay order inside a key: arrival order, else processing
+    time, then event time, then the content hash (never dependent on partitioning); nulls
+    last."""
+    first = [_ARR] if arrival else [_PT] if processing_time else []
+    return [(n, "ascending", "at_end") for n in (*first, _TS, _TB)]
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,7 +82,7 @@ class WindowedResult:
     """The outcome of a terminal call (``reduce``, ``aggregate``, ...) of a
     :class:`~windowing.stream.WindowedStream`.
 
-    All three DataFrames are filters of one persisted operator output, so the stateful replay
+    All its DataFrames are filters of one persisted operator output, so the stateful replay
     runs once however many of them you use (``MEMORY_AND_DISK``; the first action computes
     it). Call :meth:`unpersist` (or use the result as a context manager) when done.
 
@@ -162,6 +97,8 @@ class WindowedResult:
         The combined, tagged operator output (internal layout; for debugging).
     late_output_tag
         The tag given to ``side_output_late_data``, if any.
+    side_outputs
+        The DataFrame of each tag declared in ``side_output_schemas``.
     """
 
     results: DataFrame
@@ -169,28 +106,36 @@ class WindowedResult:
     output: DataFrame = dataclasses.field(repr=False)
     late_output_tag: OutputTag | None = None
     late: DataFrame | None = dataclasses.field(default=None, repr=False)
+    side_outputs: Mapping[OutputTag, DataFrame] = dataclasses.field(
+        default_factory=dict, repr=False
+    )
 
     def get_side_output(self, tag: OutputTag) -> DataFrame:
-        """The late rows for ``tag``: the input rows unchanged (same columns and types), plus
-        ``late_watermark`` (the watermark when the row arrived; null before any watermark)
-        and ``late_reason`` (``late``, ``null_event_time`` or ``null_arrival_order``)."""
+        """A side output by tag.
+
+        For the tag of ``side_output_late_data``: the late input rows unchanged (same columns
+        and types), plus ``late_watermark`` (the watermark when the row arrived; null before
+        any watermark) and ``late_reason`` (``late``, ``null_event_time`` or
+        ``null_arrival_order``). For a tag declared in ``side_output_schemas``: the values of
+        ``context.output(tag, value)`` as key column(s), ``window_start``, ``window_end``,
+        the schema's fields and ``max_timestamp``. Any other tag: ``ValueError``.
+        """
         if not isinstance(tag, OutputTag):
             msg = f"tag must be an OutputTag, got {type(tag).__name__} {tag!r}"
             raise ValueError(msg)
-        if self.late is None or tag != self.late_output_tag:
-            msg = (
-                f"no side output {tag!r}: request it with .side_output_late_data({tag!r}) "
-                f"(this result has {self.late_output_tag!r})"
-            )
-            raise ValueError(msg)
-        return self.late
+        if self.late is not None and tag == self.late_output_tag:
+            return self.late
+        side = self.side_outputs.get(tag)
+        if side is None:
+            raise no_side_output(tag, [self.late_output_tag, *self.side_outputs])
+        return side
 
     def collect_metrics(self) -> BatchMetrics:
         """Run the (cheap) metrics query and return the counters."""
         row = self.metrics.first()
         if row is None:
             return BatchMetrics()
-        return BatchMetrics(**{n: int(row[n] or 0) for n in _METRIC_NAMES})
+        return BatchMetrics(**{n: int(row[n] or 0) for n in METRIC_NAMES})
 
     def unpersist(self, blocking: bool = False) -> None:
         """Release the persisted operator output."""
@@ -204,10 +149,6 @@ class WindowedResult:
 
 
 # ---------------------------------------------------------------------------- driver side
-def _col(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
 def _annotation_source(spec: WindowFunctionSpec) -> tuple[Any, bool] | None:
     """The method whose return annotation describes the outputs, and whether it returns
     many outputs (an iterable)."""
@@ -266,26 +207,6 @@ def _output_schema(
     return inferred, False
 
 
-def _check_names(names: list[str], what: str) -> None:
-    seen: set[str] = set()
-    for n in names:
-        if n in seen:
-            msg = (
-                f"{what}: column {n!r} appears twice; rename the input column or the "
-                "output_schema field"
-            )
-            raise ValueError(msg)
-        seen.add(n)
-
-
-def _ms_to_time(column: Column, kind: str) -> Column:
-    if kind == "timestamp":
-        return F.when(
-            column.between(_SPARK_MIN_MS, _SPARK_MAX_MS), F.timestamp_millis(column)
-        ).otherwise(F.lit(None).cast(TimestampType()))
-    return column
-
-
 def _bucket_count(spark: SparkSession) -> int:
     """Buckets for the arrival-order watermark: the shuffle partitions, within [1, 1024]."""
     try:
@@ -295,65 +216,86 @@ def _bucket_count(spark: SparkSession) -> int:
     return min(max(n, 1), 1024)
 
 
-def result_columns(
-    results: list[Any], encode: Any, out_schema: StructType
-) -> tuple[list[list[Any]], list[int | None], list[int | None], list[int | None]]:
-    """Window results as columns: the encoded output columns, then window start, window end
-    and result timestamp (shared by the batch replay and the streaming processor)."""
-    out_columns: list[list[Any]] = [[] for _ in out_schema.fields]
-    ws: list[int | None] = []
-    we: list[int | None] = []
-    mt: list[int | None] = []
-    for r in results:
-        try:
-            values = encode(r.value)
-        except Exception as exc:
-            exc.add_note(
-                f"while writing the result {r.value!r} of window {r.window!r} of key "
-                f"{r.key!r} as a row of {out_schema.simpleString()}"
-            )
-            raise
-        for column, v in zip(out_columns, values, strict=True):
-            column.append(v)
-        start, end = _window_bounds(r.window)
-        ws.append(start)
-        we.append(end)
-        mt.append(r.timestamp)
-    return out_columns, ws, we, mt
-
-
-def combined_output_schema(
-    key_fields: Any, out_fields: StructType, input_schema: StructType
-) -> tuple[list[str], list[str], StructType]:
-    """The one tagged output of the operator (results, late rows and metrics rows), shared by
-    the batch replay and the streaming processor: ``(late columns, result columns, schema)``."""
-    late_cols = [f"__pw_l{i}" for i in range(len(input_schema.fields))]
-    result_cols = [f"__pw_r{i}" for i in range(len(out_fields.fields))]
-    schema = StructType(
-        [
-            StructField(_KIND, ByteType(), False),
-            *[StructField(k.name, k.dataType, True) for k in key_fields],
-            StructField(_WS, LongType(), True),
-            StructField(_WE, LongType(), True),
-            StructField(_MT, LongType(), True),
-            *[
-                StructField(c, f.dataType, True)
-                for c, f in zip(result_cols, out_fields.fields, strict=True)
-            ],
-            *[
-                StructField(c, f.dataType, True)
-                for c, f in zip(late_cols, input_schema.fields, strict=True)
-            ],
-            StructField(_LWM, LongType(), True),
-            StructField(_LREASON, StringType(), True),
-            *[StructField(c, LongType(), True) for c in _METRIC_COLUMNS],
-        ]
+def build_layout(
+    stream: WindowedStream,
+    spec: WindowFunctionSpec,
+    output_schema: Any,
+    side_output_schemas: Any,
+) -> OutputLayout:
+    """Validate ``stream`` with ``spec`` and the schemas against the DataFrame's schema (no
+    Spark job runs), and return the layout of the tagged output."""
+    source = stream.source
+    df = source.df
+    config = stream.config
+    keys = tuple(stream.keys or ())
+    # The operator validates the assigner / trigger / evictor / function combination.
+    WindowOperator(
+        config.assigner,
+        spec,
+        trigger=config.trigger,
+        evictor=config.evictor,
+        allowed_lateness=config.allowed_lateness,
+        late_output_tag=config.late_output_tag,
     )
-    return late_cols, result_cols, schema
+    input_schema = df.schema
+    ts_kind = column_time_kind(df, source.event_time, "event_time")
+    for name, parameter in (
+        (source.arrival_order, "arrival_order"),
+        (source.processing_time, "processing_time"),
+    ):
+        if name is not None:
+            column_time_kind(df, name, parameter)
+    out_fields, reduced_rows = _output_schema(spec, output_schema, input_schema, keys)
+    result_names = [*keys, "window_start", "window_end", *out_fields.names, "max_timestamp"]
+    check_names(result_names, "results")
+    if config.late_output_tag is not None:
+        check_names([*input_schema.names, *LATE_COLUMNS], "late side output")
+    sides = parse_side_output_schemas(
+        side_output_schemas, late_output_tag=config.late_output_tag, keys=keys
+    )
+    return OutputLayout(
+        keys=keys,
+        input_schema=input_schema,
+        out_schema=out_fields,
+        reduced_rows=reduced_rows,
+        ts_kind=ts_kind,
+        late_output_tag=config.late_output_tag,
+        side_outputs=sides,
+        timezone=df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC",
+    )
+
+
+def internal_columns(df: DataFrame, source: Any) -> list[Column]:
+    """The input columns, then event time in ms (``__pw_ts``), the content hash
+    (``__pw_tb``), and when given arrival order (``__pw_arr``) and processing time in ms
+    (``__pw_pt``)."""
+
+    def millis(name: str) -> Column:
+        kind = column_time_kind(df, name, "time column")
+        return F.unix_millis(col(name)) if kind == "timestamp" else col(name).cast("long")
+
+    hashable = [col(f.name) for f in df.schema.fields if not contains_map(f.dataType)]
+    columns = [
+        *[col(c) for c in df.columns],
+        millis(source.event_time).alias(_TS),
+        (F.xxhash64(*hashable) if hashable else F.lit(0).cast("long")).alias(_TB),
+    ]
+    if source.arrival_order is not None:
+        kind = column_time_kind(df, source.arrival_order, "arrival_order")
+        arr = col(source.arrival_order)
+        columns.append(
+            (F.unix_micros(arr) if kind == "timestamp" else arr.cast("long")).alias(_ARR)
+        )
+    if source.processing_time is not None:
+        columns.append(millis(source.processing_time).alias(_PT))
+    return columns
 
 
 def run_batch(
-    stream: WindowedStream, spec: WindowFunctionSpec, output_schema: Any
+    stream: WindowedStream,
+    spec: WindowFunctionSpec,
+    output_schema: Any,
+    side_output_schemas: Any = None,
 ) -> WindowedResult:
     """Validate ``stream`` with ``spec`` against the DataFrame's schema and build the batch
     plan (no Spark job runs here); see the module docstring."""
@@ -367,64 +309,12 @@ def run_batch(
             "DataFrames run through windowing.spark.streaming.run_streaming"
         )
         raise NotImplementedError(msg)
-    # The operator validates the assigner / trigger / evictor / function combination.
-    WindowOperator(
-        config.assigner,
-        spec,
-        trigger=config.trigger,
-        evictor=config.evictor,
-        allowed_lateness=config.allowed_lateness,
-        late_output_tag=config.late_output_tag,
-    )
-    input_schema = df.schema
-    ts_kind = column_time_kind(df, source.event_time, "event_time")
-    arr_kind = (
-        column_time_kind(df, source.arrival_order, "arrival_order")
-        if source.arrival_order is not None
-        else None
-    )
-    pt_kind = (
-        column_time_kind(df, source.processing_time, "processing_time")
-        if source.processing_time is not None
-        else None
-    )
-    out_fields, reduced_rows = _output_schema(spec, output_schema, input_schema, keys)
-    result_names = [*keys, "window_start", "window_end", *out_fields.names, "max_timestamp"]
-    _check_names(result_names, "results")
-    if config.late_output_tag is not None:
-        _check_names([*input_schema.names, *LATE_COLUMNS], "late side output")
-    key_fields = [input_schema[k] for k in keys]
-
-    # -- internal columns -------------------------------------------------------------
-    def millis(name: str, kind: str) -> Column:
-        return F.unix_millis(_col(name)) if kind == "timestamp" else _col(name).cast("long")
-
-    hashable = [_col(f.name) for f in input_schema.fields if not contains_map(f.dataType)]
-    internal = [
-        millis(source.event_time, ts_kind).alias(_TS),
-        (F.xxhash64(*hashable) if hashable else F.lit(0).cast("long")).alias(_TB),
-    ]
-    if source.arrival_order is not None:
-        arr = (
-            F.unix_micros(_col(source.arrival_order))
-            if arr_kind == "timestamp"
-            else _col(source.arrival_order).cast("long")
-        )
-        internal.append(arr.alias(_ARR))
-    if source.processing_time is not None:
-        internal.append(millis(source.processing_time, pt_kind or "integral").alias(_PT))
-    prepared = df.select(*[_col(c) for c in df.columns], *internal)
-    spark = df.sparkSession
+    layout = build_layout(stream, spec, output_schema, side_output_schemas)
+    prepared = df.select(*internal_columns(df, source))
     if source.arrival_order is not None:
         prepared = add_prefix_max(
-            prepared, order=_ARR, value=_TS, out=_WMAX, buckets=_bucket_count(spark)
+            prepared, order=_ARR, value=_TS, out=_WMAX, buckets=_bucket_count(df.sparkSession)
         )
-
-    # -- combined output schema ---------------------------------------------------------
-    late_cols, result_cols, combined_schema = combined_output_schema(
-        key_fields, out_fields, input_schema
-    )
-    tz = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     replay = _Replay(
         assigner=config.assigner,
         spec=spec,
@@ -433,52 +323,27 @@ def run_batch(
         allowed_lateness=config.allowed_lateness,
         late_output_tag=config.late_output_tag,
         keys=keys,
-        input_names=list(input_schema.names),
-        input_schema=input_schema,
-        out_schema=out_fields,
-        out_arrow_types=[to_arrow_type(f.dataType, timezone=tz) for f in out_fields.fields],
-        reduced_rows=reduced_rows,
+        input_names=list(layout.input_schema.names),
+        layout=layout,
         watermark=source.watermark,
         has_arrival=source.arrival_order is not None,
         has_processing_time=source.processing_time is not None,
-        result_cols=result_cols,
-        late_cols=late_cols,
     )
-    grouped = prepared.groupBy(*[_col(k) for k in keys]) if keys else prepared.groupBy()
+    grouped = prepared.groupBy(*[col(k) for k in keys]) if keys else prepared.groupBy()
 
     def replay_group(table: pa.Table) -> pa.Table:
         return replay(table)
 
-    combined = grouped.applyInArrow(replay_group, schema=combined_schema).persist(
+    combined = grouped.applyInArrow(replay_group, schema=layout.schema).persist(
         StorageLevel.MEMORY_AND_DISK
     )
-
-    results = combined.where(F.col(_KIND) == _RESULT).select(
-        *[_col(k) for k in keys],
-        _ms_to_time(F.col(_WS), ts_kind).alias("window_start"),
-        _ms_to_time(F.col(_WE), ts_kind).alias("window_end"),
-        *[F.col(c).alias(f.name) for c, f in zip(result_cols, out_fields.fields, strict=True)],
-        _ms_to_time(F.col(_MT), ts_kind).alias("max_timestamp"),
-    )
-    late = None
-    if config.late_output_tag is not None:
-        late = combined.where(F.col(_KIND) == _LATE).select(
-            *[F.col(c).alias(f.name) for c, f in zip(late_cols, input_schema.fields, strict=True)],
-            _ms_to_time(F.col(_LWM), ts_kind).alias("late_watermark"),
-            F.col(_LREASON).alias("late_reason"),
-        )
-    metrics = combined.where(F.col(_KIND) == _METRICS).agg(
-        *[
-            F.coalesce(F.sum(F.col(c)), F.lit(0)).cast("long").alias(n)
-            for c, n in zip(_METRIC_COLUMNS, _METRIC_NAMES, strict=True)
-        ]
-    )
     return WindowedResult(
-        results=results,
-        metrics=metrics,
+        results=layout.select_results(combined),
+        metrics=layout.select_metric_totals(combined),
         output=combined,
         late_output_tag=config.late_output_tag,
-        late=late,
+        late=None if config.late_output_tag is None else layout.select_late(combined),
+        side_outputs={t: layout.select_side_output(combined, t) for t in layout.side_tags},
     )
 
 
@@ -498,30 +363,14 @@ class _Replay:
     late_output_tag: OutputTag | None
     keys: tuple[str, ...]
     input_names: list[str]
-    input_schema: StructType
-    out_schema: StructType
-    out_arrow_types: list[pa.DataType]
-    reduced_rows: bool
+    layout: OutputLayout
     watermark: Any  # a windowing.stream watermark strategy
     has_arrival: bool
     has_processing_time: bool
-    result_cols: list[str]
-    late_cols: list[str]
-
-    def sort_keys(self) -> list[tuple[str, str, str]]:
-        """Replay order: arrival order, else processing time, then event time, then the
-        content hash (so that the order never depends on partitioning); nulls last."""
-        if self.has_arrival:
-            names = [_ARR, _TS, _TB]
-        elif self.has_processing_time:
-            names = [_PT, _TS, _TB]
-        else:
-            names = [_TS, _TB]
-        return [(n, "ascending", "at_end") for n in names]
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        order = pc.sort_indices(table, sort_keys=self.sort_keys())
-        table = table.take(order)
+        order = replay_order(arrival=self.has_arrival, processing_time=self.has_processing_time)
+        table = table.take(pc.sort_indices(table, sort_keys=order))
         return _replay_key(self, table)
 
 
@@ -543,17 +392,6 @@ def _rows(replay: _Replay, table: pa.Table) -> list[Any]:
         row.__fields__ = names
         rows.append(row)
     return rows
-
-
-def _window_bounds(window: Any) -> tuple[int | None, int | None]:
-    start = getattr(window, "start", None)
-    end = getattr(window, "end", None)
-    if not (isinstance(start, int) and isinstance(end, int)):
-        return None, None
-    return (
-        start if -_INT64_MAX - 1 <= start <= _INT64_MAX else None,
-        end if -_INT64_MAX - 1 <= end <= _INT64_MAX else None,
-    )
 
 
 def _tracking(items: list[tuple[Any, Any, Any]], current: list[Any]) -> Iterator[Any]:
@@ -644,13 +482,6 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
     flush()
     advance(MAX_TIMESTAMP, MAX_TIMESTAMP)
 
-    for other, records in op.side_outputs.items():
-        if other != tag and records:
-            msg = (
-                f"side output {other!r} from a ProcessWindowFunction's context.output() is not "
-                "supported by the Spark batch runtime yet"
-            )
-            raise NotImplementedError(msg)
     if tag is not None:
         lates = op.side_outputs.get(tag, [])
         if lates:
@@ -660,65 +491,7 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
                 late_wm.append(e.watermark)
                 late_reason.append(REASON_LATE)
 
-    # -- results ----------------------------------------------------------------------------
-    results = op.output
-    n_res = len(results)
-    n_late = len(late_idx)
-    total = n_res + n_late + 1
-    tail = [None] * (n_late + 1)
-    encode = make_row_encoder(replay.input_schema if replay.reduced_rows else replay.out_schema)
-    pick: Callable[[list[Any]], list[Any]]
-    if replay.reduced_rows:
-        kept = set(replay.out_schema.names)
-        keep = [i for i, name in enumerate(replay.input_names) if name in kept]
-
-        def pick(values: list[Any]) -> list[Any]:
-            return [values[i] for i in keep]
-    else:
-
-        def pick(values: list[Any]) -> list[Any]:
-            return values
-
-    out_columns, ws, we, mt = result_columns(
-        results, lambda value: pick(encode(value)), replay.out_schema
-    )
-
-    arrays: list[Any] = [pa.array([_RESULT] * n_res + [_LATE] * n_late + [_METRICS], pa.int8())]
-    names: list[str] = [_KIND]
-    first = pa.array([0] * total, pa.int64())
-    for k in replay.keys:
-        arrays.append(table.column(k).take(first))
-        names.append(k)
-    for name, values in ((_WS, ws), (_WE, we), (_MT, mt)):
-        arrays.append(pa.array(values + tail, pa.int64()))
-        names.append(name)
-    for name, field, values, arrow_type in zip(
-        replay.result_cols,
-        replay.out_schema.fields,
-        out_columns,
-        replay.out_arrow_types,
-        strict=True,
-    ):
-        try:
-            arrays.append(pa.array(values + tail, arrow_type))
-        except (pa.ArrowException, TypeError, ValueError) as exc:
-            exc.add_note(
-                f"while writing output column {field.name!r} ({field.dataType.simpleString()}) "
-                f"for key {key!r}"
-            )
-            raise
-        names.append(name)
-    late_take = pa.array([None] * n_res + late_idx + [None], pa.int64())
-    for name, input_name in zip(replay.late_cols, replay.input_names, strict=True):
-        arrays.append(table.column(input_name).take(late_take))
-        names.append(name)
-    wm_out = [None if w is None or w == MIN_TIMESTAMP else w for w in late_wm]
-    arrays.append(pa.array([None] * n_res + wm_out + [None], pa.int64()))
-    names.append(_LWM)
-    arrays.append(pa.array([None] * n_res + late_reason + [None], pa.string()))
-    names.append(_LREASON)
     m = op.metrics
-    left = sum(1 for _ in op.iter_windows(key))
     counters = {
         "num_input_rows": n,
         "num_elements": m.num_elements,
@@ -728,12 +501,24 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
         "num_null_arrival_order": null_arr,
         "num_records_in_no_window": m.num_records_in_no_window,
         "num_windows_fired": m.num_windows_fired,
-        "num_results": n_res,
-        "num_windows_left_at_end": left,
+        "num_results": len(op.output),
+        "num_windows_left_at_end": sum(1 for _ in op.iter_windows(key)),
         "num_keys": 1,
     }
-    pad = [None] * (total - 1)
-    for column_name, metric in zip(_METRIC_COLUMNS, _METRIC_NAMES, strict=True):
-        arrays.append(pa.array([*pad, counters[metric]], pa.int64()))
-        names.append(column_name)
-    return pa.Table.from_arrays(arrays, names=names)
+    first_row = table.slice(0, 1)
+
+    def key_columns(total: int) -> list[pa.Array]:
+        take = pa.array([0] * total, pa.int64())
+        return [first_row.column(k).take(take) for k in replay.keys]
+
+    return replay.layout.tagged_table(
+        key=key,
+        key_columns=key_columns,
+        results=op.output,
+        side_outputs=op.side_outputs,
+        late_source=table,
+        late_rows=late_idx,
+        late_watermarks=late_wm,
+        late_reasons=late_reason,
+        counters=counters,
+    )

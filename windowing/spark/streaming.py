@@ -3,16 +3,20 @@ streaming DataFrame with ``transformWithStateInPandas`` (see ``docs/spark.md``).
 
 The plan::
 
-    input ──► add internal columns: event time in ms (__pw_ts), a content hash (__pw_tb)
+    input ──► add internal columns: event time in ms (__pw_ts), a content hash (__pw_tb),
+              arrival order (__pw_arr) and processing time (__pw_pt) when given
           ──► withWatermark on a COPY of the event time (__pw_wm), projected away again, so
               Spark tracks the watermark but never drops a late row before the operator
-          ──► groupBy(keys).transformWithStateInPandas(_WindowProcessor, EventTime, Append)
-          ──► the tagged output of the batch path: results, late rows, per-batch metrics
+          ──► groupBy(keys).transformWithStateInPandas(_WindowProcessor, Append,
+              EventTime | ProcessingTime)
+          ──► the tagged output of the batch path: results, side outputs, late rows and
+              per-batch metrics rows, observed as summed counters (``METRICS_NAME``)
 
 Per key and micro-batch the processor reads one ``ValueState`` (the pickled
-:class:`~windowing.operator.KeyState` plus the event-time timer registered for it), writes it
-once (or clears it when the key holds nothing), and keeps exactly one Spark event-time timer:
-the key's next due operator timer.
+:class:`~windowing.operator.KeyState` plus the timer registered for it), writes it once (or
+clears it when the key holds nothing), and keeps exactly one Spark timer: the key's next due
+operator timer, in event time, or in processing time for a processing-time assigner without a
+``processing_time`` column (``ProcessingTime`` mode, the micro-batch's wall clock).
 
 Watermarks: Spark's watermark ``W`` (``max event time of earlier batches - delay``) means
 "rows with ``ts < W`` are late", which is Flink's watermark ``W - 1``, the value the batch
@@ -22,7 +26,7 @@ initial watermark ``0`` means "no watermark yet" (``MIN_TIMESTAMP``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,45 +48,41 @@ from pyspark.sql.types import (
 from windowing.operator import WindowOperator
 from windowing.records import OutputTag
 from windowing.spark.batch import (
-    _KIND,
-    _LATE,
-    _LREASON,
-    _LWM,
-    _METRIC_COLUMNS,
-    _METRIC_NAMES,
-    _METRICS,
-    _MT,
-    _RESULT,
-    _TB,
+    _ARR,
+    _PT,
     _TS,
-    _WE,
-    _WS,
-    LATE_COLUMNS,
+    build_layout,
+    internal_columns,
+    replay_order,
+)
+from windowing.spark.output import (
     REASON_LATE,
+    REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
-    _check_names,
-    _col,
-    _ms_to_time,
-    _output_schema,
-    combined_output_schema,
-    result_columns,
+    STREAMING_METRICS,
+    OutputLayout,
+    col,
 )
-from windowing.spark.schema import (
-    arrow_to_python,
-    column_time_kind,
-    contains_map,
-    make_row_encoder,
-)
-from windowing.time import MIN_TIMESTAMP
+from windowing.spark.schema import arrow_to_python
+from windowing.stream import is_processing_time_assigner
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 if TYPE_CHECKING:
     from functions.spec import WindowFunctionSpec
     from windowing.stream import WindowedStream
 
-__all__ = ["ROCKSDB_PROVIDER", "StreamingWindowedResult", "run_streaming", "write_results_and_late"]
+__all__ = [
+    "METRICS_NAME",
+    "ROCKSDB_PROVIDER",
+    "StreamingWindowedResult",
+    "run_streaming",
+    "write_results_and_late",
+]
 
 #: The state store provider ``transformWithStateInPandas`` needs.
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: The name of the observed metrics in ``query.lastProgress["observedMetrics"]``.
+METRICS_NAME = "windowing"
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 _WM = "__pw_wm"
 _STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
@@ -95,77 +95,75 @@ class StreamingWindowedResult:
     Attributes
     ----------
     output
-        The streaming, tagged operator output (the batch path's layout: ``__pw_kind`` 0 =
-        result, 1 = late row, 2 = per-key, per-micro-batch metrics).
-    late_output_tag
-        The tag given to ``side_output_late_data``, if any.
+        The streaming, tagged operator output (internal layout: results, side outputs, late
+        rows and per-key, per-micro-batch metrics rows); with ``metrics_name``, observed.
+    layout
+        How to split ``output`` (or one ``foreachBatch`` batch of it).
+    time_mode
+        ``"EventTime"``, or ``"ProcessingTime"`` for a processing-time assigner without a
+        ``processing_time`` column (the wall clock).
+    metrics_name
+        The name of the observed metrics in ``query.lastProgress["observedMetrics"]``.
     """
 
     output: DataFrame
-    late_output_tag: OutputTag | None
-    keys: tuple[str, ...]
-    ts_kind: str
-    out_fields: StructType
-    input_schema: StructType
-    result_cols: list[str]
-    late_cols: list[str]
+    layout: OutputLayout
+    time_mode: str = "EventTime"
+    metrics_name: str | None = METRICS_NAME
+
+    @property
+    def late_output_tag(self) -> OutputTag | None:
+        """The tag given to ``side_output_late_data``, if any."""
+        return self.layout.late_output_tag
 
     def select_results(self, df: DataFrame) -> DataFrame:
         """The results of a tagged output ``df`` (streaming, or one ``foreachBatch`` batch):
         key column(s), ``window_start``, ``window_end``, function outputs, ``max_timestamp``."""
-        return df.where(F.col(_KIND) == _RESULT).select(
-            *[_col(k) for k in self.keys],
-            _ms_to_time(F.col(_WS), self.ts_kind).alias("window_start"),
-            _ms_to_time(F.col(_WE), self.ts_kind).alias("window_end"),
-            *[
-                F.col(c).alias(f.name)
-                for c, f in zip(self.result_cols, self.out_fields.fields, strict=True)
-            ],
-            _ms_to_time(F.col(_MT), self.ts_kind).alias("max_timestamp"),
-        )
+        return self.layout.select_results(df)
 
     def select_late(self, df: DataFrame) -> DataFrame:
         """The late rows of a tagged output ``df``: the input columns plus
         ``late_watermark`` and ``late_reason``."""
-        return df.where(F.col(_KIND) == _LATE).select(
-            *[
-                F.col(c).alias(f.name)
-                for c, f in zip(self.late_cols, self.input_schema.fields, strict=True)
-            ],
-            _ms_to_time(F.col(_LWM), self.ts_kind).alias("late_watermark"),
-            F.col(_LREASON).alias("late_reason"),
-        )
+        return self.layout.select_late(df)
+
+    def select_side_output(self, df: DataFrame, tag: OutputTag) -> DataFrame:
+        """The side output ``tag`` of a tagged output ``df`` (see :meth:`get_side_output`)."""
+        return self.layout.select_side_output(df, tag)
 
     def select_metrics(self, df: DataFrame) -> DataFrame:
         """The metrics rows of a tagged output ``df`` (one per key and micro-batch; sum
         them). ``num_keys`` and ``num_windows_left_at_end`` are always 0 in streaming."""
-        return df.where(F.col(_KIND) == _METRICS).select(
-            *[F.col(c).alias(n) for c, n in zip(_METRIC_COLUMNS, _METRIC_NAMES, strict=True)]
-        )
+        return self.layout.select_metrics(df)
 
     @property
     def results(self) -> DataFrame:
         """The results as a streaming DataFrame (its own query; prefer
-        :func:`write_results_and_late` to run the operator once for both outputs)."""
+        :func:`write_results_and_late` to run the operator once for all outputs)."""
         return self.select_results(self.output)
 
     def get_side_output(self, tag: OutputTag) -> DataFrame:
-        """The late rows for ``tag`` as a streaming DataFrame."""
-        if self.late_output_tag is None or tag != self.late_output_tag:
-            msg = f"no side output {tag!r}: this result has {self.late_output_tag!r}"
-            raise ValueError(msg)
-        return self.select_late(self.output)
+        """A side output as a streaming DataFrame: the late rows for the late tag, or the
+        values of ``context.output(tag, ...)`` for a tag declared in ``side_output_schemas``
+        (key column(s), ``window_start``, ``window_end``, the fields, ``max_timestamp``);
+        ``ValueError`` for any other tag."""
+        return self.layout.select_side_output(self.output, tag)
 
 
 def run_streaming(
-    stream: WindowedStream, spec: WindowFunctionSpec, output_schema: Any = None
+    stream: WindowedStream,
+    spec: WindowFunctionSpec,
+    output_schema: Any = None,
+    side_output_schemas: Mapping[OutputTag, Any] | None = None,
+    *,
+    metrics_name: str | None = METRICS_NAME,
 ) -> StreamingWindowedResult:
     """Build the streaming plan for ``stream`` (whose source DataFrame is streaming) with the
     window function ``spec`` (``functions.spec.Reduce(...)``, ``Aggregate(...)``, ...).
 
-    Sets the session's state store provider to RocksDB (``ROCKSDB_PROVIDER``), which
-    ``transformWithStateInPandas`` requires. Event time only: processing-time assigners,
-    ``arrival_order`` and ``processing_time`` columns are rejected.
+    ``output_schema`` and ``side_output_schemas`` are those of the builder's terminal calls.
+    The counters of :data:`~windowing.spark.output.STREAMING_METRICS` are observed under
+    ``metrics_name`` (``None``: not observed). Sets the session's state store provider to
+    RocksDB (``ROCKSDB_PROVIDER``), which ``transformWithStateInPandas`` requires.
     """
     source = stream.source
     df = source.df
@@ -174,56 +172,25 @@ def run_streaming(
     if not df.isStreaming:
         msg = "run_streaming needs a streaming DataFrame; use the terminal calls for batch"
         raise ValueError(msg)
-    if source.arrival_order is not None or source.processing_time is not None:
-        msg = (
-            "run_streaming: arrival_order / processing_time columns are not supported; the "
-            "micro-batches are the arrival order"
-        )
-        raise NotImplementedError(msg)
-    op = WindowOperator(
-        config.assigner,
-        spec,
-        trigger=config.trigger,
-        evictor=config.evictor,
-        allowed_lateness=config.allowed_lateness,
-        late_output_tag=config.late_output_tag,
-    )
-    if not op.is_event_time:
-        msg = "run_streaming: only event-time assigners are supported"
-        raise NotImplementedError(msg)
-    input_schema = df.schema
-    ts_kind = column_time_kind(df, source.event_time, "event_time")
-    out_fields, reduced_rows = _output_schema(spec, output_schema, input_schema, keys)
-    _check_names(
-        [*keys, "window_start", "window_end", *out_fields.names, "max_timestamp"], "results"
-    )
-    if config.late_output_tag is not None:
-        _check_names([*input_schema.names, *LATE_COLUMNS], "late side output")
+    if metrics_name is not None and (not isinstance(metrics_name, str) or not metrics_name):
+        msg = f"metrics_name must be a non-empty str or None, got {metrics_name!r}"
+        raise ValueError(msg)
+    layout = build_layout(stream, spec, output_schema, side_output_schemas)
+    wall_clock = is_processing_time_assigner(config.assigner) and source.processing_time is None
     spark = df.sparkSession
     spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
 
-    ts_col = (
-        F.unix_millis(_col(source.event_time))
-        if ts_kind == "timestamp"
-        else _col(source.event_time).cast("long")
-    )
-    hashable = [_col(f.name) for f in input_schema.fields if not contains_map(f.dataType)]
-    prepared = (
-        df.select(
-            *[_col(c) for c in df.columns],
-            ts_col.alias(_TS),
-            (F.xxhash64(*hashable) if hashable else F.lit(0).cast("long")).alias(_TB),
+    prepared = df.select(*internal_columns(df, source))
+    if not wall_clock:
+        # The watermark is defined on a copy of the event time that is projected away, so
+        # Spark never drops a late row before the operator (see docs/spark.md).
+        prepared = (
+            prepared.withColumn(_WM, F.timestamp_millis(F.col(_TS)))
+            .withWatermark(_WM, f"{source.watermark.delay} milliseconds")
+            .drop(_WM)
         )
-        .withColumn(_WM, F.timestamp_millis(F.col(_TS)))
-        .withWatermark(_WM, f"{source.watermark.delay} milliseconds")
-        .drop(_WM)
-    )
-
-    key_fields = [input_schema[k] for k in keys]
-    late_cols, result_cols, combined_schema = combined_output_schema(
-        key_fields, out_fields, input_schema
-    )
-    tz = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    internal = tuple(prepared.columns[len(df.columns) :])  # __pw_ts, __pw_tb[, ...]
+    tz = layout.timezone
     processor = _WindowProcessor(
         _Config(
             assigner=config.assigner,
@@ -232,32 +199,27 @@ def run_streaming(
             evictor=config.evictor,
             allowed_lateness=config.allowed_lateness,
             late_output_tag=config.late_output_tag,
-            keys=keys,
-            input_schema=input_schema,
-            input_arrow=to_arrow_schema(input_schema, timezone=tz),
-            key_arrow_types=[to_arrow_type(f.dataType, timezone=tz) for f in key_fields],
-            out_schema=out_fields,
-            out_arrow_types=[to_arrow_type(f.dataType, timezone=tz) for f in out_fields.fields],
-            reduced_rows=reduced_rows,
-            combined_arrow=to_arrow_schema(combined_schema, timezone=tz),
+            layout=layout,
+            internal=internal,
+            input_arrow=to_arrow_schema(layout.input_schema, timezone=tz),
+            key_arrow_types=[
+                to_arrow_type(layout.input_schema[k].dataType, timezone=tz) for k in keys
+            ],
+            wall_clock=wall_clock,
         )
     )
-    grouped = prepared.groupBy(*[_col(k) for k in keys]) if keys else prepared.groupBy()
+    time_mode = "ProcessingTime" if wall_clock else "EventTime"
+    grouped = prepared.groupBy(*[col(k) for k in keys]) if keys else prepared.groupBy()
     output = grouped.transformWithStateInPandas(
         statefulProcessor=processor,
-        outputStructType=combined_schema,
+        outputStructType=layout.schema,
         outputMode="Append",
-        timeMode="EventTime",
+        timeMode=time_mode,
     )
+    if metrics_name is not None:
+        output = output.observe(metrics_name, *layout.metric_totals(STREAMING_METRICS))
     return StreamingWindowedResult(
-        output=output,
-        late_output_tag=config.late_output_tag,
-        keys=keys,
-        ts_kind=ts_kind,
-        out_fields=out_fields,
-        input_schema=input_schema,
-        result_cols=result_cols,
-        late_cols=late_cols,
+        output=output, layout=layout, time_mode=time_mode, metrics_name=metrics_name
     )
 
 
@@ -270,15 +232,24 @@ def write_results_and_late(
     available_now: bool = False,
     processing_time: str | None = None,
     query_name: str | None = None,
+    side_output_paths: Mapping[OutputTag, str] | None = None,
 ) -> StreamingQuery:
-    """Start ONE streaming query that writes the results and the late rows to two parquet
-    directories with ``foreachBatch``.
+    """Start ONE streaming query that writes the results, the late rows and the side outputs
+    of ``side_output_paths`` (tag -> directory) to parquet with ``foreachBatch``.
 
     Each micro-batch goes to ``<path>/batch_id=<N>`` with mode ``overwrite``, so a batch
     replayed after a failure replaces its own earlier partial output (idempotent per batch
     id); ``spark.read.parquet(path)`` reads all batches (with a ``batch_id`` column).
     Restart with the same ``checkpoint`` to continue where the query stopped.
     """
+    sides = dict(side_output_paths or {})
+    for tag in sides:
+        if result.layout.side_index(tag) is None:
+            msg = (
+                f"side_output_paths: {tag!r} is the late-data tag; write it with late_path, "
+                "not side_output_paths"
+            )
+            raise ValueError(msg)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         batch = batch.persist()
@@ -289,6 +260,10 @@ def write_results_and_late(
             if late_path is not None and result.late_output_tag is not None:
                 result.select_late(batch).write.mode("overwrite").parquet(
                     f"{late_path}/batch_id={batch_id}"
+                )
+            for tag, path in sides.items():
+                result.select_side_output(batch, tag).write.mode("overwrite").parquet(
+                    f"{path}/batch_id={batch_id}"
                 )
         finally:
             batch.unpersist()
@@ -314,14 +289,11 @@ class _Config:
     evictor: Any
     allowed_lateness: int
     late_output_tag: OutputTag | None
-    keys: tuple[str, ...]
-    input_schema: StructType
+    layout: OutputLayout
+    internal: tuple[str, ...]  # the internal input columns after the input columns
     input_arrow: pa.Schema
     key_arrow_types: list[pa.DataType]
-    out_schema: StructType
-    out_arrow_types: list[pa.DataType]
-    reduced_rows: bool
-    combined_arrow: pa.Schema
+    wall_clock: bool  # ProcessingTime mode: processing time is the micro-batch's clock
 
 
 def _flink_watermark(spark_watermark_ms: int) -> int:
@@ -331,7 +303,11 @@ def _flink_watermark(spark_watermark_ms: int) -> int:
 
 
 class _WindowProcessor(StatefulProcessor):
-    """One ``WindowOperator`` per Python worker; per key one ValueState and one timer."""
+    """One ``WindowOperator`` per Python worker; per key one ValueState and one timer.
+
+    The state is the pickled ``(registered timer, KeyState, processing-time clock)``; the
+    clock is the key's largest ``processing_time`` value so far (``None`` without that
+    column)."""
 
     def __init__(self, config: _Config) -> None:
         self.config = config
@@ -348,30 +324,36 @@ class _WindowProcessor(StatefulProcessor):
             allowed_lateness=c.allowed_lateness,
             late_output_tag=c.late_output_tag,
         )
-        self.encode = make_row_encoder(c.input_schema if c.reduced_rows else c.out_schema)
-        names = c.input_schema.names
-        kept = set(c.out_schema.names)
-        self.keep = [i for i, n in enumerate(names) if n in kept] if c.reduced_rows else None
+        self.spark_watermark = 0
+        self.now = 0
 
     # -- state ---------------------------------------------------------------------------
-    def _load(self) -> tuple[int | None, Any]:
+    def _load(self) -> tuple[int | None, Any, int | None]:
         value = self.state.get()
         if value is None or value[0] is None:
-            return None, self.op.new_key_state()
-        timer, ks = cloudpickle.loads(value[0])
-        return timer, ks
+            return None, self.op.new_key_state(), None
+        timer, ks, clock = cloudpickle.loads(value[0])
+        return timer, ks, clock
 
     def _save(self, timer: int | None, ks: Any, *, timer_alive: bool) -> None:
-        """Write the state once and keep one Spark timer at the next due operator timer.
+        """Write the state once and keep one Spark timer at the key's next due operator
+        timer: event time in EventTime mode, processing time in ProcessingTime mode.
 
-        A timer is registered no earlier than ``W + 1`` (Spark watermark ``W``): operator
-        timers at or below the current watermark fire at the next watermark advance, as in
-        Flink and in the batch replay."""
-        nxt = ks.next_event_time()
+        An event-time timer is registered no earlier than ``W + 1`` (Spark watermark ``W``),
+        a processing-time one no earlier than the next millisecond: operator timers already
+        due fire at the next watermark advance / micro-batch, as in Flink and the batch
+        replay."""
+        if self.config.wall_clock:
+            nxt = ks.next_processing_time()
+            floor = self.now + 1
+            shift = 0
+        else:
+            nxt = ks.next_event_time()
+            floor = self.spark_watermark + 1
+            shift = 1
         new_timer = None
-        if nxt is not None:
-            current = self.spark_watermark
-            new_timer = max(nxt + 1, current + 1) if nxt < 2**63 - 2 else None
+        if nxt is not None and nxt < MAX_TIMESTAMP - 1:
+            new_timer = max(nxt + shift, floor)
         if timer_alive and timer is not None and timer != new_timer:
             self.handle.deleteTimer(timer)
         if new_timer is not None and new_timer != (timer if timer_alive else None):
@@ -379,7 +361,9 @@ class _WindowProcessor(StatefulProcessor):
         if ks.is_empty() and new_timer is None:
             self.state.clear()
         else:
-            self.state.update((cloudpickle.dumps((new_timer, ks)),))  # type: ignore[no-untyped-call]
+            clock = self.op.processing_time if _PT in self.config.internal else None
+            blob = cloudpickle.dumps((new_timer, ks, clock))  # type: ignore[no-untyped-call]
+            self.state.update((blob,))
 
     # -- callbacks -------------------------------------------------------------------------
     def handleInputRows(  # noqa: N802 - Spark's name
@@ -389,51 +373,63 @@ class _WindowProcessor(StatefulProcessor):
         timerValues: Any,  # noqa: N803
     ) -> Any:
         c = self.config
+        names = c.layout.input_schema.names
         pdf = pd.concat(list(rows), ignore_index=True)
-        # Columns by position (the input columns, then __pw_ts, __pw_tb): Spark hands
+        # Columns by position (the input columns, then the internal ones): Spark hands
         # internal ("__pw_*") columns over as "_<i>".
-        n_in = len(c.input_schema.names)
-        pdf = pdf.iloc[:, : n_in + 2].set_axis([*c.input_schema.names, _TS, _TB], axis=1)
+        width = len(names) + len(c.internal)
+        pdf = pdf.iloc[:, :width].set_axis([*names, *c.internal], axis=1)
         table = pa.Table.from_pandas(
             pdf,
-            schema=pa.schema(
-                [*c.input_arrow, pa.field(_TS, pa.int64()), pa.field(_TB, pa.int64())]
-            ),
+            schema=pa.schema([*c.input_arrow, *[pa.field(n, pa.int64()) for n in c.internal]]),
             preserve_index=False,
             safe=False,
         )
-        # The batch replay's order for rows that arrived together (same arrival order):
-        # event time, then the content hash, nulls last; deterministic across re-executions.
-        order = pc.sort_indices(
-            table, sort_keys=[(_TS, "ascending"), (_TB, "ascending")], null_placement="at_end"
-        )
-        table = table.take(order)
-        timer, ks = self._load()
+        # The batch replay's order inside a key: arrival order, else processing time, then
+        # event time and the content hash, nulls last; deterministic across re-executions.
+        order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
+        table = table.take(pc.sort_indices(table, sort_keys=order))
+        timer, ks, clock = self._load()
         k = self._key(key)
-        self._set_watermark(timerValues)
+        self._set_clocks(timerValues, clock)
         op = self.op
         self._reset()
         self._fire(k, ks)
-        names = c.input_schema.names
         columns = [arrow_to_python(table.column(n)) for n in names]
         ts = table.column(_TS).to_pylist()
+        arrival = table.column(_ARR).to_pylist() if _ARR in c.internal else None
+        pts = table.column(_PT).to_pylist() if _PT in c.internal else None
+        event_time = op.is_event_time
+        tag = c.late_output_tag
         new = tuple.__new__
         late_rows: list[int] = []
         late_wm: list[int | None] = []
         late_reason: list[str] = []
         index: dict[int, int] = {}
-        null_ts = 0
+        null_ts = null_arr = 0
         for i, values in enumerate(zip(*columns, strict=True)):
-            row = new(Row, values)
-            row.__fields__ = names
+            if arrival is not None and arrival[i] is None:
+                null_arr += 1
+                if tag is not None:
+                    late_rows.append(i)
+                    late_wm.append(None)
+                    late_reason.append(REASON_NULL_ARRIVAL_ORDER)
+                continue
+            if pts is not None:
+                pt = pts[i]
+                if pt is not None and pt > op.processing_time:
+                    op.processing_time = pt  # the batch replay's advance before the row
+                    self._fire(k, ks)
             t = ts[i]
-            if t is None:
+            if t is None and event_time:
                 null_ts += 1
-                if c.late_output_tag is not None:
+                if tag is not None:
                     late_rows.append(i)
                     late_wm.append(op.watermark)
                     late_reason.append(REASON_NULL_EVENT_TIME)
                 continue
+            row = new(Row, values)
+            row.__fields__ = names
             index[id(row)] = i
             try:
                 op.on_element(k, ks, row, t)
@@ -443,13 +439,14 @@ class _WindowProcessor(StatefulProcessor):
                     "in the Spark streaming runtime"
                 )
                 raise
-        if c.late_output_tag is not None:
-            for e in op.side_outputs.get(c.late_output_tag, []):
+        if tag is not None:
+            for e in op.side_outputs.get(tag, []):
                 late_rows.append(index[id(e.value)])
                 late_wm.append(e.watermark)
                 late_reason.append(REASON_LATE)
         self._save(timer, ks, timer_alive=True)
-        out = self._emit(key, table, late_rows, late_wm, late_reason, len(pdf), null_ts)
+        counts = (len(pdf), null_ts, null_arr)
+        out = self._emit(key, table, late_rows, late_wm, late_reason, counts)
         if out is not None:
             yield out
 
@@ -459,12 +456,12 @@ class _WindowProcessor(StatefulProcessor):
         timerValues: Any,  # noqa: N803
         expiredTimerInfo: Any,  # noqa: N803
     ) -> Any:
-        timer, ks = self._load()
-        self._set_watermark(timerValues)
+        timer, ks, clock = self._load()
+        self._set_clocks(timerValues, clock)
         self._reset()
         self._fire(self._key(key), ks)
         self._save(timer, ks, timer_alive=False)
-        out = self._emit(key, None, [], [], [], 0, 0)
+        out = self._emit(key, None, [], [], [], (0, 0, 0))
         if out is not None:
             yield out
 
@@ -473,14 +470,23 @@ class _WindowProcessor(StatefulProcessor):
 
     # -- helpers ---------------------------------------------------------------------------
     def _key(self, key: Any) -> Any:
-        if not self.config.keys:
+        if not self.config.layout.keys:
             return None
         values = tuple(v.item() if hasattr(v, "item") else v for v in key)
         return values[0] if len(values) == 1 else values
 
-    def _set_watermark(self, timer_values: Any) -> None:
-        self.spark_watermark = int(timer_values.getCurrentWatermarkInMs())
-        self.op.watermark = max(self.op.watermark, _flink_watermark(self.spark_watermark))
+    def _set_clocks(self, timer_values: Any, clock: int | None) -> None:
+        """The watermark (EventTime mode) and the processing time: the micro-batch's clock
+        (no ``processing_time`` column), else the key's clock from its state."""
+        op = self.op
+        self.now = int(timer_values.getCurrentProcessingTimeInMs())
+        if not self.config.wall_clock:
+            self.spark_watermark = int(timer_values.getCurrentWatermarkInMs())
+            op.watermark = max(op.watermark, _flink_watermark(self.spark_watermark))
+        if _PT in self.config.internal:
+            op.processing_time = 0 if clock is None else clock
+        else:
+            op.processing_time = self.now
 
     def _reset(self) -> None:
         op = self.op
@@ -493,8 +499,8 @@ class _WindowProcessor(StatefulProcessor):
             self.op.fire_timers(key, ks)
         except Exception as exc:
             exc.add_note(
-                f"while firing timers at watermark {self.op.watermark} for key {key!r} in the "
-                "Spark streaming runtime"
+                f"while firing timers at watermark {self.op.watermark} / processing time "
+                f"{self.op.processing_time} for key {key!r} in the Spark streaming runtime"
             )
             raise
 
@@ -505,64 +511,44 @@ class _WindowProcessor(StatefulProcessor):
         late_rows: list[int],
         late_wm: list[int | None],
         late_reason: list[str],
-        n_input: int,
-        null_ts: int,
+        counts: tuple[int, int, int],
     ) -> pd.DataFrame | None:
+        """The tagged output of this call; ``counts`` = (input rows, rows without event
+        time, rows without arrival order)."""
         c = self.config
         op = self.op
-        for other, records in op.side_outputs.items():
-            if other != c.late_output_tag and records:
-                msg = (
-                    f"side output {other!r} from a ProcessWindowFunction's context.output() "
-                    "is not supported by the Spark streaming runtime yet"
-                )
-                raise NotImplementedError(msg)
-        results = op.output
         m = op.metrics
-        if not results and not late_rows and n_input == 0 and m.num_windows_fired == 0:
+        n_input, null_ts, null_arr = counts
+        has_side = any(records for records in op.side_outputs.values())
+        if not (op.output or late_rows or n_input or m.num_windows_fired or has_side):
             return None
-        n_res, n_late = len(results), len(late_rows)
-        total = n_res + n_late + 1
-        tail = [None] * (n_late + 1)
-        keep = self.keep
-
-        def encode(value: Any) -> list[Any]:
-            values = self.encode(value)
-            return values if keep is None else [values[i] for i in keep]
-
-        out_columns, ws, we, mt = result_columns(results, encode, c.out_schema)
-        arrays: list[Any] = [pa.array([_RESULT] * n_res + [_LATE] * n_late + [_METRICS], pa.int8())]
-        key_values = [v.item() if hasattr(v, "item") else v for v in key]
-        for v, t in zip(key_values, c.key_arrow_types, strict=True):
-            arrays.append(pa.array([v] * total, t))
-        for values in (ws, we, mt):
-            arrays.append(pa.array(values + tail, pa.int64()))
-        for values, t in zip(out_columns, c.out_arrow_types, strict=True):
-            arrays.append(pa.array(values + tail, t))
-        late_take = pa.array([None] * n_res + late_rows + [None], pa.int64())
-        for i, f in enumerate(c.input_arrow):
-            if table is None:
-                arrays.append(pa.nulls(total, f.type))
-            else:
-                arrays.append(table.column(i).take(late_take))
-        wm_out = [None if w is None or w == MIN_TIMESTAMP else w for w in late_wm]
-        arrays.append(pa.array([None] * n_res + wm_out + [None], pa.int64()))
-        arrays.append(pa.array([None] * n_res + late_reason + [None], pa.string()))
         counters = {
             "num_input_rows": n_input,
             "num_elements": m.num_elements,
             "num_late_records_side_output": m.num_late_records_side_output,
             "num_late_records_dropped": m.num_late_records_dropped,
             "num_null_event_time": null_ts,
-            "num_null_arrival_order": 0,
+            "num_null_arrival_order": null_arr,
             "num_records_in_no_window": m.num_records_in_no_window,
             "num_windows_fired": m.num_windows_fired,
-            "num_results": n_res,
-            "num_windows_left_at_end": 0,
-            "num_keys": 0,
+            "num_results": len(op.output),
         }
-        pad = [None] * (total - 1)
-        for name in _METRIC_NAMES:
-            arrays.append(pa.array([*pad, counters[name]], pa.int64()))
-        out = pa.Table.from_arrays(arrays, schema=c.combined_arrow)
+        key_values = [v.item() if hasattr(v, "item") else v for v in key]
+
+        def key_columns(total: int) -> list[pa.Array]:
+            return [
+                pa.array([v] * total, t) for v, t in zip(key_values, c.key_arrow_types, strict=True)
+            ]
+
+        out = c.layout.tagged_table(
+            key=self._key(key),
+            key_columns=key_columns,
+            results=op.output,
+            side_outputs=op.side_outputs,
+            late_source=table,
+            late_rows=late_rows,
+            late_watermarks=late_wm,
+            late_reasons=late_reason,
+            counters=counters,
+        )
         return out.to_pandas(integer_object_nulls=True, date_as_object=True)

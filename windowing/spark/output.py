@@ -1,0 +1,527 @@
+"""The tagged operator output shared by the batch replay and the streaming processor.
+
+Each run of the operator on the executors (one key in the batch replay; one key and
+micro-batch in streaming) returns ONE Arrow table holding the window results, the side
+outputs of ``context.output(tag, value)``, the late rows and one metrics row, told apart by the
+``__pw_kind`` column. :class:`OutputLayout` names its columns, builds it on the executors and
+splits it on the driver, so the stateful work runs once however many outputs are read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import (
+    ByteType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from windowing.records import OutputTag
+from windowing.spark.schema import make_row_encoder, parse_output_schema
+from windowing.time import MIN_TIMESTAMP
+
+__all__ = [
+    "LATE_COLUMNS",
+    "REASON_LATE",
+    "REASON_NULL_ARRIVAL_ORDER",
+    "REASON_NULL_EVENT_TIME",
+    "RESULT_COLUMNS",
+    "STREAMING_METRICS",
+    "BatchMetrics",
+    "OutputLayout",
+    "check_names",
+    "col",
+    "ms_to_time",
+    "no_side_output",
+    "parse_side_output_schemas",
+]
+
+#: Reasons in the ``late_reason`` column of the late side output.
+REASON_LATE = "late"
+REASON_NULL_EVENT_TIME = "null_event_time"
+REASON_NULL_ARRIVAL_ORDER = "null_arrival_order"
+
+#: Result (and side output) columns added around the function's output columns.
+RESULT_COLUMNS = ("window_start", "window_end", "max_timestamp")
+#: Columns added to the late rows.
+LATE_COLUMNS = ("late_watermark", "late_reason")
+
+# Internal column names (the prefix is reserved, see schema.INTERNAL_PREFIX).
+KIND = "__pw_kind"
+_WS = "__pw_ws"
+_WE = "__pw_we"
+_MT = "__pw_mt"
+_LWM = "__pw_lwm"
+_LREASON = "__pw_lreason"
+
+# __pw_kind values: side output j (in declaration order) is _SIDE + j.
+_RESULT, _LATE, _METRICS, _SIDE = 0, 1, 2, 3
+#: At most this many side outputs with a schema (``__pw_kind`` is a tinyint).
+MAX_SIDE_OUTPUTS = 100
+
+# Epoch milliseconds representable as a Spark timestamp (years 1 to 9999).
+_SPARK_MIN_MS = -62_135_596_800_000
+_SPARK_MAX_MS = 253_402_300_799_999
+_INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class BatchMetrics:
+    """What happened to every input row of a batch run (sums over all keys).
+
+    Every input row is counted once in ``num_elements``, ``num_null_event_time`` or
+    ``num_null_arrival_order``; every element ends in a window, in
+    ``num_late_records_side_output``, ``num_late_records_dropped`` or
+    ``num_records_in_no_window``.
+
+    Attributes
+    ----------
+    num_input_rows
+        Rows of the input DataFrame.
+    num_elements
+        Rows handed to the window operator.
+    num_late_records_side_output
+        Late elements (added to no window) written to the late side output.
+    num_late_records_dropped
+        Late elements dropped because no late side output was requested.
+    num_null_event_time
+        Rows without event time under an event-time assigner; in the late side output (reason
+        ``null_event_time``) when it is requested, otherwise only counted here.
+    num_null_arrival_order
+        Rows without arrival order; like ``num_null_event_time`` (reason
+        ``null_arrival_order``).
+    num_records_in_no_window
+        Elements added to no window although not late (e.g. all their windows had closed).
+    num_windows_fired
+        Window evaluations with contents.
+    num_results
+        Rows of the results DataFrame.
+    num_windows_left_at_end
+        Windows still holding contents after the end of input (e.g. global windows whose
+        trigger did not purge, or never fired).
+    num_keys
+        Distinct keys (1 for ``window_all``).
+    """
+
+    num_input_rows: int = 0
+    num_elements: int = 0
+    num_late_records_side_output: int = 0
+    num_late_records_dropped: int = 0
+    num_null_event_time: int = 0
+    num_null_arrival_order: int = 0
+    num_records_in_no_window: int = 0
+    num_windows_fired: int = 0
+    num_results: int = 0
+    num_windows_left_at_end: int = 0
+    num_keys: int = 0
+
+
+METRIC_NAMES = tuple(f.name for f in dataclasses.fields(BatchMetrics))
+_METRIC_COLUMNS = tuple(f"__pw_m_{n}" for n in METRIC_NAMES)
+#: The counters a streaming query reports (the others are always 0 there).
+STREAMING_METRICS = tuple(
+    n for n in METRIC_NAMES if n not in ("num_windows_left_at_end", "num_keys")
+)
+
+
+def col(name: str) -> Column:
+    """A column by exact name (backticks escaped)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def ms_to_time(column: Column, kind: str) -> Column:
+    """Epoch milliseconds as a ``timestamp`` (``kind == "timestamp"``; null outside Spark's
+    range) or unchanged ``bigint``."""
+    if kind == "timestamp":
+        return F.when(
+            column.between(_SPARK_MIN_MS, _SPARK_MAX_MS), F.timestamp_millis(column)
+        ).otherwise(F.lit(None).cast(TimestampType()))
+    return column
+
+
+def check_names(names: list[str], what: str) -> None:
+    """Raise ``ValueError`` when an output column name appears twice."""
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            msg = (
+                f"{what}: column {n!r} appears twice; rename the input column or the "
+                "output schema field"
+            )
+            raise ValueError(msg)
+        seen.add(n)
+
+
+def parse_side_output_schemas(
+    value: Any, *, late_output_tag: OutputTag | None, keys: Sequence[str]
+) -> tuple[tuple[OutputTag, StructType], ...]:
+    """Validate ``side_output_schemas`` (a mapping of :class:`OutputTag` to a schema, as
+    ``output_schema``) and return ``(tag, schema)`` pairs in the mapping's order."""
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        msg = (
+            "side_output_schemas must be a mapping of OutputTag to a schema, e.g. "
+            f"{{OutputTag('alerts'): 'level string'}}, got {type(value).__name__} {value!r}"
+        )
+        raise ValueError(msg)
+    if len(value) > MAX_SIDE_OUTPUTS:
+        msg = f"side_output_schemas: at most {MAX_SIDE_OUTPUTS} tags, got {len(value)}"
+        raise ValueError(msg)
+    pairs = []
+    for tag, schema in value.items():
+        if not isinstance(tag, OutputTag):
+            msg = f"side_output_schemas: keys must be OutputTags, got {type(tag).__name__} {tag!r}"
+            raise ValueError(msg)
+        if tag == late_output_tag:
+            msg = (
+                f"side_output_schemas: {tag!r} is the tag of side_output_late_data; late rows "
+                "keep the input columns and take no schema"
+            )
+            raise ValueError(msg)
+        fields = parse_output_schema(schema, f"side_output_schemas[{tag!r}]")
+        check_names(
+            [*keys, "window_start", "window_end", *fields.names, "max_timestamp"],
+            f"side output {tag.name!r}",
+        )
+        pairs.append((tag, fields))
+    return tuple(pairs)
+
+
+def no_side_output(tag: OutputTag, known: Sequence[OutputTag | None]) -> ValueError:
+    """The error for ``get_side_output(tag)`` of a tag the result does not have."""
+    have = [t for t in known if t is not None]
+    msg = (
+        f"no side output {tag!r}: request late rows with .side_output_late_data({tag!r}), or "
+        f"declare the values of context.output({tag!r}, ...) with "
+        f"side_output_schemas={{{tag!r}: '<schema>'}} in the terminal call (this result has "
+        f"{have})"
+    )
+    return ValueError(msg)
+
+
+def _window_bounds(window: Any) -> tuple[int | None, int | None]:
+    start = getattr(window, "start", None)
+    end = getattr(window, "end", None)
+    if not (isinstance(start, int) and isinstance(end, int)):
+        return None, None
+    return (
+        start if -_INT64_MAX - 1 <= start <= _INT64_MAX else None,
+        end if -_INT64_MAX - 1 <= end <= _INT64_MAX else None,
+    )
+
+
+def _windowed_columns(
+    records: Sequence[Any], encode: Callable[[Any], list[Any]], schema: StructType, what: str
+) -> tuple[list[list[Any]], list[int | None], list[int | None], list[int | None]]:
+    """``WindowResult`` records as columns: the encoded value fields, then window start,
+    window end and the record's timestamp."""
+    columns: list[list[Any]] = [[] for _ in schema.fields]
+    ws: list[int | None] = []
+    we: list[int | None] = []
+    mt: list[int | None] = []
+    for r in records:
+        try:
+            values = encode(r.value)
+        except Exception as exc:
+            exc.add_note(
+                f"while writing the {what} {r.value!r} of window {r.window!r} of key "
+                f"{r.key!r} as a row of {schema.simpleString()}"
+            )
+            raise
+        for column, v in zip(columns, values, strict=True):
+            column.append(v)
+        start, end = _window_bounds(r.window)
+        ws.append(start)
+        we.append(end)
+        mt.append(r.timestamp)
+    return columns, ws, we, mt
+
+
+@dataclass(frozen=True, eq=False)
+class OutputLayout:
+    """The columns of the tagged output, and how to build and split it.
+
+    Shipped to the executors with the replay function / stateful processor.
+
+    Attributes
+    ----------
+    keys
+        The key columns (empty for ``window_all``).
+    input_schema
+        The input columns (late rows keep them).
+    out_schema
+        The function's output fields.
+    reduced_rows
+        Whether the results are reduced input rows (then ``out_schema`` is the input minus the
+        key and window columns).
+    ts_kind
+        ``"timestamp"`` or ``"integral"``: the type of the time columns on the driver.
+    late_output_tag
+        The tag of ``side_output_late_data``, if any.
+    side_outputs
+        ``(tag, schema)`` of each side output written by ``context.output``.
+    timezone
+        The session time zone (Arrow timestamp types).
+    """
+
+    keys: tuple[str, ...]
+    input_schema: StructType
+    out_schema: StructType
+    reduced_rows: bool
+    ts_kind: str
+    late_output_tag: OutputTag | None
+    side_outputs: tuple[tuple[OutputTag, StructType], ...] = ()
+    timezone: str = "UTC"
+
+    # -- columns ---------------------------------------------------------------------------
+    @property
+    def side_tags(self) -> tuple[OutputTag, ...]:
+        return tuple(t for t, _ in self.side_outputs)
+
+    @property
+    def result_cols(self) -> list[str]:
+        return [f"__pw_r{i}" for i in range(len(self.out_schema.fields))]
+
+    @property
+    def late_cols(self) -> list[str]:
+        return [f"__pw_l{i}" for i in range(len(self.input_schema.fields))]
+
+    def side_cols(self, j: int) -> list[str]:
+        return [f"__pw_s{j}_{i}" for i in range(len(self.side_outputs[j][1].fields))]
+
+    @functools.cached_property
+    def schema(self) -> StructType:
+        """The Spark schema of the tagged output."""
+
+        def nullable(names: list[str], schema: StructType) -> list[StructField]:
+            return [
+                StructField(c, f.dataType, True) for c, f in zip(names, schema.fields, strict=True)
+            ]
+
+        return StructType(
+            [
+                StructField(KIND, ByteType(), False),
+                *[StructField(k, self.input_schema[k].dataType, True) for k in self.keys],
+                StructField(_WS, LongType(), True),
+                StructField(_WE, LongType(), True),
+                StructField(_MT, LongType(), True),
+                *nullable(self.result_cols, self.out_schema),
+                *[
+                    f
+                    for j, (_, schema) in enumerate(self.side_outputs)
+                    for f in nullable(self.side_cols(j), schema)
+                ],
+                *nullable(self.late_cols, self.input_schema),
+                StructField(_LWM, LongType(), True),
+                StructField(_LREASON, StringType(), True),
+                *[StructField(c, LongType(), True) for c in _METRIC_COLUMNS],
+            ]
+        )
+
+    # -- driver side: split the output -----------------------------------------------------
+    def _windowed(self, df: DataFrame, kind: int, cols: list[str], fields: StructType) -> DataFrame:
+        return df.where(F.col(KIND) == kind).select(
+            *[col(k) for k in self.keys],
+            ms_to_time(F.col(_WS), self.ts_kind).alias("window_start"),
+            ms_to_time(F.col(_WE), self.ts_kind).alias("window_end"),
+            *[F.col(c).alias(f.name) for c, f in zip(cols, fields.fields, strict=True)],
+            ms_to_time(F.col(_MT), self.ts_kind).alias("max_timestamp"),
+        )
+
+    def select_results(self, df: DataFrame) -> DataFrame:
+        """Key column(s), ``window_start``, ``window_end``, function outputs,
+        ``max_timestamp``."""
+        return self._windowed(df, _RESULT, self.result_cols, self.out_schema)
+
+    def select_late(self, df: DataFrame) -> DataFrame:
+        """The input columns plus ``late_watermark`` and ``late_reason``."""
+        return df.where(F.col(KIND) == _LATE).select(
+            *[
+                F.col(c).alias(f.name)
+                for c, f in zip(self.late_cols, self.input_schema.fields, strict=True)
+            ],
+            ms_to_time(F.col(_LWM), self.ts_kind).alias("late_watermark"),
+            F.col(_LREASON).alias("late_reason"),
+        )
+
+    def select_side_output(self, df: DataFrame, tag: OutputTag) -> DataFrame:
+        """The late rows for the late tag; for a declared tag: key column(s),
+        ``window_start``, ``window_end``, the tag's fields, ``max_timestamp``."""
+        j = self.side_index(tag)
+        if j is None:
+            return self.select_late(df)
+        return self._windowed(df, _SIDE + j, self.side_cols(j), self.side_outputs[j][1])
+
+    def side_index(self, tag: OutputTag) -> int | None:
+        """``None`` for the late tag, the index of a declared side output; ``ValueError``
+        naming ``tag`` otherwise."""
+        if not isinstance(tag, OutputTag):
+            msg = f"tag must be an OutputTag, got {type(tag).__name__} {tag!r}"
+            raise ValueError(msg)
+        if tag == self.late_output_tag:
+            return None
+        for j, t in enumerate(self.side_tags):
+            if t == tag:
+                return j
+        raise no_side_output(tag, [self.late_output_tag, *self.side_tags])
+
+    def select_metrics(self, df: DataFrame) -> DataFrame:
+        """The metrics rows (one per key in batch, per key and micro-batch in streaming)."""
+        return df.where(F.col(KIND) == _METRICS).select(
+            *[F.col(c).alias(n) for c, n in zip(_METRIC_COLUMNS, METRIC_NAMES, strict=True)]
+        )
+
+    def metric_totals(self, names: Sequence[str] = METRIC_NAMES) -> list[Column]:
+        """Aggregate expressions summing the counters ``names`` over a tagged output
+        (``bigint`` columns named after the counters; 0 without metrics rows)."""
+        by_name = dict(zip(METRIC_NAMES, _METRIC_COLUMNS, strict=True))
+        return [F.coalesce(F.sum(F.col(by_name[n])), F.lit(0)).cast("long").alias(n) for n in names]
+
+    def select_metric_totals(self, df: DataFrame) -> DataFrame:
+        """One row: every counter summed over the metrics rows of ``df``."""
+        return df.where(F.col(KIND) == _METRICS).agg(*self.metric_totals())
+
+    # -- executor side: build the output ---------------------------------------------------
+    @functools.cached_property
+    def _writers(self) -> tuple[Callable[[Any], list[Any]], list[Callable[[Any], list[Any]]]]:
+        """Encoders of a result value and of each side output's values."""
+        encode: Callable[[Any], list[Any]]
+        if self.reduced_rows:
+            encode_row = make_row_encoder(self.input_schema)
+            kept = set(self.out_schema.names)
+            keep = [i for i, n in enumerate(self.input_schema.names) if n in kept]
+
+            def encode_kept(value: Any) -> list[Any]:
+                values = encode_row(value)
+                return [values[i] for i in keep]
+
+            encode = encode_kept
+        else:
+            encode = make_row_encoder(self.out_schema)
+        return encode, [make_row_encoder(s) for _, s in self.side_outputs]
+
+    @functools.cached_property
+    def _arrow_types(self) -> tuple[list[pa.DataType], list[list[pa.DataType]], list[pa.DataType]]:
+        """Arrow types of the result fields, of each side output's fields, of the inputs."""
+
+        def types(schema: StructType) -> list[pa.DataType]:
+            return [to_arrow_type(f.dataType, timezone=self.timezone) for f in schema.fields]
+
+        return (
+            types(self.out_schema),
+            [types(s) for _, s in self.side_outputs],
+            types(self.input_schema),
+        )
+
+    def tagged_table(
+        self,
+        *,
+        key: Any,
+        key_columns: Callable[[int], list[pa.Array]],
+        results: Sequence[Any],
+        side_outputs: Mapping[OutputTag, Sequence[Any]],
+        late_source: pa.Table | None,
+        late_rows: Sequence[int],
+        late_watermarks: Sequence[int | None],
+        late_reasons: Sequence[str],
+        counters: Mapping[str, int],
+    ) -> pa.Table:
+        """One key's tagged output: ``results`` (``WindowResult``), the side outputs
+        (``side_outputs`` as the operator collects them; the late tag is skipped), the rows
+        ``late_rows`` of ``late_source`` (which has the input columns by name), one metrics
+        row with ``counters``. ``key_columns(n)`` gives the key column(s) for ``n`` rows.
+
+        Raises ``ValueError`` for a side output tag without a declared schema."""
+        encode, side_encoders = self._writers
+        out_types, side_types, input_types = self._arrow_types
+        for tag, records in side_outputs.items():
+            if records and tag != self.late_output_tag and tag not in self.side_tags:
+                msg = (
+                    f"context.output({tag!r}, ...) of key {key!r}: side output {tag!r} has no "
+                    f"schema; pass side_output_schemas={{{tag!r}: '<schema>'}} to the terminal "
+                    "call (.process(...), .aggregate(...), ...)"
+                )
+                raise ValueError(msg)
+        sides = [list(side_outputs.get(tag, ())) for tag in self.side_tags]
+        n_res, n_late = len(results), len(late_rows)
+        n_side = sum(len(s) for s in sides)
+        total = n_res + n_side + n_late + 1
+        blocks = [(results, encode, self.out_schema, "result", self.result_cols, out_types)]
+        for j, (tag, schema) in enumerate(self.side_outputs):
+            what = f"side output {tag.name!r} value"
+            blocks.append(
+                (sides[j], side_encoders[j], schema, what, self.side_cols(j), side_types[j])
+            )
+
+        kinds: list[int] = []
+        ws: list[int | None] = []
+        we: list[int | None] = []
+        mt: list[int | None] = []
+        value_arrays: list[tuple[str, pa.Array]] = []
+        start = 0
+        for kind, (records, enc, schema, what, cols, types) in zip(
+            [_RESULT, *range(_SIDE, _SIDE + len(sides))], blocks, strict=True
+        ):
+            columns, b_ws, b_we, b_mt = _windowed_columns(records, enc, schema, what)
+            kinds += [kind] * len(records)
+            ws += b_ws
+            we += b_we
+            mt += b_mt
+            after = [None] * (total - start - len(records))
+            for values, name, field, arrow_type in zip(
+                columns, cols, schema.fields, types, strict=True
+            ):
+                try:
+                    array = pa.array([None] * start + values + after, arrow_type)
+                except (pa.ArrowException, TypeError, ValueError) as exc:
+                    exc.add_note(
+                        f"while writing output column {field.name!r} "
+                        f"({field.dataType.simpleString()}) for key {key!r}"
+                    )
+                    raise
+                value_arrays.append((name, array))
+            start += len(records)
+        kinds += [_LATE] * n_late + [_METRICS]
+        tail = [None] * (n_late + 1)
+
+        arrays: list[pa.Array] = [pa.array(kinds, pa.int8()), *key_columns(total)]
+        names: list[str] = [KIND, *self.keys]
+        for name, values in ((_WS, ws), (_WE, we), (_MT, mt)):
+            arrays.append(pa.array(values + tail, pa.int64()))
+            names.append(name)
+        for name, array in value_arrays:
+            arrays.append(array)
+            names.append(name)
+        late_take = pa.array([None] * (n_res + n_side) + list(late_rows) + [None], pa.int64())
+        for name, field, arrow_type in zip(
+            self.late_cols, self.input_schema.fields, input_types, strict=True
+        ):
+            if late_source is None:
+                arrays.append(pa.nulls(total, arrow_type))
+            else:
+                arrays.append(late_source.column(field.name).take(late_take))
+            names.append(name)
+        head = [None] * (n_res + n_side)
+        watermarks = [None if w is None or w == MIN_TIMESTAMP else w for w in late_watermarks]
+        arrays.append(pa.array([*head, *watermarks, None], pa.int64()))
+        names.append(_LWM)
+        arrays.append(pa.array([*head, *late_reasons, None], pa.string()))
+        names.append(_LREASON)
+        pad = [None] * (total - 1)
+        for column_name, metric in zip(_METRIC_COLUMNS, METRIC_NAMES, strict=True):
+            arrays.append(pa.array([*pad, counters.get(metric, 0)], pa.int64()))
+            names.append(column_name)
+        return pa.Table.from_arrays(arrays, names=names)
