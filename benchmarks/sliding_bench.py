@@ -101,7 +101,9 @@ def main() -> None:
             WindowOperatorHarness(SlidingDistinctAssigner(size, grace=0), add), sample
         )
         print(
-            f"  size {size:>7}: {elapsed / len(sample) * 1e6:7.2f} us/record, peak state {peak:,}"
+            f"  size {size:>7}: {elapsed / len(sample) * 1e6:7.2f} us/record, "
+            f"{windows / len(sample):5.2f} windows/record, "
+            f"{elapsed / max(windows, 1) * 1e6:6.2f} us/window, peak state {peak:,}"
         )
 
 
