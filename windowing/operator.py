@@ -595,6 +595,7 @@ class WindowOperator:
                 reducer=spec.reducer() if isinstance(spec, Reduce) else None,
                 aggregate=spec.function if isinstance(spec, Aggregate) else None,
                 result=self._direct_result,
+                result_is_contents=self._direct_result is _identity,
             )
 
     def _make_partials(self) -> Partials:

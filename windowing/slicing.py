@@ -71,6 +71,7 @@ class SlicedHopping:
         reducer: Callable[[Any, Any], Any] | None = None,
         aggregate: Any = None,
         result: Callable[[Any], Any],
+        result_is_contents: bool = False,
     ) -> None:
         self.size = size
         self.slide = slide
@@ -78,6 +79,7 @@ class SlicedHopping:
         self.pane = math.gcd(size, slide)
         self.lateness = lateness
         self.result = result
+        self.result_is_contents = result_is_contents  # a reduce: the result is the contents
         self.reducer = reducer
         self.aggregate = aggregate
         # combine(owned, part) -> owned, and owned(part): a copy of a partial that combine
@@ -309,6 +311,7 @@ class SlicedHopping:
         size, slide, offset, lateness = self.size, self.slide, self.offset, self.lateness
         combine, owned = self.combine, self.owned
         direct = self.result
+        identity = self.result_is_contents
         append, extend = op.output.append, op.output.extend
         new_tuple = tuple.__new__
         time_window, result_type = TimeWindow, WindowResult
@@ -410,7 +413,7 @@ class SlicedHopping:
                             stop = starts[j] - size
                         if s_max < stop:
                             stop = s_max
-                        result = direct(value)
+                        result = value if identity else direct(value)
                         if result is None:  # a None result is an empty window (Flink)
                             s += (stop - s) // slide * slide + slide
                             continue
