@@ -535,7 +535,6 @@ class WindowOperator:
         # Lazy sliding-distinct windows without a process function need no per-window
         # timers: the windows to fire are derived from the timeline (one timer per key).
         self._sliding_derived = self._sliding_lazy and self._pwf is None
-        self._sliding_fire_delay = 0 if self._sliding_fires_on_element else lateness
         self._fast_event_timers = (
             type(trigger) is EventTimeTrigger and self.is_event_time and self._sliding_size is None
         )
@@ -592,8 +591,7 @@ class WindowOperator:
                 aligned[1],
                 aligned[2],
                 lateness,
-                reducer=spec.reducer() if isinstance(spec, Reduce) else None,
-                aggregate=spec.function if isinstance(spec, Aggregate) else None,
+                partials=self._partials,
                 result=self._direct_result,
                 result_is_contents=self._direct_result is _identity,
             )
@@ -830,7 +828,7 @@ class WindowOperator:
         else:
             self._partials.add(timeline, ts, value)
         if self._sliding_derived:
-            self._derived_due(timeline, stamps[-1] + size + lateness + 3)
+            timeline.schedule(stamps[-1] + size + lateness + 3)
         elif timeline.expiry_at is None:
             self._schedule_timeline_expiry(ks, timeline)
         if self._sliding_lazy:
@@ -887,6 +885,9 @@ class WindowOperator:
         """A record later than every record of the key and than the watermark (the common
         case), for lazy sliding-distinct windows: it creates its left window and possibly the
         previous record's right window, neither late nor due; nothing else changes."""
+        if self._derived is not None:
+            self._derived.add_in_order(timeline, value, ts)
+            return
         cursor = timeline.cursor
         if cursor is not None and ts <= cursor.hi:
             timeline.cursor = None
@@ -903,19 +904,6 @@ class WindowOperator:
         windows = [new_tuple(TimeWindow, (ts - size, ts + 1))]
         if ts <= previous + 1 + size and previous + 1 != ts - size:
             windows.append(new_tuple(TimeWindow, (previous + 1, previous + 2 + size)))
-        if self._sliding_derived:
-            delay = self._sliding_fire_delay
-            due = timeline.due
-            for window in windows:
-                if window not in live:
-                    live.add(window)
-                    fire = window[1] - 1 + delay
-                    if due is None or fire < due:
-                        due = fire
-            if due is None or due > ts + size + lateness + 3:
-                due = ts + size + lateness + 3  # forget the timeline
-            timeline.due = due
-            return
         for window in windows:
             if window in live:
                 continue
@@ -1022,12 +1010,6 @@ class WindowOperator:
         if not live:
             heap.clear()
 
-    @staticmethod
-    def _derived_due(timeline: Timeline, time: int) -> None:
-        """Make the key's one timer (derived sliding-distinct windows) fire by ``time``."""
-        if time < MAX_TIMESTAMP and (timeline.due is None or time < timeline.due):
-            timeline.due = time
-
     def _sliding_lazy_windows(
         self,
         key: Any,
@@ -1085,7 +1067,7 @@ class WindowOperator:
                 if event_trigger and max_ts <= wm:
                     self._emit(key, ks, window, window)  # EventTimeTrigger: FIRE
                 else:
-                    self._derived_due(timeline, max_ts if event_trigger else cleanup)
+                    timeline.schedule(max_ts if event_trigger else cleanup)
                 continue
             if event_trigger:
                 if max_ts <= wm:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from windowing.records import WindowResult
+from windowing.sliding import Partials
 from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimeWindow
 
@@ -68,8 +69,7 @@ class SlicedHopping:
         offset: int,
         lateness: int,
         *,
-        reducer: Callable[[Any, Any], Any] | None = None,
-        aggregate: Any = None,
+        partials: Partials,
         result: Callable[[Any], Any],
         result_is_contents: bool = False,
     ) -> None:
@@ -80,21 +80,13 @@ class SlicedHopping:
         self.lateness = lateness
         self.result = result
         self.result_is_contents = result_is_contents  # a reduce: the result is the contents
-        self.reducer = reducer
-        self.aggregate = aggregate
-        # combine(owned, part) -> owned, and owned(part): a copy of a partial that combine
-        # may modify (reduce functions never modify their arguments, so no copy is needed).
-        self.combine: Callable[[Any, Any], Any]
-        self.owned: Callable[[Any], Any] | None
-        self._copies_decided = aggregate is None
-        if aggregate is not None:
-            merge, create = aggregate.merge, aggregate.create_accumulator
-            self.combine = merge
-            self.owned = lambda part: merge(create(), part)
-        else:
-            assert reducer is not None
-            self.combine = reducer
-            self.owned = None
+        # A pane's partial is what Partials keeps per timestamp of a sliding timeline.
+        self.first = partials.first
+        self.reducer = partials.reducer
+        self.aggregate = partials.aggregate
+        self.combine = partials.combine
+        self.owned = partials.owned  # None once accumulators are known to be immutable
+        self._copies_decided = self.aggregate is None
 
     # ------------------------------------------------------------------ window arithmetic
     def _max_ts(self, start: int) -> int:
@@ -112,10 +104,6 @@ class SlicedHopping:
     def _last_start(self, t: int) -> int:
         """The largest window start <= t (the last window containing t)."""
         return t - (t - self.offset) % self.slide
-
-    def _drop_time(self, pane: int) -> int:
-        """When the last window containing ``pane`` is cleaned up."""
-        return self._cleanup(self._last_start(pane))
 
     # ------------------------------------------------------------------ elements
     def add(self, op: WindowOperator, key: Any, ks: KeyState, value: Any, ts: int | None) -> bool:
@@ -159,7 +147,7 @@ class SlicedHopping:
         contents = ks.contents
         current = contents.get(pane, _MISSING)
         if current is _MISSING:
-            contents[pane] = self._first(value)
+            contents[pane] = self.first(value)
             starts = sl.starts
             if not starts or pane > starts[-1]:
                 starts.append(pane)
@@ -169,11 +157,6 @@ class SlicedHopping:
             contents[pane] = self.reducer(current, value)
         else:
             contents[pane] = self.aggregate.add(value, current)
-
-    def _first(self, value: Any) -> Any:
-        if self.reducer is not None:
-            return value
-        return self.aggregate.add(value, self.aggregate.create_accumulator())
 
     def _schedule(self, ks: KeyState, sl: Slices, due: int) -> None:
         """Make the key's one timer (``sl.due``) fire no later than ``due``."""
@@ -194,8 +177,6 @@ class SlicedHopping:
         reducer = self.reducer
         agg_add = None if self.aggregate is None else self.aggregate.add
         agg_create = None if self.aggregate is None else self.aggregate.create_accumulator
-        evt_sched, evt_due = op._evt_sched, op._evt_due
-        push = heapq.heappush
         missing = _MISSING
         limit = _END_OF_TIME - size  # windows starting after it are clamped: generic path
         count = 0
@@ -231,16 +212,10 @@ class SlicedHopping:
                         else:
                             contents[p] = agg_add(value, current)  # type: ignore[misc]
                         continue
-                if not self.add(op, key, ks, value, ts):
+                if self.add(op, key, ks, value, ts):
+                    op._schedule(key, ks)
+                else:
                     op._not_added(key, ks, value, ts)
-                    continue
-                t = ks.slices.due  # type: ignore[union-attr]
-                if t is not None:
-                    cur = evt_sched.get(key)
-                    if cur is None or t < cur:
-                        evt_sched[key] = t
-                        op._due_seq += 1
-                        push(evt_due, (t, op._due_seq, key))
         except Exception as exc:
             _note_element(exc, key, ts)
             raise

@@ -15,6 +15,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimestampedValue
 
 __all__ = ["Partials", "Timeline", "TimelineExpiry"]
@@ -63,6 +64,12 @@ class Timeline:
         # have fired; ``due`` is the key's one timer.
         self.upto = upto
         self.due: int | None = None
+
+    def schedule(self, time: int) -> None:
+        """Make the key's one timer (derived windows) fire by ``time``; never at the end of
+        time."""
+        if time < MAX_TIMESTAMP and (self.due is None or time < self.due):
+            self.due = time
 
     def __len__(self) -> int:
         return len(self.stamps)
@@ -115,12 +122,12 @@ class Partials:
         self.timestamped = timestamped
         # combine(owned, part) for range aggregates; owned(part) copies a partial into a
         # value that combine may modify (None: reduce functions never modify arguments).
-        self._combine: Callable[[Any, Any], Any] = reducer if reducer is not None else _no_combine
-        self._owned: Callable[[Any], Any] | None = None
+        self.combine: Callable[[Any, Any], Any] = reducer if reducer is not None else _no_combine
+        self.owned: Callable[[Any], Any] | None = None
         if aggregate is not None:
             merge, create = aggregate.merge, aggregate.create_accumulator
-            self._combine = merge
-            self._owned = lambda part: merge(create(), part)
+            self.combine = merge
+            self.owned = lambda part: merge(create(), part)
 
     def add_timestamp(self, timeline: Timeline, timestamp: int) -> None:
         """Put a timestamp on the timeline without a record (its record is in no window, but
@@ -160,8 +167,8 @@ class Partials:
         cursor = timeline.cursor
         if cursor is None or lo < cursor.lo or hi < cursor.hi:
             cursor = timeline.cursor = RangeCursor(lo)
-        combine = self._combine
-        owned = self._owned
+        combine = self.combine
+        owned = self.owned
         if hi > cursor.hi:
             stamps = timeline.stamps
             i = bisect_right(stamps, cursor.hi)

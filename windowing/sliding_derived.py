@@ -68,6 +68,31 @@ class DerivedSliding:
         return timeline.stamps[-1] + self.size + self.lateness + 3
 
     # ------------------------------------------------------------------ elements
+    def add_in_order(self, timeline: Timeline, value: Any, ts: int) -> None:
+        """A record later than every record of the key and than the watermark: it creates its
+        left window and maybe the previous record's right window, neither late nor due."""
+        size, delay = self.size, self.delay
+        cursor = timeline.cursor
+        if cursor is not None and ts <= cursor.hi:
+            timeline.cursor = None
+        stamps = timeline.stamps
+        previous = stamps[-1]
+        stamps.append(ts)
+        timeline.partials.append(self.partials.first(value))
+        live = timeline.live
+        due = ts + size + self.lateness + 3  # forget the timeline
+        window = tuple.__new__(TimeWindow, (ts - size, ts + 1))
+        if window not in live:
+            live.add(window)
+            due = ts + delay
+        if ts <= previous + 1 + size and previous + 1 != ts - size:
+            window = tuple.__new__(TimeWindow, (previous + 1, previous + 2 + size))
+            if window not in live:
+                live.add(window)
+                if previous + 1 + size + delay < due:
+                    due = previous + 1 + size + delay
+        timeline.schedule(due)
+
     def process(self, op: WindowOperator, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
         """The bulk element loop: a record later than every record of its key and than the
         watermark creates its left window and maybe the previous record's right window,
@@ -76,14 +101,12 @@ class DerivedSliding:
         assert states is not None
         from windowing.operator import KeyState, _note_element  # import cycle
 
-        size, lateness, delay = self.size, self.lateness, self.delay
+        size, lateness = self.size, self.lateness
         wm = op.watermark
-        first = self.partials.first
+        add_in_order = self.add_in_order
         on_element = op._on_element_sliding
         evt_sched, evt_due = op._evt_sched, op._evt_due
         push = heapq.heappush
-        new_tuple = tuple.__new__
-        time_window = TimeWindow
         limit = MAX_TIMESTAMP - size - lateness - 3
         horizon = wm - size - lateness - 1  # records before it are in no live window
         count = 0
@@ -101,29 +124,10 @@ class DerivedSliding:
                     if stamps and stamps[-1] < ts and stamps[0] >= horizon:
                         if timeline.upto < wm:
                             timeline.upto = wm
-                        cursor = timeline.cursor
-                        if cursor is not None and ts <= cursor.hi:
-                            timeline.cursor = None
-                        previous = stamps[-1]
-                        stamps.append(ts)
-                        timeline.partials.append(first(value))
-                        live = timeline.live
-                        due = ts + size + lateness + 3  # forget the timeline
-                        window = new_tuple(time_window, (ts - size, ts + 1))
-                        if window not in live:
-                            live.add(window)
-                            due = ts + delay
-                        if ts <= previous + 1 + size and previous + 1 != ts - size:
-                            window = new_tuple(time_window, (previous + 1, previous + 2 + size))
-                            if window not in live:
-                                live.add(window)
-                                if previous + 1 + size + delay < due:
-                                    due = previous + 1 + size + delay
+                        add_in_order(timeline, value, ts)
                         current = timeline.due
-                        if current is None or due < current:
-                            timeline.due = current = due
                         scheduled = evt_sched.get(key)
-                        if scheduled is None or current < scheduled:
+                        if current is not None and (scheduled is None or current < scheduled):
                             evt_sched[key] = current
                             op._due_seq += 1
                             push(evt_due, (current, op._due_seq, key))
@@ -204,8 +208,7 @@ class DerivedSliding:
         i = bisect_right(stamps, upto - delay - 1 - size)
         if i < n and stamps[i] + 1 + size + delay < due:
             due = stamps[i] + 1 + size + delay
-        if due < MAX_TIMESTAMP:
-            timeline.due = due
+        timeline.schedule(due)
 
     def _emit(
         self, op: WindowOperator, key: Any, ks: KeyState, timeline: Timeline, after: int, upto: int
@@ -222,8 +225,8 @@ class DerivedSliding:
         if li >= lj and ri >= rj:
             return
         kind = self.partials.kind
-        combine = self.partials._combine
-        owned = self.partials._owned
+        combine = self.partials.combine
+        owned = self.partials.owned
         range_aggregate = self.partials.aggregate_range
         direct = self.result
         identity = self.result_is_contents
