@@ -35,15 +35,16 @@ from windowing.records import OutputTag
 from windowing.spark.output import (
     LATE_COLUMNS,
     METRIC_NAMES,
-    REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     RESULT_COLUMNS,
     BatchMetrics,
+    LateRows,
     OutputLayout,
     check_names,
     col,
     no_side_output,
+    operator_counters,
     parse_side_output_schemas,
 )
 from windowing.spark.schema import (
@@ -419,9 +420,7 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
     )
     event_time = op.is_event_time
     watermark_for = replay.watermark.current_watermark
-    late_idx: list[int] = []
-    late_wm: list[int | None] = []
-    late_reason: list[str] = []
+    late = LateRows()
     null_ts = null_arr = 0
     pending: list[tuple[Any, Any, Any]] = []
     current: list[Any] = [None]
@@ -459,9 +458,7 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
         if arrival is not None and arrival[i] is None:
             null_arr += 1
             if tag is not None:
-                late_idx.append(i)
-                late_wm.append(None)
-                late_reason.append(REASON_NULL_ARRIVAL_ORDER)
+                late.add(i, None, REASON_NULL_ARRIVAL_ORDER)
             continue
         wm = op.watermark
         if wmax is not None and wmax[i] is not None:
@@ -474,9 +471,7 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
         if t is None and event_time:
             null_ts += 1
             if tag is not None:
-                late_idx.append(i)
-                late_wm.append(op.watermark)
-                late_reason.append(REASON_NULL_EVENT_TIME)
+                late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
             continue
         pending.append((rows[i], t, key))
     flush()
@@ -485,26 +480,11 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
     if tag is not None:
         lates = op.side_outputs.get(tag, [])
         if lates:
-            index = {id(r): i for i, r in enumerate(rows)}
-            for e in lates:
-                late_idx.append(index[id(e.value)])
-                late_wm.append(e.watermark)
-                late_reason.append(REASON_LATE)
+            late.add_late_elements(lates, {id(r): i for i, r in enumerate(rows)})
 
-    m = op.metrics
-    counters = {
-        "num_input_rows": n,
-        "num_elements": m.num_elements,
-        "num_late_records_side_output": m.num_late_records_side_output,
-        "num_late_records_dropped": m.num_late_records_dropped,
-        "num_null_event_time": null_ts,
-        "num_null_arrival_order": null_arr,
-        "num_records_in_no_window": m.num_records_in_no_window,
-        "num_windows_fired": m.num_windows_fired,
-        "num_results": len(op.output),
-        "num_windows_left_at_end": sum(1 for _ in op.iter_windows(key)),
-        "num_keys": 1,
-    }
+    counters = operator_counters(op, n, null_ts, null_arr)
+    counters["num_windows_left_at_end"] = sum(1 for _ in op.iter_windows(key))
+    counters["num_keys"] = 1
     first_row = table.slice(0, 1)
 
     def key_columns(total: int) -> list[pa.Array]:
@@ -517,8 +497,6 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
         results=op.output,
         side_outputs=op.side_outputs,
         late_source=table,
-        late_rows=late_idx,
-        late_watermarks=late_wm,
-        late_reasons=late_reason,
+        late=late,
         counters=counters,
     )

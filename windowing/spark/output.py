@@ -40,6 +40,7 @@ __all__ = [
     "RESULT_COLUMNS",
     "STREAMING_METRICS",
     "BatchMetrics",
+    "LateRows",
     "OutputLayout",
     "check_names",
     "col",
@@ -57,6 +58,44 @@ REASON_NULL_ARRIVAL_ORDER = "null_arrival_order"
 RESULT_COLUMNS = ("window_start", "window_end", "max_timestamp")
 #: Columns added to the late rows.
 LATE_COLUMNS = ("late_watermark", "late_reason")
+
+
+@dataclass
+class LateRows:
+    """Input rows of one key routed to the late side output: their row indexes, the
+    watermark that made each late (``None``: no watermark applies) and the reason."""
+
+    rows: list[int] = dataclasses.field(default_factory=list)
+    watermarks: list[int | None] = dataclasses.field(default_factory=list)
+    reasons: list[str] = dataclasses.field(default_factory=list)
+
+    def add(self, row: int, watermark: int | None, reason: str) -> None:
+        self.rows.append(row)
+        self.watermarks.append(watermark)
+        self.reasons.append(reason)
+
+    def add_late_elements(self, elements: Sequence[Any], index: Mapping[int, int]) -> None:
+        """The operator's late elements (``LateElement``), whose values are input rows;
+        ``index`` maps ``id(row)`` to the row's index."""
+        for e in elements:
+            self.add(index[id(e.value)], e.watermark, REASON_LATE)
+
+
+def operator_counters(op: Any, n_input: int, null_ts: int, null_arr: int) -> dict[str, int]:
+    """The metrics row's counters of one operator call (``op`` a ``WindowOperator``)."""
+    m = op.metrics
+    return {
+        "num_input_rows": n_input,
+        "num_elements": m.num_elements,
+        "num_late_records_side_output": m.num_late_records_side_output,
+        "num_late_records_dropped": m.num_late_records_dropped,
+        "num_null_event_time": null_ts,
+        "num_null_arrival_order": null_arr,
+        "num_records_in_no_window": m.num_records_in_no_window,
+        "num_windows_fired": m.num_windows_fired,
+        "num_results": len(op.output),
+    }
+
 
 # Internal column names (the prefix is reserved, see schema.INTERNAL_PREFIX).
 KIND = "__pw_kind"
@@ -434,14 +473,12 @@ class OutputLayout:
         results: Sequence[Any],
         side_outputs: Mapping[OutputTag, Sequence[Any]],
         late_source: pa.Table | None,
-        late_rows: Sequence[int],
-        late_watermarks: Sequence[int | None],
-        late_reasons: Sequence[str],
+        late: LateRows,
         counters: Mapping[str, int],
     ) -> pa.Table:
         """One key's tagged output: ``results`` (``WindowResult``), the side outputs
         (``side_outputs`` as the operator collects them; the late tag is skipped), the rows
-        ``late_rows`` of ``late_source`` (which has the input columns by name), one metrics
+        ``late.rows`` of ``late_source`` (which has the input columns by name), one metrics
         row with ``counters``. ``key_columns(n)`` gives the key column(s) for ``n`` rows.
 
         Raises ``ValueError`` for a side output tag without a declared schema."""
@@ -456,7 +493,7 @@ class OutputLayout:
                 )
                 raise ValueError(msg)
         sides = [list(side_outputs.get(tag, ())) for tag in self.side_tags]
-        n_res, n_late = len(results), len(late_rows)
+        n_res, n_late = len(results), len(late.rows)
         n_side = sum(len(s) for s in sides)
         total = n_res + n_side + n_late + 1
         blocks = [(results, encode, self.out_schema, "result", self.result_cols, out_types)]
@@ -505,7 +542,7 @@ class OutputLayout:
         for name, array in value_arrays:
             arrays.append(array)
             names.append(name)
-        late_take = pa.array([None] * (n_res + n_side) + list(late_rows) + [None], pa.int64())
+        late_take = pa.array([None] * (n_res + n_side) + late.rows + [None], pa.int64())
         for name, field, arrow_type in zip(
             self.late_cols, self.input_schema.fields, input_types, strict=True
         ):
@@ -515,10 +552,10 @@ class OutputLayout:
                 arrays.append(late_source.column(field.name).take(late_take))
             names.append(name)
         head = [None] * (n_res + n_side)
-        watermarks = [None if w is None or w == MIN_TIMESTAMP else w for w in late_watermarks]
+        watermarks = [None if w is None or w == MIN_TIMESTAMP else w for w in late.watermarks]
         arrays.append(pa.array([*head, *watermarks, None], pa.int64()))
         names.append(_LWM)
-        arrays.append(pa.array([*head, *late_reasons, None], pa.string()))
+        arrays.append(pa.array([*head, *late.reasons, None], pa.string()))
         names.append(_LREASON)
         pad = [None] * (total - 1)
         for column_name, metric in zip(_METRIC_COLUMNS, METRIC_NAMES, strict=True):

@@ -56,12 +56,13 @@ from windowing.spark.batch import (
     replay_order,
 )
 from windowing.spark.output import (
-    REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     STREAMING_METRICS,
+    LateRows,
     OutputLayout,
     col,
+    operator_counters,
 )
 from windowing.spark.schema import arrow_to_python
 from windowing.stream import is_processing_time_assigner
@@ -402,18 +403,14 @@ class _WindowProcessor(StatefulProcessor):
         event_time = op.is_event_time
         tag = c.late_output_tag
         new = tuple.__new__
-        late_rows: list[int] = []
-        late_wm: list[int | None] = []
-        late_reason: list[str] = []
+        late = LateRows()
         index: dict[int, int] = {}
         null_ts = null_arr = 0
         for i, values in enumerate(zip(*columns, strict=True)):
             if arrival is not None and arrival[i] is None:
                 null_arr += 1
                 if tag is not None:
-                    late_rows.append(i)
-                    late_wm.append(None)
-                    late_reason.append(REASON_NULL_ARRIVAL_ORDER)
+                    late.add(i, None, REASON_NULL_ARRIVAL_ORDER)
                 continue
             if pts is not None:
                 pt = pts[i]
@@ -424,9 +421,7 @@ class _WindowProcessor(StatefulProcessor):
             if t is None and event_time:
                 null_ts += 1
                 if tag is not None:
-                    late_rows.append(i)
-                    late_wm.append(op.watermark)
-                    late_reason.append(REASON_NULL_EVENT_TIME)
+                    late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
                 continue
             row = new(Row, values)
             row.__fields__ = names
@@ -440,13 +435,10 @@ class _WindowProcessor(StatefulProcessor):
                 )
                 raise
         if tag is not None:
-            for e in op.side_outputs.get(tag, []):
-                late_rows.append(index[id(e.value)])
-                late_wm.append(e.watermark)
-                late_reason.append(REASON_LATE)
+            late.add_late_elements(op.side_outputs.get(tag, []), index)
         self._save(timer, ks, timer_alive=True)
         counts = (len(pdf), null_ts, null_arr)
-        out = self._emit(key, table, late_rows, late_wm, late_reason, counts)
+        out = self._emit(key, table, late, counts)
         if out is not None:
             yield out
 
@@ -461,7 +453,7 @@ class _WindowProcessor(StatefulProcessor):
         self._reset()
         self._fire(self._key(key), ks)
         self._save(timer, ks, timer_alive=False)
-        out = self._emit(key, None, [], [], [], (0, 0, 0))
+        out = self._emit(key, None, LateRows(), (0, 0, 0))
         if out is not None:
             yield out
 
@@ -508,9 +500,7 @@ class _WindowProcessor(StatefulProcessor):
         self,
         key: Any,
         table: pa.Table | None,
-        late_rows: list[int],
-        late_wm: list[int | None],
-        late_reason: list[str],
+        late: LateRows,
         counts: tuple[int, int, int],
     ) -> pd.DataFrame | None:
         """The tagged output of this call; ``counts`` = (input rows, rows without event
@@ -520,19 +510,9 @@ class _WindowProcessor(StatefulProcessor):
         m = op.metrics
         n_input, null_ts, null_arr = counts
         has_side = any(records for records in op.side_outputs.values())
-        if not (op.output or late_rows or n_input or m.num_windows_fired or has_side):
+        if not (op.output or late.rows or n_input or m.num_windows_fired or has_side):
             return None
-        counters = {
-            "num_input_rows": n_input,
-            "num_elements": m.num_elements,
-            "num_late_records_side_output": m.num_late_records_side_output,
-            "num_late_records_dropped": m.num_late_records_dropped,
-            "num_null_event_time": null_ts,
-            "num_null_arrival_order": null_arr,
-            "num_records_in_no_window": m.num_records_in_no_window,
-            "num_windows_fired": m.num_windows_fired,
-            "num_results": len(op.output),
-        }
+        counters = operator_counters(op, n_input, null_ts, null_arr)
         key_values = [v.item() if hasattr(v, "item") else v for v in key]
 
         def key_columns(total: int) -> list[pa.Array]:
@@ -546,9 +526,7 @@ class _WindowProcessor(StatefulProcessor):
             results=op.output,
             side_outputs=op.side_outputs,
             late_source=table,
-            late_rows=late_rows,
-            late_watermarks=late_wm,
-            late_reasons=late_reason,
+            late=late,
             counters=counters,
         )
         return out.to_pandas(integer_object_nulls=True, date_as_object=True)
