@@ -33,3 +33,45 @@ def test_other_zones_keep_pyarrow_conversion() -> None:
     got = arrow_to_python(column)
     assert got == column.to_pylist()
     assert got[0].utcoffset() == dt.timedelta(hours=-8)
+
+
+# ------------------------------------------------------------------------------- Row classes
+def test_row_class_rows_behave_as_rows() -> None:
+    import pickle
+
+    from pyspark.sql import Row
+
+    from windowing.spark.schema import rows_of
+
+    names = ["user", "count", "amount", "__hidden"]
+    rows = rows_of(names, [["ann", "bob"], [1, 2], [3.5, None], [7, 8]])
+    plain = Row(user="ann", count=1, amount=3.5, __hidden=7)
+    row = rows[0]
+    assert isinstance(row, Row) and row == plain and hash(row) == hash(plain)
+    assert repr(row) == repr(plain) and row.asDict() == plain.asDict()
+    assert (row.user, row["amount"], row[0], rows[1].amount) == ("ann", 3.5, "ann", None)
+    assert row.count(1) == 1  # a tuple method stays a method, as on a plain Row
+    with pytest.raises(AttributeError):
+        _ = row.__hidden
+    with pytest.raises(AttributeError):
+        _ = row.missing
+    back = pickle.loads(pickle.dumps(row))
+    assert back == plain and type(back) is Row and back.user == "ann"
+
+
+# ------------------------------------------------------------------------------- bulk encoding
+def test_columns_encoder_bulk_and_fallback() -> None:
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from windowing.spark.schema import make_columns_encoder, rows_of
+
+    one = make_columns_encoder(StructType([StructField("n", LongType())]))
+    assert one([1, None, 3]) == [[1, None, 3]]
+    assert one([1, 2.5]) is None  # a float for bigint: encoded one by one (and rejected there)
+    assert one([True]) is None
+    source = StructType([StructField("k", StringType()), StructField("n", LongType())])
+    kept = make_columns_encoder(StructType([StructField("n", LongType())]), source=source)
+    rows = rows_of(["k", "n"], [["a", "b"], [1, 2]])
+    assert kept(rows) == [[1, 2]]
+    assert kept([rows[0], {"k": "c", "n": 3}]) is None
+    assert kept(rows_of(["k", "n"], [["a"], ["x"]])) is None  # a str where bigint is due

@@ -17,14 +17,15 @@ the watermark and processing time to ``MAX_TIMESTAMP`` (end of input).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import StructField, StructType
 
@@ -52,6 +53,7 @@ from windowing.spark.schema import (
     column_time_kind,
     contains_map,
     parse_output_schema,
+    rows_of,
     schema_from_annotation,
 )
 from windowing.spark.watermark import add_prefix_max
@@ -383,22 +385,9 @@ def _key_of(replay: _Replay, table: pa.Table) -> Any:
 
 
 def _rows(replay: _Replay, table: pa.Table) -> list[Any]:
-    """The key's input rows as ``pyspark.sql.Row`` objects (built as ``Row`` builds them)."""
+    """The key's input rows as ``pyspark.sql.Row`` objects."""
     names = replay.input_names
-    columns = [arrow_to_python(table.column(n)) for n in names]
-    new = tuple.__new__
-    rows = []
-    for values in zip(*columns, strict=True):
-        row = new(Row, values)
-        row.__fields__ = names
-        rows.append(row)
-    return rows
-
-
-def _tracking(items: list[tuple[Any, Any, Any]], current: list[Any]) -> Iterator[Any]:
-    for item in items:
-        current[0] = item
-        yield item
+    return rows_of(names, [arrow_to_python(table.column(n)) for n in names])
 
 
 def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
@@ -423,17 +412,17 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
     late = LateRows()
     null_ts = null_arr = 0
     pending: list[tuple[Any, Any, Any]] = []
-    current: list[Any] = [None]
 
     def flush() -> None:
         if not pending:
             return
-        current[0] = None
+        before = op.metrics.num_elements  # counted as each element starts
         try:
-            op.process_elements(_tracking(pending, current))
+            op.process_elements(pending)
         except Exception as exc:
-            if current[0] is not None:
-                value, t, _ = current[0]
+            failed = op.metrics.num_elements - before - 1
+            if 0 <= failed < len(pending):
+                value, t, _ = pending[failed]
                 exc.add_note(
                     f"while processing the element {value!r} (event time {t}) of key {key!r} "
                     "in the Spark batch replay"
@@ -454,26 +443,30 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
             )
             raise
 
-    for i in range(n):
-        if arrival is not None and arrival[i] is None:
-            null_arr += 1
-            if tag is not None:
-                late.add(i, None, REASON_NULL_ARRIVAL_ORDER)
-            continue
-        wm = op.watermark
-        if wmax is not None and wmax[i] is not None:
-            wm = watermark_for(wmax[i])
-        pt = pts[i] if pts is not None else None
-        if wm > op.watermark or (pt is not None and pt > op.processing_time):
-            flush()
-            advance(wm, pt)
-        t = ts[i]
-        if t is None and event_time:
-            null_ts += 1
-            if tag is not None:
-                late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
-            continue
-        pending.append((rows[i], t, key))
+    if arrival is None and pts is None and (table.column(_TS).null_count == 0 or not event_time):
+        # Event-time order, no arrival order: one watermark at the end of input.
+        pending.extend(zip(rows, ts, repeat(key, n), strict=True))
+    else:
+        for i in range(n):
+            if arrival is not None and arrival[i] is None:
+                null_arr += 1
+                if tag is not None:
+                    late.add(i, None, REASON_NULL_ARRIVAL_ORDER)
+                continue
+            wm = op.watermark
+            if wmax is not None and wmax[i] is not None:
+                wm = watermark_for(wmax[i])
+            pt = pts[i] if pts is not None else None
+            if wm > op.watermark or (pt is not None and pt > op.processing_time):
+                flush()
+                advance(wm, pt)
+            t = ts[i]
+            if t is None and event_time:
+                null_ts += 1
+                if tag is not None:
+                    late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
+                continue
+            pending.append((rows[i], t, key))
     flush()
     advance(MAX_TIMESTAMP, MAX_TIMESTAMP)
 

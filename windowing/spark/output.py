@@ -29,8 +29,9 @@ from pyspark.sql.types import (
 )
 
 from windowing.records import OutputTag
-from windowing.spark.schema import make_row_encoder, parse_output_schema
+from windowing.spark.schema import make_columns_encoder, make_row_encoder, parse_output_schema
 from windowing.time import MIN_TIMESTAMP
+from windowing.windows import TimeWindow
 
 __all__ = [
     "LATE_COLUMNS",
@@ -262,30 +263,47 @@ def _window_bounds(window: Any) -> tuple[int | None, int | None]:
     )
 
 
+_Encoders = tuple[Callable[[Any], list[Any]], Callable[[Sequence[Any]], list[list[Any]] | None]]
+
+
 def _windowed_columns(
-    records: Sequence[Any], encode: Callable[[Any], list[Any]], schema: StructType, what: str
+    records: Sequence[Any],
+    encoders: _Encoders,
+    schema: StructType,
+    what: str,
 ) -> tuple[list[list[Any]], list[int | None], list[int | None], list[int | None]]:
     """``WindowResult`` records as columns: the encoded value fields, then window start,
-    window end and the record's timestamp."""
-    columns: list[list[Any]] = [[] for _ in schema.fields]
+    window end and the record's timestamp. ``encoders`` encode one value, or all values in
+    bulk (``None`` when they need the one-value encoder)."""
+    encode, encode_all = encoders
+    columns = encode_all([r.value for r in records])
+    if columns is None:
+        columns = [[] for _ in schema.fields]
+        for r in records:
+            try:
+                values = encode(r.value)
+            except Exception as exc:
+                exc.add_note(
+                    f"while writing the {what} {r.value!r} of window {r.window!r} of key "
+                    f"{r.key!r} as a row of {schema.simpleString()}"
+                )
+                raise
+            for column, v in zip(columns, values, strict=True):
+                column.append(v)
+    windows = [r.window for r in records]
     ws: list[int | None] = []
     we: list[int | None] = []
-    mt: list[int | None] = []
-    for r in records:
-        try:
-            values = encode(r.value)
-        except Exception as exc:
-            exc.add_note(
-                f"while writing the {what} {r.value!r} of window {r.window!r} of key "
-                f"{r.key!r} as a row of {schema.simpleString()}"
-            )
-            raise
-        for column, v in zip(columns, values, strict=True):
-            column.append(v)
-        start, end = _window_bounds(r.window)
-        ws.append(start)
-        we.append(end)
-        mt.append(r.timestamp)
+    if set(map(type, windows)) == {TimeWindow}:
+        starts = [w[0] for w in windows]
+        ends = [w[1] for w in windows]
+        if min(starts) >= -_INT64_MAX - 1 and max(ends) <= _INT64_MAX:
+            ws, we = starts, ends
+    if windows and not ws:
+        for w in windows:
+            start, end = _window_bounds(w)
+            ws.append(start)
+            we.append(end)
+    mt: list[int | None] = [r.timestamp for r in records]
     return columns, ws, we, mt
 
 
@@ -435,8 +453,8 @@ class OutputLayout:
 
     # -- executor side: build the output ---------------------------------------------------
     @functools.cached_property
-    def _writers(self) -> tuple[Callable[[Any], list[Any]], list[Callable[[Any], list[Any]]]]:
-        """Encoders of a result value and of each side output's values."""
+    def _writers(self) -> tuple[_Encoders, list[_Encoders]]:
+        """Encoders (one value, all values in bulk) of the results and of each side output."""
         encode: Callable[[Any], list[Any]]
         if self.reduced_rows:
             encode_row = make_row_encoder(self.input_schema)
@@ -448,9 +466,12 @@ class OutputLayout:
                 return [values[i] for i in keep]
 
             encode = encode_kept
+            encode_all = make_columns_encoder(self.out_schema, source=self.input_schema)
         else:
             encode = make_row_encoder(self.out_schema)
-        return encode, [make_row_encoder(s) for _, s in self.side_outputs]
+            encode_all = make_columns_encoder(self.out_schema)
+        sides = [(make_row_encoder(s), make_columns_encoder(s)) for _, s in self.side_outputs]
+        return (encode, encode_all), sides
 
     @functools.cached_property
     def _arrow_types(self) -> tuple[list[pa.DataType], list[list[pa.DataType]], list[pa.DataType]]:

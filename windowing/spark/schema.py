@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
+import operator
 import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
@@ -50,14 +52,51 @@ __all__ = [
     "arrow_to_python",
     "column_time_kind",
     "contains_map",
+    "make_columns_encoder",
     "make_row_encoder",
     "parse_output_schema",
+    "row_class",
+    "rows_of",
     "schema_from_annotation",
     "validate_source",
 ]
 
 #: Columns the runtime adds while it works; user columns must not start with this.
 INTERNAL_PREFIX = "__pw_"
+
+
+# ---------------------------------------------------------------------------- Row classes
+try:  # the C descriptor of namedtuple fields: reads the item without __getitem__
+    from _collections import _tuplegetter as _field  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - other Python implementations
+
+    def _field(index: int, doc: str) -> Any:
+        return property(lambda row: tuple.__getitem__(row, index), doc=doc)
+
+
+@functools.lru_cache(maxsize=256)
+def row_class(names: tuple[str, ...]) -> type[Row]:
+    """A subclass of :class:`pyspark.sql.Row` for rows with the fields ``names``.
+
+    Its instances are ``Row`` objects in every respect (``isinstance``, ``==``, ``repr``,
+    ``asDict``, ``row["name"]``, pickling, which gives a plain ``Row``), built without
+    ``Row.__new__`` and with the field names on the class: ``row.name`` is a C-level item
+    lookup (as for named tuples), not ``Row.__getattr__``'s search of the field list. Names that
+    ``Row`` or ``tuple`` already define (``count``, ``index``, ``asDict``) keep their
+    ``Row`` meaning, as on a plain ``Row``.
+    """
+    attributes: dict[str, Any] = {"__fields__": list(names), "__slots__": ()}
+    for i, name in enumerate(names):
+        if name not in attributes and not hasattr(Row, name) and not name.startswith("__"):
+            attributes[name] = _field(i, name)
+    return type("Row", (Row,), attributes)
+
+
+def rows_of(names: Sequence[str], columns: Sequence[Sequence[Any]]) -> list[Row]:
+    """The rows of equally long ``columns`` (one per name) as ``Row`` objects."""
+    make = functools.partial(tuple.__new__, row_class(tuple(names)))
+    return list(map(make, zip(*columns, strict=True)))
+
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
@@ -282,6 +321,7 @@ def _arrow_converter(pa_type: pa.DataType) -> Callable[[Any], Any] | None:
     if pa.types.is_struct(pa_type):
         names = [pa_type.field(i).name for i in range(pa_type.num_fields)]
         convs = [_arrow_converter(pa_type.field(i).type) for i in range(pa_type.num_fields)]
+        make = row_class(tuple(names))
 
         def struct(value: Any) -> Any:
             if value is None:
@@ -289,9 +329,7 @@ def _arrow_converter(pa_type: pa.DataType) -> Callable[[Any], Any] | None:
             values = [
                 value[n] if c is None else c(value[n]) for n, c in zip(names, convs, strict=True)
             ]
-            row = tuple.__new__(Row, values)
-            row.__fields__ = names
-            return row
+            return tuple.__new__(make, values)
 
         return struct
     if pa.types.is_map(pa_type):
@@ -537,3 +575,67 @@ def make_row_encoder(schema: StructType) -> Callable[[Any], list[Any]]:
 
 
 _UNSET: Any = object()
+
+
+_NONE_TYPE = type(None)
+
+
+def _exact_types(dtype: DataType) -> frozenset[type] | None:
+    """The Python types whose values the encoder of ``dtype`` passes unchanged (besides
+    ``None``), for a bulk check by exact type; ``None`` for types always encoded per value."""
+    if isinstance(dtype, _INTEGRAL):
+        return frozenset({int})
+    if isinstance(dtype, DoubleType | FloatType):
+        return frozenset({float})
+    if isinstance(dtype, StringType):
+        return frozenset({str})
+    if isinstance(dtype, BooleanType):
+        return frozenset({bool})
+    if isinstance(dtype, TimestampType | TimestampNTZType):
+        return frozenset({_dt.datetime})
+    if isinstance(dtype, DateType):
+        return frozenset({_dt.date})
+    if isinstance(dtype, BinaryType):
+        return frozenset({bytes})
+    return None
+
+
+def make_columns_encoder(
+    schema: StructType, *, source: StructType | None = None
+) -> Callable[[Sequence[Any]], list[list[Any]] | None]:
+    """A bulk form of :func:`make_row_encoder` for the common cases: a function mapping output
+    values to the columns of ``schema`` (one list per field), or to ``None`` when the values
+    need encoding value by value.
+
+    The bulk form applies to values of plain types (int, float, str, bool, datetime, date,
+    bytes; for a one-field schema) and to ``Row`` objects of :func:`row_class` holding such
+    values: their types are checked in bulk (exact type, as the value encoders would accept
+    them unchanged) and the values passed through. ``source`` is the schema of such rows when
+    ``schema`` keeps some of their fields (a reduce returns input rows).
+    """
+    names = tuple(schema.names)
+    wide = tuple(source.names) if source is not None else names
+    keep = [wide.index(n) for n in names]
+    exact = [_exact_types(f.dataType) for f in schema.fields]
+    if any(t is None for t in exact):
+        return lambda values: None
+    allowed = [frozenset({_NONE_TYPE}) | t for t in exact if t is not None]
+    cls = row_class(wide)
+    single = len(names) == 1 and source is None
+    scalars = frozenset().union(*allowed) if single else frozenset()
+
+    def encode(values: Sequence[Any]) -> list[list[Any]] | None:
+        if not values:
+            return [[] for _ in names]
+        kinds = set(map(type, values))
+        if single and kinds <= scalars:
+            return [list(values)]
+        if kinds != {cls}:
+            return None
+        columns = [list(map(operator.itemgetter(i), values)) for i in keep]
+        for column, ok in zip(columns, allowed, strict=True):
+            if not set(map(type, column)) <= ok:
+                return None
+        return columns
+
+    return encode
