@@ -1571,6 +1571,33 @@ class WindowOperator:
         for value, timestamp, key in elements:
             process(value, timestamp, key)
 
+    def process_key_elements(
+        self, key: Any, ks: KeyState, elements: Iterable[tuple[Any, int | None, Any]]
+    ) -> KeyState:
+        """Process the ``(value, timestamp, key)`` elements of one ``key`` whose state ``ks``
+        a runtime loaded from its own store, with the bulk loops of :meth:`process_elements`
+        (same results as :meth:`on_element` for each). Returns the key's state afterwards
+        (``ks``, or a new one if ``ks`` emptied and the key started over). The runtime keeps
+        the key's timer itself (``KeyState.next_event_time()``): nothing stays scheduled in
+        this operator's multi-key driver."""
+        states = self._states
+        if states is None or key in states:
+            for value, timestamp, _ in elements:
+                self.on_element(key, ks, value, timestamp)
+            return ks
+        states[key] = ks
+        try:
+            self.process_elements(elements)
+        finally:
+            ks = states.pop(key, ks)
+            for sched in (self._evt_sched, self._proc_sched):
+                sched.pop(key, None)
+            if not self._evt_sched:
+                self._evt_due.clear()
+            if not self._proc_sched:
+                self._proc_due.clear()
+        return ks
+
     def _process_sliding(
         self, elements: Iterable[tuple[Any, int | None, Any]], states: dict[Any, KeyState]
     ) -> None:

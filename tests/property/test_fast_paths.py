@@ -8,12 +8,18 @@ behaviour but takes the generic path, so every observable result must be identic
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assigners import EventTimeSessionWindows, HoppingEventTimeWindows, TumblingEventTimeWindows
+from assigners import (
+    EventTimeSessionWindows,
+    HoppingEventTimeWindows,
+    SlidingDistinctAssigner,
+    TumblingEventTimeWindows,
+)
 from functions import Aggregate, AggregateFunction, Process, ProcessWindowFunction, Reduce
 from triggers import EventTimeTrigger
 from windowing import MAX_TIMESTAMP, OutputTag
@@ -71,6 +77,8 @@ ASSIGNERS = {
     "hopping_wide": lambda: HoppingEventTimeWindows(30, 5),
     "session": lambda: EventTimeSessionWindows(6),
 }
+# KIP-450 windows: their own differential tests are in test_sliding_properties.py.
+ALL_ASSIGNERS = {**ASSIGNERS, "sliding_distinct": lambda: SlidingDistinctAssigner(8, grace=0)}
 
 # Timestamps either anywhere or packed into a few windows, so that consecutive elements of a
 # key often share windows (the bulk loop's window cache) or sit in the same slide.
@@ -89,7 +97,7 @@ def run(
     assigner: str, function: str, lateness: int, steps: list[Any], *, generic: bool, bulk: bool
 ) -> tuple[Any, ...]:
     harness = WindowOperatorHarness(
-        ASSIGNERS[assigner](),
+        ALL_ASSIGNERS[assigner](),
         FUNCTIONS[function](),
         trigger=GenericEventTimeTrigger() if generic else None,
         allowed_lateness=lateness,
@@ -163,3 +171,69 @@ def test_session_bridge_merges_contents_in_fast_path() -> None:
         (0, 14, (3, 3)),  # the three elements (values 0, 1, 2) in one session
         (20, 26, (1, 4)),
     ]
+
+
+def run_per_key(assigner: str, function: str, lateness: int, steps: list[Any]) -> tuple[Any, ...]:
+    """The streaming runtime's use of the operator: each key's state loaded from (pickled)
+    storage, its due timers fired, its elements added with ``process_key_elements``, stored
+    again; keys without elements fired when their next timer is due."""
+    from windowing.operator import WindowOperator
+
+    op = WindowOperator(
+        ALL_ASSIGNERS[assigner](),
+        FUNCTIONS[function](),
+        allowed_lateness=lateness,
+        late_output_tag=LATE,
+        slicing=function != "reduce",
+    )
+    store: dict[str, bytes] = {}
+    pending: dict[str, list[tuple[int, int, str]]] = {}
+
+    def visit(key: str, elements: list[tuple[int, int, str]]) -> None:
+        ks = pickle.loads(store[key]) if key in store else op.new_key_state()
+        op.fire_timers(key, ks)
+        ks = op.process_key_elements(key, ks, elements)
+        store[key] = pickle.dumps(ks)
+
+    def flush() -> None:
+        for key in sorted(set(store) | set(pending)):
+            elements = pending.pop(key, [])
+            due = None if key not in store else pickle.loads(store[key]).next_event_time()
+            if elements or (due is not None and due <= op.watermark):
+                visit(key, elements)
+
+    for i, step in enumerate(steps):
+        if step[0] == "e":
+            pending.setdefault(step[1], []).append((i, step[2], step[1]))
+        else:
+            flush()
+            op.watermark = max(op.watermark, -50 + sum(s[1] for s in steps[: i + 1] if s[0] == "w"))
+    flush()
+    mid = sorted(op.output)
+    op.output.clear()
+    op.watermark = MAX_TIMESTAMP
+    flush()
+    assert not op._evt_due and not op._evt_sched  # nothing left in the multi-key driver
+    return mid, sorted(op.output), sorted(op.side_outputs.get(LATE, [])), op.metrics
+
+
+@settings(max_examples=200)
+@given(
+    assigner=st.sampled_from(sorted(ALL_ASSIGNERS)),
+    function=st.sampled_from(sorted(FUNCTIONS)),
+    lateness=st.sampled_from([0, 1, 7, 25]),
+    steps=actions,
+)
+def test_per_key_runtime_matches_harness(
+    assigner: str, function: str, lateness: int, steps: list[Any]
+) -> None:
+    # The same (built-in) trigger as the per-key run: sliding-distinct windows hand a process
+    # function its elements in timeline order there, in arrival order with other triggers.
+    reference = run(assigner, function, lateness, steps, generic=False, bulk=True)
+    mid, final, late, metrics = run_per_key(assigner, function, lateness, steps)
+    assert (mid, final, late, metrics) == (
+        reference[0],
+        reference[3],
+        reference[4],
+        reference[5],
+    )

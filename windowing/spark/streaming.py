@@ -28,13 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import cloudpickle
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.streaming.query import StreamingQuery
@@ -64,7 +65,7 @@ from windowing.spark.output import (
     col,
     operator_counters,
 )
-from windowing.spark.schema import arrow_to_python
+from windowing.spark.schema import arrow_to_python, rows_of
 from windowing.stream import is_processing_time_assigner
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -396,46 +397,60 @@ class _WindowProcessor(StatefulProcessor):
         op = self.op
         self._reset()
         self._fire(k, ks)
-        columns = [arrow_to_python(table.column(n)) for n in names]
+        elements = rows_of(names, [arrow_to_python(table.column(n)) for n in names])
         ts = table.column(_TS).to_pylist()
         arrival = table.column(_ARR).to_pylist() if _ARR in c.internal else None
         pts = table.column(_PT).to_pylist() if _PT in c.internal else None
         event_time = op.is_event_time
         tag = c.late_output_tag
-        new = tuple.__new__
         late = LateRows()
-        index: dict[int, int] = {}
         null_ts = null_arr = 0
-        for i, values in enumerate(zip(*columns, strict=True)):
-            if arrival is not None and arrival[i] is None:
-                null_arr += 1
-                if tag is not None:
-                    late.add(i, None, REASON_NULL_ARRIVAL_ORDER)
-                continue
-            if pts is not None:
-                pt = pts[i]
-                if pt is not None and pt > op.processing_time:
-                    op.processing_time = pt  # the batch replay's advance before the row
-                    self._fire(k, ks)
-            t = ts[i]
-            if t is None and event_time:
-                null_ts += 1
-                if tag is not None:
-                    late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
-                continue
-            row = new(Row, values)
-            row.__fields__ = names
-            index[id(row)] = i
+        pending: list[tuple[Any, Any, Any]] = []
+
+        def flush(ks: Any) -> Any:
+            before = op.metrics.num_elements  # counted as each element starts
             try:
-                op.on_element(k, ks, row, t)
+                ks = op.process_key_elements(k, ks, pending)
             except Exception as exc:
-                exc.add_note(
-                    f"while processing the element {row!r} (event time {t}) of key {k!r} "
-                    "in the Spark streaming runtime"
-                )
+                failed = op.metrics.num_elements - before - 1
+                if 0 <= failed < len(pending):
+                    row, t, _ = pending[failed]
+                    exc.add_note(
+                        f"while processing the element {row!r} (event time {t}) of key {k!r} "
+                        "in the Spark streaming runtime"
+                    )
                 raise
+            pending.clear()
+            return ks
+
+        no_nulls = table.column(_TS).null_count == 0 or not event_time
+        if arrival is None and pts is None and no_nulls:
+            pending.extend(zip(elements, ts, repeat(k, len(elements)), strict=True))
+        else:
+            for i, row in enumerate(elements):
+                if arrival is not None and arrival[i] is None:
+                    null_arr += 1
+                    if tag is not None:
+                        late.add(i, None, REASON_NULL_ARRIVAL_ORDER)
+                    continue
+                if pts is not None:
+                    pt = pts[i]
+                    if pt is not None and pt > op.processing_time:
+                        ks = flush(ks)
+                        op.processing_time = pt  # the batch replay's advance before the row
+                        self._fire(k, ks)
+                t = ts[i]
+                if t is None and event_time:
+                    null_ts += 1
+                    if tag is not None:
+                        late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
+                    continue
+                pending.append((row, t, k))
+        ks = flush(ks)
         if tag is not None:
-            late.add_late_elements(op.side_outputs.get(tag, []), index)
+            lates = op.side_outputs.get(tag, [])
+            if lates:
+                late.add_late_elements(lates, {id(r): i for i, r in enumerate(elements)})
         self._save(timer, ks, timer_alive=True)
         counts = (len(pdf), null_ts, null_arr)
         out = self._emit(key, table, late, counts)
