@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import (
+    ArrayType,
     ByteType,
     LongType,
     StringType,
@@ -169,7 +170,12 @@ class BatchMetrics:
 
 
 METRIC_NAMES = tuple(f.name for f in dataclasses.fields(BatchMetrics))
-_METRIC_COLUMNS = tuple(f"__pw_m_{n}" for n in METRIC_NAMES)
+# The metrics row's counters, in METRIC_NAMES order, in one array column: one column instead
+# of one per counter keeps the (mostly null) tagged output narrow, and a streaming runtime
+# converts every column of every output it yields.
+_COUNTERS = "__pw_metrics"
+_COUNTERS_TYPE = ArrayType(LongType(), False)
+_COUNTERS_ARROW = to_arrow_type(_COUNTERS_TYPE)
 #: The counters a streaming query reports (the others are always 0 there).
 STREAMING_METRICS = tuple(
     n for n in METRIC_NAMES if n not in ("num_windows_left_at_end", "num_keys")
@@ -384,7 +390,7 @@ class OutputLayout:
                 *nullable(self.late_cols, self.input_schema),
                 StructField(_LWM, LongType(), True),
                 StructField(_LREASON, StringType(), True),
-                *[StructField(c, LongType(), True) for c in _METRIC_COLUMNS],
+                StructField(_COUNTERS, _COUNTERS_TYPE, True),
             ]
         )
 
@@ -438,14 +444,17 @@ class OutputLayout:
     def select_metrics(self, df: DataFrame) -> DataFrame:
         """The metrics rows (one per key in batch, per key and micro-batch in streaming)."""
         return df.where(F.col(KIND) == _METRICS).select(
-            *[F.col(c).alias(n) for c, n in zip(_METRIC_COLUMNS, METRIC_NAMES, strict=True)]
+            *[F.col(_COUNTERS)[i].alias(n) for i, n in enumerate(METRIC_NAMES)]
         )
 
     def metric_totals(self, names: Sequence[str] = METRIC_NAMES) -> list[Column]:
         """Aggregate expressions summing the counters ``names`` over a tagged output
         (``bigint`` columns named after the counters; 0 without metrics rows)."""
-        by_name = dict(zip(METRIC_NAMES, _METRIC_COLUMNS, strict=True))
-        return [F.coalesce(F.sum(F.col(by_name[n])), F.lit(0)).cast("long").alias(n) for n in names]
+        index = {n: i for i, n in enumerate(METRIC_NAMES)}
+        return [
+            F.coalesce(F.sum(F.col(_COUNTERS)[index[n]]), F.lit(0)).cast("long").alias(n)
+            for n in names
+        ]
 
     def select_metric_totals(self, df: DataFrame) -> DataFrame:
         """One row: every counter summed over the metrics rows of ``df``."""
@@ -578,8 +587,7 @@ class OutputLayout:
         names.append(_LWM)
         arrays.append(pa.array([*head, *late.reasons, None], pa.string()))
         names.append(_LREASON)
-        pad = [None] * (total - 1)
-        for column_name, metric in zip(_METRIC_COLUMNS, METRIC_NAMES, strict=True):
-            arrays.append(pa.array([*pad, counters.get(metric, 0)], pa.int64()))
-            names.append(column_name)
+        counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
+        arrays.append(pa.array([None] * (total - 1) + [counts], _COUNTERS_ARROW))
+        names.append(_COUNTERS)
         return pa.Table.from_arrays(arrays, names=names)

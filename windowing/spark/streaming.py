@@ -26,6 +26,8 @@ initial watermark ``0`` means "no watermark yet" (``MIN_TIMESTAMP``).
 
 from __future__ import annotations
 
+import functools
+import pickle
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
@@ -294,8 +296,38 @@ class _Config:
     layout: OutputLayout
     internal: tuple[str, ...]  # the internal input columns after the input columns
     input_arrow: pa.Schema
+
+    @functools.cached_property
+    def input_table_schema(self) -> pa.Schema:
+        """The Arrow schema of a key's rows: the input columns, then the internal ones."""
+        return pa.schema([*self.input_arrow, *[pa.field(n, pa.int64()) for n in self.internal]])
+
     key_arrow_types: list[pa.DataType]
     wall_clock: bool  # ProcessingTime mode: processing time is the micro-batch's clock
+
+
+def _dumps(value: Any) -> bytes:
+    """``value`` pickled by the C pickler; with cloudpickle when it holds objects only
+    cloudpickle can write (e.g. instances of classes defined in the driver's ``__main__``,
+    which reach the executors by value). ``pickle.loads`` reads both."""
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[no-untyped-call,no-any-return]
+
+
+def _pandas_type(arrow_type: pa.DataType) -> Any:
+    """Flat numeric, boolean and string columns as Arrow-backed pandas columns: converting
+    them to pandas and back to Arrow (Spark's side of every output) copies no values; other
+    types keep pandas' default conversion."""
+    if (
+        pa.types.is_integer(arrow_type)
+        or pa.types.is_floating(arrow_type)
+        or pa.types.is_boolean(arrow_type)
+        or pa.types.is_string(arrow_type)
+    ):
+        return pd.ArrowDtype(arrow_type)
+    return None
 
 
 def _flink_watermark(spark_watermark_ms: int) -> int:
@@ -334,7 +366,7 @@ class _WindowProcessor(StatefulProcessor):
         value = self.state.get()
         if value is None or value[0] is None:
             return None, self.op.new_key_state(), None
-        timer, ks, clock = cloudpickle.loads(value[0])
+        timer, ks, clock = pickle.loads(value[0])
         return timer, ks, clock
 
     def _save(self, timer: int | None, ks: Any, *, timer_alive: bool) -> None:
@@ -364,8 +396,7 @@ class _WindowProcessor(StatefulProcessor):
             self.state.clear()
         else:
             clock = self.op.processing_time if _PT in self.config.internal else None
-            blob = cloudpickle.dumps((new_timer, ks, clock))  # type: ignore[no-untyped-call]
-            self.state.update((blob,))
+            self.state.update((_dumps((new_timer, ks, clock)),))
 
     # -- callbacks -------------------------------------------------------------------------
     def handleInputRows(  # noqa: N802 - Spark's name
@@ -376,17 +407,22 @@ class _WindowProcessor(StatefulProcessor):
     ) -> Any:
         c = self.config
         names = c.layout.input_schema.names
-        pdf = pd.concat(list(rows), ignore_index=True)
+        frames = list(rows)
+        pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         # Columns by position (the input columns, then the internal ones): Spark hands
-        # internal ("__pw_*") columns over as "_<i>".
-        width = len(names) + len(c.internal)
-        pdf = pdf.iloc[:, :width].set_axis([*names, *c.internal], axis=1)
-        table = pa.Table.from_pandas(
-            pdf,
-            schema=pa.schema([*c.input_arrow, *[pa.field(n, pa.int64()) for n in c.internal]]),
-            preserve_index=False,
-            safe=False,
-        )
+        # internal ("__pw_*") columns over as "_<i>". One column at a time: converting the
+        # frame as a whole costs several times more for the few hundred rows of a key.
+        schema = c.input_table_schema
+        labels = pdf.columns[: len(schema)]
+        if pdf.columns.is_unique:
+            series = [pdf[label] for label in labels]
+        else:
+            series = [pdf.iloc[:, i] for i in range(len(schema))]
+        arrays = [
+            pa.Array.from_pandas(v, type=f.type, safe=False)
+            for v, f in zip(series, schema, strict=True)
+        ]
+        table = pa.Table.from_arrays(arrays, schema=schema)
         # The batch replay's order inside a key: arrival order, else processing time, then
         # event time and the content hash, nulls last; deterministic across re-executions.
         order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
@@ -544,4 +580,6 @@ class _WindowProcessor(StatefulProcessor):
             late=late,
             counters=counters,
         )
-        return out.to_pandas(integer_object_nulls=True, date_as_object=True)
+        return out.to_pandas(
+            types_mapper=_pandas_type, integer_object_nulls=True, date_as_object=True
+        )
