@@ -20,6 +20,10 @@ the whole result: a ``noop`` write of the result DataFrame):
   distinct (KIP-450) windows have no Spark equivalent.
 * ceiling: ``groupBy(key).applyInArrow(f)`` where ``f`` returns one row per key: the shuffle,
   the Arrow transfer and the Python worker round trip that any grouped Python operator pays.
+* per-row Python floor: ``applyInArrow`` that turns the key's rows into ``Row`` objects (the
+  runtime's conversion), calls ``SumAmount.add`` once per row into a dict of 10 s windows and
+  returns one row per window: what any window operator calling a Python function per row
+  pays at least (no timers, triggers or lateness).
 
 Streaming (the same events as ``--files`` parquet files, read with ``maxFilesPerTrigger=1``, so
 each micro-batch holds N / files rows; ``trigger(availableNow=True)`` + ``awaitTermination``):
@@ -30,7 +34,10 @@ each micro-batch holds N / files rows; ``trigger(availableNow=True)`` + ``awaitT
   windows the final watermark closed);
 * ceiling: a no-op ``transformWithStateInPandas`` ``StatefulProcessor`` (EventTime mode,
   ``withWatermark(ts, 1 s)``, same key grouping) whose ``handleInputRows`` consumes the rows and
-  yields nothing, to a ``noop`` sink.
+  yields nothing, to a ``noop`` sink;
+* one-state-value floor: the same, but per key and micro-batch it reads one ValueState, writes
+  it, replaces one timer and yields one row: the state round trips and the output conversion
+  that any stateful operator with durable per-key state pays at least.
 
 Prints seconds, events/s (input events / wall seconds), ours / native, ours / no-op ceiling
 and whether the targets are met (batch tumbling >= 50% of the applyInArrow ceiling, streaming
@@ -82,6 +89,7 @@ from assigners import (
     TumblingEventTimeWindows,
 )
 from functions import AggregateFunction
+from windowing.spark.schema import arrow_to_python, rows_of
 from windowing.spark.streaming import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, DataStream
 
@@ -120,6 +128,58 @@ def noop_group(table: pa.Table) -> pa.Table:
             "n": pa.array([table.num_rows], pa.int64()),
         }
     )
+
+
+def row_floor_group(table: pa.Table) -> pa.Table:
+    """The floor of any Python window operator that calls a function per row: the key's rows
+    as ``Row`` objects (the runtime's own conversion), ``SumAmount.add`` per row into a dict
+    by 10 s window, one output row per window. No timers, no trigger, no lateness."""
+    names = table.column_names
+    rows = rows_of(names, [arrow_to_python(table.column(n)) for n in names])
+    fn = SumAmount()
+    accs: dict[int, int] = {}
+    for row in rows:
+        ms = int(row.ts.timestamp() * 1000)
+        start = ms - ms % 10_000
+        acc = accs.get(start)
+        accs[start] = fn.add(row, fn.create_accumulator() if acc is None else acc)
+    starts = list(accs)
+    return pa.table(
+        {
+            "key": table.column("key").take(pa.array([0] * len(starts), pa.int64())),
+            "window_start": pa.array(starts, pa.int64()),
+            "total": pa.array([fn.get_result(accs[s]) for s in starts], pa.int64()),
+        }
+    )
+
+
+class StateFloorProcessor(StatefulProcessor):
+    """The floor of a stateful operator with the cost model of the streaming runtime: per key
+    and micro-batch, read one ValueState, write it, replace one event-time timer, and emit
+    one row; the rows themselves are only counted."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("state", "n bigint, timer bigint")
+
+    def handleInputRows(  # noqa: N802 - Spark's name
+        self,
+        key: Any,
+        rows: Iterator[pd.DataFrame],
+        timerValues: Any,  # noqa: N803
+    ) -> Iterator[pd.DataFrame]:
+        n = sum(len(pdf) for pdf in rows)
+        old = self.state.get()
+        total = n + (0 if old is None else int(old[0]))
+        timer = int(timerValues.getCurrentWatermarkInMs()) + 3_600_000
+        if old is not None and old[1] != timer:
+            self.handle.deleteTimer(int(old[1]))
+        self.handle.registerTimer(timer)
+        self.state.update((total, timer))
+        yield pd.DataFrame({"key": [int(key[0])], "n": [total]})
+
+    def close(self) -> None:
+        pass
 
 
 class NoopProcessor(StatefulProcessor):
@@ -316,6 +376,15 @@ def run_native_batch(df: DataFrame, cfg: BatchConfig, timer: Timer) -> Run:
     return run
 
 
+def run_row_floor_batch(df: DataFrame, timer: Timer) -> Run:
+    out = df.groupBy("key").applyInArrow(
+        row_floor_group, schema="key bigint, window_start bigint, total bigint"
+    )
+    run = Run("per-row Python floor (Rows + add per row, applyInArrow)")
+    run.seconds, run.note = timer.batch(lambda: noop_write(out))
+    return run
+
+
 def run_noop_batch(df: DataFrame, timer: Timer) -> Run:
     out = df.groupBy("key").applyInArrow(noop_group, schema="key bigint, n bigint")
     run = Run("no-op applyInArrow (ceiling)")
@@ -420,6 +489,27 @@ def stream_agreement(spark: SparkSession, got: DataFrame, native: DataFrame, sou
     closed = native.where(F.col("window_end") <= F.lit(row[0]) - F.expr(f"INTERVAL {STREAM_DELAY}"))
     verdict = agreement(got, closed)
     return verdict if verdict != "yes" else f"yes ({closed.count():,} closed windows)"
+
+
+def run_state_floor_stream(spark: SparkSession, source: Path, work: Path, timeout: float) -> Run:
+    spark.conf.set(
+        "spark.sql.streaming.stateStore.providerClass",
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    )
+    out = (
+        stream_source(spark, source)
+        .withWatermark("ts", STREAM_DELAY)
+        .groupBy("key")
+        .transformWithStateInPandas(
+            statefulProcessor=StateFloorProcessor(),
+            outputStructType="key bigint, n bigint",
+            outputMode="Append",
+            timeMode="EventTime",
+        )
+    )
+    return timed_noop_stream(
+        out, work / "ckpt-floor", "one state value + one timer per key and batch (floor)", timeout
+    )
 
 
 def run_noop_stream(spark: SparkSession, source: Path, work: Path, timeout: float) -> Run:
@@ -546,6 +636,8 @@ def batch_section(df: DataFrame, cfgs: list[BatchConfig], timer: Timer, o: Optio
         print_row(ours.name, ours, n)
         if native_run is not None:
             print_row(native_run.name, native_run, n)
+    floor = best([run_row_floor_batch(df, timer) for _ in range(o.repeat)])
+    print_row(floor.name, floor, n)
     after = run_noop_batch(df, timer)
     print_row(f"{after.name}, after", after, n)
     ceiling = best([*ceilings, after])
@@ -555,6 +647,7 @@ def batch_section(df: DataFrame, cfgs: list[BatchConfig], timer: Timer, o: Optio
 
     header("batch summary (ceiling: the faster no-op run)")
     print_row(ceiling.name, ceiling, n)
+    print_row(floor.name, floor, n, "", fmt_ratio(rate(n, floor), c_rate))
     for ours, native_run, agree in measured:
         o_rate = rate(n, ours)
         if native_run is None:
@@ -567,6 +660,8 @@ def batch_section(df: DataFrame, cfgs: list[BatchConfig], timer: Timer, o: Optio
     tumbling = [m[0] for m, cfg in zip(measured, cfgs, strict=True) if cfg.name == "tumbling"]
     if tumbling:
         target("batch tumbling >= 50% of the applyInArrow ceiling", tumbling[0], ceiling, n)
+        share = fmt_ratio(rate(n, tumbling[0]), rate(n, floor))
+        print(f"batch tumbling / per-row Python floor: {share}")
 
 
 def streaming_section(
@@ -595,6 +690,10 @@ def streaming_section(
         agree = agree or a
     parquet = best(parquet_runs)
     print_row(parquet.name, parquet, n)
+    floor = best(
+        [run_state_floor_stream(spark, source, work / f"floor-{r}", t) for r in range(o.repeat)]
+    )
+    print_row(floor.name, floor, n)
     after = run_noop_stream(spark, source, work / "noop-after", t)
     print_row(f"{after.name}, after", after, n)
     ceiling = best([*noops, after])
@@ -602,10 +701,12 @@ def streaming_section(
 
     header("streaming summary (ceiling: the faster no-op run)")
     print_row(ceiling.name, ceiling, n)
+    print_row(floor.name, floor, n, "", fmt_ratio(rate(n, floor), c_rate))
     print_row(ours.name, ours, n, "", fmt_ratio(rate(n, ours), c_rate))
     check = "agree with native: " + (agree or ("not checked" if not o.check else "-"))
     print_row(parquet.name, parquet, n, "", fmt_ratio(rate(n, parquet), c_rate), check)
     target("streaming >= 50% of the stateful-processor ceiling", ours, ceiling, n)
+    print(f"streaming tumbling / one-state-value floor: {fmt_ratio(rate(n, ours), rate(n, floor))}")
 
 
 def main() -> None:
