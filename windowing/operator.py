@@ -30,8 +30,9 @@ from __future__ import annotations
 import copy
 import functools
 import heapq
+import operator
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -1598,6 +1599,93 @@ class WindowOperator:
                 self._proc_due.clear()
         return ks
 
+    def process_to_end(self, key: Any, elements: Sequence[tuple[Any, int | None, Any]]) -> None:
+        """Process the ``(value, timestamp, key)`` elements of one ``key`` (all of its bounded
+        input, in order), then the end of input: watermark and processing time at
+        ``MAX_TIMESTAMP``. Same results as :meth:`process_elements` followed by
+        :meth:`process_watermark` and :meth:`advance_processing_time` to ``MAX_TIMESTAMP``.
+
+        This is a batch replay without arrival order (Flink's batch execution mode: a key's
+        input, then the end of time). When the operator holds no state and no watermark yet,
+        tumbling windows with the built-in ``EventTimeTrigger``, no evictor and a reduce or
+        aggregate take one pass: no element can be late and every window fires at the end, so
+        contents are kept in a dict by window start and the windows fire in order of their
+        end, with no timers."""
+        aligned = self._aligned
+        if (
+            aligned is not None
+            and aligned[0] == aligned[1]  # tumbling
+            and self._direct_result is not None
+            and isinstance(self.spec, Reduce | Aggregate)
+            and self.watermark == MIN_TIMESTAMP
+            and self._states is not None
+            and not self._states
+            and _ends_before_end_of_time(elements, aligned[0] + self.allowed_lateness)
+        ):
+            self._tumbling_to_end(key, elements, aligned[0], aligned[2])
+        else:
+            self.process_elements(elements)
+        self.process_watermark(MAX_TIMESTAMP)
+        self.advance_processing_time(MAX_TIMESTAMP)
+
+    def _tumbling_to_end(
+        self, key: Any, elements: Sequence[tuple[Any, int | None, Any]], size: int, offset: int
+    ) -> None:
+        """The one-pass form of :meth:`process_to_end` (see there)."""
+        reducer = self._inline_reducer
+        agg_add: Callable[[Any, Any], Any] | None = None
+        agg_create: Callable[[], Any] = _identity_none
+        if isinstance(self.spec, Aggregate):
+            agg_add, agg_create = self.spec.function.add, self.spec.function.create_accumulator
+        contents: dict[int, Any] = {}  # window start -> contents, in order of creation
+        missing = _MISSING
+        count = 0
+        ts: int | None = None
+        try:
+            for value, ts, _ in elements:
+                count += 1
+                if ts is None:
+                    self.assigner.assign_windows(value, ts, self._clock)  # raises its error
+                    continue
+                start = ts - (ts - offset) % size
+                current = contents.get(start, missing)
+                if reducer is not None:
+                    contents[start] = value if current is missing else reducer(current, value)
+                else:
+                    contents[start] = agg_add(  # type: ignore[misc]
+                        value, agg_create() if current is missing else current
+                    )
+        except Exception as exc:
+            _note_element(exc, key, ts)
+            raise
+        finally:
+            self.metrics.num_elements += count
+        # Fire in order of max_timestamp; windows whose end is clamped to the end of time
+        # share it and fire in order of creation, as their timers would (stable sort).
+        end_of_time = MAX_TIMESTAMP + 1
+        starts = sorted(contents, key=lambda s: s + size if s + size < end_of_time else end_of_time)
+        direct = self._direct_result
+        assert direct is not None
+        append = self.output.append
+        new_tuple = tuple.__new__
+        fired = 0
+        window: Any = None
+        try:
+            for start in starts:
+                end = start + size
+                if end > end_of_time:
+                    end = end_of_time
+                window = new_tuple(TimeWindow, (start, end))
+                result = direct(contents[start])
+                if result is not None:  # a None result is an empty window (Flink)
+                    fired += 1
+                    append(new_tuple(WindowResult, (key, window, result, end - 1)))
+        except Exception as exc:
+            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+            raise
+        finally:
+            self.metrics.num_windows_fired += fired
+
     def _process_sliding(
         self, elements: Iterable[tuple[Any, int | None, Any]], states: dict[Any, KeyState]
     ) -> None:
@@ -2068,6 +2156,18 @@ def _note_element(exc: Exception, key: Any, timestamp: int | None, windows: Any 
         return
     where = "" if windows is None else f" to windows {list(windows)!r}"
     exc.add_note(f"while adding the element with timestamp {timestamp!r}{where} of key {key!r}")
+
+
+def _ends_before_end_of_time(elements: Sequence[tuple[Any, int | None, Any]], span: int) -> bool:
+    """Whether every window (of at most ``span`` ms from an element's timestamp to its cleanup
+    time) is cleaned up before the end of time: at ``MAX_TIMESTAMP`` the operator keeps the
+    state of a window whose cleanup time saturates there, as Flink does. ``False`` for a
+    ``None`` timestamp (the generic path raises the assigner's error)."""
+    try:
+        latest = max(map(operator.itemgetter(1), elements), default=MIN_TIMESTAMP)
+    except TypeError:
+        return False
+    return bool(latest < MAX_TIMESTAMP - span)
 
 
 def _identity(value: Any) -> Any:

@@ -413,15 +413,19 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
     null_ts = null_arr = 0
     pending: list[tuple[Any, Any, Any]] = []
 
-    def flush() -> None:
-        if not pending:
-            return
+    def flush(to_end: bool = False) -> None:
         before = op.metrics.num_elements  # counted as each element starts
         try:
-            op.process_elements(pending)
+            if to_end:
+                op.process_to_end(key, pending)
+            elif pending:
+                op.process_elements(pending)
         except Exception as exc:
             failed = op.metrics.num_elements - before - 1
-            if 0 <= failed < len(pending):
+            notes = getattr(exc, "__notes__", ())
+            if any(n.startswith("while evaluating window") for n in notes):
+                exc.add_note(f"of key {key!r} in the Spark batch replay")
+            elif 0 <= failed < len(pending):
                 value, t, _ = pending[failed]
                 exc.add_note(
                     f"while processing the element {value!r} (event time {t}) of key {key!r} "
@@ -444,8 +448,9 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
             raise
 
     if arrival is None and pts is None and (table.column(_TS).null_count == 0 or not event_time):
-        # Event-time order, no arrival order: one watermark at the end of input.
+        # Event-time order, no arrival order: the key's input, then the end of input.
         pending.extend(zip(rows, ts, repeat(key, n), strict=True))
+        flush(to_end=True)
     else:
         for i in range(n):
             if arrival is not None and arrival[i] is None:
@@ -467,8 +472,8 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
                     late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
                 continue
             pending.append((rows[i], t, key))
-    flush()
-    advance(MAX_TIMESTAMP, MAX_TIMESTAMP)
+        flush()
+        advance(MAX_TIMESTAMP, MAX_TIMESTAMP)
 
     if tag is not None:
         lates = op.side_outputs.get(tag, [])
