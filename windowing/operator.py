@@ -1607,36 +1607,61 @@ class WindowOperator:
 
         This is a batch replay without arrival order (Flink's batch execution mode: a key's
         input, then the end of time). When the operator holds no state and no watermark yet,
-        tumbling windows with the built-in ``EventTimeTrigger``, no evictor and a reduce or
-        aggregate take one pass: no element can be late and every window fires at the end, so
-        contents are kept in a dict by window start and the windows fire in order of their
-        end, with no timers."""
-        aligned = self._aligned
-        if (
-            aligned is not None
-            and aligned[0] == aligned[1]  # tumbling
-            and self._direct_result is not None
+        no element can be late and every window fires at the end, so with the built-in
+        ``EventTimeTrigger``, no evictor and a reduce or aggregate, tumbling windows and (for
+        input in timestamp order) event-time session windows take one pass: contents by
+        window, no timers, windows fired in order of their end."""
+        one_pass = (
+            self._direct_result is not None
             and isinstance(self.spec, Reduce | Aggregate)
             and self.watermark == MIN_TIMESTAMP
             and self._states is not None
             and not self._states
-            and _ends_before_end_of_time(elements, aligned[0] + self.allowed_lateness)
+        )
+        aligned, gap = self._aligned, self._session_gap
+        lateness = self.allowed_lateness
+        if (
+            one_pass
+            and aligned is not None
+            and aligned[0] == aligned[1]  # tumbling
+            and _ends_before_end_of_time(elements, aligned[0] + lateness, ordered=False)
         ):
             self._tumbling_to_end(key, elements, aligned[0], aligned[2])
+        elif (
+            one_pass
+            and gap is not None
+            and _ends_before_end_of_time(elements, gap + lateness, ordered=True)
+        ):
+            self._sessions_to_end(key, elements, gap)
         else:
             self.process_elements(elements)
         self.process_watermark(MAX_TIMESTAMP)
         self.advance_processing_time(MAX_TIMESTAMP)
 
+    def _adder(self) -> Callable[[Any, Any], Any]:
+        """``(contents, value) -> contents`` of the one-pass loops; ``contents`` is
+        ``_MISSING`` for a window without contents."""
+        missing = _MISSING
+        reducer = self._inline_reducer
+        if reducer is not None:
+
+            def reduce(current: Any, value: Any) -> Any:
+                return value if current is missing else reducer(current, value)
+
+            return reduce
+        assert isinstance(self.spec, Aggregate)
+        add, create = self.spec.function.add, self.spec.function.create_accumulator
+
+        def aggregate(current: Any, value: Any) -> Any:
+            return add(value, create() if current is missing else current)
+
+        return aggregate
+
     def _tumbling_to_end(
         self, key: Any, elements: Sequence[tuple[Any, int | None, Any]], size: int, offset: int
     ) -> None:
-        """The one-pass form of :meth:`process_to_end` (see there)."""
-        reducer = self._inline_reducer
-        agg_add: Callable[[Any, Any], Any] | None = None
-        agg_create: Callable[[], Any] = _identity_none
-        if isinstance(self.spec, Aggregate):
-            agg_add, agg_create = self.spec.function.add, self.spec.function.create_accumulator
+        """The one-pass form of :meth:`process_to_end` for tumbling windows."""
+        add = self._adder()
         contents: dict[int, Any] = {}  # window start -> contents, in order of creation
         missing = _MISSING
         count = 0
@@ -1644,26 +1669,58 @@ class WindowOperator:
         try:
             for value, ts, _ in elements:
                 count += 1
-                if ts is None:
-                    self.assigner.assign_windows(value, ts, self._clock)  # raises its error
-                    continue
-                start = ts - (ts - offset) % size
-                current = contents.get(start, missing)
-                if reducer is not None:
-                    contents[start] = value if current is missing else reducer(current, value)
-                else:
-                    contents[start] = agg_add(  # type: ignore[misc]
-                        value, agg_create() if current is missing else current
-                    )
+                start = ts - (ts - offset) % size  # type: ignore[operator]
+                contents[start] = add(contents.get(start, missing), value)
         except Exception as exc:
             _note_element(exc, key, ts)
             raise
         finally:
             self.metrics.num_elements += count
-        # Fire in order of max_timestamp; windows whose end is clamped to the end of time
-        # share it and fire in order of creation, as their timers would (stable sort).
-        end_of_time = MAX_TIMESTAMP + 1
-        starts = sorted(contents, key=lambda s: s + size if s + size < end_of_time else end_of_time)
+        # Fire in order of max_timestamp (no end is clamped: _ends_before_end_of_time).
+        new_tuple = tuple.__new__
+        self._fire_to_end(
+            key, [(new_tuple(TimeWindow, (s, s + size)), contents[s]) for s in sorted(contents)]
+        )
+
+    def _sessions_to_end(
+        self, key: Any, elements: Sequence[tuple[Any, int | None, Any]], gap: int
+    ) -> None:
+        """The one-pass form of :meth:`process_to_end` for session windows, elements in
+        timestamp order: an element whose window ``[ts, ts + gap)`` intersects the current
+        session (touching counts) merges into it, and its value is added to the session's
+        contents, as the merging-window set does; otherwise it starts the next session."""
+        add = self._adder()
+        missing = _MISSING
+        new_tuple = tuple.__new__
+        sessions: list[tuple[TimeWindow, Any]] = []
+        start = end = 0
+        current: Any = missing
+        count = 0
+        ts: Any = None
+        try:
+            for value, ts, _ in elements:
+                count += 1
+                if current is not missing and ts <= end:
+                    if ts + gap > end:
+                        end = ts + gap
+                    current = add(current, value)
+                else:
+                    if current is not missing:
+                        sessions.append((new_tuple(TimeWindow, (start, end)), current))
+                    start, end = ts, ts + gap
+                    current = add(missing, value)
+        except Exception as exc:
+            _note_element(exc, key, ts)
+            raise
+        finally:
+            self.metrics.num_elements += count
+        if current is not missing:
+            sessions.append((new_tuple(TimeWindow, (start, end)), current))
+        self._fire_to_end(key, sessions)
+
+    def _fire_to_end(self, key: Any, windows: list[tuple[TimeWindow, Any]]) -> None:
+        """Emit the windows' results in the given order, as their end-of-window timers would
+        at the end of input (a ``None`` result is an empty window)."""
         direct = self._direct_result
         assert direct is not None
         append = self.output.append
@@ -1671,15 +1728,11 @@ class WindowOperator:
         fired = 0
         window: Any = None
         try:
-            for start in starts:
-                end = start + size
-                if end > end_of_time:
-                    end = end_of_time
-                window = new_tuple(TimeWindow, (start, end))
-                result = direct(contents[start])
-                if result is not None:  # a None result is an empty window (Flink)
+            for window, contents in windows:
+                result = direct(contents)
+                if result is not None:
                     fired += 1
-                    append(new_tuple(WindowResult, (key, window, result, end - 1)))
+                    append(new_tuple(WindowResult, (key, window, result, window[1] - 1)))
         except Exception as exc:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
@@ -2158,14 +2211,19 @@ def _note_element(exc: Exception, key: Any, timestamp: int | None, windows: Any 
     exc.add_note(f"while adding the element with timestamp {timestamp!r}{where} of key {key!r}")
 
 
-def _ends_before_end_of_time(elements: Sequence[tuple[Any, int | None, Any]], span: int) -> bool:
-    """Whether every window (of at most ``span`` ms from an element's timestamp to its cleanup
-    time) is cleaned up before the end of time: at ``MAX_TIMESTAMP`` the operator keeps the
-    state of a window whose cleanup time saturates there, as Flink does. ``False`` for a
-    ``None`` timestamp (the generic path raises the assigner's error)."""
+def _ends_before_end_of_time(
+    elements: Sequence[tuple[Any, int | None, Any]], span: int, *, ordered: bool
+) -> bool:
+    """Whether the elements all have timestamps (in non-decreasing order when ``ordered``)
+    and every window (at most ``span`` ms from an element's timestamp to its cleanup time) is
+    cleaned up before the end of time: at ``MAX_TIMESTAMP`` the operator keeps the state of a
+    window whose cleanup time saturates there, as Flink does."""
+    stamps = list(map(operator.itemgetter(1), elements))
     try:
-        latest = max(map(operator.itemgetter(1), elements), default=MIN_TIMESTAMP)
-    except TypeError:
+        latest = max(stamps, default=MIN_TIMESTAMP)
+        if ordered and not all(map(operator.le, stamps, stamps[1:])):
+            return False
+    except TypeError:  # a None timestamp: the generic path raises the assigner's error
         return False
     return bool(latest < MAX_TIMESTAMP - span)
 

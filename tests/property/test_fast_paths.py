@@ -249,7 +249,8 @@ def test_per_key_runtime_matches_harness(
 
 @settings(max_examples=300)
 @given(
-    function=st.sampled_from(["reduce", "reduce_max", "aggregate", "aggregate_none"]),
+    function=st.sampled_from(["reduce", "reduce_max", "aggregate", "aggregate_none", "process"]),
+    windows=st.sampled_from(["tumbling", "session"]),
     size=st.sampled_from([1, 3, 10]),
     offset=st.integers(-2, 2),
     lateness=st.sampled_from([0, 5]),
@@ -260,20 +261,31 @@ def test_per_key_runtime_matches_harness(
         ),
         max_size=60,
     ),
+    in_order=st.booleans(),
 )
 def test_process_to_end_matches_elements_then_end_of_input(
-    function: str, size: int, offset: int, lateness: int, stamps: list[int]
+    function: str,
+    windows: str,
+    size: int,
+    offset: int,
+    lateness: int,
+    stamps: list[int],
+    in_order: bool,
 ) -> None:
-    """The one-pass bounded replay (tumbling windows) against the generic path: the same
-    results in the same order, metrics and nothing left behind."""
+    """The one-pass bounded replay (tumbling windows; session windows of ordered input)
+    against the generic path: the same results in the same order, metrics and state left."""
     from windowing.operator import WindowOperator
 
+    if in_order:
+        stamps = sorted(stamps)
     elements = [(i, ts, "k") for i, ts in enumerate(stamps)]
     offset = offset % size if size > 1 else 0
 
     def operator(trigger: Any) -> WindowOperator:
         return WindowOperator(
-            TumblingEventTimeWindows(size, offset=offset),
+            TumblingEventTimeWindows(size, offset=offset)
+            if windows == "tumbling"
+            else EventTimeSessionWindows(size),
             FUNCTIONS[function](),
             trigger=trigger,
             allowed_lateness=lateness,
