@@ -146,159 +146,180 @@ class DerivedSliding:
         """Fire the due windows of one key (a runtime that loads keys one at a time)."""
         timeline = ks.timeline
         if timeline is not None and timeline.due is not None and timeline.due <= upto:
-            self._fire_key(op, key, ks, timeline, upto)
+            self._drain(op, upto, [(timeline.due, 0, key)], {key: timeline.due}, {key: ks}.get)
 
     def drain(self, op: WindowOperator, upto: int) -> None:
         """The operator's event-time drain: fire every key whose timer is due by ``upto``,
         in the order of their timers."""
-        due_heap, sched = op._evt_due, op._evt_sched
         states = op._states
         get = states.get if states is not None else op.backend.get
-        pop, push = heapq.heappop, heapq.heappush
-        fire_key = self._fire_key
-        while due_heap and due_heap[0][0] <= upto:
-            t, _, key = pop(due_heap)
-            if sched.get(key) != t:
-                continue  # superseded by an earlier schedule of this key
-            del sched[key]
-            ks = get(key)
-            if ks is None:
-                continue
-            timeline = ks.timeline
-            if timeline is not None and timeline.due is not None and timeline.due <= upto:
-                fire_key(op, key, ks, timeline, upto)
-                timeline = ks.timeline
-            if timeline is not None and timeline.due is not None:
-                sched[key] = timeline.due
-                op._due_seq += 1
-                push(due_heap, (timeline.due, op._due_seq, key))
-            elif op._schedule(key, ks) is False and ks.is_empty():
-                op.backend.remove(key)
+        self._drain(op, upto, op._evt_due, op._evt_sched, get, op)
 
-    def _fire_key(
-        self, op: WindowOperator, key: Any, ks: KeyState, timeline: Timeline, upto: int
+    def _drain(
+        self,
+        op: WindowOperator,
+        upto: int,
+        due_heap: list[tuple[int, int, Any]],
+        sched: dict[Any, int],
+        get: Callable[[Any], KeyState | None],
+        driver: WindowOperator | None = None,
     ) -> None:
-        """Emit the key's windows firing by ``upto``, forget what no window needs any more,
-        and set the key's next timer."""
-        timeline.due = None
+        """For each due key: emit its windows firing in ``(timeline.upto, upto]`` in order of
+        end, forget the records no window needs any more, and schedule its next timer (in
+        ``due_heap``; a key left without a timeline is rescheduled or dropped by ``driver``).
+        Inlined: with small slides nearly every key is due at every watermark."""
         size, lateness, delay = self.size, self.lateness, self.delay
-        if timeline.upto < upto:
-            self._emit(op, key, ks, timeline, timeline.upto, upto)
-            timeline.upto = upto
-        if upto >= MAX_TIMESTAMP:
-            ks.timeline = None  # every window has fired and is cleaned up
-            return
-        stamps = timeline.stamps
-        horizon = upto - size - lateness - 1
-        if stamps and stamps[0] < horizon:
-            timeline.expire(horizon)
-        live = timeline.live
-        if not stamps:
-            live.clear()
-            ks.timeline = None
-            return
-        if len(live) > 2 * len(stamps) + 16:
-            timeline.live = {w for w in live if w.end - 1 + lateness > upto}
-        # The next timer: the next left window, the next right window, or forgetting.
-        due = stamps[-1] + size + lateness + 3
-        n = len(stamps)
-        i = bisect_right(stamps, upto - delay)
-        if i < n and stamps[i] + delay < due:
-            due = stamps[i] + delay
-        i = bisect_right(stamps, upto - delay - 1 - size)
-        if i < n and stamps[i] + 1 + size + delay < due:
-            due = stamps[i] + 1 + size + delay
-        timeline.schedule(due)
-
-    def _emit(
-        self, op: WindowOperator, key: Any, ks: KeyState, timeline: Timeline, after: int, upto: int
-    ) -> None:
-        """Emit the windows whose firing time is in ``(after, upto]``, in order of end."""
-        size, delay = self.size, self.delay
-        stamps, partials = timeline.stamps, timeline.partials
-        n = len(stamps)
-        end_of_time = upto >= MAX_TIMESTAMP
-        li = bisect_right(stamps, after - delay)
-        lj = n if end_of_time else bisect_right(stamps, upto - delay)
-        ri = bisect_right(stamps, after - delay - 1 - size)
-        rj = n if end_of_time else bisect_right(stamps, upto - delay - 1 - size)
-        if li >= lj and ri >= rj:
-            return
-        kind = self.partials.kind
+        partials_kind = self.partials.kind
         combine = self.partials.combine
         owned = self.partials.owned
         range_aggregate = self.partials.aggregate_range
         direct = self.result
         identity = self.result_is_contents
         append = op.output.append
+        pop, push = heapq.heappop, heapq.heappush
         new_tuple = tuple.__new__
         time_window, result_type = TimeWindow, WindowResult
         empty, none = _EMPTY, _NONE
         end_max = MAX_TIMESTAMP + 1
         small = _SMALL_RANGE
+        end_of_time = upto >= MAX_TIMESTAMP
+        left_upto = upto - delay  # left windows of the timestamps <= left_upto fire by upto
+        right_upto = left_upto - 1 - size  # right windows of the timestamps <= right_upto
+        horizon = upto - size - lateness - 1  # timestamps before it are in no live window
+        forget = size + lateness + 3  # the timeline is forgotten this long after its last record
+        seq = op._due_seq
         fired = 0
-        previous_end = previous_start = None
-        left_end = right_end = 0
+        key: Any = None
         window: Any = None
         try:
-            # Merge the left and right windows by end; a left window that is also the next
-            # right window fires once.
-            while True:
-                if li < lj:
-                    left_end = stamps[li] + 1
-                if ri < rj:
-                    right_end = stamps[ri] + 2 + size
-                    if right_end > end_max:
-                        right_end = end_max
-                if li < lj and (ri >= rj or left_end < right_end):
-                    li += 1
-                    if partials[li - 1] is empty:
-                        continue  # the record is in no window: no left window
-                    start, end = left_end - 1 - size, left_end
-                    j = li
-                elif ri < rj:
-                    start, end = stamps[ri] + 1, right_end
-                    ri += 1
-                    j = -1
-                    if li < lj and left_end == right_end and start == left_end - 1 - size:
-                        li += 1  # the same window as the next left window
-                else:
-                    break
-                if end == previous_end and start == previous_start:
+            while due_heap and due_heap[0][0] <= upto:
+                t, _, key = pop(due_heap)
+                if sched.get(key) != t:
+                    continue  # superseded by an earlier schedule of this key
+                del sched[key]
+                ks = get(key)
+                if ks is None:
                     continue
-                previous_end, previous_start = end, start
-                window = new_tuple(time_window, (start, end))
-                max_ts = end - 1
-                if kind == "values":
-                    contents = self.partials.contents(timeline, start, max_ts)
-                else:
-                    i = bisect_left(stamps, start)
-                    if j < 0:
-                        j = bisect_right(stamps, max_ts, i)
-                    if j - i > small:
-                        contents = range_aggregate(timeline, start, max_ts)
-                    else:
-                        contents = none
-                        copied = owned is None
-                        for k in range(i, j):
-                            part = partials[k]
-                            if part is empty:
-                                continue
-                            if contents is none:
-                                contents = part
+                timeline = ks.timeline
+                if timeline is not None and timeline.due is not None and timeline.due <= upto:
+                    timeline.due = None
+                    stamps = timeline.stamps
+                    n = len(stamps)
+                    after = timeline.upto
+                    if after < upto:
+                        # The windows firing in (after, upto]: left windows of stamps[li:lj],
+                        # right windows of stamps[ri:rj].
+                        li = bisect_right(stamps, after - delay)
+                        ri = bisect_right(stamps, after - delay - 1 - size)
+                        lj = n if end_of_time else bisect_right(stamps, left_upto, li)
+                        rj = n if end_of_time else bisect_right(stamps, right_upto, ri)
+                        next_left, next_right = lj, rj
+                        partials = timeline.partials
+                        previous_end = previous_start = None
+                        left_end = right_end = 0
+                        # Merge the left and right windows by end; a left window that is also
+                        # the next right window fires once.
+                        while True:
+                            if li < lj:
+                                left_end = stamps[li] + 1
+                            if ri < rj:
+                                right_end = stamps[ri] + 2 + size
+                                if right_end > end_max:
+                                    right_end = end_max
+                            if li < lj and (ri >= rj or left_end < right_end):
+                                li += 1
+                                if partials[li - 1] is empty:
+                                    continue  # the record is in no window: no left window
+                                start, end = left_end - 1 - size, left_end
+                                i = bisect_left(stamps, start, 0, li)
+                                j = li
+                            elif ri < rj:
+                                start, end = stamps[ri] + 1, right_end
+                                ri += 1
+                                i = ri  # the first timestamp after stamps[ri - 1]
+                                j = -1
+                                if (
+                                    li < lj
+                                    and left_end == right_end
+                                    and start == left_end - 1 - size
+                                ):
+                                    li += 1  # the same window as the next left window
                             else:
-                                if not copied:
-                                    contents, copied = owned(contents), True  # type: ignore[misc]
-                                contents = combine(contents, part)
-                if contents is none:
-                    continue
-                if direct is None:
-                    op._emit_contents(key, ks, window, window, contents)
-                    continue
-                result = contents if identity else direct(contents)
-                if result is not None:  # a None result is an empty window (Flink)
-                    fired += 1
-                    append(new_tuple(result_type, (key, window, result, max_ts)))
+                                break
+                            if end == previous_end and start == previous_start:
+                                continue
+                            previous_end, previous_start = end, start
+                            window = new_tuple(time_window, (start, end))
+                            max_ts = end - 1
+                            if partials_kind == "values":
+                                contents = self.partials.contents(timeline, start, max_ts)
+                            else:
+                                if j < 0:
+                                    j = bisect_right(stamps, max_ts, i)
+                                if j - i > small:
+                                    contents = range_aggregate(timeline, start, max_ts)
+                                else:
+                                    contents = none
+                                    copied = owned is None
+                                    for k in range(i, j):
+                                        part = partials[k]
+                                        if part is empty:
+                                            continue
+                                        if contents is none:
+                                            contents = part
+                                        else:
+                                            if not copied:
+                                                contents, copied = owned(contents), True  # type: ignore[misc]
+                                            contents = combine(contents, part)
+                            if contents is none:
+                                continue
+                            if direct is None:
+                                op._emit_contents(key, ks, window, window, contents)
+                                continue
+                            result = contents if identity else direct(contents)
+                            if result is not None:  # a None result is an empty window (Flink)
+                                fired += 1
+                                append(new_tuple(result_type, (key, window, result, max_ts)))
+                        window = None
+                        timeline.upto = upto
+                    else:
+                        next_left = bisect_right(stamps, left_upto)
+                        next_right = bisect_right(stamps, right_upto)
+                    if end_of_time:
+                        ks.timeline = timeline = None  # every window has fired and is cleaned up
+                    else:
+                        if n and stamps[0] < horizon:
+                            k = bisect_left(stamps, horizon)
+                            del stamps[:k]
+                            del timeline.partials[:k]
+                            n -= k
+                            next_left -= k
+                            next_right -= k
+                        live = timeline.live
+                        if not n:
+                            live.clear()
+                            ks.timeline = timeline = None
+                        else:
+                            if len(live) > 2 * n + 16:
+                                timeline.live = {w for w in live if w.end - 1 + lateness > upto}
+                            # The next timer: the next left window, the next right window, or
+                            # forgetting the timeline.
+                            due = stamps[-1] + forget
+                            if next_left < n and stamps[next_left] + delay < due:
+                                due = stamps[next_left] + delay
+                            if next_right < n and stamps[next_right] + 1 + size + delay < due:
+                                due = stamps[next_right] + 1 + size + delay
+                            if due < MAX_TIMESTAMP:
+                                timeline.due = due
+                if timeline is not None and timeline.due is not None:
+                    sched[key] = timeline.due
+                    seq += 1
+                    push(due_heap, (timeline.due, seq, key))
+                elif driver is not None:
+                    op._due_seq = seq
+                    if driver._schedule(key, ks) is False and ks.is_empty():
+                        driver.backend.remove(key)
+                    seq = op._due_seq
         except Exception as exc:
             if window is not None and not any(
                 n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())
@@ -306,4 +327,5 @@ class DerivedSliding:
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
         finally:
+            op._due_seq = seq
             op.metrics.num_windows_fired += fired
