@@ -857,7 +857,7 @@ class WindowOperator:
             if cleanup <= wm:
                 continue  # a late window
             contains = window.start <= ts <= max_ts
-            if window in live:
+            if window.start in live:
                 if not contains:
                     continue
                 self._add(contents, window, value, ts)
@@ -865,7 +865,7 @@ class WindowOperator:
                 initial = self._partials.contents(timeline, window.start, max_ts)
                 if initial is _SLIDING_EMPTY:
                     continue
-                live.add(window)
+                live.add(window.start)
                 contents[window] = initial
             if contains:
                 added = True
@@ -905,9 +905,9 @@ class WindowOperator:
         if ts <= previous + 1 + size and previous + 1 != ts - size:
             windows.append(new_tuple(TimeWindow, (previous + 1, previous + 2 + size)))
         for window in windows:
-            if window in live:
+            if window[0] in live:
                 continue
-            live.add(window)
+            live.add(window[0])
             max_ts = window[1] - 1
             if on_end and (max_ts, window) not in timers:
                 timers.add((max_ts, window))
@@ -1000,7 +1000,7 @@ class WindowOperator:
             if time == cleanup:
                 timeline = ks.timeline
                 if timeline is not None:
-                    timeline.live.discard(window)
+                    timeline.live.discard(window[0])
                 live.discard((max_ts, window))  # EventTimeTrigger.clear
                 if pwf is not None:
                     ctx = self._ctx
@@ -1056,11 +1056,11 @@ class WindowOperator:
             cleanup = min(max_ts + lateness, MAX_TIMESTAMP)
             if cleanup <= wm:
                 continue
-            if window in live:
+            if window.start in live:
                 if event_trigger and window.start <= ts <= max_ts:
                     late_fired.add(window)  # EventTimeTrigger.on_element: FIRE if late
                 continue
-            live.add(window)
+            live.add(window.start)
             late_fired.discard(window)  # one on_element per window and record
             fired = True
             if derived:
@@ -1078,7 +1078,7 @@ class WindowOperator:
                 _register(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
         for window in sorted(late_fired):
             max_ts = window.end - 1
-            if window in live and max_ts <= wm < min(max_ts + lateness, MAX_TIMESTAMP):
+            if window.start in live and max_ts <= wm < min(max_ts + lateness, MAX_TIMESTAMP):
                 self._emit(key, ks, window, window)
 
     def _on_element_merging(
@@ -1247,7 +1247,7 @@ class WindowOperator:
     def _clear_all_state(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> None:
         ks.contents.pop(state_window, None)
         if ks.timeline is not None:
-            ks.timeline.live.discard(window)
+            ks.timeline.live.discard(window.start)
         ctx = self._ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
         self.trigger.clear(window, ctx)

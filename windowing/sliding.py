@@ -50,14 +50,18 @@ TIMELINE_EXPIRY = TimelineExpiry()
 
 
 class Timeline:
-    """Distinct timestamps of a key (sorted) with one partial each, plus its live windows."""
+    """Distinct timestamps of a key (sorted) with one partial each, plus its live windows.
+
+    A sliding-distinct window is known by its start (its end follows from the size), so
+    ``live`` holds the starts of the windows that exist and are not cleaned up yet.
+    """
 
     __slots__ = ("cursor", "due", "expiry_at", "live", "partials", "stamps", "upto")
 
     def __init__(self, upto: int = 0) -> None:
         self.stamps: list[int] = []
         self.partials: list[Any] = []
-        self.live: set[Any] = set()
+        self.live: set[int] = set()  # window starts
         self.cursor: RangeCursor | None = None
         self.expiry_at: int | None = None  # the pending expiry timer, if any
         # Windows derived from the timeline (no per-window timers): those firing by ``upto``

@@ -81,16 +81,15 @@ class DerivedSliding:
         timeline.partials.append(self.partials.first(value))
         live = timeline.live
         due = ts + size + self.lateness + 3  # forget the timeline
-        window = tuple.__new__(TimeWindow, (ts - size, ts + 1))
-        if window not in live:
-            live.add(window)
+        start = ts - size  # the left window
+        if start not in live:
+            live.add(start)
             due = ts + delay
-        if ts <= previous + 1 + size and previous + 1 != ts - size:
-            window = tuple.__new__(TimeWindow, (previous + 1, previous + 2 + size))
-            if window not in live:
-                live.add(window)
-                if previous + 1 + size + delay < due:
-                    due = previous + 1 + size + delay
+        start = previous + 1  # the previous record's right window
+        if ts <= start + size and start != ts - size and start not in live:
+            live.add(start)
+            if start + size + delay < due:
+                due = start + size + delay
         timeline.schedule(due)
 
     def process(self, op: WindowOperator, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
@@ -300,8 +299,8 @@ class DerivedSliding:
                             live.clear()
                             ks.timeline = timeline = None
                         else:
-                            if len(live) > 2 * n + 16:
-                                timeline.live = {w for w in live if w.end - 1 + lateness > upto}
+                            if len(live) > 2 * n + 16:  # drop the windows cleaned up
+                                timeline.live = {s for s in live if s > upto - size - lateness}
                             # The next timer: the next left window, the next right window, or
                             # forgetting the timeline.
                             due = stamps[-1] + forget
