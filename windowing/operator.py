@@ -888,9 +888,6 @@ class WindowOperator:
         if self._derived is not None:
             self._derived.add_in_order(timeline, value, ts)
             return
-        cursor = timeline.cursor
-        if cursor is not None and ts <= cursor.hi:
-            timeline.cursor = None
         stamps = timeline.stamps
         previous = stamps[-1]
         stamps.append(ts)

@@ -72,9 +72,6 @@ class DerivedSliding:
         """A record later than every record of the key and than the watermark: it creates its
         left window and maybe the previous record's right window, neither late nor due."""
         size, delay = self.size, self.delay
-        cursor = timeline.cursor
-        if cursor is not None and ts <= cursor.hi:
-            timeline.cursor = None
         stamps = timeline.stamps
         previous = stamps[-1]
         stamps.append(ts)
@@ -171,7 +168,7 @@ class DerivedSliding:
         partials_kind = self.partials.kind
         combine = self.partials.combine
         owned = self.partials.owned
-        range_aggregate = self.partials.aggregate_range
+        aggregate_span = self.partials.aggregate_span
         direct = self.result
         identity = self.result_is_contents
         append = op.output.append
@@ -256,7 +253,7 @@ class DerivedSliding:
                                 if j < 0:
                                     j = bisect_right(stamps, max_ts, i)
                                 if j - i > small:
-                                    contents = range_aggregate(timeline, start, max_ts)
+                                    contents = aggregate_span(timeline, i, j)
                                 else:
                                     contents = none
                                     copied = owned is None
@@ -288,9 +285,7 @@ class DerivedSliding:
                         ks.timeline = timeline = None  # every window has fired and is cleaned up
                     else:
                         if n and stamps[0] < horizon:
-                            k = bisect_left(stamps, horizon)
-                            del stamps[:k]
-                            del timeline.partials[:k]
+                            k = timeline.expire(horizon)
                             n -= k
                             next_left -= k
                             next_right -= k
