@@ -530,6 +530,8 @@ class WindowOperator:
         self._evt_sched: dict[Any, int] = {}
         self._proc_sched: dict[Any, int] = {}
         self._due_seq = 0
+        # Size of the event-time heap above which its dead entries are dropped (_compact_due).
+        self._evt_compact_at = _COMPACT_MIN
         self._setup_contents()
         self._pwf = self._process_function()
         # Lazy sliding-distinct windows without a process function need no per-window
@@ -1900,6 +1902,9 @@ class WindowOperator:
         if watermark < self.watermark:
             return
         self.watermark = watermark
+        if len(self._evt_due) > self._evt_compact_at:
+            _compact_due(self._evt_due)
+            self._evt_compact_at = max(_COMPACT_MIN, 2 * len(self._evt_due))
         if self._slicer is not None:
             self._slicer.drain(self, watermark)
             return
@@ -2028,6 +2033,31 @@ class WindowOperator:
 
 
 _EXPIRY = TimelineExpiry()
+_COMPACT_MIN = 4096
+
+
+def _compact_due(due: list[tuple[int, int, Any]]) -> None:
+    """Drop the dead entries of a ``(time, seq, key)`` heap of keys to visit, in place.
+
+    A key is rescheduled by pushing a new entry; the entries it supersedes stay in the heap
+    and are skipped when popped unless the key is scheduled at their time again by then. Of
+    several entries of one key at one time, only the first (smallest ``seq``) can ever be
+    acted on: when it is popped the key either is visited (and rescheduled later than that
+    time) or is not scheduled at that time, and nothing else reschedules the key before the
+    others, popped right after it, come up. Keeping only those entries leaves the order of
+    the visits unchanged while stale entries of a key that keeps the same next timer (a long
+    window) stop piling up."""
+    first: dict[tuple[int, Any], tuple[int, int, Any]] = {}
+    for entry in due:
+        slot = (entry[0], entry[2])
+        kept = first.get(slot)
+        if kept is None or entry[1] < kept[1]:
+            first[slot] = entry
+    if len(first) < len(due):
+        due[:] = first.values()
+        heapq.heapify(due)
+
+
 _SLIDING_EMPTY: Any = sliding_module._MISSING
 
 
