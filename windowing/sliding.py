@@ -56,11 +56,22 @@ class Timeline:
     ``live`` holds the starts of the windows that exist and are not cleaned up yet.
     """
 
-    __slots__ = ("cursor", "due", "expiry_at", "live", "offset", "partials", "stamps", "upto")
+    __slots__ = (
+        "cursor",
+        "due",
+        "empties",
+        "expiry_at",
+        "live",
+        "offset",
+        "partials",
+        "stamps",
+        "upto",
+    )
 
     def __init__(self, upto: int = 0) -> None:
         self.stamps: list[int] = []
         self.partials: list[Any] = []
+        self.empties = 0  # timestamps without a record (partial ``_EMPTY``)
         self.live: set[int] = set()  # window starts
         self.cursor: RangeCursor | None = None
         # Timestamps forgotten so far: ``index + offset`` is a record's position, which stays
@@ -90,6 +101,8 @@ class Timeline:
         if stamps and stamps[0] < before:
             i = bisect_left(stamps, before)
             del stamps[:i]
+            if self.empties:
+                self.empties -= sum(part is _EMPTY for part in self.partials[:i])
             del self.partials[:i]
             self.offset += i
             return i
@@ -148,6 +161,7 @@ class Partials:
             _moved(timeline, i)
             stamps.insert(i, timestamp)
             timeline.partials.insert(i, _EMPTY)
+            timeline.empties += 1
 
     def add(self, timeline: Timeline, timestamp: int, value: Any) -> bool:
         """Add a record; returns whether its timestamp is new on the timeline."""
@@ -158,6 +172,7 @@ class Partials:
             current = timeline.partials[i]
             if current is _EMPTY:
                 timeline.partials[i] = self.first(value)
+                timeline.empties -= 1
             elif self.kind == "reduce":
                 assert self.reducer is not None
                 timeline.partials[i] = self.reducer(current, value)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from windowing import sliding as sliding_module
@@ -165,7 +166,7 @@ class DerivedSliding:
         ``due_heap``; a key left without a timeline is rescheduled or dropped by ``driver``).
         Inlined: with small slides nearly every key is due at every watermark."""
         size, lateness, delay = self.size, self.lateness, self.delay
-        partials_kind = self.partials.kind
+        values = self.partials.kind == "values"
         combine = self.partials.combine
         owned = self.partials.owned
         aggregate_span = self.partials.aggregate_span
@@ -211,62 +212,61 @@ class DerivedSliding:
                         rj = n if end_of_time else bisect_right(stamps, right_upto, ri)
                         next_left, next_right = lj, rj
                         partials = timeline.partials
-                        previous_end = previous_start = None
-                        left_end = right_end = 0
+                        bare = timeline.empties  # whether any partial is _EMPTY
                         # Merge the left and right windows by end; a left window that is also
                         # the next right window fires once.
-                        while True:
-                            if li < lj:
-                                left_end = stamps[li] + 1
+                        while li < lj or ri < rj:
                             if ri < rj:
-                                right_end = stamps[ri] + 2 + size
-                                if right_end > end_max:
-                                    right_end = end_max
-                            if li < lj and (ri >= rj or left_end < right_end):
+                                start = stamps[ri] + 1
+                                end = start + 1 + size
+                                if end > end_max:
+                                    end = end_max
+                                right = li >= lj or stamps[li] >= end - 1
+                            else:
+                                right = False
+                            if right:
+                                ri += 1
+                                i = ri  # the first timestamp after stamps[ri - 1]
+                                j = bisect_right(stamps, end - 1, i)
+                                if li < lj and stamps[li] == end - 1 and start == end - 1 - size:
+                                    li += 1  # the same window as the next left window
+                            else:
+                                end = stamps[li] + 1
+                                start = end - 1 - size
                                 li += 1
                                 if partials[li - 1] is empty:
                                     continue  # the record is in no window: no left window
-                                start, end = left_end - 1 - size, left_end
                                 i = bisect_left(stamps, start, 0, li)
                                 j = li
-                            elif ri < rj:
-                                start, end = stamps[ri] + 1, right_end
-                                ri += 1
-                                i = ri  # the first timestamp after stamps[ri - 1]
-                                j = -1
-                                if (
-                                    li < lj
-                                    and left_end == right_end
-                                    and start == left_end - 1 - size
-                                ):
-                                    li += 1  # the same window as the next left window
-                            else:
-                                break
-                            if end == previous_end and start == previous_start:
-                                continue
-                            previous_end, previous_start = end, start
                             window = new_tuple(time_window, (start, end))
-                            max_ts = end - 1
-                            if partials_kind == "values":
-                                contents = self.partials.contents(timeline, start, max_ts)
-                            else:
-                                if j < 0:
-                                    j = bisect_right(stamps, max_ts, i)
-                                if j - i > small:
-                                    contents = aggregate_span(timeline, i, j)
+                            if values:
+                                contents = self.partials.contents(timeline, start, end - 1)
+                            elif j - i == 1:
+                                contents = partials[i]
+                                if contents is empty:
+                                    continue
+                            elif j == i:
+                                continue  # a right window without records
+                            elif j - i > small:
+                                contents = aggregate_span(timeline, i, j)
+                            elif not bare:
+                                if owned is None:
+                                    contents = reduce(combine, partials[i:j])
                                 else:
-                                    contents = none
-                                    copied = owned is None
-                                    for k in range(i, j):
-                                        part = partials[k]
-                                        if part is empty:
-                                            continue
-                                        if contents is none:
-                                            contents = part
-                                        else:
-                                            if not copied:
-                                                contents, copied = owned(contents), True  # type: ignore[misc]
-                                            contents = combine(contents, part)
+                                    first = owned(partials[i])
+                                    contents = reduce(combine, partials[i + 1 : j], first)
+                            else:
+                                contents = none
+                                copied = owned is None
+                                for part in partials[i:j]:
+                                    if part is empty:
+                                        continue
+                                    if contents is none:
+                                        contents = part
+                                    else:
+                                        if not copied:
+                                            contents, copied = owned(contents), True  # type: ignore[misc]
+                                        contents = combine(contents, part)
                             if contents is none:
                                 continue
                             if direct is None:
@@ -275,7 +275,7 @@ class DerivedSliding:
                             result = contents if identity else direct(contents)
                             if result is not None:  # a None result is an empty window (Flink)
                                 fired += 1
-                                append(new_tuple(result_type, (key, window, result, max_ts)))
+                                append(new_tuple(result_type, (key, window, result, end - 1)))
                         window = None
                         timeline.upto = upto
                     else:

@@ -220,6 +220,7 @@ class GenericCloseTrigger(OnWindowCloseTrigger):
         st.one_of(
             st.tuples(st.just("e"), st.integers(-20, 60)),
             st.tuples(st.just("e"), st.integers(0, 12)),
+            st.tuples(st.just("l"), st.integers(-12, 3)),  # near the watermark
             st.tuples(st.just("w"), st.integers(0, 25)),
         ),
         max_size=50,
@@ -251,8 +252,8 @@ def test_lazy_windows_match_materialised_windows(
         wm = -30
         pending: list[tuple[int, int, str]] = []
         for i, (kind, x) in enumerate(steps):
-            if kind == "e":
-                pending.append((i, x, "k" if i % 3 else "j"))
+            if kind != "w":
+                pending.append((i, x if kind == "e" else wm + x, "k" if i % 3 else "j"))
                 if not bulk:
                     h.process_elements(pending)
                     pending.clear()
