@@ -63,6 +63,8 @@ class DerivedSliding:
         self.partials = partials
         self.result = result  # None: the operator evaluates the contents (fold, apply)
         self.result_is_contents = result_is_contents  # a reduce: the result is the contents
+        # The partial of a timestamp's first record (None: the record itself, for a reduce).
+        self.first = None if partials.kind == "reduce" else partials.first
 
     def forget_at(self, timeline: Timeline) -> int:
         """When every window of the timeline's latest record is cleaned up."""
@@ -70,29 +72,34 @@ class DerivedSliding:
 
     # ------------------------------------------------------------------ elements
     def add_in_order(self, timeline: Timeline, value: Any, ts: int) -> None:
-        """A record later than every record of the key and than the watermark: it creates its
-        left window and maybe the previous record's right window, neither late nor due."""
+        """A record later than every record of the key and than the watermark (and no later
+        than ``MAX_TIMESTAMP - size - lateness - 3``): it creates its left window and maybe the
+        previous record's right window, neither late nor due."""
         size, delay = self.size, self.delay
         stamps = timeline.stamps
-        previous = stamps[-1]
-        stamps.append(ts)
-        timeline.partials.append(self.partials.first(value))
         live = timeline.live
         due = ts + size + self.lateness + 3  # forget the timeline
         start = ts - size  # the left window
         if start not in live:
             live.add(start)
             due = ts + delay
-        start = previous + 1  # the previous record's right window
-        if ts <= start + size and start != ts - size and start not in live:
-            live.add(start)
-            if start + size + delay < due:
-                due = start + size + delay
-        timeline.schedule(due)
+        if stamps:
+            start = stamps[-1] + 1  # the previous record's right window
+            if ts <= start + size and start != ts - size and start not in live:
+                live.add(start)
+                if start + size + delay < due:
+                    due = start + size + delay
+        stamps.append(ts)
+        first = self.first
+        timeline.partials.append(value if first is None else first(value))
+        current = timeline.due  # Timeline.schedule (due is before the end of time)
+        if current is None or due < current:
+            timeline.due = due
 
     def process(self, op: WindowOperator, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
-        """The bulk element loop: a record later than every record of its key and than the
-        watermark creates its left window and maybe the previous record's right window,
+        """The bulk element loop: a record later than every record of its key (after those no
+        window needs any more are forgotten, as the operator's element path does) and than
+        the watermark creates its left window and maybe the previous record's right window,
         neither due yet; any other record takes the operator's sliding element path."""
         states = op._states
         assert states is not None
@@ -115,19 +122,23 @@ class DerivedSliding:
                 ks = states.get(key)
                 if ks is None:
                     ks = states[key] = KeyState()
-                timeline = ks.timeline
-                if timeline is not None and ts is not None and wm < ts <= limit:
+                if ts is not None and wm < ts <= limit:
+                    timeline = ks.timeline
+                    if timeline is None:
+                        timeline = ks.timeline = Timeline(wm)
+                    elif timeline.upto < wm:
+                        timeline.upto = wm  # as the operator's element path does
                     stamps = timeline.stamps
-                    if stamps and stamps[-1] < ts and stamps[0] >= horizon:
-                        if timeline.upto < wm:
-                            timeline.upto = wm
+                    if stamps and stamps[0] < horizon:
+                        timeline.expire(horizon)
+                    if not stamps or stamps[-1] < ts:
                         add_in_order(timeline, value, ts)
-                        current = timeline.due
+                        due: int = timeline.due  # type: ignore[assignment]
                         scheduled = evt_sched.get(key)
-                        if current is not None and (scheduled is None or current < scheduled):
-                            evt_sched[key] = current
+                        if scheduled is None or due < scheduled:
+                            evt_sched[key] = due
                             op._due_seq += 1
-                            push(evt_due, (current, op._due_seq, key))
+                            push(evt_due, (due, op._due_seq, key))
                         continue
                 if not on_element(key, ks, value, ts):
                     op._not_added(key, ks, value, ts)
