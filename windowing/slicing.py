@@ -289,7 +289,8 @@ class SlicedHopping:
         identity = self.result_is_contents
         append, extend = op.output.append, op.output.extend
         new_tuple = tuple.__new__
-        time_window, result_type = TimeWindow, WindowResult
+        result_type = WindowResult
+        windows = _Windows(size)  # every key fires the same windows: one object each
         end_of_time = _END_OF_TIME
         max_timestamp = MAX_TIMESTAMP
         last = size - 1  # max_timestamp - start of a window whose end is not clamped
@@ -351,6 +352,17 @@ class SlicedHopping:
                         evaluating = s
                         if j == i + 1:  # one pane: its partial is the window's aggregate
                             value = contents[first_pane]
+                        elif i >= split:  # the front is used up: rebuild it from i .. j-1
+                            suffix = [None] * (j - i)
+                            acc = contents[starts[j - 1]]
+                            suffix[j - 1 - i] = acc
+                            for k in range(j - 2, i - 1, -1):
+                                part = contents[starts[k]]
+                                acc = combine(part if owned is None else owned(part), acc)
+                                suffix[k - i] = acc
+                            front_lo, split, hi = i, j, j
+                            back_agg, back_owned = missing, False
+                            value = acc
                         else:
                             if j > hi:  # panes entering the range
                                 for k in range(hi, j):
@@ -362,25 +374,11 @@ class SlicedHopping:
                                             back_agg, back_owned = owned(back_agg), True  # type: ignore[misc]
                                         back_agg = combine(back_agg, part)
                                 hi = j
-                            if i >= split:  # the front is used up: rebuild it from i .. hi-1
-                                suffix = [None] * (hi - i)
-                                acc = contents[starts[hi - 1]]
-                                suffix[hi - 1 - i] = acc
-                                for k in range(hi - 2, i - 1, -1):
-                                    part = contents[starts[k]]
-                                    acc = combine(part if owned is None else owned(part), acc)
-                                    suffix[k - i] = acc
-                                front_lo, split = i, hi
-                                back_agg, back_owned = missing, False
-                            if i < split:
-                                value = suffix[i - front_lo]
-                                if back_agg is not missing:
-                                    if owned is not None:
-                                        value = owned(value)
-                                    value = combine(value, back_agg)
-                            else:
-                                value = back_agg
-                                back_owned = owned is None  # handed out: copy before modifying
+                            value = suffix[i - front_lo]
+                            if back_agg is not missing:
+                                if owned is not None:
+                                    value = owned(value)
+                                value = combine(value, back_agg)
                         # The windows from s to stop have exactly the panes i .. j-1: one
                         # result, shared by their outputs.
                         stop = first_pane
@@ -393,22 +391,14 @@ class SlicedHopping:
                             s += (stop - s) // slide * slide + slide
                             continue
                         if s == stop:
-                            append(
-                                new_tuple(
-                                    result_type,
-                                    (key, new_tuple(time_window, (s, s + size)), result, s + last),
-                                )
-                            )
+                            append(new_tuple(result_type, (key, windows[s], result, s + last)))
                             fired += 1
                             s += slide
                             continue
                         run = range(s, stop + 1, slide)
                         extend(
                             [
-                                new_tuple(
-                                    result_type,
-                                    (key, new_tuple(time_window, (x, x + size)), result, x + last),
-                                )
+                                new_tuple(result_type, (key, windows[x], result, x + last))
                                 for x in run
                             ]
                         )
@@ -519,6 +509,20 @@ class SlicedHopping:
             cleanup = self._cleanup(w.start)
             count += (max_ts > watermark) + (cleanup != max_ts and cleanup != MAX_TIMESTAMP)
         return count
+
+
+class _Windows(dict[int, TimeWindow]):
+    """``TimeWindow(start, start + size)`` by start, each created once (on first use)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def __missing__(self, start: int) -> TimeWindow:
+        window = self[start] = tuple.__new__(TimeWindow, (start, start + self.size))
+        return window
 
 
 _SCALARS = (int, float, complex, bool, str, bytes, type(None))
