@@ -287,7 +287,7 @@ class SlicedHopping:
         combine, owned = self.combine, self.owned
         direct = self.result
         identity = self.result_is_contents
-        append, extend = op.output.append, op.output.extend
+        append = op.output.append
         new_tuple = tuple.__new__
         result_type = WindowResult
         windows = _Windows(size)  # every key fires the same windows: one object each
@@ -390,20 +390,10 @@ class SlicedHopping:
                         if result is None:  # a None result is an empty window (Flink)
                             s += (stop - s) // slide * slide + slide
                             continue
-                        if s == stop:
+                        fired += (stop - s) // slide + 1
+                        while s <= stop:
                             append(new_tuple(result_type, (key, windows[s], result, s + last)))
-                            fired += 1
                             s += slide
-                            continue
-                        run = range(s, stop + 1, slide)
-                        extend(
-                            [
-                                new_tuple(result_type, (key, windows[x], result, x + last))
-                                for x in run
-                            ]
-                        )
-                        fired += len(run)
-                        s = run[-1] + slide
                     if upto == max_timestamp:
                         self._fire_clamped(op, key, ks, s)
                     sl.upto = upto
