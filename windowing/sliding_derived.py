@@ -195,6 +195,8 @@ class DerivedSliding:
         right_upto = left_upto - 1 - size  # right windows of the timestamps <= right_upto
         horizon = upto - size - lateness - 1  # timestamps before it are in no live window
         forget = size + lateness + 3  # the timeline is forgotten this long after its last record
+        right_delay = 1 + size + delay  # a right window fires this long after its timestamp
+        dropped = upto - size - lateness  # windows starting by then are cleaned up
         seq = op._due_seq
         fired = 0
         key: Any = None
@@ -209,117 +211,125 @@ class DerivedSliding:
                 if ks is None:
                     continue
                 timeline = ks.timeline
-                if timeline is not None and timeline.due is not None and timeline.due <= upto:
-                    timeline.due = None
-                    stamps = timeline.stamps
-                    n = len(stamps)
-                    after = timeline.upto
-                    if after < upto:
-                        # The windows firing in (after, upto]: left windows of stamps[li:lj],
-                        # right windows of stamps[ri:rj].
-                        li = bisect_right(stamps, after - delay)
-                        ri = bisect_right(stamps, after - delay - 1 - size)
-                        lj = n if end_of_time else bisect_right(stamps, left_upto, li)
-                        rj = n if end_of_time else bisect_right(stamps, right_upto, ri)
-                        next_left, next_right = lj, rj
-                        partials = timeline.partials
-                        bare = timeline.empties  # whether any partial is _EMPTY
-                        # Merge the left and right windows by end; a left window that is also
-                        # the next right window fires once.
-                        while li < lj or ri < rj:
-                            if ri < rj:
-                                start = stamps[ri] + 1
-                                end = start + 1 + size
-                                if end > end_max:
-                                    end = end_max
-                                right = li >= lj or stamps[li] >= end - 1
+                if timeline is None:
+                    due = None
+                else:
+                    due = timeline.due
+                    if due is not None and due <= upto:
+                        due = timeline.due = None
+                        stamps = timeline.stamps
+                        n = len(stamps)
+                        after = timeline.upto
+                        if after < upto:
+                            # The windows firing in (after, upto]: left windows of
+                            # stamps[li:lj], right windows of stamps[ri:rj].
+                            ri = bisect_right(stamps, after - delay - 1 - size)
+                            li = bisect_right(stamps, after - delay, ri)
+                            if end_of_time:
+                                lj = rj = n
                             else:
-                                right = False
-                            if right:
-                                ri += 1
-                                i = ri  # the first timestamp after stamps[ri - 1]
-                                j = bisect_right(stamps, end - 1, i)
-                                if li < lj and stamps[li] == end - 1 and start == end - 1 - size:
-                                    li += 1  # the same window as the next left window
-                            else:
-                                end = stamps[li] + 1
-                                start = end - 1 - size
-                                li += 1
-                                if partials[li - 1] is empty:
-                                    continue  # the record is in no window: no left window
-                                i = bisect_left(stamps, start, 0, li)
-                                j = li
-                            window = new_tuple(time_window, (start, end))
-                            if values:
-                                contents = self.partials.contents(timeline, start, end - 1)
-                            elif j - i == 1:
-                                contents = partials[i]
-                                if contents is empty:
-                                    continue
-                            elif j == i:
-                                continue  # a right window without records
-                            elif j - i > small:
-                                contents = aggregate_span(timeline, i, j)
-                            elif not bare:
-                                if owned is None:
-                                    contents = reduce(combine, partials[i:j])
+                                lj = bisect_right(stamps, left_upto, li)
+                                rj = bisect_right(stamps, right_upto, ri, lj)
+                            next_left, next_right = lj, rj
+                            partials = timeline.partials
+                            bare = timeline.empties  # whether any partial is _EMPTY
+                            # Merge the left and right windows by end; a left window that is
+                            # also the next right window fires once.
+                            while li < lj or ri < rj:
+                                if ri < rj:
+                                    start = stamps[ri] + 1
+                                    end = start + 1 + size
+                                    if end > end_max:
+                                        end = end_max
+                                    right = li >= lj or stamps[li] >= end - 1
                                 else:
-                                    first = owned(partials[i])
-                                    contents = reduce(combine, partials[i + 1 : j], first)
-                            else:
-                                contents = none
-                                copied = owned is None
-                                for part in partials[i:j]:
-                                    if part is empty:
+                                    right = False
+                                if right:
+                                    ri += 1
+                                    i = ri  # the first timestamp after stamps[ri - 1]
+                                    j = bisect_right(stamps, end - 1, i)
+                                    if li < lj and stamps[li] == end - 1 == start + size:
+                                        li += 1  # the same window as the next left window
+                                else:
+                                    end = stamps[li] + 1
+                                    start = end - 1 - size
+                                    li += 1
+                                    if partials[li - 1] is empty:
+                                        continue  # the record is in no window: no left window
+                                    i = bisect_left(stamps, start, 0, li)
+                                    j = li
+                                window = new_tuple(time_window, (start, end))
+                                if values:
+                                    contents = self.partials.contents(timeline, start, end - 1)
+                                elif j - i == 1:
+                                    contents = partials[i]
+                                    if contents is empty:
                                         continue
-                                    if contents is none:
-                                        contents = part
+                                elif j == i:
+                                    continue  # a right window without records
+                                elif j - i > small:
+                                    contents = aggregate_span(timeline, i, j)
+                                elif not bare:
+                                    if owned is None:
+                                        contents = reduce(combine, partials[i:j])
                                     else:
-                                        if not copied:
-                                            contents, copied = owned(contents), True  # type: ignore[misc]
-                                        contents = combine(contents, part)
-                            if contents is none:
-                                continue
-                            if direct is None:
-                                op._emit_contents(key, ks, window, window, contents)
-                                continue
-                            result = contents if identity else direct(contents)
-                            if result is not None:  # a None result is an empty window (Flink)
-                                fired += 1
-                                append(new_tuple(result_type, (key, window, result, end - 1)))
-                        window = None
-                        timeline.upto = upto
-                    else:
-                        next_left = bisect_right(stamps, left_upto)
-                        next_right = bisect_right(stamps, right_upto)
-                    if end_of_time:
-                        ks.timeline = timeline = None  # every window has fired and is cleaned up
-                    else:
-                        if n and stamps[0] < horizon:
-                            k = timeline.expire(horizon)
-                            n -= k
-                            next_left -= k
-                            next_right -= k
-                        live = timeline.live
-                        if not n:
-                            live.clear()
-                            ks.timeline = timeline = None
+                                        first = owned(partials[i])
+                                        contents = reduce(combine, partials[i + 1 : j], first)
+                                else:
+                                    contents = none
+                                    copied = owned is None
+                                    for part in partials[i:j]:
+                                        if part is empty:
+                                            continue
+                                        if contents is none:
+                                            contents = part
+                                        else:
+                                            if not copied:
+                                                contents, copied = owned(contents), True  # type: ignore[misc]
+                                            contents = combine(contents, part)
+                                if contents is none:
+                                    continue
+                                if direct is None:
+                                    op._emit_contents(key, ks, window, window, contents)
+                                    continue
+                                result = contents if identity else direct(contents)
+                                if result is not None:  # None: an empty window (Flink)
+                                    fired += 1
+                                    append(new_tuple(result_type, (key, window, result, end - 1)))
+                            window = None
+                            timeline.upto = upto
                         else:
-                            if len(live) > 2 * n + 16:  # drop the windows cleaned up
-                                timeline.live = {s for s in live if s > upto - size - lateness}
-                            # The next timer: the next left window, the next right window, or
-                            # forgetting the timeline.
-                            due = stamps[-1] + forget
-                            if next_left < n and stamps[next_left] + delay < due:
-                                due = stamps[next_left] + delay
-                            if next_right < n and stamps[next_right] + 1 + size + delay < due:
-                                due = stamps[next_right] + 1 + size + delay
-                            if due < MAX_TIMESTAMP:
-                                timeline.due = due
-                if timeline is not None and timeline.due is not None:
-                    sched[key] = timeline.due
+                            next_left = bisect_right(stamps, left_upto)
+                            next_right = bisect_right(stamps, right_upto)
+                        if end_of_time:
+                            ks.timeline = None  # every window has fired and is cleaned up
+                        else:
+                            if n and stamps[0] < horizon:
+                                k = timeline.expire(horizon)
+                                n -= k
+                                next_left -= k
+                                next_right -= k
+                            if not n:
+                                timeline.live.clear()
+                                ks.timeline = None
+                            else:
+                                if len(timeline.live) > 2 * n + 16:  # drop those cleaned up
+                                    timeline.live = {s for s in timeline.live if s > dropped}
+                                # The next timer: the next left window, the next right window,
+                                # or forgetting the timeline.
+                                due = stamps[-1] + forget
+                                if next_left < n and stamps[next_left] + delay < due:
+                                    due = stamps[next_left] + delay
+                                if next_right < n and stamps[next_right] + right_delay < due:
+                                    due = stamps[next_right] + right_delay
+                                if due < MAX_TIMESTAMP:
+                                    timeline.due = due
+                                else:
+                                    due = None
+                if due is not None:
+                    sched[key] = due
                     seq += 1
-                    push(due_heap, (timeline.due, seq, key))
+                    push(due_heap, (due, seq, key))
                 elif driver is not None:
                     op._due_seq = seq
                     if driver._schedule(key, ks) is False and ks.is_empty():
