@@ -178,12 +178,15 @@ class DerivedSliding:
         Inlined: with small slides nearly every key is due at every watermark."""
         size, lateness, delay = self.size, self.lateness, self.delay
         values = self.partials.kind == "values"
+        reducing = self.partials.kind == "reduce"  # combined without copies
         combine = self.partials.combine
         owned = self.partials.owned
         aggregate_span = self.partials.aggregate_span
         direct = self.result
         identity = self.result_is_contents
-        append = op.output.append
+        output = op.output
+        append = output.append
+        emitted = len(output)  # the windows fired here are the results appended
         pop, push = heapq.heappop, heapq.heappush
         new_tuple = tuple.__new__
         time_window, result_type = TimeWindow, WindowResult
@@ -198,7 +201,6 @@ class DerivedSliding:
         right_delay = 1 + size + delay  # a right window fires this long after its timestamp
         dropped = upto - size - lateness  # windows starting by then are cleaned up
         seq = op._due_seq
-        fired = 0
         key: Any = None
         window: Any = None
         try:
@@ -233,6 +235,7 @@ class DerivedSliding:
                             next_left, next_right = lj, rj
                             partials = timeline.partials
                             bare = timeline.empties  # whether any partial is _EMPTY
+                            plain = reducing and not bare  # small ranges: functools.reduce
                             # Merge the left and right windows by end; a left window that is
                             # also the next right window fires once.
                             while li < lj or ri < rj:
@@ -259,7 +262,9 @@ class DerivedSliding:
                                     i = bisect_left(stamps, start, 0, li)
                                     j = li
                                 window = new_tuple(time_window, (start, end))
-                                if values:
+                                if plain and 1 < j - i <= small:
+                                    contents = reduce(combine, partials[i:j])
+                                elif values:
                                     contents = self.partials.contents(timeline, start, end - 1)
                                 elif j - i == 1:
                                     contents = partials[i]
@@ -270,11 +275,8 @@ class DerivedSliding:
                                 elif j - i > small:
                                     contents = aggregate_span(timeline, i, j)
                                 elif not bare:
-                                    if owned is None:
-                                        contents = reduce(combine, partials[i:j])
-                                    else:
-                                        first = owned(partials[i])
-                                        contents = reduce(combine, partials[i + 1 : j], first)
+                                    first = owned(partials[i])  # type: ignore[misc]
+                                    contents = reduce(combine, partials[i + 1 : j], first)
                                 else:
                                     contents = none
                                     copied = owned is None
@@ -294,7 +296,6 @@ class DerivedSliding:
                                     continue
                                 result = contents if identity else direct(contents)
                                 if result is not None:  # None: an empty window (Flink)
-                                    fired += 1
                                     append(new_tuple(result_type, (key, window, result, end - 1)))
                             window = None
                             timeline.upto = upto
@@ -343,4 +344,5 @@ class DerivedSliding:
             raise
         finally:
             op._due_seq = seq
-            op.metrics.num_windows_fired += fired
+            if direct is not None:  # otherwise the operator counts the windows it evaluates
+                op.metrics.num_windows_fired += len(output) - emitted
