@@ -25,7 +25,6 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
-from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from windowing import sliding as sliding_module
@@ -235,7 +234,7 @@ class DerivedSliding:
                             next_left, next_right = lj, rj
                             partials = timeline.partials
                             bare = timeline.empties  # whether any partial is _EMPTY
-                            plain = reducing and not bare  # small ranges: functools.reduce
+                            plain = reducing and not bare  # small ranges: combined without checks
                             # Merge the left and right windows by end; a left window that is
                             # also the next right window fires once.
                             while li < lj or ri < rj:
@@ -263,7 +262,11 @@ class DerivedSliding:
                                     j = li
                                 window = new_tuple(time_window, (start, end))
                                 if plain and 1 < j - i <= small:
-                                    contents = reduce(combine, partials[i:j])
+                                    contents = partials[i]
+                                    i += 1
+                                    while i < j:
+                                        contents = combine(contents, partials[i])
+                                        i += 1
                                 elif values:
                                     contents = self.partials.contents(timeline, start, end - 1)
                                 elif j - i == 1:
@@ -275,8 +278,11 @@ class DerivedSliding:
                                 elif j - i > small:
                                     contents = aggregate_span(timeline, i, j)
                                 elif not bare:
-                                    first = owned(partials[i])  # type: ignore[misc]
-                                    contents = reduce(combine, partials[i + 1 : j], first)
+                                    contents = owned(partials[i])  # type: ignore[misc]
+                                    i += 1
+                                    while i < j:
+                                        contents = combine(contents, partials[i])
+                                        i += 1
                                 else:
                                     contents = none
                                     copied = owned is None
