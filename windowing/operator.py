@@ -49,6 +49,7 @@ from triggers.base import Trigger, TriggerResult
 from triggers.emit import OnWindowCloseTrigger
 from triggers.event_time import EventTimeTrigger
 from windowing import sliding as sliding_module
+from windowing.due import compact, put_back, take_due
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.slicing import SlicedHopping, Slices
 from windowing.sliding import Partials, Timeline, TimelineExpiry
@@ -530,7 +531,7 @@ class WindowOperator:
         self._evt_sched: dict[Any, int] = {}
         self._proc_sched: dict[Any, int] = {}
         self._due_seq = 0
-        # Size of the event-time heap above which its dead entries are dropped (_compact_due).
+        # Size of the event-time heap above which its dead entries are dropped (windowing.due).
         self._evt_compact_at = _COMPACT_MIN
         self._setup_contents()
         self._pwf = self._process_function()
@@ -1903,7 +1904,7 @@ class WindowOperator:
             return
         self.watermark = watermark
         if len(self._evt_due) > self._evt_compact_at:
-            _compact_due(self._evt_due)
+            compact(self._evt_due)
             self._evt_compact_at = max(_COMPACT_MIN, 2 * len(self._evt_due))
         if self._slicer is not None:
             self._slicer.drain(self, watermark)
@@ -1928,7 +1929,6 @@ class WindowOperator:
         # outputs of different keys may interleave differently than in a global time order).
         states = self._states
         get = states.get if states is not None else self.backend.get
-        pop = heapq.heappop
         if not event_time:
             fire = self._fire_processing_timers
         elif self._fast_event_timers:
@@ -1937,17 +1937,21 @@ class WindowOperator:
             fire = self._fire_sliding_timers
         else:
             fire = self._fire_event_timers
-        while due and due[0][0] <= upto:
-            t, _, key = pop(due)
-            if sched.get(key) != t:
-                continue  # superseded by an earlier schedule of this key
-            del sched[key]
-            ks = get(key)
-            if ks is None:
-                continue
-            fire(key, ks, upto)
-            if not self._schedule(key, ks) and not ks.contents and ks.is_empty():
-                self.backend.remove(key)
+        # A key fires all its timers up to ``upto``: it is rescheduled after it.
+        rest = iter(take_due(due, upto))
+        try:
+            for t, _, key in rest:
+                if sched.get(key) != t:
+                    continue  # superseded by an earlier schedule of this key
+                del sched[key]
+                ks = get(key)
+                if ks is None:
+                    continue
+                fire(key, ks, upto)
+                if not self._schedule(key, ks) and not ks.contents and ks.is_empty():
+                    self.backend.remove(key)
+        finally:
+            put_back(due, rest)  # the keys not visited, if interrupted
 
     # ------------------------------------------------------------------ inspection
     def keys(self) -> list[Any]:
@@ -2034,28 +2038,6 @@ class WindowOperator:
 
 _EXPIRY = TimelineExpiry()
 _COMPACT_MIN = 4096
-
-
-def _compact_due(due: list[tuple[int, int, Any]]) -> None:
-    """Drop the dead entries of a ``(time, seq, key)`` heap of keys to visit, in place.
-
-    A key is rescheduled by pushing a new entry; the entries it supersedes stay in the heap
-    and are skipped when popped unless the key is scheduled at their time again by then. Of
-    several entries of one key at one time, only the first (smallest ``seq``) can ever be
-    acted on: when it is popped the key either is visited (and rescheduled later than that
-    time) or is not scheduled at that time, and nothing else reschedules the key before the
-    others, popped right after it, come up. Keeping only those entries leaves the order of
-    the visits unchanged while stale entries of a key that keeps the same next timer (a long
-    window) stop piling up."""
-    first: dict[tuple[int, Any], tuple[int, int, Any]] = {}
-    for entry in due:
-        slot = (entry[0], entry[2])
-        kept = first.get(slot)
-        if kept is None or entry[1] < kept[1]:
-            first[slot] = entry
-    if len(first) < len(due):
-        due[:] = first.values()
-        heapq.heapify(due)
 
 
 _SLIDING_EMPTY: Any = sliding_module._MISSING

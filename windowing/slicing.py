@@ -31,6 +31,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from windowing.due import put_back, take_due
 from windowing.records import WindowResult
 from windowing.sliding import Partials
 from windowing.time import MAX_TIMESTAMP
@@ -295,7 +296,7 @@ class SlicedHopping:
         max_timestamp = MAX_TIMESTAMP
         last = size - 1  # max_timestamp - start of a window whose end is not clamped
         missing = _MISSING
-        pop, push = heapq.heappop, heapq.heappush
+        push = heapq.heappush
         s_max = upto - size + 1  # the last window start ending by upto (end not clamped)
         if not self._copies_decided and due_heap:
             self._decide_copies(get(due_heap[0][2]))
@@ -303,9 +304,9 @@ class SlicedHopping:
         fired = 0
         key: Any = None
         evaluating: int | None = None  # start of the window being evaluated
+        rest = iter(take_due(due_heap, upto))  # a key is rescheduled after upto
         try:
-            while due_heap and due_heap[0][0] <= upto:
-                t, _, key = pop(due_heap)
+            for t, _, key in rest:
                 if sched.get(key) != t:
                     continue  # superseded by an earlier schedule of this key
                 del sched[key]
@@ -445,6 +446,7 @@ class SlicedHopping:
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
         finally:
+            put_back(due_heap, rest)  # the keys not visited, if interrupted
             op.metrics.num_windows_fired += fired
 
     def _decide_copies(self, ks: KeyState | None) -> None:

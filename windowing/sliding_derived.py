@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from windowing import sliding as sliding_module
+from windowing.due import put_back, take_due
 from windowing.records import WindowResult
 from windowing.sliding import Partials, Timeline
 from windowing.time import MAX_TIMESTAMP
@@ -186,7 +187,7 @@ class DerivedSliding:
         output = op.output
         append = output.append
         emitted = len(output)  # the windows fired here are the results appended
-        pop, push = heapq.heappop, heapq.heappush
+        push = heapq.heappush
         new_tuple = tuple.__new__
         time_window, result_type = TimeWindow, WindowResult
         empty, none = _EMPTY, _NONE
@@ -202,9 +203,9 @@ class DerivedSliding:
         seq = op._due_seq
         key: Any = None
         window: Any = None
+        rest = iter(take_due(due_heap, upto))  # a key is rescheduled after upto
         try:
-            while due_heap and due_heap[0][0] <= upto:
-                t, _, key = pop(due_heap)
+            for t, _, key in rest:
                 if sched.get(key) != t:
                     continue  # superseded by an earlier schedule of this key
                 del sched[key]
@@ -349,6 +350,7 @@ class DerivedSliding:
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
         finally:
+            put_back(due_heap, rest)  # the keys not visited, if interrupted
             op._due_seq = seq
             if direct is not None:  # otherwise the operator counts the windows it evaluates
                 op.metrics.num_windows_fired += len(output) - emitted

@@ -1,9 +1,9 @@
 """Dropping dead entries of the in-memory driver's heap of due keys changes nothing.
 
 A key rescheduled at a time it already has an entry for leaves a dead duplicate in the heap
-(long windows: the same next timer after every visit); ``_compact_due`` drops them. Runs with
-the heap compacted before every watermark and never compacted must emit the same results in
-the same order.
+(long windows: the same next timer after every visit); ``windowing.due.compact`` drops them.
+Runs with the heap compacted before every watermark and never compacted must emit the same
+results in the same order.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from assigners import (
     TumblingEventTimeWindows,
 )
 from windowing import MAX_TIMESTAMP, OutputTag
-from windowing.operator import _compact_due
+from windowing.due import compact
 from windowing.testing import WindowOperatorHarness
 
 LATE = OutputTag("late")
@@ -71,5 +71,5 @@ def test_compacting_the_due_heap_keeps_the_order_of_visits(
 
 def test_compaction_keeps_the_first_entry_of_a_key_at_a_time() -> None:
     due = [(5, 1, "a"), (5, 2, "b"), (9, 3, "a"), (5, 4, "a"), (9, 5, "a"), (7, 6, "b")]
-    _compact_due(due)
+    compact(due)
     assert sorted(due) == [(5, 1, "a"), (5, 2, "b"), (7, 6, "b"), (9, 3, "a")]
