@@ -143,9 +143,18 @@ def run(
 def test_fast_paths_match_generic_path(
     assigner: str, function: str, lateness: int, steps: list[Any]
 ) -> None:
-    reference = run(assigner, function, lateness, steps, generic=True, bulk=False)
-    assert run(assigner, function, lateness, steps, generic=False, bulk=False) == reference
-    assert run(assigner, function, lateness, steps, generic=False, bulk=True) == reference
+    def outcome(*, generic: bool, bulk: bool) -> tuple[Any, ...]:
+        try:
+            return run(assigner, function, lateness, steps, generic=generic, bulk=bulk)
+        except RuntimeError as exc:
+            # A session window that kept its state (below) merging into a window already
+            # past its cleanup time: Flink's UnsupportedOperationException, on every path.
+            assert function == "aggregate_none" and assigner == "session", exc
+            return ("raised", str(exc))
+
+    reference = outcome(generic=True, bulk=False)
+    assert outcome(generic=False, bulk=False) == reference
+    assert outcome(generic=False, bulk=True) == reference
     # after the final watermark everything is cleaned up, except (as in Flink) a window whose
     # late firing found a None result: that skips registering its cleanup timer
     if function != "aggregate_none":
