@@ -50,6 +50,7 @@ from triggers.base import Trigger, TriggerResult
 from triggers.emit import OnWindowCloseTrigger
 from triggers.event_time import EventTimeTrigger
 from windowing import sliding as sliding_module
+from windowing.due import compact, put_back, take_due
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.slicing import SlicedHopping, Slices
 from windowing.sliding import Partials, Timeline, TimelineExpiry
@@ -531,6 +532,8 @@ class WindowOperator:
         self._evt_sched: dict[Any, int] = {}
         self._proc_sched: dict[Any, int] = {}
         self._due_seq = 0
+        # Size of the event-time heap above which its dead entries are dropped (windowing.due).
+        self._evt_compact_at = _COMPACT_MIN
         self._setup_contents()
         self._pwf = self._process_function()
         # Lazy sliding-distinct windows without a process function need no per-window
@@ -858,7 +861,7 @@ class WindowOperator:
             if cleanup <= wm:
                 continue  # a late window
             contains = window.start <= ts <= max_ts
-            if window in live:
+            if window.start in live:
                 if not contains:
                     continue
                 self._add(contents, window, value, ts)
@@ -866,7 +869,7 @@ class WindowOperator:
                 initial = self._partials.contents(timeline, window.start, max_ts)
                 if initial is _SLIDING_EMPTY:
                     continue
-                live.add(window)
+                live.add(window.start)
                 contents[window] = initial
             if contains:
                 added = True
@@ -889,9 +892,6 @@ class WindowOperator:
         if self._derived is not None:
             self._derived.add_in_order(timeline, value, ts)
             return
-        cursor = timeline.cursor
-        if cursor is not None and ts <= cursor.hi:
-            timeline.cursor = None
         stamps = timeline.stamps
         previous = stamps[-1]
         stamps.append(ts)
@@ -906,9 +906,9 @@ class WindowOperator:
         if ts <= previous + 1 + size and previous + 1 != ts - size:
             windows.append(new_tuple(TimeWindow, (previous + 1, previous + 2 + size)))
         for window in windows:
-            if window in live:
+            if window[0] in live:
                 continue
-            live.add(window)
+            live.add(window[0])
             max_ts = window[1] - 1
             if on_end and (max_ts, window) not in timers:
                 timers.add((max_ts, window))
@@ -1001,7 +1001,7 @@ class WindowOperator:
             if time == cleanup:
                 timeline = ks.timeline
                 if timeline is not None:
-                    timeline.live.discard(window)
+                    timeline.live.discard(window[0])
                 live.discard((max_ts, window))  # EventTimeTrigger.clear
                 if pwf is not None:
                     ctx = self._ctx
@@ -1057,11 +1057,11 @@ class WindowOperator:
             cleanup = min(max_ts + lateness, MAX_TIMESTAMP)
             if cleanup <= wm:
                 continue
-            if window in live:
+            if window.start in live:
                 if event_trigger and window.start <= ts <= max_ts:
                     late_fired.add(window)  # EventTimeTrigger.on_element: FIRE if late
                 continue
-            live.add(window)
+            live.add(window.start)
             late_fired.discard(window)  # one on_element per window and record
             fired = True
             if derived:
@@ -1079,7 +1079,7 @@ class WindowOperator:
                 _register(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
         for window in sorted(late_fired):
             max_ts = window.end - 1
-            if window in live and max_ts <= wm < min(max_ts + lateness, MAX_TIMESTAMP):
+            if window.start in live and max_ts <= wm < min(max_ts + lateness, MAX_TIMESTAMP):
                 self._emit(key, ks, window, window)
 
     def _on_element_merging(
@@ -1248,7 +1248,7 @@ class WindowOperator:
     def _clear_all_state(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> None:
         ks.contents.pop(state_window, None)
         if ks.timeline is not None:
-            ks.timeline.live.discard(window)
+            ks.timeline.live.discard(window.start)
         ctx = self._ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
         self.trigger.clear(window, ctx)
@@ -2071,6 +2071,9 @@ class WindowOperator:
         if watermark < self.watermark:
             return
         self.watermark = watermark
+        if len(self._evt_due) > self._evt_compact_at:
+            compact(self._evt_due)
+            self._evt_compact_at = max(_COMPACT_MIN, 2 * len(self._evt_due))
         if self._slicer is not None:
             self._slicer.drain(self, watermark)
             return
@@ -2094,7 +2097,6 @@ class WindowOperator:
         # outputs of different keys may interleave differently than in a global time order).
         states = self._states
         get = states.get if states is not None else self.backend.get
-        pop = heapq.heappop
         if not event_time:
             fire = self._fire_processing_timers
         elif self._fast_event_timers:
@@ -2103,17 +2105,21 @@ class WindowOperator:
             fire = self._fire_sliding_timers
         else:
             fire = self._fire_event_timers
-        while due and due[0][0] <= upto:
-            t, _, key = pop(due)
-            if sched.get(key) != t:
-                continue  # superseded by an earlier schedule of this key
-            del sched[key]
-            ks = get(key)
-            if ks is None:
-                continue
-            fire(key, ks, upto)
-            if not self._schedule(key, ks) and not ks.contents and ks.is_empty():
-                self.backend.remove(key)
+        # A key fires all its timers up to ``upto``: it is rescheduled after it.
+        rest = iter(take_due(due, upto))
+        try:
+            for t, _, key in rest:
+                if sched.get(key) != t:
+                    continue  # superseded by an earlier schedule of this key
+                del sched[key]
+                ks = get(key)
+                if ks is None:
+                    continue
+                fire(key, ks, upto)
+                if not self._schedule(key, ks) and not ks.contents and ks.is_empty():
+                    self.backend.remove(key)
+        finally:
+            put_back(due, rest)  # the keys not visited, if interrupted
 
     # ------------------------------------------------------------------ inspection
     def keys(self) -> list[Any]:
@@ -2199,6 +2205,9 @@ class WindowOperator:
 
 
 _EXPIRY = TimelineExpiry()
+_COMPACT_MIN = 4096
+
+
 _SLIDING_EMPTY: Any = sliding_module._MISSING
 
 

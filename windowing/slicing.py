@@ -31,6 +31,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from windowing.due import put_back, take_due
 from windowing.records import WindowResult
 from windowing.sliding import Partials
 from windowing.time import MAX_TIMESTAMP
@@ -287,14 +288,15 @@ class SlicedHopping:
         combine, owned = self.combine, self.owned
         direct = self.result
         identity = self.result_is_contents
-        append, extend = op.output.append, op.output.extend
+        append = op.output.append
         new_tuple = tuple.__new__
-        time_window, result_type = TimeWindow, WindowResult
+        result_type = WindowResult
+        windows = _Windows(size)  # every key fires the same windows: one object each
         end_of_time = _END_OF_TIME
         max_timestamp = MAX_TIMESTAMP
         last = size - 1  # max_timestamp - start of a window whose end is not clamped
         missing = _MISSING
-        pop, push = heapq.heappop, heapq.heappush
+        push = heapq.heappush
         s_max = upto - size + 1  # the last window start ending by upto (end not clamped)
         if not self._copies_decided and due_heap:
             self._decide_copies(get(due_heap[0][2]))
@@ -302,9 +304,9 @@ class SlicedHopping:
         fired = 0
         key: Any = None
         evaluating: int | None = None  # start of the window being evaluated
+        rest = iter(take_due(due_heap, upto))  # a key is rescheduled after upto
         try:
-            while due_heap and due_heap[0][0] <= upto:
-                t, _, key = pop(due_heap)
+            for t, _, key in rest:
                 if sched.get(key) != t:
                     continue  # superseded by an earlier schedule of this key
                 del sched[key]
@@ -351,6 +353,17 @@ class SlicedHopping:
                         evaluating = s
                         if j == i + 1:  # one pane: its partial is the window's aggregate
                             value = contents[first_pane]
+                        elif i >= split:  # the front is used up: rebuild it from i .. j-1
+                            suffix = [None] * (j - i)
+                            acc = contents[starts[j - 1]]
+                            suffix[j - 1 - i] = acc
+                            for k in range(j - 2, i - 1, -1):
+                                part = contents[starts[k]]
+                                acc = combine(part if owned is None else owned(part), acc)
+                                suffix[k - i] = acc
+                            front_lo, split, hi = i, j, j
+                            back_agg, back_owned = missing, False
+                            value = acc
                         else:
                             if j > hi:  # panes entering the range
                                 for k in range(hi, j):
@@ -362,25 +375,11 @@ class SlicedHopping:
                                             back_agg, back_owned = owned(back_agg), True  # type: ignore[misc]
                                         back_agg = combine(back_agg, part)
                                 hi = j
-                            if i >= split:  # the front is used up: rebuild it from i .. hi-1
-                                suffix = [None] * (hi - i)
-                                acc = contents[starts[hi - 1]]
-                                suffix[hi - 1 - i] = acc
-                                for k in range(hi - 2, i - 1, -1):
-                                    part = contents[starts[k]]
-                                    acc = combine(part if owned is None else owned(part), acc)
-                                    suffix[k - i] = acc
-                                front_lo, split = i, hi
-                                back_agg, back_owned = missing, False
-                            if i < split:
-                                value = suffix[i - front_lo]
-                                if back_agg is not missing:
-                                    if owned is not None:
-                                        value = owned(value)
-                                    value = combine(value, back_agg)
-                            else:
-                                value = back_agg
-                                back_owned = owned is None  # handed out: copy before modifying
+                            value = suffix[i - front_lo]
+                            if back_agg is not missing:
+                                if owned is not None:
+                                    value = owned(value)
+                                value = combine(value, back_agg)
                         # The windows from s to stop have exactly the panes i .. j-1: one
                         # result, shared by their outputs.
                         stop = first_pane
@@ -392,28 +391,10 @@ class SlicedHopping:
                         if result is None:  # a None result is an empty window (Flink)
                             s += (stop - s) // slide * slide + slide
                             continue
-                        if s == stop:
-                            append(
-                                new_tuple(
-                                    result_type,
-                                    (key, new_tuple(time_window, (s, s + size)), result, s + last),
-                                )
-                            )
-                            fired += 1
+                        fired += (stop - s) // slide + 1
+                        while s <= stop:
+                            append(new_tuple(result_type, (key, windows[s], result, s + last)))
                             s += slide
-                            continue
-                        run = range(s, stop + 1, slide)
-                        extend(
-                            [
-                                new_tuple(
-                                    result_type,
-                                    (key, new_tuple(time_window, (x, x + size)), result, x + last),
-                                )
-                                for x in run
-                            ]
-                        )
-                        fired += len(run)
-                        s = run[-1] + slide
                     if upto == max_timestamp:
                         self._fire_clamped(op, key, ks, s)
                     sl.upto = upto
@@ -465,6 +446,7 @@ class SlicedHopping:
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
         finally:
+            put_back(due_heap, rest)  # the keys not visited, if interrupted
             op.metrics.num_windows_fired += fired
 
     def _decide_copies(self, ks: KeyState | None) -> None:
@@ -519,6 +501,20 @@ class SlicedHopping:
             cleanup = self._cleanup(w.start)
             count += (max_ts > watermark) + (cleanup != max_ts and cleanup != MAX_TIMESTAMP)
         return count
+
+
+class _Windows(dict[int, TimeWindow]):
+    """``TimeWindow(start, start + size)`` by start, each created once (on first use)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def __missing__(self, start: int) -> TimeWindow:
+        window = self[start] = tuple.__new__(TimeWindow, (start, start + self.size))
+        return window
 
 
 _SCALARS = (int, float, complex, bool, str, bytes, type(None))

@@ -50,15 +50,33 @@ TIMELINE_EXPIRY = TimelineExpiry()
 
 
 class Timeline:
-    """Distinct timestamps of a key (sorted) with one partial each, plus its live windows."""
+    """Distinct timestamps of a key (sorted) with one partial each, plus its live windows.
 
-    __slots__ = ("cursor", "due", "expiry_at", "live", "partials", "stamps", "upto")
+    A sliding-distinct window is known by its start (its end follows from the size), so
+    ``live`` holds the starts of the windows that exist and are not cleaned up yet.
+    """
+
+    __slots__ = (
+        "cursor",
+        "due",
+        "empties",
+        "expiry_at",
+        "live",
+        "offset",
+        "partials",
+        "stamps",
+        "upto",
+    )
 
     def __init__(self, upto: int = 0) -> None:
         self.stamps: list[int] = []
         self.partials: list[Any] = []
-        self.live: set[Any] = set()
+        self.empties = 0  # timestamps without a record (partial ``_EMPTY``)
+        self.live: set[int] = set()  # window starts
         self.cursor: RangeCursor | None = None
+        # Timestamps forgotten so far: ``index + offset`` is a record's position, which stays
+        # the same while records are appended or forgotten (the cursor's coordinates).
+        self.offset = 0
         self.expiry_at: int | None = None  # the pending expiry timer, if any
         # Windows derived from the timeline (no per-window timers): those firing by ``upto``
         # have fired; ``due`` is the key's one timer.
@@ -77,13 +95,18 @@ class Timeline:
     def is_empty(self) -> bool:
         return not self.stamps and not self.live
 
-    def expire(self, before: int) -> None:
-        """Forget timestamps ``< before``."""
+    def expire(self, before: int) -> int:
+        """Forget timestamps ``< before``; returns how many."""
         stamps = self.stamps
         if stamps and stamps[0] < before:
             i = bisect_left(stamps, before)
             del stamps[:i]
+            if self.empties:
+                self.empties -= sum(part is _EMPTY for part in self.partials[:i])
             del self.partials[:i]
+            self.offset += i
+            return i
+        return 0
 
     def span(self, lo: int, hi: int) -> tuple[int, int]:
         """Index range of the timestamps in ``[lo, hi]``."""
@@ -135,20 +158,21 @@ class Partials:
         stamps = timeline.stamps
         i = bisect_left(stamps, timestamp)
         if i == len(stamps) or stamps[i] != timestamp:
+            _moved(timeline, i)
             stamps.insert(i, timestamp)
             timeline.partials.insert(i, _EMPTY)
+            timeline.empties += 1
 
     def add(self, timeline: Timeline, timestamp: int, value: Any) -> bool:
         """Add a record; returns whether its timestamp is new on the timeline."""
-        cursor = timeline.cursor
-        if cursor is not None and timestamp <= cursor.hi:
-            timeline.cursor = None  # the covered range changes: rebuild on the next query
         stamps = timeline.stamps
         i = bisect_left(stamps, timestamp)
+        _moved(timeline, i)
         if i < len(stamps) and stamps[i] == timestamp:
             current = timeline.partials[i]
             if current is _EMPTY:
                 timeline.partials[i] = self.first(value)
+                timeline.empties -= 1
             elif self.kind == "reduce":
                 assert self.reducer is not None
                 timeline.partials[i] = self.reducer(current, value)
@@ -164,55 +188,55 @@ class Partials:
     def aggregate_range(self, timeline: Timeline, lo: int, hi: int) -> Any:
         """Like :meth:`contents` for reduce/aggregate kinds, through the timeline's
         :class:`RangeCursor` when the range moves forward (amortised O(1))."""
+        i, j = timeline.span(lo, hi)
+        return self.aggregate_span(timeline, i, j)
+
+    def aggregate_span(self, timeline: Timeline, i: int, j: int) -> Any:
+        """The combined partials of the timeline indexes ``[i, j)`` (``_MISSING`` when there
+        are none), from the timeline's :class:`RangeCursor`: a range starting and ending no
+        earlier than the previous one costs amortised O(1) combines."""
+        offset = timeline.offset
+        a, b = i + offset, j + offset
         cursor = timeline.cursor
-        if cursor is None or lo < cursor.lo or hi < cursor.hi:
-            cursor = timeline.cursor = RangeCursor(lo)
-        combine = self.combine
-        owned = self.owned
-        if hi > cursor.hi:
-            stamps = timeline.stamps
-            i = bisect_right(stamps, cursor.hi)
-            j = bisect_right(stamps, hi, i)
-            if i < j:
-                partials = timeline.partials
-                back = cursor.back
-                agg = cursor.back_agg
-                for k in range(i, j):
-                    part = partials[k]
-                    if part is _EMPTY:
-                        continue
-                    back.append((stamps[k], part))
-                    if agg is _MISSING:
-                        agg = part if owned is None else owned(part)
+        if cursor is None:
+            cursor = timeline.cursor = RangeCursor()
+        combine, owned = self.combine, self.owned
+        partials = timeline.partials
+        if a >= cursor.split or a < cursor.front or b < cursor.hi:
+            # The front is used up (or the range moved back): rebuild it from the range.
+            suffix: list[Any] = []
+            acc: Any = _MISSING
+            for part in reversed(partials[i:j]):
+                if part is not _EMPTY:
+                    if acc is _MISSING:
+                        acc = part
                     else:
-                        agg = combine(agg, part)
-                cursor.back_agg = agg
-            cursor.hi = hi
-        front = cursor.front
-        if lo > cursor.lo:
-            while True:
-                if not front:
-                    back = cursor.back
-                    if not back or back[0][0] >= lo:
-                        break
-                    suffix: Any = _MISSING
-                    for stamp, part in reversed(back):
-                        own = part if owned is None else owned(part)
-                        suffix = own if suffix is _MISSING else combine(own, suffix)
-                        front.append((stamp, suffix))
-                    back.clear()
-                    cursor.back_agg = _MISSING
-                if front[-1][0] >= lo:
-                    break
-                front.pop()
-            cursor.lo = lo
-        back_agg = cursor.back_agg
-        if front:
-            top = front[-1][1]
-            if back_agg is _MISSING:
-                return top
-            return combine(top if owned is None else owned(top), back_agg)
-        return back_agg
+                        acc = combine(part if owned is None else owned(part), acc)
+                suffix.append(acc)
+            suffix.reverse()
+            cursor.suffix, cursor.front, cursor.split, cursor.hi = suffix, a, b, b
+            cursor.back_agg, cursor.back_owned = _MISSING, False
+            return acc
+        if b > cursor.hi:  # partials entering the range join the back
+            agg, own = cursor.back_agg, cursor.back_owned
+            for part in partials[cursor.hi - offset : j]:
+                if part is _EMPTY:
+                    continue
+                if agg is _MISSING:
+                    agg, own = part, owned is None
+                else:
+                    if not own:
+                        agg, own = owned(agg), True  # type: ignore[misc]
+                    agg = combine(agg, part)
+            cursor.back_agg, cursor.back_owned, cursor.hi = agg, own, b
+        top = cursor.suffix[a - cursor.front]
+        back = cursor.back_agg
+        if back is _MISSING:
+            return top
+        if top is _MISSING:
+            cursor.back_owned = owned is None  # handed out: copied before it is modified
+            return back
+        return combine(top if owned is None else owned(top), back)
 
     def first(self, value: Any) -> Any:
         """The partial of a timestamp's first record."""
@@ -256,22 +280,30 @@ class Partials:
         return values
 
 
+def _moved(timeline: Timeline, i: int) -> None:
+    """The partial at index ``i`` changes or a timestamp is inserted there: the cursor is
+    rebuilt on its next query if it covers that position."""
+    cursor = timeline.cursor
+    if cursor is not None and i + timeline.offset < cursor.hi:
+        timeline.cursor = None
+
+
 class RangeCursor:
-    """Aggregate of the timeline records in a range ``[lo, hi]`` that only moves forward.
+    """Aggregate of a timeline's partials over a range of positions that only moves forward.
 
     Sliding-distinct windows all have the same length, so a key's windows fire in order of
     start and of end: consecutive queries slide the range forward. The cursor keeps the range
-    as two stacks (the classic sliding-window aggregation): each record partial is pushed
-    once, moved once and popped once, and a query combines two aggregates, whatever the
-    window size. A query behind the cursor, or a record inserted inside the covered range,
-    resets it.
+    as two stacks (the classic sliding-window aggregation) over positions ``[front, hi)``
+    (``Timeline.offset``): ``suffix[p - front]`` combines positions ``p .. split - 1`` and
+    ``back_agg`` combines ``split .. hi - 1``. Each partial is combined about three times in
+    all, and a query combines two aggregates, whatever the window size. A query behind the
+    cursor, or a record inserted or updated inside the covered positions, rebuilds it.
     """
 
-    __slots__ = ("back", "back_agg", "front", "hi", "lo")
+    __slots__ = ("back_agg", "back_owned", "front", "hi", "split", "suffix")
 
-    def __init__(self, lo: int) -> None:
-        self.lo = lo
-        self.hi = lo - 1
-        self.front: list[tuple[int, Any]] = []  # (stamp, aggregate of it and newer front)
-        self.back: list[tuple[int, Any]] = []  # (stamp, partial), oldest first
+    def __init__(self) -> None:
+        self.front = self.split = self.hi = 0  # empty: the first query builds it
+        self.suffix: list[Any] = []  # for positions front .. split - 1
         self.back_agg: Any = _MISSING
+        self.back_owned = False  # whether combine may modify back_agg in place

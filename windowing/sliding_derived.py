@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from windowing import sliding as sliding_module
+from windowing.due import put_back, take_due
 from windowing.records import WindowResult
 from windowing.sliding import Partials, Timeline
 from windowing.time import MAX_TIMESTAMP
@@ -62,6 +63,8 @@ class DerivedSliding:
         self.partials = partials
         self.result = result  # None: the operator evaluates the contents (fold, apply)
         self.result_is_contents = result_is_contents  # a reduce: the result is the contents
+        # The partial of a timestamp's first record (None: the record itself, for a reduce).
+        self.first = None if partials.kind == "reduce" else partials.first
 
     def forget_at(self, timeline: Timeline) -> int:
         """When every window of the timeline's latest record is cleaned up."""
@@ -69,33 +72,34 @@ class DerivedSliding:
 
     # ------------------------------------------------------------------ elements
     def add_in_order(self, timeline: Timeline, value: Any, ts: int) -> None:
-        """A record later than every record of the key and than the watermark: it creates its
-        left window and maybe the previous record's right window, neither late nor due."""
+        """A record later than every record of the key and than the watermark (and no later
+        than ``MAX_TIMESTAMP - size - lateness - 3``): it creates its left window and maybe the
+        previous record's right window, neither late nor due."""
         size, delay = self.size, self.delay
-        cursor = timeline.cursor
-        if cursor is not None and ts <= cursor.hi:
-            timeline.cursor = None
         stamps = timeline.stamps
-        previous = stamps[-1]
-        stamps.append(ts)
-        timeline.partials.append(self.partials.first(value))
         live = timeline.live
         due = ts + size + self.lateness + 3  # forget the timeline
-        window = tuple.__new__(TimeWindow, (ts - size, ts + 1))
-        if window not in live:
-            live.add(window)
+        start = ts - size  # the left window
+        if start not in live:
+            live.add(start)
             due = ts + delay
-        if ts <= previous + 1 + size and previous + 1 != ts - size:
-            window = tuple.__new__(TimeWindow, (previous + 1, previous + 2 + size))
-            if window not in live:
-                live.add(window)
-                if previous + 1 + size + delay < due:
-                    due = previous + 1 + size + delay
-        timeline.schedule(due)
+        if stamps:
+            start = stamps[-1] + 1  # the previous record's right window
+            if ts <= start + size and start != ts - size and start not in live:
+                live.add(start)
+                if start + size + delay < due:
+                    due = start + size + delay
+        stamps.append(ts)
+        first = self.first
+        timeline.partials.append(value if first is None else first(value))
+        current = timeline.due  # Timeline.schedule (due is before the end of time)
+        if current is None or due < current:
+            timeline.due = due
 
     def process(self, op: WindowOperator, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
-        """The bulk element loop: a record later than every record of its key and than the
-        watermark creates its left window and maybe the previous record's right window,
+        """The bulk element loop: a record later than every record of its key (after those no
+        window needs any more are forgotten, as the operator's element path does) and than
+        the watermark creates its left window and maybe the previous record's right window,
         neither due yet; any other record takes the operator's sliding element path."""
         states = op._states
         assert states is not None
@@ -118,19 +122,23 @@ class DerivedSliding:
                 ks = states.get(key)
                 if ks is None:
                     ks = states[key] = KeyState()
-                timeline = ks.timeline
-                if timeline is not None and ts is not None and wm < ts <= limit:
+                if ts is not None and wm < ts <= limit:
+                    timeline = ks.timeline
+                    if timeline is None:
+                        timeline = ks.timeline = Timeline(wm)
+                    elif timeline.upto < wm:
+                        timeline.upto = wm  # as the operator's element path does
                     stamps = timeline.stamps
-                    if stamps and stamps[-1] < ts and stamps[0] >= horizon:
-                        if timeline.upto < wm:
-                            timeline.upto = wm
+                    if stamps and stamps[0] < horizon:
+                        timeline.expire(horizon)
+                    if not stamps or stamps[-1] < ts:
                         add_in_order(timeline, value, ts)
-                        current = timeline.due
+                        due: int = timeline.due  # type: ignore[assignment]
                         scheduled = evt_sched.get(key)
-                        if current is not None and (scheduled is None or current < scheduled):
-                            evt_sched[key] = current
+                        if scheduled is None or due < scheduled:
+                            evt_sched[key] = due
                             op._due_seq += 1
-                            push(evt_due, (current, op._due_seq, key))
+                            push(evt_due, (due, op._due_seq, key))
                         continue
                 if not on_element(key, ks, value, ts):
                     op._not_added(key, ks, value, ts)
@@ -146,159 +154,195 @@ class DerivedSliding:
         """Fire the due windows of one key (a runtime that loads keys one at a time)."""
         timeline = ks.timeline
         if timeline is not None and timeline.due is not None and timeline.due <= upto:
-            self._fire_key(op, key, ks, timeline, upto)
+            self._drain(op, upto, [(timeline.due, 0, key)], {key: timeline.due}, {key: ks}.get)
 
     def drain(self, op: WindowOperator, upto: int) -> None:
         """The operator's event-time drain: fire every key whose timer is due by ``upto``,
         in the order of their timers."""
-        due_heap, sched = op._evt_due, op._evt_sched
         states = op._states
         get = states.get if states is not None else op.backend.get
-        pop, push = heapq.heappop, heapq.heappush
-        fire_key = self._fire_key
-        while due_heap and due_heap[0][0] <= upto:
-            t, _, key = pop(due_heap)
-            if sched.get(key) != t:
-                continue  # superseded by an earlier schedule of this key
-            del sched[key]
-            ks = get(key)
-            if ks is None:
-                continue
-            timeline = ks.timeline
-            if timeline is not None and timeline.due is not None and timeline.due <= upto:
-                fire_key(op, key, ks, timeline, upto)
-                timeline = ks.timeline
-            if timeline is not None and timeline.due is not None:
-                sched[key] = timeline.due
-                op._due_seq += 1
-                push(due_heap, (timeline.due, op._due_seq, key))
-            elif op._schedule(key, ks) is False and ks.is_empty():
-                op.backend.remove(key)
+        self._drain(op, upto, op._evt_due, op._evt_sched, get, op)
 
-    def _fire_key(
-        self, op: WindowOperator, key: Any, ks: KeyState, timeline: Timeline, upto: int
+    def _drain(
+        self,
+        op: WindowOperator,
+        upto: int,
+        due_heap: list[tuple[int, int, Any]],
+        sched: dict[Any, int],
+        get: Callable[[Any], KeyState | None],
+        driver: WindowOperator | None = None,
     ) -> None:
-        """Emit the key's windows firing by ``upto``, forget what no window needs any more,
-        and set the key's next timer."""
-        timeline.due = None
+        """For each due key: emit its windows firing in ``(timeline.upto, upto]`` in order of
+        end, forget the records no window needs any more, and schedule its next timer (in
+        ``due_heap``; a key left without a timeline is rescheduled or dropped by ``driver``).
+        Inlined: with small slides nearly every key is due at every watermark."""
         size, lateness, delay = self.size, self.lateness, self.delay
-        if timeline.upto < upto:
-            self._emit(op, key, ks, timeline, timeline.upto, upto)
-            timeline.upto = upto
-        if upto >= MAX_TIMESTAMP:
-            ks.timeline = None  # every window has fired and is cleaned up
-            return
-        stamps = timeline.stamps
-        horizon = upto - size - lateness - 1
-        if stamps and stamps[0] < horizon:
-            timeline.expire(horizon)
-        live = timeline.live
-        if not stamps:
-            live.clear()
-            ks.timeline = None
-            return
-        if len(live) > 2 * len(stamps) + 16:
-            timeline.live = {w for w in live if w.end - 1 + lateness > upto}
-        # The next timer: the next left window, the next right window, or forgetting.
-        due = stamps[-1] + size + lateness + 3
-        n = len(stamps)
-        i = bisect_right(stamps, upto - delay)
-        if i < n and stamps[i] + delay < due:
-            due = stamps[i] + delay
-        i = bisect_right(stamps, upto - delay - 1 - size)
-        if i < n and stamps[i] + 1 + size + delay < due:
-            due = stamps[i] + 1 + size + delay
-        timeline.schedule(due)
-
-    def _emit(
-        self, op: WindowOperator, key: Any, ks: KeyState, timeline: Timeline, after: int, upto: int
-    ) -> None:
-        """Emit the windows whose firing time is in ``(after, upto]``, in order of end."""
-        size, delay = self.size, self.delay
-        stamps, partials = timeline.stamps, timeline.partials
-        n = len(stamps)
-        end_of_time = upto >= MAX_TIMESTAMP
-        li = bisect_right(stamps, after - delay)
-        lj = n if end_of_time else bisect_right(stamps, upto - delay)
-        ri = bisect_right(stamps, after - delay - 1 - size)
-        rj = n if end_of_time else bisect_right(stamps, upto - delay - 1 - size)
-        if li >= lj and ri >= rj:
-            return
-        kind = self.partials.kind
+        values = self.partials.kind == "values"
+        reducing = self.partials.kind == "reduce"  # combined without copies
         combine = self.partials.combine
         owned = self.partials.owned
-        range_aggregate = self.partials.aggregate_range
+        aggregate_span = self.partials.aggregate_span
         direct = self.result
         identity = self.result_is_contents
-        append = op.output.append
+        output = op.output
+        append = output.append
+        emitted = len(output)  # the windows fired here are the results appended
+        push = heapq.heappush
         new_tuple = tuple.__new__
         time_window, result_type = TimeWindow, WindowResult
         empty, none = _EMPTY, _NONE
         end_max = MAX_TIMESTAMP + 1
         small = _SMALL_RANGE
-        fired = 0
-        previous_end = previous_start = None
-        left_end = right_end = 0
+        end_of_time = upto >= MAX_TIMESTAMP
+        left_upto = upto - delay  # left windows of the timestamps <= left_upto fire by upto
+        right_upto = left_upto - 1 - size  # right windows of the timestamps <= right_upto
+        horizon = upto - size - lateness - 1  # timestamps before it are in no live window
+        forget = size + lateness + 3  # the timeline is forgotten this long after its last record
+        right_delay = 1 + size + delay  # a right window fires this long after its timestamp
+        dropped = upto - size - lateness  # windows starting by then are cleaned up
+        seq = op._due_seq
+        key: Any = None
         window: Any = None
+        rest = iter(take_due(due_heap, upto))  # a key is rescheduled after upto
         try:
-            # Merge the left and right windows by end; a left window that is also the next
-            # right window fires once.
-            while True:
-                if li < lj:
-                    left_end = stamps[li] + 1
-                if ri < rj:
-                    right_end = stamps[ri] + 2 + size
-                    if right_end > end_max:
-                        right_end = end_max
-                if li < lj and (ri >= rj or left_end < right_end):
-                    li += 1
-                    if partials[li - 1] is empty:
-                        continue  # the record is in no window: no left window
-                    start, end = left_end - 1 - size, left_end
-                    j = li
-                elif ri < rj:
-                    start, end = stamps[ri] + 1, right_end
-                    ri += 1
-                    j = -1
-                    if li < lj and left_end == right_end and start == left_end - 1 - size:
-                        li += 1  # the same window as the next left window
-                else:
-                    break
-                if end == previous_end and start == previous_start:
+            for t, _, key in rest:
+                if sched.get(key) != t:
+                    continue  # superseded by an earlier schedule of this key
+                del sched[key]
+                ks = get(key)
+                if ks is None:
                     continue
-                previous_end, previous_start = end, start
-                window = new_tuple(time_window, (start, end))
-                max_ts = end - 1
-                if kind == "values":
-                    contents = self.partials.contents(timeline, start, max_ts)
+                timeline = ks.timeline
+                if timeline is None:
+                    due = None
                 else:
-                    i = bisect_left(stamps, start)
-                    if j < 0:
-                        j = bisect_right(stamps, max_ts, i)
-                    if j - i > small:
-                        contents = range_aggregate(timeline, start, max_ts)
-                    else:
-                        contents = none
-                        copied = owned is None
-                        for k in range(i, j):
-                            part = partials[k]
-                            if part is empty:
-                                continue
-                            if contents is none:
-                                contents = part
+                    due = timeline.due
+                    if due is not None and due <= upto:
+                        due = timeline.due = None
+                        stamps = timeline.stamps
+                        n = len(stamps)
+                        after = timeline.upto
+                        if after < upto:
+                            # The windows firing in (after, upto]: left windows of
+                            # stamps[li:lj], right windows of stamps[ri:rj].
+                            ri = bisect_right(stamps, after - delay - 1 - size)
+                            li = bisect_right(stamps, after - delay, ri)
+                            if end_of_time:
+                                lj = rj = n
                             else:
-                                if not copied:
-                                    contents, copied = owned(contents), True  # type: ignore[misc]
-                                contents = combine(contents, part)
-                if contents is none:
-                    continue
-                if direct is None:
-                    op._emit_contents(key, ks, window, window, contents)
-                    continue
-                result = contents if identity else direct(contents)
-                if result is not None:  # a None result is an empty window (Flink)
-                    fired += 1
-                    append(new_tuple(result_type, (key, window, result, max_ts)))
+                                lj = bisect_right(stamps, left_upto, li)
+                                rj = bisect_right(stamps, right_upto, ri, lj)
+                            next_left, next_right = lj, rj
+                            partials = timeline.partials
+                            bare = timeline.empties  # whether any partial is _EMPTY
+                            plain = reducing and not bare  # small ranges: combined without checks
+                            # Merge the left and right windows by end; a left window that is
+                            # also the next right window fires once.
+                            while li < lj or ri < rj:
+                                if ri < rj:
+                                    start = stamps[ri] + 1
+                                    end = start + 1 + size
+                                    if end > end_max:
+                                        end = end_max
+                                    right = li >= lj or stamps[li] >= end - 1
+                                else:
+                                    right = False
+                                if right:
+                                    ri += 1
+                                    i = ri  # the first timestamp after stamps[ri - 1]
+                                    j = bisect_right(stamps, end - 1, i)
+                                    if li < lj and stamps[li] == end - 1 == start + size:
+                                        li += 1  # the same window as the next left window
+                                else:
+                                    end = stamps[li] + 1
+                                    start = end - 1 - size
+                                    li += 1
+                                    if partials[li - 1] is empty:
+                                        continue  # the record is in no window: no left window
+                                    i = bisect_left(stamps, start, 0, li)
+                                    j = li
+                                window = new_tuple(time_window, (start, end))
+                                if plain and 1 < j - i <= small:
+                                    contents = partials[i]
+                                    i += 1
+                                    while i < j:
+                                        contents = combine(contents, partials[i])
+                                        i += 1
+                                elif values:
+                                    contents = self.partials.contents(timeline, start, end - 1)
+                                elif j - i == 1:
+                                    contents = partials[i]
+                                    if contents is empty:
+                                        continue
+                                elif j == i:
+                                    continue  # a right window without records
+                                elif j - i > small:
+                                    contents = aggregate_span(timeline, i, j)
+                                elif not bare:
+                                    contents = owned(partials[i])  # type: ignore[misc]
+                                    i += 1
+                                    while i < j:
+                                        contents = combine(contents, partials[i])
+                                        i += 1
+                                else:
+                                    contents = none
+                                    copied = owned is None
+                                    for part in partials[i:j]:
+                                        if part is empty:
+                                            continue
+                                        if contents is none:
+                                            contents = part
+                                        else:
+                                            if not copied:
+                                                contents, copied = owned(contents), True  # type: ignore[misc]
+                                            contents = combine(contents, part)
+                                if contents is none:
+                                    continue
+                                if direct is None:
+                                    op._emit_contents(key, ks, window, window, contents)
+                                    continue
+                                result = contents if identity else direct(contents)
+                                if result is not None:  # None: an empty window (Flink)
+                                    append(new_tuple(result_type, (key, window, result, end - 1)))
+                            window = None
+                            timeline.upto = upto
+                        else:
+                            next_left = bisect_right(stamps, left_upto)
+                            next_right = bisect_right(stamps, right_upto)
+                        if end_of_time:
+                            ks.timeline = None  # every window has fired and is cleaned up
+                        else:
+                            if n and stamps[0] < horizon:
+                                k = timeline.expire(horizon)
+                                n -= k
+                                next_left -= k
+                                next_right -= k
+                            if not n:
+                                timeline.live.clear()
+                                ks.timeline = None
+                            else:
+                                if len(timeline.live) > 2 * n + 16:  # drop those cleaned up
+                                    timeline.live = {s for s in timeline.live if s > dropped}
+                                # The next timer: the next left window, the next right window,
+                                # or forgetting the timeline.
+                                due = stamps[-1] + forget
+                                if next_left < n and stamps[next_left] + delay < due:
+                                    due = stamps[next_left] + delay
+                                if next_right < n and stamps[next_right] + right_delay < due:
+                                    due = stamps[next_right] + right_delay
+                                if due < MAX_TIMESTAMP:
+                                    timeline.due = due
+                                else:
+                                    due = None
+                if due is not None:
+                    sched[key] = due
+                    seq += 1
+                    push(due_heap, (due, seq, key))
+                elif driver is not None:
+                    op._due_seq = seq
+                    if driver._schedule(key, ks) is False and ks.is_empty():
+                        driver.backend.remove(key)
+                    seq = op._due_seq
         except Exception as exc:
             if window is not None and not any(
                 n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())
@@ -306,4 +350,7 @@ class DerivedSliding:
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
         finally:
-            op.metrics.num_windows_fired += fired
+            put_back(due_heap, rest)  # the keys not visited, if interrupted
+            op._due_seq = seq
+            if direct is not None:  # otherwise the operator counts the windows it evaluates
+                op.metrics.num_windows_fired += len(output) - emitted

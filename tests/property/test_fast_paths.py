@@ -152,6 +152,10 @@ def test_fast_paths_match_generic_path(
     assigner: str, function: str, lateness: int, steps: list[Any]
 ) -> None:
     reference = outcome(run, assigner, function, lateness, steps, generic=True, bulk=False)
+    if isinstance(reference[0], str):
+        # A session window that kept its state (below) merging into a window already past its
+        # cleanup time: Flink's UnsupportedOperationException, on every path.
+        assert function == "aggregate_none" and assigner == "session", reference
     assert outcome(run, assigner, function, lateness, steps, generic=False, bulk=False) == reference
     assert outcome(run, assigner, function, lateness, steps, generic=False, bulk=True) == reference
     # after the final watermark everything is cleaned up, except (as in Flink) a window whose
