@@ -44,7 +44,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from assigners._validate import positive, require_timestamp
+from assigners._validate import require_timestamp
 from assigners.base import WindowAssigner, WindowAssignerContext
 from triggers.base import Trigger
 from triggers.event_time import EventTimeTrigger
@@ -94,7 +94,11 @@ class SlidingDistinctAssigner(WindowAssigner[Any, TimeWindow]):
 
     def __init__(self, size: Duration, *, grace: Duration) -> None:
         owner = type(self).__name__
-        object.__setattr__(self, "size", positive(size, "size", owner))
+        size_ms = to_millis(size, "size")
+        if size_ms < 0:
+            msg = f"{owner}: size must be >= 0, got {size!r}"
+            raise ValueError(msg)
+        object.__setattr__(self, "size", size_ms)
         grace_ms = to_millis(grace, "grace")
         if grace_ms < 0:
             msg = f"{owner}: grace must be >= 0, got {grace!r}"

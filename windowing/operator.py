@@ -430,8 +430,13 @@ class WindowOperator:
     slicing
         Keep hopping event-time windows with a reduce or aggregate (default trigger, no
         evictor, no window function) as one partial per pane of ``gcd(size, slide)`` instead
-        of one per window (:mod:`windowing.slicing`); this assumes the function is
-        associative and commutative. ``False`` keeps Flink's per-window layout.
+        of one per window (:mod:`windowing.slicing`), and sliding-distinct windows with the
+        built-in ``EventTimeTrigger`` or ``OnWindowCloseTrigger`` as ranges of the key's
+        record timeline (:mod:`windowing.sliding_derived`). Both combine a window's records
+        in time order, not arrival order: this assumes the function is associative and
+        commutative (a process function sees the records in time order). ``False`` keeps
+        one set of contents per window, updated in arrival order (Flink's layout, and Kafka's
+        for sliding windows).
 
     Examples
     --------
@@ -484,7 +489,8 @@ class WindowOperator:
             self._sliding_size = assigner.size
         # Lazy sliding-distinct windows: contents computed from the timeline at firing time.
         self._sliding_lazy = (
-            self._sliding_size is not None
+            slicing
+            and self._sliding_size is not None
             and evictor is None
             and type(trigger) in (EventTimeTrigger, OnWindowCloseTrigger)
         )
@@ -826,7 +832,10 @@ class WindowOperator:
             following = stamps[n] if n < len(stamps) else None
             if following is None or following > ts + 1 + size:
                 return False
-            if min(ts + 1 + size + lateness, MAX_TIMESTAMP) <= wm:
+            # Kafka drops the record altogether once its right window ends at or before the
+            # close time (stream time - grace; the watermark is stream time - 1): one ms
+            # before that window itself counts as closed.
+            if min(ts + size + lateness, MAX_TIMESTAMP) <= wm:
                 return False
             self._partials.add_timestamp(timeline, ts)
         else:

@@ -159,6 +159,7 @@ class WindowConfig:
     evictor: Evictor[Any, Any] | None = None
     allowed_lateness: int = 0
     late_output_tag: OutputTag | None = None
+    slicing: bool = True
 
 
 def is_processing_time_assigner(assigner: Any) -> bool:
@@ -388,6 +389,21 @@ class WindowedStream:
             msg = f"allowed_lateness must be >= 0, got {lateness!r}"
             raise ValueError(msg)
         return self._with(allowed_lateness=ms)
+
+    def slicing(self, enabled: bool) -> WindowedStream:
+        """Whether hopping and sliding-distinct windows may share state between windows
+        (default ``True``; see ``WindowOperator``'s ``slicing``).
+
+        Shared state combines a window's records in time order, so it assumes a reduce or
+        aggregate that is associative and commutative. ``slicing(False)`` keeps one set of
+        contents per window, updated in arrival order, as Flink (and Kafka, for sliding
+        windows) do: use it for order-sensitive functions, at the cost of one partial per
+        window instead of one per pane or record.
+        """
+        if not isinstance(enabled, bool):
+            msg = f"slicing: enabled must be a bool, got {type(enabled).__name__} {enabled!r}"
+            raise ValueError(msg)
+        return self._with(slicing=enabled)
 
     def side_output_late_data(self, tag: OutputTag) -> WindowedStream:
         """Send late input rows (and rows without event time or arrival order) to the side

@@ -72,7 +72,7 @@ def as_dict(results: list[Any]) -> dict[tuple[int, int], Any]:
 
 
 timestamps = st.lists(st.integers(-30, 60), min_size=1, max_size=40)
-sizes = st.integers(1, 15)
+sizes = st.integers(0, 15)
 
 
 @given(ts_list=timestamps, size=sizes, data=st.data())

@@ -170,6 +170,7 @@ def harness_run(
     lateness: int = LATENESS,
     delay: int = DELAY,
     processing_time: bool = False,
+    slicing: bool = True,
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Results and late rows of the harness, replayed in ``seq`` order with the watermark
     ``max(ts of earlier rows) - delay - 1``."""
@@ -180,6 +181,7 @@ def harness_run(
         evictor=evictor,
         allowed_lateness=lateness,
         late_output_tag=LATE,
+        slicing=slicing,
     )
     late: list[tuple[Any, ...]] = []
     max_ts: int | None = None
@@ -360,3 +362,27 @@ def test_sliding_distinct_windows(spark: SparkSession) -> None:
     want = harness_run(rows, assigner=assigner, function=SumCount(), lateness=0)
     assert got == want
     assert got[0] and got[1]
+
+
+def fold_amounts(a: Row, b: Row) -> Row:
+    """An order-sensitive reduce: ``amount`` as a base-31 number of the amounts combined."""
+    return Row(user=a.user, amount=(a.amount * 31 + b.amount) % 1_000_003, ts=a.ts, seq=a.seq)
+
+
+def test_slicing_false_reaches_the_executors(spark: SparkSession) -> None:
+    """``.slicing(False)``: sliding-distinct windows keep per-window contents combined in
+    arrival order, on the executors as in the harness (and unlike the default layout)."""
+    rows = make_events(seed=23)
+    assigner = SlidingDistinctAssigner(700, grace=LATENESS)
+    windowed = stream(to_df(spark, rows)).key_by("user").window(assigner)
+    outputs = {}
+    for slicing in (True, False):
+        result = windowed.slicing(slicing).side_output_late_data(LATE).reduce(fold_amounts)
+        with result:
+            got = spark_run(result)
+        want = harness_run(
+            rows, assigner=assigner, function=fold_amounts, lateness=0, slicing=slicing
+        )
+        assert got == want
+        outputs[slicing] = got[0]
+    assert outputs[True] != outputs[False]  # the input has out-of-order records in a window

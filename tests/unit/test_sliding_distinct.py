@@ -254,8 +254,8 @@ def test_timeline_is_bounded_on_a_long_in_order_stream() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"size": 0, "grace": 0}, r"size must be > 0, got 0"),
-        ({"size": -5, "grace": 0}, r"size must be > 0, got -5"),
+        ({"size": -1, "grace": 0}, r"size must be >= 0, got -1"),
+        ({"size": -5, "grace": 0}, r"size must be >= 0, got -5"),
         ({"size": 10, "grace": -1}, r"grace must be >= 0, got -1"),
     ],
 )
@@ -274,3 +274,78 @@ def test_grace_is_the_allowed_lateness() -> None:
     assert h.operator.allowed_lateness == 5
     h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), Collect(), allowed_lateness=4)
     assert h.operator.allowed_lateness == 4
+
+
+@pytest.mark.parametrize("trigger", [None, OnWindowCloseTrigger(), OnWindowUpdateTrigger()])
+def test_record_dropped_at_kafkas_close_boundary(trigger: Any) -> None:
+    # Kafka (KStreamSlidingWindowAggregate.process) drops a record when
+    # ts + 1 + size <= stream time - grace; the watermark here is stream time - 1. Record a
+    # (ts 10, size 10, grace 5, stream time 26) is dropped: its right window [11;21], which
+    # would hold b, is never created.
+    h = WindowOperatorHarness(
+        SlidingDistinctAssigner(10, grace=5),
+        lambda x, y: x + "+" + y,
+        trigger=trigger,
+        late_output_tag=LATE,
+    )
+    stream_time = None
+    for value, ts in [("b", 12), ("c", 26), ("a", 10), ("d", 100)]:
+        h.process_element(value, ts, key="k")
+        stream_time = ts if stream_time is None else max(stream_time, ts)
+        h.process_watermark(stream_time - 1)
+    h.process_watermark(MAX_TIMESTAMP)
+    windows = {(s, e) for s, e, _ in inclusive(h.extract_output())}
+    assert (11, 21) not in windows
+    assert {(2, 12), (16, 26)} <= windows
+    assert [e.value for e in h.extract_side_output(LATE)] == ["a"]
+    # One millisecond later (a at 11) Kafka keeps the record: it is in no open window itself
+    # (so it is a late record here too), but its right window [12;22] holding b is created.
+    h2 = WindowOperatorHarness(
+        SlidingDistinctAssigner(10, grace=5),
+        lambda x, y: x + "+" + y,
+        trigger=trigger,
+        late_output_tag=LATE,
+    )
+    for value, ts in [("b", 12), ("c", 26), ("a", 11)]:
+        h2.process_element(value, ts, key="k")
+        h2.process_watermark(25)
+    h2.process_watermark(MAX_TIMESTAMP)
+    assert (12, 22, "b") in inclusive(h2.extract_output())
+    assert [e.value for e in h2.extract_side_output(LATE)] == ["a"]
+
+
+@pytest.mark.parametrize("trigger", [None, OnWindowCloseTrigger()])
+def test_slicing_false_combines_in_arrival_order(trigger: Any) -> None:
+    # Window [41;44] holds a (44) and then b (41). The timeline layout combines in time
+    # order (b+a); slicing=False keeps per-window contents updated in arrival order (a+b),
+    # as Kafka's aggregator and OnWindowUpdateTrigger's eager layout do.
+    def final(slicing: bool) -> dict[tuple[int, int], Any]:
+        h = WindowOperatorHarness(
+            SlidingDistinctAssigner(3, grace=2),
+            lambda x, y: x + "+" + y,
+            trigger=trigger,
+            slicing=slicing,
+        )
+        stream_time = 0
+        for value, ts in [("a", 44), ("b", 41)]:
+            h.process_element(value, ts, key="k")
+            stream_time = max(stream_time, ts)
+            h.process_watermark(stream_time - 1)
+        h.process_watermark(MAX_TIMESTAMP)
+        return {(s, e): v for s, e, v in inclusive(h.extract_output())}
+
+    assert final(True)[(41, 44)] == "b+a"
+    assert final(False)[(41, 44)] == "a+b"
+
+
+def test_size_zero_groups_equal_timestamps() -> None:
+    # Kafka accepts a time difference of 0 (SlidingWindows rejects only negatives): windows
+    # [t;t] of the records with timestamp t, and right windows [t+1;t+1] that exist only when
+    # a record has timestamp t + 1.
+    h = run([("a", 5), ("b", 5), ("c", 6), ("d", 9)], size=0)
+    h.process_watermark(MAX_TIMESTAMP)
+    assert inclusive(h.extract_output()) == [
+        (5, 5, ("a", "b")),
+        (6, 6, ("c",)),
+        (9, 9, ("d",)),
+    ]

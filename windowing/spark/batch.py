@@ -239,6 +239,7 @@ def build_layout(
         evictor=config.evictor,
         allowed_lateness=config.allowed_lateness,
         late_output_tag=config.late_output_tag,
+        slicing=config.slicing,
     )
     input_schema = df.schema
     ts_kind = column_time_kind(df, source.event_time, "event_time")
@@ -325,6 +326,7 @@ def run_batch(
         evictor=config.evictor,
         allowed_lateness=config.allowed_lateness,
         late_output_tag=config.late_output_tag,
+        slicing=config.slicing,
         keys=keys,
         input_names=list(layout.input_schema.names),
         layout=layout,
@@ -364,6 +366,7 @@ class _Replay:
     evictor: Any
     allowed_lateness: int
     late_output_tag: OutputTag | None
+    slicing: bool
     keys: tuple[str, ...]
     input_names: list[str]
     layout: OutputLayout
@@ -406,6 +409,7 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
         evictor=replay.evictor,
         allowed_lateness=replay.allowed_lateness,
         late_output_tag=tag,
+        slicing=replay.slicing,
     )
     event_time = op.is_event_time
     watermark_for = replay.watermark.current_watermark

@@ -203,6 +203,7 @@ def run_streaming(
             evictor=config.evictor,
             allowed_lateness=config.allowed_lateness,
             late_output_tag=config.late_output_tag,
+            slicing=config.slicing,
             layout=layout,
             internal=internal,
             input_arrow=to_arrow_schema(layout.input_schema, timezone=tz),
@@ -293,6 +294,7 @@ class _Config:
     evictor: Any
     allowed_lateness: int
     late_output_tag: OutputTag | None
+    slicing: bool
     layout: OutputLayout
     internal: tuple[str, ...]  # the internal input columns after the input columns
     input_arrow: pa.Schema
@@ -357,6 +359,7 @@ class _WindowProcessor(StatefulProcessor):
             evictor=c.evictor,
             allowed_lateness=c.allowed_lateness,
             late_output_tag=c.late_output_tag,
+            slicing=c.slicing,
         )
         self.spark_watermark = 0
         self.now = 0
