@@ -43,11 +43,11 @@ Prints seconds, events/s (input events / wall seconds), ours / native, ours / no
 and whether the targets are met (batch tumbling >= 50% of the applyInArrow ceiling, streaming
 >= 50% of the stateful-processor ceiling). All runs use ``local[2]`` and the same
 ``spark.sql.shuffle.partitions``; AQE partition coalescing is switched off so that every
-grouped run keeps that many tasks. An untimed warm-up (no-op, native tumbling and ours on a few
-keys) precedes the timed runs; each ceiling is measured before and after the other runs of its section and
-the faster run counts (load drift on a shared machine); ``--repeat R`` keeps the fastest of R
-runs. Runs longer than ``--timeout`` seconds are cancelled (batch) or stopped (streaming) and
-reported; a failed run prints its error and the benchmark goes on.
+grouped run keeps that many tasks. An untimed warm-up (no-op, native tumbling and ours on a
+few keys) precedes the timed runs; each ceiling is measured before and after the other runs of
+its section and the faster run counts (load drift on a shared machine); ``--repeat R`` keeps
+the fastest of R runs. Runs longer than ``--timeout`` seconds are cancelled (batch) or stopped
+(streaming) and reported; a failed run prints its error and the benchmark goes on.
 
     .venv/bin/python benchmarks/spark_bench.py                 # full size: 6-20 min (load)
     .venv/bin/python benchmarks/spark_bench.py --events 20000  # smoke test: about 2 min
@@ -492,7 +492,17 @@ def stream_agreement(spark: SparkSession, got: DataFrame, native: DataFrame, sou
     return verdict if verdict != "yes" else f"yes ({closed.count():,} closed windows)"
 
 
-def run_state_floor_stream(spark: SparkSession, source: Path, work: Path, timeout: float) -> Run:
+def run_processor_stream(
+    spark: SparkSession,
+    source: Path,
+    checkpoint: Path,
+    processor: StatefulProcessor,
+    schema: str,
+    name: str,
+    timeout: float,
+) -> Run:
+    """A reference ``transformWithStateInPandas`` query (EventTime mode, the same watermark
+    and key grouping as ours) into a ``noop`` sink."""
     spark.conf.set(
         "spark.sql.streaming.stateStore.providerClass",
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
@@ -502,35 +512,32 @@ def run_state_floor_stream(spark: SparkSession, source: Path, work: Path, timeou
         .withWatermark("ts", STREAM_DELAY)
         .groupBy("key")
         .transformWithStateInPandas(
-            statefulProcessor=StateFloorProcessor(),
-            outputStructType="key bigint, n bigint",
+            statefulProcessor=processor,
+            outputStructType=schema,
             outputMode="Append",
             timeMode="EventTime",
         )
     )
-    return timed_noop_stream(
-        out, work / "ckpt-floor", "one state value + one timer per key and batch (floor)", timeout
+    return timed_noop_stream(out, checkpoint, name, timeout)
+
+
+def run_state_floor_stream(spark: SparkSession, source: Path, work: Path, timeout: float) -> Run:
+    name = "one state value + one timer per key and batch (floor)"
+    return run_processor_stream(
+        spark,
+        source,
+        work / "ckpt-floor",
+        StateFloorProcessor(),
+        "key bigint, n bigint",
+        name,
+        timeout,
     )
 
 
 def run_noop_stream(spark: SparkSession, source: Path, work: Path, timeout: float) -> Run:
-    spark.conf.set(
-        "spark.sql.streaming.stateStore.providerClass",
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-    )
-    out = (
-        stream_source(spark, source)
-        .withWatermark("ts", STREAM_DELAY)
-        .groupBy("key")
-        .transformWithStateInPandas(
-            statefulProcessor=NoopProcessor(),
-            outputStructType="key bigint",
-            outputMode="Append",
-            timeMode="EventTime",
-        )
-    )
-    return timed_noop_stream(
-        out, work / "ckpt-noop", "no-op transformWithStateInPandas (ceiling)", timeout
+    name = "no-op transformWithStateInPandas (ceiling)"
+    return run_processor_stream(
+        spark, source, work / "ckpt-noop", NoopProcessor(), "key bigint", name, timeout
     )
 
 

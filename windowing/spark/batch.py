@@ -45,6 +45,7 @@ from windowing.spark.output import (
     check_names,
     col,
     no_side_output,
+    note_element_error,
     operator_counters,
     parse_side_output_schemas,
 )
@@ -426,15 +427,7 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
                 op.process_elements(pending)
         except Exception as exc:
             failed = op.metrics.num_elements - before - 1
-            notes = getattr(exc, "__notes__", ())
-            if any(n.startswith("while evaluating window") for n in notes):
-                exc.add_note(f"of key {key!r} in the Spark batch replay")
-            elif 0 <= failed < len(pending):
-                value, t, _ = pending[failed]
-                exc.add_note(
-                    f"while processing the element {value!r} (event time {t}) of key {key!r} "
-                    "in the Spark batch replay"
-                )
+            note_element_error(exc, failed, pending, key, "the Spark batch replay")
             raise
         pending.clear()
 

@@ -83,6 +83,22 @@ class LateRows:
             self.add(index[id(e.value)], e.watermark, REASON_LATE)
 
 
+def note_element_error(
+    exc: BaseException, failed: int, elements: Sequence[tuple[Any, Any, Any]], key: Any, where: str
+) -> None:
+    """Name where ``exc`` was raised: the element ``elements[failed]`` (operators count each
+    element in ``metrics.num_elements`` as it starts, so ``failed`` is the count since the
+    call began, minus one), or, for an error while evaluating a window (already noted with
+    the window and key by the operator), the runtime ``where``."""
+    if any(n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())):
+        exc.add_note(f"of key {key!r} in {where}")
+    elif 0 <= failed < len(elements):
+        value, t, _ = elements[failed]
+        exc.add_note(
+            f"while processing the element {value!r} (event time {t}) of key {key!r} in {where}"
+        )
+
+
 def operator_counters(op: Any, n_input: int, null_ts: int, null_arr: int) -> dict[str, int]:
     """The metrics row's counters of one operator call (``op`` a ``WindowOperator``)."""
     m = op.metrics

@@ -65,6 +65,7 @@ from windowing.spark.output import (
     LateRows,
     OutputLayout,
     col,
+    note_element_error,
     operator_counters,
 )
 from windowing.spark.schema import arrow_to_python, rows_of
@@ -452,12 +453,7 @@ class _WindowProcessor(StatefulProcessor):
                 ks = op.process_key_elements(k, ks, pending)
             except Exception as exc:
                 failed = op.metrics.num_elements - before - 1
-                if 0 <= failed < len(pending):
-                    row, t, _ = pending[failed]
-                    exc.add_note(
-                        f"while processing the element {row!r} (event time {t}) of key {k!r} "
-                        "in the Spark streaming runtime"
-                    )
+                note_element_error(exc, failed, pending, k, "the Spark streaming runtime")
                 raise
             pending.clear()
             return ks
