@@ -1619,7 +1619,8 @@ class WindowOperator:
         no element can be late and every window fires at the end, so with the built-in
         ``EventTimeTrigger``, no evictor and a reduce or aggregate, tumbling windows and (for
         input in timestamp order) event-time session windows take one pass: contents by
-        window, no timers, windows fired in order of their end."""
+        window, no timers, windows fired in order of their end. If a user function raises,
+        the operator's state afterwards is unspecified (a runtime abandons the key)."""
         one_pass = (
             self._direct_result is not None
             and isinstance(self.spec, Reduce | Aggregate)
@@ -1644,8 +1645,12 @@ class WindowOperator:
             self._sessions_to_end(key, elements, gap)
         else:
             self.process_elements(elements)
-        self.process_watermark(MAX_TIMESTAMP)
-        self.advance_processing_time(MAX_TIMESTAMP)
+        try:
+            self.process_watermark(MAX_TIMESTAMP)
+            self.advance_processing_time(MAX_TIMESTAMP)
+        except Exception as exc:
+            exc.add_note(END_OF_INPUT_NOTE)
+            raise
 
     def _adder(self) -> Callable[[Any, Any], Any]:
         """``(contents, value) -> contents`` of the one-pass loops; ``contents`` is
@@ -1675,13 +1680,17 @@ class WindowOperator:
         missing = _MISSING
         count = 0
         ts: int | None = None
+        start = 0
+        adding = False  # the error came from the function, while adding to window ``start``
         try:
             for value, ts, _ in elements:
                 count += 1
                 start = ts - (ts - offset) % size  # type: ignore[operator]
+                adding = True
                 contents[start] = add(contents.get(start, missing), value)
+                adding = False
         except Exception as exc:
-            _note_element(exc, key, ts)
+            _note_element(exc, key, ts, [TimeWindow(start, start + size)] if adding else None)
             raise
         finally:
             self.metrics.num_elements += count
@@ -1719,7 +1728,7 @@ class WindowOperator:
                     start, end = ts, ts + gap
                     current = add(missing, value)
         except Exception as exc:
-            _note_element(exc, key, ts)
+            _note_element(exc, key, ts, [TimeWindow(ts, ts + gap)])
             raise
         finally:
             self.metrics.num_elements += count
@@ -1744,6 +1753,7 @@ class WindowOperator:
                     append(new_tuple(WindowResult, (key, window, result, window[1] - 1)))
         except Exception as exc:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+            exc.add_note(END_OF_INPUT_NOTE)
             raise
         finally:
             self.metrics.num_windows_fired += fired
@@ -2229,21 +2239,28 @@ def _note_element(exc: Exception, key: Any, timestamp: int | None, windows: Any 
     exc.add_note(f"while adding the element with timestamp {timestamp!r}{where} of key {key!r}")
 
 
+#: The note on an error raised while the end of input fires the remaining windows and timers
+#: (:meth:`WindowOperator.process_to_end`).
+END_OF_INPUT_NOTE = "at the end of input (watermark and processing time at MAX_TIMESTAMP)"
+
+
 def _ends_before_end_of_time(
     elements: Sequence[tuple[Any, int | None, Any]], span: int, *, ordered: bool
 ) -> bool:
-    """Whether the elements all have timestamps (in non-decreasing order when ``ordered``)
-    and every window (at most ``span`` ms from an element's timestamp to its cleanup time) is
-    cleaned up before the end of time: at ``MAX_TIMESTAMP`` the operator keeps the state of a
-    window whose cleanup time saturates there, as Flink does."""
+    """Whether the elements all have timestamps above ``MIN_TIMESTAMP`` (so none can be late
+    before a watermark exists), in non-decreasing order when ``ordered``, and every window (at
+    most ``span`` ms from an element's timestamp to its cleanup time) is cleaned up before the
+    end of time: at ``MAX_TIMESTAMP`` the operator keeps the state of a window whose cleanup
+    time saturates there, as Flink does."""
     stamps = list(map(operator.itemgetter(1), elements))
+    if not stamps:
+        return True
     try:
-        latest = max(stamps, default=MIN_TIMESTAMP)
         if ordered and not all(map(operator.le, stamps, stamps[1:])):
             return False
+        return bool(min(stamps) > MIN_TIMESTAMP and max(stamps) < MAX_TIMESTAMP - span)
     except TypeError:  # a None timestamp: the generic path raises the assigner's error
         return False
-    return bool(latest < MAX_TIMESTAMP - span)
 
 
 def _identity(value: Any) -> Any:

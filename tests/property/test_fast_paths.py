@@ -11,7 +11,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from assigners import (
@@ -22,7 +22,7 @@ from assigners import (
 )
 from functions import Aggregate, AggregateFunction, Process, ProcessWindowFunction, Reduce
 from triggers import EventTimeTrigger
-from windowing import MAX_TIMESTAMP, OutputTag
+from windowing import MAX_TIMESTAMP, MIN_TIMESTAMP, OutputTag
 from windowing.testing import WindowOperatorHarness
 
 LATE = OutputTag("late")
@@ -251,6 +251,24 @@ def test_per_key_runtime_matches_harness(
         assert got == (reference[0], reference[3], reference[4], reference[5])
 
 
+@example(
+    function="reduce",
+    windows="tumbling",
+    size=1,
+    offset=0,
+    lateness=0,
+    stamps=[MIN_TIMESTAMP, 5],  # late although no watermark exists yet
+    in_order=True,
+)
+@example(
+    function="aggregate",
+    windows="session",
+    size=1,
+    offset=0,
+    lateness=0,
+    stamps=[None],
+    in_order=False,
+)
 @settings(max_examples=300)
 @given(
     function=st.sampled_from(["reduce", "reduce_max", "aggregate", "aggregate_none", "process"]),
@@ -262,6 +280,8 @@ def test_per_key_runtime_matches_harness(
         st.one_of(
             st.integers(-40, 120),
             st.integers(MAX_TIMESTAMP - 25, MAX_TIMESTAMP),  # window ends clamped
+            st.integers(MIN_TIMESTAMP, MIN_TIMESTAMP + 12),  # late before any watermark
+            st.none(),  # the assigner's error
         ),
         max_size=60,
     ),
@@ -273,7 +293,7 @@ def test_process_to_end_matches_elements_then_end_of_input(
     size: int,
     offset: int,
     lateness: int,
-    stamps: list[int],
+    stamps: list[int | None],
     in_order: bool,
 ) -> None:
     """The one-pass bounded replay (tumbling windows; session windows of ordered input)
@@ -281,7 +301,7 @@ def test_process_to_end_matches_elements_then_end_of_input(
     from windowing.operator import WindowOperator
 
     if in_order:
-        stamps = sorted(stamps)
+        stamps = sorted(stamps, key=lambda t: (t is None, t or 0))
     elements = [(i, ts, "k") for i, ts in enumerate(stamps)]
     offset = offset % size if size > 1 else 0
 
@@ -297,15 +317,38 @@ def test_process_to_end_matches_elements_then_end_of_input(
         )
 
     fast = operator(None)
-    fast.process_to_end("k", elements)
     generic = operator(GenericEventTimeTrigger())
-    generic.process_elements(elements)
-    generic.process_watermark(MAX_TIMESTAMP)
-    generic.advance_processing_time(MAX_TIMESTAMP)
+
+    def to_end_generic() -> None:
+        generic.process_elements(elements)
+        generic.process_watermark(MAX_TIMESTAMP)
+        generic.advance_processing_time(MAX_TIMESTAMP)
+
+    failed = outcome(fast.process_to_end, "k", elements)
+    assert failed == outcome(to_end_generic)
+    if failed is not None:  # a None timestamp: the assigner's error on both paths
+        assert None in stamps
+        return
     assert fast.output == generic.output
     assert fast.metrics == generic.metrics
-    assert fast.side_outputs == generic.side_outputs == {}
+    assert fast.side_outputs == generic.side_outputs
     assert (fast.watermark, fast.processing_time) == (MAX_TIMESTAMP, MAX_TIMESTAMP)
     # Windows whose cleanup time saturates at the end of time keep their state (Flink).
     assert fast.keys() == generic.keys()
     assert list(fast.iter_windows("k")) == list(generic.iter_windows("k"))
+
+
+def test_process_to_end_notes_errors_at_the_end_of_input() -> None:
+    from windowing.operator import END_OF_INPUT_NOTE, WindowOperator
+
+    class FailsOnTimer(GenericEventTimeTrigger):
+        def on_event_time(self, time: int, window: Any, ctx: Any) -> Any:
+            raise RuntimeError("timer")
+
+    op = WindowOperator(TumblingEventTimeWindows(10), FUNCTIONS["reduce"](), trigger=FailsOnTimer())
+    try:
+        op.process_to_end("k", [(1, 3, "k")])
+    except RuntimeError as exc:
+        assert END_OF_INPUT_NOTE in exc.__notes__
+    else:
+        raise AssertionError("the trigger's error was not raised")

@@ -75,3 +75,21 @@ def test_columns_encoder_bulk_and_fallback() -> None:
     assert kept(rows) == [[1, 2]]
     assert kept([rows[0], {"k": "c", "n": 3}]) is None
     assert kept(rows_of(["k", "n"], [["a"], ["x"]])) is None  # a str where bigint is due
+
+
+# ------------------------------------------------------------------------------- error notes
+def test_element_error_notes() -> None:
+    from windowing.operator import END_OF_INPUT_NOTE
+    from windowing.spark.output import note_element_error
+
+    elements = [("r0", 1, "k"), ("r1", 2, "k")]
+    while_adding = ValueError("add")
+    note_element_error(while_adding, 1, elements, "k", "the Spark batch replay")
+    assert while_adding.__notes__ == [
+        "while processing the element 'r1' (event time 2) of key 'k' in the Spark batch replay"
+    ]
+    # Raised at the end of input, after every element was processed: no element is blamed.
+    at_end = ValueError("timer")
+    at_end.add_note(END_OF_INPUT_NOTE)
+    note_element_error(at_end, 1, elements, "k", "the Spark batch replay")
+    assert at_end.__notes__ == [END_OF_INPUT_NOTE, "of key 'k' in the Spark batch replay"]

@@ -29,6 +29,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from windowing.operator import END_OF_INPUT_NOTE
 from windowing.records import OutputTag
 from windowing.spark.schema import make_columns_encoder, make_row_encoder, parse_output_schema
 from windowing.time import MIN_TIMESTAMP
@@ -88,9 +89,10 @@ def note_element_error(
 ) -> None:
     """Name where ``exc`` was raised: the element ``elements[failed]`` (operators count each
     element in ``metrics.num_elements`` as it starts, so ``failed`` is the count since the
-    call began, minus one), or, for an error while evaluating a window (already noted with
-    the window and key by the operator), the runtime ``where``."""
-    if any(n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())):
+    call began, minus one), or, for an error while evaluating a window or at the end of input
+    (already noted by the operator), the key and the runtime ``where``."""
+    notes = getattr(exc, "__notes__", ())
+    if any(n.startswith("while evaluating window") or n == END_OF_INPUT_NOTE for n in notes):
         exc.add_note(f"of key {key!r} in {where}")
     elif 0 <= failed < len(elements):
         value, t, _ = elements[failed]
