@@ -1652,32 +1652,12 @@ class WindowOperator:
             exc.add_note(END_OF_INPUT_NOTE)
             raise
 
-    def _adder(self) -> Callable[[Any, Any], Any]:
-        """``(contents, value) -> contents`` of the one-pass loops; ``contents`` is
-        ``_MISSING`` for a window without contents."""
-        missing = _MISSING
-        reducer = self._inline_reducer
-        if reducer is not None:
-
-            def reduce(current: Any, value: Any) -> Any:
-                return value if current is missing else reducer(current, value)
-
-            return reduce
-        assert isinstance(self.spec, Aggregate)
-        add, create = self.spec.function.add, self.spec.function.create_accumulator
-
-        def aggregate(current: Any, value: Any) -> Any:
-            return add(value, create() if current is missing else current)
-
-        return aggregate
-
     def _tumbling_to_end(
         self, key: Any, elements: Sequence[tuple[Any, int | None, Any]], size: int, offset: int
     ) -> None:
         """The one-pass form of :meth:`process_to_end` for tumbling windows."""
-        add = self._adder()
-        contents: dict[int, Any] = {}  # window start -> contents, in order of creation
-        missing = _MISSING
+        add = self._add
+        contents: dict[int, Any] = {}  # window start -> contents
         count = 0
         ts: int | None = None
         start = 0
@@ -1687,7 +1667,7 @@ class WindowOperator:
                 count += 1
                 start = ts - (ts - offset) % size  # type: ignore[operator]
                 adding = True
-                contents[start] = add(contents.get(start, missing), value)
+                add(contents, start, value, ts)
                 adding = False
         except Exception as exc:
             _note_element(exc, key, ts, [TimeWindow(start, start + size)] if adding else None)
@@ -1707,34 +1687,33 @@ class WindowOperator:
         timestamp order: an element whose window ``[ts, ts + gap)`` intersects the current
         session (touching counts) merges into it, and its value is added to the session's
         contents, as the merging-window set does; otherwise it starts the next session."""
-        add = self._adder()
-        missing = _MISSING
-        new_tuple = tuple.__new__
-        sessions: list[tuple[TimeWindow, Any]] = []
+        add = self._add
+        contents: dict[int, Any] = {}  # session start -> contents (starts are distinct)
+        sessions: list[tuple[int, int]] = []  # (start, end) of the closed sessions
         start = end = 0
-        current: Any = missing
+        started = False
         count = 0
         ts: Any = None
         try:
             for value, ts, _ in elements:
                 count += 1
-                if current is not missing and ts <= end:
+                if started and ts <= end:
                     if ts + gap > end:
                         end = ts + gap
-                    current = add(current, value)
                 else:
-                    if current is not missing:
-                        sessions.append((new_tuple(TimeWindow, (start, end)), current))
-                    start, end = ts, ts + gap
-                    current = add(missing, value)
+                    if started:
+                        sessions.append((start, end))
+                    start, end, started = ts, ts + gap, True
+                add(contents, start, value, ts)
         except Exception as exc:
             _note_element(exc, key, ts, [TimeWindow(ts, ts + gap)])
             raise
         finally:
             self.metrics.num_elements += count
-        if current is not missing:
-            sessions.append((new_tuple(TimeWindow, (start, end)), current))
-        self._fire_to_end(key, sessions)
+        if started:
+            sessions.append((start, end))
+        new_tuple = tuple.__new__
+        self._fire_to_end(key, [(new_tuple(TimeWindow, (s, e)), contents[s]) for s, e in sessions])
 
     def _fire_to_end(self, key: Any, windows: list[tuple[TimeWindow, Any]]) -> None:
         """Emit the windows' results in the given order, as their end-of-window timers would

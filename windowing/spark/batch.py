@@ -54,8 +54,8 @@ from windowing.spark.schema import (
     column_time_kind,
     contains_map,
     parse_output_schema,
-    rows_of,
     schema_from_annotation,
+    table_rows,
 )
 from windowing.spark.watermark import add_prefix_max
 from windowing.time import MAX_TIMESTAMP
@@ -388,16 +388,10 @@ def _key_of(replay: _Replay, table: pa.Table) -> Any:
     return values[0] if len(values) == 1 else tuple(values)
 
 
-def _rows(replay: _Replay, table: pa.Table) -> list[Any]:
-    """The key's input rows as ``pyspark.sql.Row`` objects."""
-    names = replay.input_names
-    return rows_of(names, [arrow_to_python(table.column(n)) for n in names])
-
-
 def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
     n = table.num_rows
     key = _key_of(replay, table)
-    rows = _rows(replay, table)
+    rows = table_rows(table, replay.input_names)
     ts = table.column(_TS).to_pylist()
     wmax = table.column(_WMAX).to_pylist() if replay.has_arrival else None
     arrival = table.column(_ARR).to_pylist() if replay.has_arrival else None

@@ -58,6 +58,7 @@ __all__ = [
     "row_class",
     "rows_of",
     "schema_from_annotation",
+    "table_rows",
     "validate_source",
 ]
 
@@ -96,6 +97,12 @@ def rows_of(names: Sequence[str], columns: Sequence[Sequence[Any]]) -> list[Row]
     """The rows of equally long ``columns`` (one per name) as ``Row`` objects."""
     make = functools.partial(tuple.__new__, row_class(tuple(names)))
     return list(map(make, zip(*columns, strict=True)))
+
+
+def table_rows(table: pa.Table, names: Sequence[str]) -> list[Row]:
+    """The rows of ``table``'s columns ``names`` as the ``Row`` objects user functions see
+    (values as :func:`arrow_to_python` gives them)."""
+    return rows_of(names, [arrow_to_python(table.column(n)) for n in names])
 
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)

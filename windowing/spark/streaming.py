@@ -68,7 +68,7 @@ from windowing.spark.output import (
     note_element_error,
     operator_counters,
 )
-from windowing.spark.schema import arrow_to_python, rows_of
+from windowing.spark.schema import table_rows
 from windowing.stream import is_processing_time_assigner
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -299,14 +299,13 @@ class _Config:
     layout: OutputLayout
     internal: tuple[str, ...]  # the internal input columns after the input columns
     input_arrow: pa.Schema
+    key_arrow_types: list[pa.DataType]
+    wall_clock: bool  # ProcessingTime mode: processing time is the micro-batch's clock
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:
         """The Arrow schema of a key's rows: the input columns, then the internal ones."""
         return pa.schema([*self.input_arrow, *[pa.field(n, pa.int64()) for n in self.internal]])
-
-    key_arrow_types: list[pa.DataType]
-    wall_clock: bool  # ProcessingTime mode: processing time is the micro-batch's clock
 
 
 def _dumps(value: Any) -> bytes:
@@ -437,7 +436,7 @@ class _WindowProcessor(StatefulProcessor):
         op = self.op
         self._reset()
         self._fire(k, ks)
-        elements = rows_of(names, [arrow_to_python(table.column(n)) for n in names])
+        elements = table_rows(table, names)
         ts = table.column(_TS).to_pylist()
         arrival = table.column(_ARR).to_pylist() if _ARR in c.internal else None
         pts = table.column(_PT).to_pylist() if _PT in c.internal else None
