@@ -806,7 +806,7 @@ class WindowOperator:
             timeline.upto = wm
         stamps = timeline.stamps
         if stamps and stamps[0] < wm - size - lateness - 1:
-            timeline.expire(wm - size - lateness - 1)
+            timeline.expire(wm - size - lateness - 1, size)
         if (
             self._sliding_lazy
             and stamps
@@ -951,7 +951,7 @@ class WindowOperator:
         size = self._sliding_size
         assert size is not None
         timeline.expiry_at = None
-        timeline.expire(time - size - self.allowed_lateness - 2)
+        timeline.expire(time - size - self.allowed_lateness - 2, size)
         if timeline.is_empty():
             ks.timeline = None
         else:

@@ -95,11 +95,18 @@ class Timeline:
     def is_empty(self) -> bool:
         return not self.stamps and not self.live
 
-    def expire(self, before: int) -> int:
-        """Forget timestamps ``< before``; returns how many."""
+    def expire(self, before: int, size: int) -> int:
+        """Forget timestamps ``< before`` and the starts of their left and right windows in
+        ``live`` (``size``: the window size); returns how many. The callers pass ``before``
+        no later than ``watermark - size - lateness - 1``: every window of those timestamps
+        is cleaned up."""
         stamps = self.stamps
         if stamps and stamps[0] < before:
             i = bisect_left(stamps, before)
+            live = self.live
+            for t in stamps[:i]:
+                live.discard(t - size)
+                live.discard(t + 1)
             del stamps[:i]
             if self.empties:
                 self.empties -= sum(part is _EMPTY for part in self.partials[:i])

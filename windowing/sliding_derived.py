@@ -74,7 +74,8 @@ class DerivedSliding:
     def add_in_order(self, timeline: Timeline, value: Any, ts: int) -> None:
         """A record later than every record of the key and than the watermark (and no later
         than ``MAX_TIMESTAMP - size - lateness - 3``): it creates its left window and maybe the
-        previous record's right window, neither late nor due."""
+        previous record's right window, neither late nor due. :meth:`process` runs the same
+        steps inlined."""
         size, delay = self.size, self.delay
         stamps = timeline.stamps
         live = timeline.live
@@ -107,12 +108,14 @@ class DerivedSliding:
 
         size, lateness = self.size, self.lateness
         wm = op.watermark
-        add_in_order = self.add_in_order
         on_element = op._on_element_sliding
         evt_sched, evt_due = op._evt_sched, op._evt_due
         push = heapq.heappush
         limit = MAX_TIMESTAMP - size - lateness - 3
         horizon = wm - size - lateness - 1  # records before it are in no live window
+        delay = self.delay
+        forget = size + lateness + 3  # the timeline is forgotten this long after its last record
+        first = self.first
         count = 0
         key: Any = None
         ts: int | None = None
@@ -130,10 +133,28 @@ class DerivedSliding:
                         timeline.upto = wm  # as the operator's element path does
                     stamps = timeline.stamps
                     if stamps and stamps[0] < horizon:
-                        timeline.expire(horizon)
+                        timeline.expire(horizon, size)
                     if not stamps or stamps[-1] < ts:
-                        add_in_order(timeline, value, ts)
-                        due: int = timeline.due  # type: ignore[assignment]
+                        # add_in_order, inlined: this runs once per record.
+                        live = timeline.live
+                        due = ts + forget
+                        start = ts - size  # the left window
+                        if start not in live:
+                            live.add(start)
+                            due = ts + delay
+                        if stamps:
+                            start = stamps[-1] + 1  # the previous record's right window
+                            if ts <= start + size and start != ts - size and start not in live:
+                                live.add(start)
+                                if start + size + delay < due:
+                                    due = start + size + delay
+                        stamps.append(ts)
+                        timeline.partials.append(value if first is None else first(value))
+                        current = timeline.due
+                        if current is None or due < current:
+                            timeline.due = due
+                        else:
+                            due = current
                         scheduled = evt_sched.get(key)
                         if scheduled is None or due < scheduled:
                             evt_sched[key] = due
@@ -199,7 +220,6 @@ class DerivedSliding:
         horizon = upto - size - lateness - 1  # timestamps before it are in no live window
         forget = size + lateness + 3  # the timeline is forgotten this long after its last record
         right_delay = 1 + size + delay  # a right window fires this long after its timestamp
-        dropped = upto - size - lateness  # windows starting by then are cleaned up
         seq = op._due_seq
         key: Any = None
         window: Any = None
@@ -307,13 +327,24 @@ class DerivedSliding:
                             window = None
                             timeline.upto = upto
                         else:
+                            partials = timeline.partials
                             next_left = bisect_right(stamps, left_upto)
                             next_right = bisect_right(stamps, right_upto)
                         if end_of_time:
                             ks.timeline = None  # every window has fired and is cleaned up
                         else:
                             if n and stamps[0] < horizon:
-                                k = timeline.expire(horizon)
+                                # Timeline.expire, inlined: nearly every visit forgets one.
+                                k = bisect_left(stamps, horizon)
+                                live = timeline.live
+                                for gone in stamps[:k]:
+                                    live.discard(gone - size)
+                                    live.discard(gone + 1)
+                                del stamps[:k]
+                                if timeline.empties:
+                                    timeline.empties -= sum(p is empty for p in partials[:k])
+                                del partials[:k]
+                                timeline.offset += k
                                 n -= k
                                 next_left -= k
                                 next_right -= k
@@ -321,8 +352,6 @@ class DerivedSliding:
                                 timeline.live.clear()
                                 ks.timeline = None
                             else:
-                                if len(timeline.live) > 2 * n + 16:  # drop those cleaned up
-                                    timeline.live = {s for s in timeline.live if s > dropped}
                                 # The next timer: the next left window, the next right window,
                                 # or forgetting the timeline.
                                 due = stamps[-1] + forget
