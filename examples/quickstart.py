@@ -104,7 +104,7 @@ def main() -> None:
         .aggregate(SumAmounts())
     )
 
-    with result:  # the operator output is persisted once and released at the end
+    with result:  # persists the operator output once, releases it at the end
         print("Spend per user and 10-second window:")
         result.results.orderBy("window_start", "user").show(20, truncate=False)
 

@@ -1,5 +1,7 @@
-"""Window functions: reduce, aggregate, fold, process and apply."""
+"""Window functions: reduce, aggregate, fold, process and apply, and Flink's built-in
+field aggregations (sum, min, max, min_by, max_by)."""
 
+from functions.aggregations import AggregationType, FieldAggregation
 from functions.base import (
     AggregateFunction,
     FoldFunction,
@@ -13,7 +15,9 @@ from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFuncti
 __all__ = [
     "Aggregate",
     "AggregateFunction",
+    "AggregationType",
     "Apply",
+    "FieldAggregation",
     "Fold",
     "FoldFunction",
     "Process",

@@ -48,6 +48,7 @@ from assigners.hopping import HoppingProcessingTimeWindows
 from assigners.session import DynamicProcessingTimeSessionWindows, ProcessingTimeSessionWindows
 from assigners.tumbling import TumblingProcessingTimeWindows
 from evictors.base import Evictor
+from functions.aggregations import AggregationType, FieldAggregation
 from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
 from triggers.base import Trigger
 from windowing.records import OutputTag
@@ -449,6 +450,51 @@ class WindowedStream:
         parameter exists on every terminal call.
         """
         return self._run(Reduce(function, window_function), output_schema, side_output_schemas)
+
+    def _aggregate_field(
+        self, aggregation: AggregationType, field: str | int, first: bool = True
+    ) -> WindowedResult:
+        """A built-in aggregation of ``field`` (a column name or position), checked against
+        the DataFrame's schema before any job runs."""
+        from windowing.spark.schema import aggregation_column
+
+        name = aggregation_column(
+            self.source.df, field, aggregation.value, keys=tuple(self.keys or ())
+        )
+        return self.reduce(FieldAggregation(aggregation, name, first))
+
+    def sum(self, field: str | int) -> WindowedResult:
+        """Sum the numeric column ``field`` over each window (Flink ``sum``).
+
+        The results have the input columns: those of the window's first row, with ``field``
+        replaced by the sum. Nulls are skipped (a window of nulls sums to null). Built-in
+        aggregations of tumbling event-time windows replayed in event-time order are computed
+        on whole Arrow columns; see ``docs/spark.md``::
+
+            totals = stream.key_by("shop").window(TumblingEventTimeWindows("1 min")).sum("amount")
+        """
+        return self._aggregate_field(AggregationType.SUM, field)
+
+    def min(self, field: str | int) -> WindowedResult:
+        """The smallest value of ``field`` per window (Flink ``min``): the window's first row
+        with ``field`` replaced by the minimum (nulls skipped). See :meth:`min_by` for the
+        row holding the minimum."""
+        return self._aggregate_field(AggregationType.MIN, field)
+
+    def max(self, field: str | int) -> WindowedResult:
+        """The largest value of ``field`` per window (Flink ``max``); as :meth:`min`."""
+        return self._aggregate_field(AggregationType.MAX, field)
+
+    def min_by(self, field: str | int, first: bool = True) -> WindowedResult:
+        """The row with the smallest value of ``field`` per window (Flink ``minBy``); on a
+        tie the first such row (``first=True``) or the last one. Rows whose ``field`` is
+        null are picked only when every row's is."""
+        return self._aggregate_field(AggregationType.MIN_BY, field, first)
+
+    def max_by(self, field: str | int, first: bool = True) -> WindowedResult:
+        """The row with the largest value of ``field`` per window (Flink ``maxBy``); as
+        :meth:`min_by`."""
+        return self._aggregate_field(AggregationType.MAX_BY, field, first)
 
     def aggregate(
         self,

@@ -5,8 +5,9 @@ The plan (see ``docs/spark.md``)::
     input ──► add internal columns: event time in ms, arrival order, processing time,
               a content hash (tie-breaker), and with an arrival order the prefix-max watermark
           ──► groupBy(key columns).applyInArrow(replay)          (window_all: one group)
-          ──► one combined output, persisted: results, late rows and metrics, tagged
-          ──► results / late side output / metrics DataFrames (filters of the persisted output)
+          ──► one combined output: results, late rows and metrics, tagged
+          ──► results / late side output / metrics DataFrames (filters of that output; lazy,
+              like any DataFrame: ``result.persist()`` or ``with result:`` computes it once)
 
 ``replay`` runs on the executors: for each key it builds a
 :class:`~windowing.operator.WindowOperator` (the same one the test harness drives), replays the
@@ -17,7 +18,7 @@ the watermark and processing time to ``MAX_TIMESTAMP`` (end of input).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from functions.spec import WindowFunctionSpec
 from windowing.operator import WindowOperator
 from windowing.records import OutputTag
+from windowing.spark.columnar import ColumnarAggregation, columnar_plan, columnar_results
 from windowing.spark.output import (
     LATE_COLUMNS,
     METRIC_NAMES,
@@ -86,9 +88,16 @@ class WindowedResult:
     """The outcome of a terminal call (``reduce``, ``aggregate``, ...) of a
     :class:`~windowing.stream.WindowedStream`.
 
-    All its DataFrames are filters of one persisted operator output, so the stateful replay
-    runs once however many of them you use (``MEMORY_AND_DISK``; the first action computes
-    it). Call :meth:`unpersist` (or use the result as a context manager) when done.
+    All its DataFrames are filters of one operator output. Like any DataFrame they are lazy:
+    each action runs the replay again, unless the output is persisted. To read several of
+    them (results, the late rows, metrics), persist it: :meth:`persist` (release it with
+    :meth:`unpersist`), or use the result as a context manager, which persists on entry and
+    unpersists on exit::
+
+        with stream.aggregate(Total()) as result:
+            result.results.write.parquet(...)
+            result.get_side_output(late).write.parquet(...)
+            print(result.collect_metrics())
 
     Attributes
     ----------
@@ -135,18 +144,25 @@ class WindowedResult:
         return side
 
     def collect_metrics(self) -> BatchMetrics:
-        """Run the (cheap) metrics query and return the counters."""
+        """Run the metrics query and return the counters (from the persisted output when
+        the result is persisted; otherwise the replay runs for it)."""
         row = self.metrics.first()
         if row is None:
             return BatchMetrics()
         return BatchMetrics(**{n: int(row[n] or 0) for n in METRIC_NAMES})
+
+    def persist(self, storage_level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> WindowedResult:
+        """Persist the operator output, so that the first action on any of the result's
+        DataFrames runs the replay and later ones read it; returns this result."""
+        self.output.persist(storage_level)
+        return self
 
     def unpersist(self, blocking: bool = False) -> None:
         """Release the persisted operator output."""
         self.output.unpersist(blocking)
 
     def __enter__(self) -> WindowedResult:
-        return self
+        return self.persist()
 
     def __exit__(self, *exc: object) -> None:
         self.unpersist()
@@ -334,15 +350,14 @@ def run_batch(
         watermark=source.watermark,
         has_arrival=source.arrival_order is not None,
         has_processing_time=source.processing_time is not None,
+        columnar=columnar_plan(config.assigner, spec, config.trigger, config.evictor),
     )
     grouped = prepared.groupBy(*[col(k) for k in keys]) if keys else prepared.groupBy()
 
     def replay_group(table: pa.Table) -> pa.Table:
         return replay(table)
 
-    combined = grouped.applyInArrow(replay_group, schema=layout.schema).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
+    combined = grouped.applyInArrow(replay_group, schema=layout.schema)
     return WindowedResult(
         results=layout.select_results(combined),
         metrics=layout.select_metric_totals(combined),
@@ -374,6 +389,7 @@ class _Replay:
     watermark: Any  # a windowing.stream watermark strategy
     has_arrival: bool
     has_processing_time: bool
+    columnar: ColumnarAggregation | None = None  # results computed on whole columns
 
     def __call__(self, table: pa.Table) -> pa.Table:
         order = replay_order(arrival=self.has_arrival, processing_time=self.has_processing_time)
@@ -388,8 +404,57 @@ def _key_of(replay: _Replay, table: pa.Table) -> Any:
     return values[0] if len(values) == 1 else tuple(values)
 
 
+def _key_columns(replay: _Replay, table: pa.Table) -> Callable[[int], list[pa.Array]]:
+    """The key column(s) of ``table``'s key for ``n`` output rows."""
+    first_row = table.slice(0, 1)
+
+    def key_columns(total: int) -> list[pa.Array]:
+        take = pa.array([0] * total, pa.int64())
+        return [first_row.column(k).take(take).combine_chunks() for k in replay.keys]
+
+    return key_columns
+
+
+def _replay_columnar(replay: _Replay, table: pa.Table) -> pa.Table | None:
+    """The tagged output of an in-order replay computed on whole columns (see
+    :mod:`windowing.spark.columnar`), or ``None`` when the operator must run."""
+    plan = replay.columnar
+    assert plan is not None
+    found = columnar_results(plan, table.column(_TS), table.column(plan.field))
+    if found is None:
+        return None
+    rows = pa.array(found.rows, pa.int64())
+    columns = []
+    for field in replay.layout.out_schema.fields:
+        if found.field_values is not None and field.name == plan.field:
+            columns.append(pa.array(found.field_values))
+        else:
+            columns.append(table.column(field.name).take(rows).combine_chunks())
+    starts = pa.array(found.starts, pa.int64())
+    ends = pc.add(starts, plan.size)
+    n, fired = table.num_rows, len(found.starts)
+    counters = {
+        "num_input_rows": n,
+        "num_elements": n,
+        "num_windows_fired": fired,
+        "num_results": fired,
+        "num_keys": 1,
+    }
+    return replay.layout.tagged_result_columns(
+        key_columns=_key_columns(replay, table),
+        bounds=(starts, ends, pc.subtract(ends, 1)),
+        columns=columns,
+        counters=counters,
+    )
+
+
 def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
     n = table.num_rows
+    in_order = not replay.has_arrival and not replay.has_processing_time
+    if in_order and replay.columnar is not None and table.column(_TS).null_count == 0:
+        columnar = _replay_columnar(replay, table)
+        if columnar is not None:
+            return columnar
     key = _key_of(replay, table)
     rows = table_rows(table, replay.input_names)
     ts = table.column(_TS).to_pylist()
@@ -474,15 +539,9 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
     counters = operator_counters(op, n, null_ts, null_arr)
     counters["num_windows_left_at_end"] = sum(1 for _ in op.iter_windows(key))
     counters["num_keys"] = 1
-    first_row = table.slice(0, 1)
-
-    def key_columns(total: int) -> list[pa.Array]:
-        take = pa.array([0] * total, pa.int64())
-        return [first_row.column(k).take(take) for k in replay.keys]
-
     return replay.layout.tagged_table(
         key=key,
-        key_columns=key_columns,
+        key_columns=_key_columns(replay, table),
         results=op.output,
         side_outputs=op.side_outputs,
         late_source=table,

@@ -513,6 +513,45 @@ class OutputLayout:
             types(self.input_schema),
         )
 
+    def tagged_result_columns(
+        self,
+        *,
+        key_columns: Callable[[int], list[pa.Array]],
+        bounds: tuple[pa.Array, pa.Array, pa.Array],
+        columns: Sequence[pa.Array],
+        counters: Mapping[str, int],
+    ) -> pa.Table:
+        """One key's tagged output from results computed on whole columns: ``bounds`` are
+        the window starts, ends and result timestamps (int64 ms), ``columns`` the result
+        columns (``out_schema``'s types), then one metrics row with ``counters``; no side
+        outputs and no late rows. The same table :meth:`tagged_table` builds for those
+        results."""
+        out_types, side_types, input_types = self._arrow_types
+        n = len(bounds[0])
+        total = n + 1
+
+        def padded(array: pa.Array, arrow_type: pa.DataType) -> pa.Array:
+            return pa.concat_arrays([array.cast(arrow_type), pa.nulls(1, arrow_type)])
+
+        kinds = pa.array([_RESULT] * n + [_METRICS], pa.int8())
+        arrays: list[pa.Array] = [kinds, *key_columns(total)]
+        names: list[str] = [KIND, *self.keys, _WS, _WE, _MT]
+        arrays += [padded(b, pa.int64()) for b in bounds]
+        for array, name, arrow_type in zip(columns, self.result_cols, out_types, strict=True):
+            arrays.append(padded(array, arrow_type))
+            names.append(name)
+        for j, types in enumerate(side_types):
+            arrays += [pa.nulls(total, t) for t in types]
+            names += self.side_cols(j)
+        arrays += [pa.nulls(total, t) for t in input_types]
+        names += self.late_cols
+        arrays += [pa.nulls(total, pa.int64()), pa.nulls(total, pa.string())]
+        names += [_LWM, _LREASON]
+        counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
+        arrays.append(pa.array([None] * n + [counts], _COUNTERS_ARROW))
+        names.append(_COUNTERS)
+        return pa.Table.from_arrays(arrays, names=names)
+
     def tagged_table(
         self,
         *,

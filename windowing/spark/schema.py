@@ -32,6 +32,7 @@ from pyspark.sql.types import (
     ByteType,
     DataType,
     DateType,
+    DecimalType,
     DoubleType,
     FloatType,
     IntegerType,
@@ -49,6 +50,7 @@ from pyspark.sql.types import (
 __all__ = [
     "INTERNAL_PREFIX",
     "TimeKind",
+    "aggregation_column",
     "arrow_to_python",
     "column_time_kind",
     "contains_map",
@@ -172,6 +174,62 @@ def validate_source(
         column_time_kind(df, arrival_order, "arrival_order")
     if processing_time is not None:
         column_time_kind(df, processing_time, "processing_time")
+
+
+_NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)
+_ORDERED = (
+    *_NUMERIC,
+    StringType,
+    BinaryType,
+    BooleanType,
+    DateType,
+    TimestampType,
+    TimestampNTZType,
+)
+
+
+def aggregation_column(df: DataFrame, field: Any, aggregation: str, *, keys: Sequence[str]) -> str:
+    """The column a built-in aggregation (``"sum"``, ``"min"``, ...) of ``field`` (a column
+    name or position of ``df``) works on; ``ValueError`` naming ``field`` when it is missing,
+    a key column, or of a type the aggregation cannot use (numbers for ``sum``, numbers,
+    strings, binary, booleans, dates and timestamps for the others)."""
+    columns = df.columns
+    if isinstance(field, int) and not isinstance(field, bool):
+        if not 0 <= field < len(columns):
+            msg = (
+                f"{aggregation}: field position {field} is out of range; the DataFrame has "
+                f"{len(columns)} columns {columns}"
+            )
+            raise ValueError(msg)
+        name = columns[field]
+    elif isinstance(field, str) and field:
+        name = field
+    else:
+        msg = (
+            f"{aggregation}: field must be a column name or position, "
+            f"got {type(field).__name__} {field!r}"
+        )
+        raise ValueError(msg)
+    if name not in columns:
+        msg = f"{aggregation}: unknown column {name!r}; the DataFrame has columns {columns}"
+        raise ValueError(msg)
+    if name in keys:
+        msg = f"{aggregation}: field {name!r} is a key column; key columns are not aggregated"
+        raise ValueError(msg)
+    dtype = df.schema[name].dataType
+    allowed = _NUMERIC if aggregation == "sum" else _ORDERED
+    if not isinstance(dtype, allowed):
+        what = (
+            "a numeric"
+            if aggregation == "sum"
+            else "an ordered atomic (number, string, date, timestamp, ...)"
+        )
+        msg = (
+            f"{aggregation}: field {name!r} has type {dtype.simpleString()}; {aggregation} "
+            f"needs {what} column"
+        )
+        raise ValueError(msg)
+    return name
 
 
 def contains_map(dtype: DataType) -> bool:

@@ -1,0 +1,190 @@
+"""Built-in aggregations on Spark (``sum``, ``min``, ``max``, ``min_by``, ``max_by``).
+
+Tumbling event-time windows replayed in event-time order are computed on whole columns
+(``windowing/spark/columnar.py``); every other case runs the operator. Both must give the
+operator's results, so each case here runs the same aggregation through the operator (a
+plain reduce calling the same ``FieldAggregation``) and compares results and metrics.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark import cloudpickle as spark_cloudpickle
+from pyspark.sql import DataFrame, Row, SparkSession
+
+from assigners import HoppingEventTimeWindows, TumblingEventTimeWindows
+from functions import AggregationType, FieldAggregation, Reduce
+from windowing.spark.columnar import columnar_plan, columnar_results
+from windowing.stream import BoundedOutOfOrderness, WindowedStream
+
+pytestmark = pytest.mark.spark
+spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+
+SCHEMA = "user string, amount bigint, small int, score double, ts bigint, seq bigint"
+
+
+def make_rows(seed: int, n: int = 300) -> list[tuple[Any, ...]]:
+    """Event times around 0 (negative too) with many ties, equal amounts and scores."""
+    rng = random.Random(seed)
+    rows = []
+    for seq in range(n):
+        ts = rng.randint(-3_000, 6_000)
+        if rng.random() < 0.3:
+            ts -= ts % 500
+        rows.append(
+            (
+                rng.choice("abcd"),
+                rng.randint(-5, 5),
+                rng.randint(-3, 3),
+                rng.choice([-1.5, -0.0, 0.0, 2.25, 7.0]),
+                ts,
+                seq,
+            )
+        )
+    return rows
+
+
+def stream(df: DataFrame) -> Any:
+    return WindowedStream.from_dataframe(df, event_time="ts").key_by("user")
+
+
+def through_operator(df: DataFrame, assigner: Any, fn: FieldAggregation) -> Any:
+    """The same aggregation as a plain reduce: the columnar path does not apply."""
+    return stream(df).window(assigner).reduce(lambda a, b: fn.reduce(a, b))
+
+
+def collected(result: Any) -> list[Row]:
+    return sorted(result.results.collect(), key=lambda r: (r.user, r.window_start))
+
+
+CASES = [
+    (AggregationType.SUM, "amount", True),
+    (AggregationType.SUM, "small", True),
+    (AggregationType.MIN, "amount", True),
+    (AggregationType.MAX, "score", True),
+    (AggregationType.MIN, "score", True),
+    (AggregationType.MIN_BY, "amount", True),
+    (AggregationType.MAX_BY, "score", False),
+    (AggregationType.MAX_BY, "amount", True),
+    (AggregationType.MIN_BY, "score", False),
+]
+
+
+@pytest.mark.parametrize(("kind", "field", "first"), CASES)
+def test_columnar_results_equal_the_operators(
+    spark: SparkSession, kind: AggregationType, field: str, first: bool
+) -> None:
+    rows = make_rows(len(CASES) + CASES.index((kind, field, first)))
+    df = spark.createDataFrame(rows, SCHEMA).repartition(3)
+    assigner = TumblingEventTimeWindows(1_000, offset=300)
+    # every key's rows take the columnar path (the operator is not what is compared here)
+    fn = FieldAggregation(kind, field, first)
+    plan = columnar_plan(assigner, Reduce(fn), None, None)
+    assert plan is not None
+    position = SCHEMA.split(", ").index(next(c for c in SCHEMA.split(", ") if c.startswith(field)))
+    for user in "abcd":
+        mine = sorted((r for r in rows if r[0] == user), key=lambda r: r[4])
+        times = pa.chunked_array([pa.array([r[4] for r in mine], pa.int64())])
+        values = pa.chunked_array([pa.array([r[position] for r in mine])])
+        assert columnar_results(plan, times, values) is not None
+    windowed = stream(df).window(assigner)
+    method = getattr(windowed, kind.value)
+    fast = method(field, first) if kind.picks_element else method(field)
+    assert fast.output.count() > 0
+    reference = through_operator(df, assigner, fn)
+    assert collected(fast) == collected(reference)
+    assert fast.collect_metrics() == reference.collect_metrics()
+
+
+def test_the_plan_applies_only_to_built_in_tumbling_aggregations() -> None:
+    from triggers import CountTrigger, EventTimeTrigger
+
+    total = FieldAggregation(AggregationType.SUM, "amount")
+    tumbling = TumblingEventTimeWindows(10)
+    assert columnar_plan(tumbling, Reduce(total), None, None) is not None
+    assert columnar_plan(tumbling, Reduce(total), EventTimeTrigger(), None) is not None
+    assert columnar_plan(tumbling, Reduce(total), CountTrigger(2), None) is None
+    assert columnar_plan(HoppingEventTimeWindows(10, 5), Reduce(total), None, None) is None
+    assert columnar_plan(tumbling, Reduce(lambda a, b: a), None, None) is None
+
+
+def test_values_the_columns_cannot_hold_take_the_operator(spark: SparkSession) -> None:
+    """Nulls, a sum beyond the column type, float sums, NaN: the operator's results."""
+    rows = [
+        ("a", None, 100, 1.5, 5, 0),
+        ("a", 3, 100, float("nan"), 7, 1),
+        ("b", 2, 2_000_000_000, 0.1, 5, 2),
+        ("b", 4, 2_000_000_000, 0.2, 6, 3),
+        ("c", 1, 1, 0.1, 3, 4),
+        ("c", 1, 1, 0.2, 4, 5),
+        ("c", 1, 1, 0.3, 8, 6),
+    ]
+    df = spark.createDataFrame(rows, SCHEMA)
+    tumbling = stream(df).window(TumblingEventTimeWindows(10))
+    by_user = {r.user: r for r in tumbling.sum("amount").results.collect()}
+    assert (by_user["a"].amount, by_user["b"].amount, by_user["c"].amount) == (3, 6, 3)
+    assert {r.user: r.score for r in tumbling.sum("score").results.collect()}["c"] == (
+        0.1 + 0.2 + 0.3
+    )
+    # the reduce keeps 1.5 (NaN > 1.5 is false) where numpy's maximum would give NaN
+    assert {r.user: r.score for r in tumbling.max("score").results.collect()}["a"] == 1.5
+    with pytest.raises(Exception, match="small"):  # the int sum overflows its column
+        tumbling.sum("small").results.collect()
+
+
+def test_builder_validates_the_field(spark: SparkSession) -> None:
+    df = spark.createDataFrame(make_rows(1, 5), SCHEMA)
+    windowed = stream(df).window(TumblingEventTimeWindows(10))
+    with pytest.raises(ValueError, match="sum: unknown column 'nope'"):
+        windowed.sum("nope")
+    with pytest.raises(ValueError, match="sum: field 'user' has type string"):
+        keyed_by_seq = WindowedStream.from_dataframe(df, event_time="ts").key_by("seq")
+        keyed_by_seq.window(TumblingEventTimeWindows(10)).sum("user")
+    with pytest.raises(ValueError, match="max: field 'user' is a key column"):
+        windowed.max("user")
+    with pytest.raises(ValueError, match="min_by: field position 9 is out of range"):
+        windowed.min_by(9)
+    assert windowed.max_by(1).results.columns == [
+        "user",
+        "window_start",
+        "window_end",
+        "amount",
+        "small",
+        "score",
+        "ts",
+        "seq",
+        "max_timestamp",
+    ]
+
+
+def test_other_windows_and_arrival_order_run_the_operator(spark: SparkSession) -> None:
+    rows = make_rows(7, 120)
+    df = spark.createDataFrame(rows, SCHEMA)
+    hopping = HoppingEventTimeWindows(2_000, 500)
+    got = collected(stream(df).window(hopping).max_by("amount"))
+    want = collected(
+        through_operator(df, hopping, FieldAggregation(AggregationType.MAX_BY, "amount"))
+    )
+    assert got == want and got
+    replayed = (
+        WindowedStream.from_dataframe(
+            df, event_time="ts", arrival_order="seq", watermark=BoundedOutOfOrderness(400)
+        )
+        .key_by("user")
+        .window(TumblingEventTimeWindows(1_000))
+        .sum("amount")
+    )
+    expected = (
+        WindowedStream.from_dataframe(
+            df, event_time="ts", arrival_order="seq", watermark=BoundedOutOfOrderness(400)
+        )
+        .key_by("user")
+        .window(TumblingEventTimeWindows(1_000))
+        .reduce(lambda a, b: Row(**{**a.asDict(), "amount": a.amount + b.amount}))
+    )
+    assert collected(replayed) == collected(expected)
