@@ -9,8 +9,11 @@ The plan::
               Spark tracks the watermark but never drops a late row before the operator
           ──► groupBy(keys).transformWithStateInPandas(_WindowProcessor, Append,
               EventTime | ProcessingTime)
-          ──► the tagged output of the batch path: results, side outputs, late rows and
-              per-batch metrics rows, observed as summed counters (``METRICS_NAME``)
+          ──► one row per call: the call's tagged output (results, side outputs, late rows,
+              one metrics row; the batch path's layout) as an Arrow IPC stream in one binary
+              column
+          ──► mapInArrow(_unpack): the tagged output, observed as summed counters
+              (``METRICS_NAME``)
 
 Per key and micro-batch the processor reads one ``ValueState`` (the pickled
 :class:`~windowing.operator.KeyState` plus the timer registered for it), writes it once (or
@@ -91,6 +94,8 @@ METRICS_NAME = "windowing"
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 _WM = "__pw_wm"
 _STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
+_PACKED = "__pw_packed"
+_PACKED_SCHEMA = StructType([StructField(_PACKED, BinaryType(), False)])
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,12 +221,13 @@ def run_streaming(
     )
     time_mode = "ProcessingTime" if wall_clock else "EventTime"
     grouped = prepared.groupBy(*[col(k) for k in keys]) if keys else prepared.groupBy()
-    output = grouped.transformWithStateInPandas(
+    packed = grouped.transformWithStateInPandas(
         statefulProcessor=processor,
-        outputStructType=layout.schema,
+        outputStructType=_PACKED_SCHEMA,
         outputMode="Append",
         timeMode=time_mode,
     )
+    output = packed.mapInArrow(_unpack, schema=layout.schema)
     if metrics_name is not None:
         output = output.observe(metrics_name, *layout.metric_totals(STREAMING_METRICS))
     return StreamingWindowedResult(
@@ -308,6 +314,26 @@ class _Config:
         return pa.schema([*self.input_arrow, *[pa.field(n, pa.int64()) for n in self.internal]])
 
 
+def _pack(table: pa.Table) -> pd.DataFrame:
+    """One processor call's tagged output as the one-row, one-column frame the processor
+    yields: ``table`` as an Arrow IPC stream. Spark converts each yielded pandas frame back
+    to Arrow column by column (a fixed cost per column); one binary column keeps that cost
+    to one column whatever the layout."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return pd.DataFrame({_PACKED: [sink.getvalue().to_pybytes()]})
+
+
+def _unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function after the processor: the tagged tables of the packed
+    rows of each input batch, concatenated."""
+    for batch in batches:
+        tables = [pa.ipc.open_stream(data).read_all() for data in batch.column(0).to_pylist()]
+        if tables:
+            yield from pa.concat_tables(tables).combine_chunks().to_batches()
+
+
 def _dumps(value: Any) -> bytes:
     """``value`` pickled by the C pickler; with cloudpickle when it holds objects only
     cloudpickle can write (e.g. instances of classes defined in the driver's ``__main__``,
@@ -316,20 +342,6 @@ def _dumps(value: Any) -> bytes:
         return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):
         return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[no-untyped-call,no-any-return]
-
-
-def _pandas_type(arrow_type: pa.DataType) -> Any:
-    """Flat numeric, boolean and string columns as Arrow-backed pandas columns: converting
-    them to pandas and back to Arrow (Spark's side of every output) copies no values; other
-    types keep pandas' default conversion."""
-    if (
-        pa.types.is_integer(arrow_type)
-        or pa.types.is_floating(arrow_type)
-        or pa.types.is_boolean(arrow_type)
-        or pa.types.is_string(arrow_type)
-    ):
-        return pd.ArrowDtype(arrow_type)
-    return None
 
 
 def _flink_watermark(spark_watermark_ms: int) -> int:
@@ -578,6 +590,4 @@ class _WindowProcessor(StatefulProcessor):
             late=late,
             counters=counters,
         )
-        return out.to_pandas(
-            types_mapper=_pandas_type, integer_object_nulls=True, date_as_object=True
-        )
+        return _pack(out)
