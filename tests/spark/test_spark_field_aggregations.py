@@ -188,3 +188,17 @@ def test_other_windows_and_arrival_order_run_the_operator(spark: SparkSession) -
         .reduce(lambda a, b: Row(**{**a.asDict(), "amount": a.amount + b.amount}))
     )
     assert collected(replayed) == collected(expected)
+
+
+def test_rows_keep_their_field_names() -> None:
+    from windowing.spark.schema import row_class
+
+    plain_a, plain_b = Row(user="a", amount=2), Row(user="b", amount=5)
+    summed = FieldAggregation(AggregationType.SUM, "amount").reduce(plain_a, plain_b)
+    assert summed == Row(user="a", amount=7) and summed.asDict() == {"user": "a", "amount": 7}
+    make = row_class(("user", "amount"))
+    fast_a = tuple.__new__(make, ("a", 2))
+    fast_b = tuple.__new__(make, ("b", 5))
+    smallest = FieldAggregation(AggregationType.MIN, 1).reduce(fast_b, fast_a)
+    assert type(smallest) is make and smallest.user == "b" and smallest.amount == 2
+    assert FieldAggregation(AggregationType.MAX_BY, "amount").reduce(fast_a, fast_b) is fast_b
