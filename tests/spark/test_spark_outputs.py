@@ -353,3 +353,20 @@ def test_count_window_on_the_builder_matches_the_harness(spark: Any) -> None:
         h.process_element(v, ts, key=key)
     assert got == sorted((r.key, r.value) for r in h.extract_output())
     assert len(got) > 0
+
+
+def test_without_a_late_tag_late_rows_are_counted_and_carry_no_columns(clicks: DataFrame) -> None:
+    from functions import Aggregate
+    from windowing.spark.batch import build_layout
+
+    windowed = click_stream(clicks).key_by("user").window(TumblingEventTimeWindows("10 seconds"))
+    counted = windowed.aggregate(CountRows())
+    assert not any(c.startswith("__pw_l") for c in counted.output.columns)
+    metrics = counted.collect_metrics()
+    # the late click, the click without event time and the one without arrival order
+    assert metrics.num_late_records_dropped == 1
+    assert (metrics.num_null_event_time, metrics.num_null_arrival_order) == (1, 1)
+    layout = build_layout(windowed, Aggregate(CountRows()), None, None)
+    late = layout.select_late(counted.output)
+    assert late.columns == [*clicks.columns, "late_watermark", "late_reason"]
+    assert late.count() == 0

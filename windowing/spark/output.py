@@ -377,7 +377,15 @@ class OutputLayout:
         return [f"__pw_r{i}" for i in range(len(self.out_schema.fields))]
 
     @property
+    def has_late(self) -> bool:
+        """Whether the output carries late rows (only with ``side_output_late_data``;
+        without it, late rows are dropped and counted, and the late columns are left out)."""
+        return self.late_output_tag is not None
+
+    @property
     def late_cols(self) -> list[str]:
+        if not self.has_late:
+            return []
         return [f"__pw_l{i}" for i in range(len(self.input_schema.fields))]
 
     def side_cols(self, j: int) -> list[str]:
@@ -405,9 +413,15 @@ class OutputLayout:
                     for j, (_, schema) in enumerate(self.side_outputs)
                     for f in nullable(self.side_cols(j), schema)
                 ],
-                *nullable(self.late_cols, self.input_schema),
-                StructField(_LWM, LongType(), True),
-                StructField(_LREASON, StringType(), True),
+                *(
+                    [
+                        *nullable(self.late_cols, self.input_schema),
+                        StructField(_LWM, LongType(), True),
+                        StructField(_LREASON, StringType(), True),
+                    ]
+                    if self.has_late
+                    else []
+                ),
                 StructField(_COUNTERS, _COUNTERS_TYPE, True),
             ]
         )
@@ -428,7 +442,14 @@ class OutputLayout:
         return self._windowed(df, _RESULT, self.result_cols, self.out_schema)
 
     def select_late(self, df: DataFrame) -> DataFrame:
-        """The input columns plus ``late_watermark`` and ``late_reason``."""
+        """The input columns plus ``late_watermark`` and ``late_reason`` (no rows without a
+        late-data tag)."""
+        if not self.has_late:
+            return df.where(F.lit(False)).select(
+                *[F.lit(None).cast(f.dataType).alias(f.name) for f in self.input_schema.fields],
+                ms_to_time(F.lit(None).cast("long"), self.ts_kind).alias("late_watermark"),
+                F.lit(None).cast("string").alias("late_reason"),
+            )
         return df.where(F.col(KIND) == _LATE).select(
             *[
                 F.col(c).alias(f.name)
@@ -543,10 +564,11 @@ class OutputLayout:
         for j, types in enumerate(side_types):
             arrays += [pa.nulls(total, t) for t in types]
             names += self.side_cols(j)
-        arrays += [pa.nulls(total, t) for t in input_types]
-        names += self.late_cols
-        arrays += [pa.nulls(total, pa.int64()), pa.nulls(total, pa.string())]
-        names += [_LWM, _LREASON]
+        if self.has_late:
+            arrays += [pa.nulls(total, t) for t in input_types]
+            names += self.late_cols
+            arrays += [pa.nulls(total, pa.int64()), pa.nulls(total, pa.string())]
+            names += [_LWM, _LREASON]
         counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
         arrays.append(pa.array([None] * n + [counts], _COUNTERS_ARROW))
         names.append(_COUNTERS)
@@ -629,21 +651,25 @@ class OutputLayout:
         for name, array in value_arrays:
             arrays.append(array)
             names.append(name)
-        late_take = pa.array([None] * (n_res + n_side) + late.rows + [None], pa.int64())
-        for name, field, arrow_type in zip(
-            self.late_cols, self.input_schema.fields, input_types, strict=True
-        ):
-            if late_source is None:
-                arrays.append(pa.nulls(total, arrow_type))
-            else:
-                arrays.append(late_source.column(field.name).take(late_take))
-            names.append(name)
-        head = [None] * (n_res + n_side)
-        watermarks = [None if w is None or w == MIN_TIMESTAMP else w for w in late.watermarks]
-        arrays.append(pa.array([*head, *watermarks, None], pa.int64()))
-        names.append(_LWM)
-        arrays.append(pa.array([*head, *late.reasons, None], pa.string()))
-        names.append(_LREASON)
+        if self.has_late:
+            late_take = pa.array([None] * (n_res + n_side) + late.rows + [None], pa.int64())
+            for name, field, arrow_type in zip(
+                self.late_cols, self.input_schema.fields, input_types, strict=True
+            ):
+                if late_source is None:
+                    arrays.append(pa.nulls(total, arrow_type))
+                else:
+                    arrays.append(late_source.column(field.name).take(late_take))
+                names.append(name)
+            head = [None] * (n_res + n_side)
+            watermarks = [None if w is None or w == MIN_TIMESTAMP else w for w in late.watermarks]
+            arrays.append(pa.array([*head, *watermarks, None], pa.int64()))
+            names.append(_LWM)
+            arrays.append(pa.array([*head, *late.reasons, None], pa.string()))
+            names.append(_LREASON)
+        elif late.rows:
+            msg = "late rows without a late-data tag: they are dropped and counted"
+            raise AssertionError(msg)
         counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
         arrays.append(pa.array([None] * (total - 1) + [counts], _COUNTERS_ARROW))
         names.append(_COUNTERS)
