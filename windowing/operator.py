@@ -1518,6 +1518,9 @@ class WindowOperator:
             pending = True
             cur = self._evt_sched.get(key)
             if cur is None or due < cur:
+                # Last in the schedule's order (derived sliding windows visit keys due at the
+                # same time in that order; see DerivedSliding.drain).
+                self._evt_sched.pop(key, None)
                 self._evt_sched[key] = due
                 self._due_seq += 1
                 heapq.heappush(self._evt_due, (due, self._due_seq, key))

@@ -22,16 +22,15 @@ per window, a live-window set) gives the same results; the differential test
 
 from __future__ import annotations
 
-import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from windowing import sliding as sliding_module
-from windowing.due import put_back, take_due
 from windowing.records import WindowResult
 from windowing.sliding import Partials, Timeline
-from windowing.time import MAX_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
 if TYPE_CHECKING:
@@ -42,6 +41,7 @@ __all__ = ["DerivedSliding"]
 _EMPTY: Any = sliding_module._EMPTY  # partial of a timestamp whose records are in no window
 _NONE: Any = sliding_module._MISSING  # an empty range
 _SMALL_RANGE = 12  # ranges up to this many timestamps are combined directly
+_TIME = itemgetter(0)
 
 
 class DerivedSliding:
@@ -65,6 +65,8 @@ class DerivedSliding:
         self.result_is_contents = result_is_contents  # a reduce: the result is the contents
         # The partial of a timestamp's first record (None: the record itself, for a reduce).
         self.first = None if partials.kind == "reduce" else partials.first
+        # No key of the operator's schedule is due before this (see drain).
+        self.min_due = MIN_TIMESTAMP
 
     def forget_at(self, timeline: Timeline) -> int:
         """When every window of the timeline's latest record is cleaned up."""
@@ -109,8 +111,8 @@ class DerivedSliding:
         size, lateness = self.size, self.lateness
         wm = op.watermark
         on_element = op._on_element_sliding
-        evt_sched, evt_due = op._evt_sched, op._evt_due
-        push = heapq.heappush
+        evt_sched = op._evt_sched
+        min_due = self.min_due
         limit = MAX_TIMESTAMP - size - lateness - 3
         horizon = wm - size - lateness - 1  # records before it are in no live window
         delay = self.delay
@@ -155,11 +157,15 @@ class DerivedSliding:
                             timeline.due = due
                         else:
                             due = current
+                        # Schedule the key (see drain): last in the schedule's order.
                         scheduled = evt_sched.get(key)
-                        if scheduled is None or due < scheduled:
+                        if scheduled is None:
                             evt_sched[key] = due
-                            op._due_seq += 1
-                            push(evt_due, (due, op._due_seq, key))
+                        elif due < scheduled:
+                            del evt_sched[key]
+                            evt_sched[key] = due
+                        if due < min_due:
+                            min_due = due
                         continue
                 if not on_element(key, ks, value, ts):
                     op._not_added(key, ks, value, ts)
@@ -168,6 +174,7 @@ class DerivedSliding:
             _note_element(exc, key, ts)
             raise
         finally:
+            self.min_due = min_due
             op.metrics.num_elements += count
 
     # ------------------------------------------------------------------ firing
@@ -175,27 +182,42 @@ class DerivedSliding:
         """Fire the due windows of one key (a runtime that loads keys one at a time)."""
         timeline = ks.timeline
         if timeline is not None and timeline.due is not None and timeline.due <= upto:
-            self._drain(op, upto, [(timeline.due, 0, key)], {key: timeline.due}, {key: ks}.get)
+            self._drain(op, upto, {key: timeline.due}, {key: ks}.get)
 
     def drain(self, op: WindowOperator, upto: int) -> None:
         """The operator's event-time drain: fire every key whose timer is due by ``upto``,
-        in the order of their timers."""
+        in the order of their timers.
+
+        The schedule is ``op._evt_sched`` alone, ``{key: time of its one timer}``, kept in
+        the order the keys were (re)scheduled: a key whose timer moves earlier is moved to the
+        end. Keys due at the same time are visited in that order. With nearly every key due
+        at every watermark, selecting the due keys from the dict is cheaper than keeping a
+        heap of entries (one per reschedule, most of them superseded). ``min_due`` bounds the
+        schedule from below, so a watermark with no key due costs O(1); the operator's
+        generic ``_schedule`` still pushes heap entries, which count as due candidates until
+        the next drain."""
+        heap = op._evt_due
+        if upto < self.min_due and (not heap or heap[0][0] > upto):
+            return
         states = op._states
         get = states.get if states is not None else op.backend.get
-        self._drain(op, upto, op._evt_due, op._evt_sched, get, op)
+        try:
+            self._drain(op, upto, op._evt_sched, get, op)
+        finally:
+            heap.clear()  # the schedule has them
+            self.min_due = min(op._evt_sched.values(), default=MAX_TIMESTAMP)
 
     def _drain(
         self,
         op: WindowOperator,
         upto: int,
-        due_heap: list[tuple[int, int, Any]],
         sched: dict[Any, int],
         get: Callable[[Any], KeyState | None],
         driver: WindowOperator | None = None,
     ) -> None:
         """For each due key: emit its windows firing in ``(timeline.upto, upto]`` in order of
         end, forget the records no window needs any more, and schedule its next timer (in
-        ``due_heap``; a key left without a timeline is rescheduled or dropped by ``driver``).
+        ``sched``; a key left without a timeline is rescheduled or dropped by ``driver``).
         Inlined: with small slides nearly every key is due at every watermark."""
         size, lateness, delay = self.size, self.lateness, self.delay
         values = self.partials.kind == "values"
@@ -208,7 +230,6 @@ class DerivedSliding:
         output = op.output
         append = output.append
         emitted = len(output)  # the windows fired here are the results appended
-        push = heapq.heappush
         new_tuple = tuple.__new__
         time_window, result_type = TimeWindow, WindowResult
         empty, none = _EMPTY, _NONE
@@ -220,12 +241,14 @@ class DerivedSliding:
         horizon = upto - size - lateness - 1  # timestamps before it are in no live window
         forget = size + lateness + 3  # the timeline is forgotten this long after its last record
         right_delay = 1 + size + delay  # a right window fires this long after its timestamp
-        seq = op._due_seq
         key: Any = None
         window: Any = None
-        rest = iter(take_due(due_heap, upto))  # a key is rescheduled after upto
+        # The due keys, by time; the same time in the schedule's order (a stable sort). A key
+        # is rescheduled after upto; those not visited when an error stops the loop stay.
+        ready = [(t, k) for k, t in sched.items() if t <= upto]
+        ready.sort(key=_TIME)
         try:
-            for t, _, key in rest:
+            for t, key in ready:
                 if sched.get(key) != t:
                     continue  # superseded by an earlier schedule of this key
                 del sched[key]
@@ -365,13 +388,8 @@ class DerivedSliding:
                                     due = None
                 if due is not None:
                     sched[key] = due
-                    seq += 1
-                    push(due_heap, (due, seq, key))
-                elif driver is not None:
-                    op._due_seq = seq
-                    if driver._schedule(key, ks) is False and ks.is_empty():
-                        driver.backend.remove(key)
-                    seq = op._due_seq
+                elif driver is not None and driver._schedule(key, ks) is False and ks.is_empty():
+                    driver.backend.remove(key)
         except Exception as exc:
             if window is not None and not any(
                 n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())
@@ -379,7 +397,5 @@ class DerivedSliding:
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
         finally:
-            put_back(due_heap, rest)  # the keys not visited, if interrupted
-            op._due_seq = seq
             if direct is not None:  # otherwise the operator counts the windows it evaluates
                 op.metrics.num_windows_fired += len(output) - emitted

@@ -251,6 +251,40 @@ def test_timeline_is_bounded_on_a_long_in_order_stream() -> None:
     assert peak < 20  # records and windows within the last ~size ms only
 
 
+def test_live_window_starts_are_forgotten_with_their_timestamps() -> None:
+    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), lambda a, b: a + b)
+    for ts in range(0, 5_000, 3):
+        h.process_elements([(1, ts, "k")])
+        h.process_watermark(ts)
+    timeline = h.operator.backend.get("k").timeline
+    assert timeline is not None and len(timeline.live) <= 2 * len(timeline.stamps) + 2
+    assert min(timeline.live) >= timeline.stamps[0] - 10  # none of a forgotten timestamp
+
+
+def test_keys_due_at_the_same_time_fire_in_the_order_they_were_scheduled() -> None:
+    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), lambda a, b: a + b)
+    h.process_elements([(1, 10, "z"), (1, 10, "x"), (1, 30, "y")])
+    h.process_elements([(1, 10, "y")])  # y's timer moves to 10: y is scheduled last
+    h.process_watermark(10)
+    assert [r.key for r in h.extract_output()] == ["z", "x", "y"]
+
+
+def test_a_timer_moved_earlier_by_an_out_of_order_record_fires_on_time() -> None:
+    """The element path of an out-of-order record schedules the key through the operator's
+    generic path; a watermark that no in-order record made due must still see it."""
+    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), lambda a, b: a + b)
+    h.process_elements([(1, 300, "a")])
+    h.process_watermark(0)  # nothing due before 300 now
+    h.process_elements([(2, 400, "b"), (5, 150, "b")])  # 150: out of order for b
+    h.process_watermark(200)
+    assert [(r.key, r.window.start, r.window.end, r.value) for r in h.extract_output()] == [
+        ("b", 140, 151, 5)
+    ]
+    h.process_watermark(199)  # lower: ignored
+    h.process_watermark(250)
+    assert h.extract_output() == []
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
