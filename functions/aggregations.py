@@ -9,6 +9,12 @@ wherever a reduce runs (the harness, the batch replay, streaming) and keeps the 
 * ``MIN_BY``, ``MAX_BY``: the element with the smallest / largest value of the field; on a tie
   the first one (``first=True``, Flink's default) or the last one.
 
+Values are ordered as Flink's ``ComparableAggregator`` orders them (``compareTo``): floats as
+Java's ``Double.compareTo``, NaN above every number and ``-0.0`` below ``0.0``, whatever the
+order of the elements. On a tie ``MIN`` / ``MAX`` take the later element's value, as Flink
+does (visible only for equal values that look different, such as ``Decimal("1.0")`` and
+``Decimal("1.00")``).
+
 "First" and "last" follow the order in which the window combines its elements (time order when
 elements are pre-aggregated per pane or timestamp, arrival order otherwise; see
 ``docs/semantics.md``).
@@ -18,9 +24,12 @@ aggregates: ``None`` values are skipped, the sum / minimum / maximum of only ``N
 ``None``, and ``MIN_BY`` / ``MAX_BY`` never pick an element whose field is ``None`` over one
 whose field has a value.
 
-The field is a name (``Row``, named tuple, ``dict``, dataclass or other object) or a
-position (``tuple`` and ``Row``). Flink's nested field expressions (``"a.b"``) are not
-supported; a name is always a top-level field.
+The field is a name (``Row``, named tuple, any mapping, dataclass or other object; a ``Row``
+field is read by position, so columns named ``count`` or ``index`` work) or a position
+(tuples, ``Row``, lists, arrays); for a stream of plain values, ``0`` or ``"*"`` is the value
+itself, as in Flink. Results keep the element's type (a copy with the field replaced; a
+dataclass's ``__post_init__`` does not run again). Flink's nested field expressions
+(``"a.b"``) are not supported; a name is always a top-level field.
 
 >>> from collections import namedtuple
 >>> Sale = namedtuple("Sale", "shop amount")
@@ -36,7 +45,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from functions.base import ReduceFunction
@@ -103,27 +115,43 @@ class FieldAggregation(ReduceFunction[Any]):
             if b is None:
                 return value1
             return self._with(value1, b if a is None else a + b)
+        if b is None:
+            return value1
+        if a is None:
+            return value2 if kind.picks_element else self._with(value1, b)
+        lowest = kind in (AggregationType.MIN, AggregationType.MIN_BY)
+        if lowest:
+            a_wins, b_wins = _before(a, b), _before(b, a)
+        else:
+            a_wins, b_wins = _before(b, a), _before(a, b)
         if kind.picks_element:
-            if b is None:
-                return value1
-            if a is None:
-                return value2
-            better = b < a if kind is AggregationType.MIN_BY else b > a
-            if better or (not self.first and b == a):
+            if b_wins or (not a_wins and not self.first):
                 return value2
             return value1
-        if b is None or (a is not None and not (b < a if kind is AggregationType.MIN else b > a)):
-            return value1
-        return self._with(value1, b)
+        # Flink's MIN / MAX replace the field unless value1's is strictly more extreme (a tie
+        # takes value2's, which may differ in representation, e.g. Decimal("1.0") / "1.00").
+        return value1 if a_wins else self._with(value1, b)
 
     # -- field access ----------------------------------------------------------------------
     def _get(self, record: Any) -> Any:
         field = self.field
         try:
-            if isinstance(field, int) or isinstance(record, dict):
+            if isinstance(record, tuple):
+                if isinstance(field, int):
+                    return record[field]
+                names = _names(record)
+                if names is not None:
+                    # By position: a Row's count / index / asDict are its methods.
+                    return tuple.__getitem__(record, names.index(field))
+                return getattr(record, field)
+            if isinstance(field, int) and field == 0 and _is_atomic(record):
+                return record  # Flink's position 0 of a stream of plain values
+            if field == "*" and _is_atomic(record):
+                return record
+            if isinstance(field, int) or isinstance(record, Mapping):
                 return record[field]
             return getattr(record, field)
-        except (AttributeError, IndexError, KeyError, TypeError) as exc:
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             msg = (
                 f"{self.aggregation.value}: the element {record!r} has no field {field!r}"
                 f" ({type(exc).__name__}: {exc})"
@@ -133,24 +161,51 @@ class FieldAggregation(ReduceFunction[Any]):
     def _with(self, record: Any, value: Any) -> Any:
         """A copy of ``record`` whose field is ``value`` (``record`` is not modified)."""
         field = self.field
-        if isinstance(record, dict):
-            return {**record, field: value}
+        if _is_atomic(record):
+            return value
         if isinstance(record, tuple):
-            names = getattr(record, "__fields__", None) or getattr(record, "_fields", None)
+            names = _names(record)
             index = field if isinstance(field, int) else list(names or ()).index(field)
             values = (*record[:index], value, *record[index + 1 :])
-            if hasattr(record, "_make"):  # a named tuple
-                return record._make(values)
-            copied = tuple.__new__(type(record), values)
+            make = getattr(type(record), "_make", None)
+            if make is not None:  # a named tuple
+                return make(values)
+            row: Any = tuple.__new__(type(record), values)
             if "__fields__" in getattr(record, "__dict__", ()):  # a plain pyspark Row
-                copied.__fields__ = record.__fields__  # type: ignore[attr-defined]
-            return copied
-        if isinstance(field, str) and dataclasses.is_dataclass(record):
-            return dataclasses.replace(record, **{field: value})  # type: ignore[type-var]
-        if isinstance(field, str):
-            copied = copy.copy(record)
+                row.__fields__ = record.__fields__  # type: ignore[attr-defined]
+            return row
+        copied: Any = copy.copy(record)
+        if isinstance(field, int) or isinstance(record, Mapping):
+            copied[field] = value  # dicts (of any type), lists, arrays
+        elif dataclasses.is_dataclass(record):
+            object.__setattr__(copied, field, value)  # also frozen; no __post_init__ again
+        else:
             setattr(copied, field, value)
-            return copied
-        items = list(record)
-        items[field] = value
-        return items if isinstance(record, list) else type(record)(items)
+        return copied
+
+
+def _names(record: tuple[Any, ...]) -> list[str] | tuple[str, ...] | None:
+    """The field names of a ``Row`` or named tuple."""
+    names = getattr(record, "__fields__", None)
+    if names is None:
+        names = getattr(type(record), "_fields", None)
+    return names
+
+
+def _is_atomic(record: Any) -> bool:
+    return isinstance(record, int | float | Decimal | str | bytes) and not isinstance(record, bool)
+
+
+def _order(v: Any) -> Any:
+    """Java's ``Double.compareTo`` order for floats (Flink's ``ComparableAggregator``, and
+    Spark's ``min`` / ``max``): NaN above every number, ``-0.0`` below ``0.0``."""
+    if v != v:  # NaN
+        return (1, 0.0, 0.0)
+    return (0, v, math.copysign(1.0, v) if v == 0 else 0.0)
+
+
+def _before(a: Any, b: Any) -> bool:
+    """Whether ``a`` comes strictly before ``b`` in Flink's order of the field's values."""
+    if isinstance(a, float) or isinstance(b, float):
+        return bool(_order(a) < _order(b))
+    return bool(a < b)

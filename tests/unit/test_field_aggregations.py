@@ -83,6 +83,85 @@ def test_record_shapes() -> None:
     assert (summed.name, summed.n, first.n) == ("x", 6, 1)  # a copy: the first is unchanged
 
 
+def test_floats_follow_javas_double_order() -> None:
+    """NaN above every number, -0.0 below 0.0 (Flink's ComparableAggregator compares with
+    Double.compareTo), whatever the order of the elements."""
+    nan = float("nan")
+    for values in ([nan, 1.0, 2.0], [1.0, nan, 2.0], [2.0, 1.0, nan]):
+        records = [{"v": v} for v in values]
+        lowest = records[0]
+        highest = records[0]
+        for r in records[1:]:
+            lowest = FieldAggregation(MIN, "v").reduce(lowest, r)
+            highest = FieldAggregation(MAX, "v").reduce(highest, r)
+        assert lowest["v"] == 1.0
+        assert highest["v"] != highest["v"]  # NaN
+    smaller = FieldAggregation(MIN, "v").reduce({"v": 0.0}, {"v": -0.0})
+    assert str(smaller["v"]) == "-0.0"
+    assert FieldAggregation(MAX_BY, "v").reduce({"v": -0.0}, {"v": 0.0}) == {"v": 0.0}
+
+
+def test_min_and_max_ties_take_the_later_value_as_flink() -> None:
+    from decimal import Decimal
+
+    got = FieldAggregation(MIN, "v").reduce({"v": Decimal("1.0"), "k": 1}, {"v": Decimal("1.00")})
+    assert str(got["v"]) == "1.00" and got["k"] == 1
+
+
+def test_fields_named_like_tuple_methods() -> None:
+    Counted = namedtuple("Counted", "index count")
+    got = FieldAggregation(SUM, "count").reduce(Counted(1, 2), Counted(5, 7))
+    assert got == Counted(1, 9)
+    assert FieldAggregation(MAX_BY, "index").reduce(Counted(1, 2), Counted(5, 7)) == (5, 7)
+
+
+def test_record_types_are_kept() -> None:
+    import collections
+
+    import numpy as np
+
+    ordered = FieldAggregation(SUM, "v").reduce(
+        collections.OrderedDict(a=1, v=2), collections.OrderedDict(a=9, v=5)
+    )
+    assert type(ordered) is collections.OrderedDict and ordered == {"a": 1, "v": 7}
+    default = FieldAggregation(SUM, "v").reduce(
+        collections.defaultdict(list, v=1), collections.defaultdict(list, v=2)
+    )
+    assert isinstance(default, collections.defaultdict) and default.default_factory is list
+    array = FieldAggregation(SUM, 1).reduce(np.array([1, 2]), np.array([3, 4]))
+    assert array.tolist() == [1, 6]
+
+    @dataclasses.dataclass
+    class Derived:
+        qty: int
+        price: int
+        total: int = 0
+
+        def __post_init__(self) -> None:
+            self.total = self.qty * self.price
+
+    summed = FieldAggregation(SUM, "total").reduce(Derived(1, 2), Derived(1, 3))
+    assert summed.total == 5  # __post_init__ does not run again
+
+    @dataclasses.dataclass(frozen=True)
+    class Hidden:
+        k: str
+        v: int = dataclasses.field(init=False, default=0)
+
+    first = Hidden("a")
+    object.__setattr__(first, "v", 2)
+    second = Hidden("b")
+    object.__setattr__(second, "v", 5)
+    got = FieldAggregation(SUM, "v").reduce(first, second)
+    assert (got.k, got.v, first.v) == ("a", 7, 2)
+
+
+def test_a_stream_of_plain_values() -> None:
+    assert FieldAggregation(SUM, 0).reduce(2, 5) == 7
+    assert FieldAggregation(MAX, "*").reduce(2.5, 1.0) == 2.5
+    assert FieldAggregation(MIN_BY, 0).reduce(3, 1) == 1
+
+
 def test_arguments_are_not_modified() -> None:
     a, b = {"n": 1}, {"n": 2}
     FieldAggregation(SUM, "n").reduce(a, b)

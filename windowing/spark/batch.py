@@ -350,7 +350,9 @@ def run_batch(
         watermark=source.watermark,
         has_arrival=source.arrival_order is not None,
         has_processing_time=source.processing_time is not None,
-        columnar=columnar_plan(config.assigner, spec, config.trigger, config.evictor),
+        columnar=columnar_plan(
+            config.assigner, spec, config.trigger, config.evictor, config.allowed_lateness
+        ),
     )
     grouped = prepared.groupBy(*[col(k) for k in keys]) if keys else prepared.groupBy()
 

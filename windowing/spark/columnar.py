@@ -43,15 +43,19 @@ class ColumnarAggregation:
     first: bool
     size: int
     offset: int
+    allowed_lateness: int = 0
 
 
 def columnar_plan(
-    assigner: Any, spec: Any, trigger: Any, evictor: Any
+    assigner: Any, spec: Any, trigger: Any, evictor: Any, allowed_lateness: int = 0
 ) -> ColumnarAggregation | None:
     """The columnar plan for this window configuration, or ``None`` when it needs the
-    operator (another assigner, trigger or function, or an evictor)."""
+    operator (another assigner, trigger or function, an evictor, or a lateness so large that
+    windows are never cleaned up)."""
     if type(assigner) is not TumblingEventTimeWindows or evictor is not None:
         return None
+    if allowed_lateness > MAX_TIMESTAMP // 4:
+        return None  # cleanup at the end of time: the operator keeps the windows (a metric)
     if trigger is not None and type(trigger) is not EventTimeTrigger:
         return None
     if not isinstance(spec, Reduce) or spec.window_function is not None:
@@ -59,7 +63,9 @@ def columnar_plan(
     fn = spec.function
     if type(fn) is not FieldAggregation or not isinstance(fn.field, str):
         return None
-    return ColumnarAggregation(fn.aggregation, fn.field, fn.first, assigner.size, assigner.offset)
+    return ColumnarAggregation(
+        fn.aggregation, fn.field, fn.first, assigner.size, assigner.offset, allowed_lateness
+    )
 
 
 @dataclass(frozen=True)
@@ -84,13 +90,16 @@ def columnar_results(
     vtype = values.type
     kind = plan.aggregation
     if pa.types.is_floating(vtype):
-        # Float sums depend on the order of additions; NaN compares unlike numpy's min/max.
+        # Float sums depend on the order of additions; NaN and -0.0 are ordered (Java's
+        # Double.compareTo) where numpy's minimum / maximum do not order them.
         if kind is AggregationType.SUM or pc.any(pc.is_nan(values)).as_py():
             return None
+        if pc.any(pc.and_(pc.equal(values, 0.0), pc.less(pc.divide(1.0, values), 0))).as_py():
+            return None  # a -0.0
     elif not pa.types.is_integer(vtype):
         return None
     t = times.to_numpy()
-    margin = 2 * plan.size + abs(plan.offset)
+    margin = 2 * plan.size + abs(plan.offset) + plan.allowed_lateness
     if int(t[0]) <= MIN_TIMESTAMP + margin or int(t[-1]) >= MAX_TIMESTAMP - margin:
         return None  # window bounds near the ends of time: the operator clamps them
     starts_all = t - np.mod(t - plan.offset, plan.size)
