@@ -84,9 +84,9 @@ class Timeline:
         self.due: int | None = None
 
     def schedule(self, time: int) -> None:
-        """Make the key's one timer (derived windows) fire by ``time``; never at the end of
-        time."""
-        if time < MAX_TIMESTAMP and (self.due is None or time < self.due):
+        """Make the key's one timer (derived windows) fire by ``time`` (at the latest at the
+        end of time, where the windows ending there fire)."""
+        if time <= MAX_TIMESTAMP and (self.due is None or time < self.due):
             self.due = time
 
     def __len__(self) -> int:

@@ -59,6 +59,7 @@ class DerivedSliding:
     ) -> None:
         self.size = size
         self.lateness = lateness
+        self.fires_at_end = fires_at_end  # EventTimeTrigger (else OnWindowCloseTrigger)
         self.delay = 0 if fires_at_end else lateness  # firing time - max_timestamp
         self.partials = partials
         self.result = result  # None: the operator evaluates the contents (fold, apply)
@@ -270,8 +271,13 @@ class DerivedSliding:
                             # stamps[li:lj], right windows of stamps[ri:rj].
                             ri = bisect_right(stamps, after - delay - 1 - size)
                             li = bisect_right(stamps, after - delay, ri)
-                            if end_of_time:
-                                lj = rj = n
+                            if end_of_time and self.fires_at_end:
+                                lj = rj = n  # every window, also those ending at the end
+                            elif end_of_time:
+                                # OnWindowCloseTrigger: a window whose cleanup time reaches
+                                # the end of time is never cleaned up, so it never fires.
+                                lj = bisect_left(stamps, MAX_TIMESTAMP - delay, li)
+                                rj = bisect_left(stamps, MAX_TIMESTAMP - right_delay, ri, lj)
                             else:
                                 lj = bisect_right(stamps, left_upto, li)
                                 rj = bisect_right(stamps, right_upto, ri, lj)
@@ -354,7 +360,7 @@ class DerivedSliding:
                             next_left = bisect_right(stamps, left_upto)
                             next_right = bisect_right(stamps, right_upto)
                         if end_of_time:
-                            ks.timeline = None  # every window has fired and is cleaned up
+                            ks.timeline = None  # every window has fired (or never will)
                         else:
                             if n and stamps[0] < horizon:
                                 # Timeline.expire, inlined: nearly every visit forgets one.
@@ -382,7 +388,7 @@ class DerivedSliding:
                                     due = stamps[next_left] + delay
                                 if next_right < n and stamps[next_right] + right_delay < due:
                                     due = stamps[next_right] + right_delay
-                                if due < MAX_TIMESTAMP:
+                                if due <= MAX_TIMESTAMP:
                                     timeline.due = due
                                 else:
                                     due = None

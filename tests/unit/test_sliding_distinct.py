@@ -285,6 +285,24 @@ def test_a_timer_moved_earlier_by_an_out_of_order_record_fires_on_time() -> None
     assert h.extract_output() == []
 
 
+@pytest.mark.parametrize("close", [False, True])
+def test_windows_ending_at_the_end_of_time(close: bool) -> None:
+    """A window ending at MAX_TIMESTAMP fires at the final watermark with EventTimeTrigger
+    (its timer is due then); with OnWindowCloseTrigger its cleanup time saturates at the end
+    of time and it never fires, as on the per-window path."""
+    trigger = OnWindowCloseTrigger() if close else None
+    h = WindowOperatorHarness(
+        SlidingDistinctAssigner(2, grace=0), lambda a, b: a + b, trigger=trigger
+    )
+    h.process_elements(
+        [(1, MAX_TIMESTAMP - 5, "k"), (2, MAX_TIMESTAMP, "k"), (4, MAX_TIMESTAMP, "j")]
+    )
+    h.process_watermark(MAX_TIMESTAMP)
+    got = sorted((r.key, r.window.end - MAX_TIMESTAMP, r.value) for r in h.extract_output())
+    ending_at_the_end = [("j", 1, 4), ("k", 1, 2)]
+    assert got == ([("k", -4, 1)] if close else sorted([("k", -4, 1), *ending_at_the_end]))
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
