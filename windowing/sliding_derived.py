@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from windowing import sliding as sliding_module
@@ -41,7 +40,6 @@ __all__ = ["DerivedSliding"]
 _EMPTY: Any = sliding_module._EMPTY  # partial of a timestamp whose records are in no window
 _NONE: Any = sliding_module._MISSING  # an empty range
 _SMALL_RANGE = 12  # ranges up to this many timestamps are combined directly
-_TIME = itemgetter(0)
 
 
 class DerivedSliding:
@@ -246,13 +244,11 @@ class DerivedSliding:
         window: Any = None
         # The due keys, by time; the same time in the schedule's order (a stable sort). A key
         # is rescheduled after upto; those not visited when an error stops the loop stay.
-        ready = [(t, k) for k, t in sched.items() if t <= upto]
-        ready.sort(key=_TIME)
+        ready = [k for k, t in sched.items() if t <= upto]
+        ready.sort(key=sched.__getitem__)
         try:
-            for t, key in ready:
-                if sched.get(key) != t:
-                    continue  # superseded by an earlier schedule of this key
-                del sched[key]
+            for key in ready:
+                del sched[key]  # only this key's visit reschedules it
                 ks = get(key)
                 if ks is None:
                     continue
