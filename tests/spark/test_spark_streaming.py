@@ -480,3 +480,21 @@ def test_processing_time_windows_on_the_wall_clock(spark: SparkSession, tmp_path
         per_user[r.user] += r.n
     assert per_user == {"a": 4, "b": 2}
     assert {r.window_end - r.window_start for r in rows} == {500}
+
+
+def test_large_call_outputs_are_packed_in_slices() -> None:
+    """A processor call's tagged output travels as Arrow IPC blobs; a large one is cut into
+    several rows so that no Arrow batch of the binary column nears its 2 GiB offsets."""
+    import pyarrow as pa
+
+    from windowing.spark import streaming
+
+    small = pa.table({"a": pa.array(range(10)), "b": pa.array(["x"] * 10)})
+    assert len(streaming._pack(small)) == 1
+    big = pa.table({"a": pa.array(range(40_000)), "b": pa.array(["y" * 10] * 40_000)})
+    packed = streaming._pack(big)
+    assert len(packed) > 1
+    assert all(len(blob) <= 2 * streaming._PACK_LIMIT for blob in packed[streaming._PACKED])
+    batch = pa.RecordBatch.from_pandas(packed, preserve_index=False)
+    unpacked = pa.Table.from_batches(list(streaming._unpack(iter([batch, batch.slice(0, 0)]))))
+    assert unpacked.equals(big)

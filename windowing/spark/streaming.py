@@ -314,15 +314,30 @@ class _Config:
         return pa.schema([*self.input_arrow, *[pa.field(n, pa.int64()) for n in self.internal]])
 
 
-def _pack(table: pa.Table) -> pd.DataFrame:
-    """One processor call's tagged output as the one-row, one-column frame the processor
-    yields: ``table`` as an Arrow IPC stream. Spark converts each yielded pandas frame back
-    to Arrow column by column (a fixed cost per column); one binary column keeps that cost
-    to one column whatever the layout."""
+def _ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return pd.DataFrame({_PACKED: [sink.getvalue().to_pybytes()]})
+    return sink.getvalue().to_pybytes()  # type: ignore[no-any-return]
+
+
+#: The largest packed row: Spark batches up to ``maxRecordsPerBatch`` (10,000) rows of the
+#: binary column into one Arrow batch, whose offsets are 32-bit (2 GiB in all).
+_PACK_LIMIT = 128 * 1024
+
+
+def _pack(table: pa.Table) -> pd.DataFrame:
+    """One processor call's tagged output as the frame the processor yields: ``table`` as
+    Arrow IPC streams in one binary column, one row (or, for a large output, one row per
+    slice of about ``_PACK_LIMIT`` bytes). Spark converts each yielded pandas frame back to
+    Arrow column by column (a fixed cost per column); one binary column keeps that cost to one
+    column whatever the layout."""
+    blob = _ipc(table)
+    if len(blob) <= _PACK_LIMIT or table.num_rows < 2:
+        return pd.DataFrame({_PACKED: [blob]})
+    step = max(1, table.num_rows * _PACK_LIMIT // len(blob))
+    blobs = [_ipc(table.slice(i, step)) for i in range(0, table.num_rows, step)]
+    return pd.DataFrame({_PACKED: blobs})
 
 
 def _unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
