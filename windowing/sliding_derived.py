@@ -67,10 +67,6 @@ class DerivedSliding:
         # No key of the operator's schedule is due before this (see drain).
         self.min_due = MIN_TIMESTAMP
 
-    def forget_at(self, timeline: Timeline) -> int:
-        """When every window of the timeline's latest record is cleaned up."""
-        return timeline.stamps[-1] + self.size + self.lateness + 3
-
     # ------------------------------------------------------------------ elements
     def add_in_order(self, timeline: Timeline, value: Any, ts: int) -> None:
         """A record later than every record of the key and than the watermark (and no later
