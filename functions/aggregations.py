@@ -85,6 +85,11 @@ class FieldAggregation(ReduceFunction[Any]):
     aggregation: AggregationType
     field: str | int
     first: bool = True
+    # Position of a named field per record class whose names are the class's (named tuples,
+    # the runtime's Row classes): found once, not per element.
+    _positions: dict[type, int] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.aggregation, AggregationType):
@@ -106,6 +111,9 @@ class FieldAggregation(ReduceFunction[Any]):
         if not isinstance(self.first, bool):
             msg = f"first must be a bool, got {type(self.first).__name__} {self.first!r}"
             raise ValueError(msg)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.aggregation, self.field, self.first))  # without the cache
 
     def reduce(self, value1: Any, value2: Any) -> Any:
         a = self._get(value1)
@@ -139,10 +147,10 @@ class FieldAggregation(ReduceFunction[Any]):
             if isinstance(record, tuple):
                 if isinstance(field, int):
                     return record[field]
-                names = _names(record)
-                if names is not None:
+                index = self._position(record)
+                if index is not None:
                     # By position: a Row's count / index / asDict are its methods.
-                    return tuple.__getitem__(record, names.index(field))
+                    return tuple.__getitem__(record, index)
                 return getattr(record, field)
             if isinstance(field, int) and field == 0 and _is_atomic(record):
                 return record  # Flink's position 0 of a stream of plain values
@@ -161,11 +169,9 @@ class FieldAggregation(ReduceFunction[Any]):
     def _with(self, record: Any, value: Any) -> Any:
         """A copy of ``record`` whose field is ``value`` (``record`` is not modified)."""
         field = self.field
-        if _is_atomic(record):
-            return value
         if isinstance(record, tuple):
-            names = _names(record)
-            index = field if isinstance(field, int) else list(names or ()).index(field)
+            index = field if isinstance(field, int) else self._position(record)
+            assert index is not None  # _get found the field
             values = (*record[:index], value, *record[index + 1 :])
             make = getattr(type(record), "_make", None)
             if make is not None:  # a named tuple
@@ -174,6 +180,8 @@ class FieldAggregation(ReduceFunction[Any]):
             if "__fields__" in getattr(record, "__dict__", ()):  # a plain pyspark Row
                 row.__fields__ = record.__fields__  # type: ignore[attr-defined]
             return row
+        if _is_atomic(record):
+            return value
         copied: Any = copy.copy(record)
         if isinstance(field, int) or isinstance(record, Mapping):
             copied[field] = value  # dicts (of any type), lists, arrays
@@ -183,13 +191,22 @@ class FieldAggregation(ReduceFunction[Any]):
             setattr(copied, field, value)
         return copied
 
-
-def _names(record: tuple[Any, ...]) -> list[str] | tuple[str, ...] | None:
-    """The field names of a ``Row`` or named tuple."""
-    names = getattr(record, "__fields__", None)
-    if names is None:
-        names = getattr(type(record), "_fields", None)
-    return names
+    def _position(self, record: tuple[Any, ...]) -> int | None:
+        """The position of the named field in a ``Row`` or named tuple (``None``: a tuple
+        without field names); ``ValueError`` when it has no such field."""
+        kind = type(record)
+        index = self._positions.get(kind)
+        if index is not None:
+            return index
+        names = getattr(record, "__fields__", None)
+        if names is None:
+            names = getattr(kind, "_fields", None)
+            if names is None:
+                return None
+        index = list(names).index(self.field)
+        if "__fields__" not in getattr(record, "__dict__", ()):  # the class's names
+            self._positions[kind] = index
+        return index
 
 
 def _is_atomic(record: Any) -> bool:

@@ -236,3 +236,14 @@ def test_tumbling_windows_match_the_oracle(
     for i, (ts, v) in enumerate(events):
         expected.setdefault(ts - ts % 10, []).append((f"r{i}", v))
     assert got == {start: oracle(kind, first, rs) for start, rs in expected.items()}
+
+
+def test_pickles_after_use_with_a_local_record_class() -> None:
+    import pickle
+
+    Local = namedtuple("Local", "k v")  # not importable: pickle cannot write the class
+    fn = FieldAggregation(SUM, "v")
+    assert fn.reduce(Local("a", 1), Local("b", 2)) == Local("a", 3)
+    restored = pickle.loads(pickle.dumps(fn))
+    assert restored == fn
+    assert restored.reduce(Local("a", 1), Local("b", 2)) == Local("a", 3)
