@@ -1518,12 +1518,16 @@ class WindowOperator:
             pending = True
             cur = self._evt_sched.get(key)
             if cur is None or due < cur:
-                # Last in the schedule's order (derived sliding windows visit keys due at the
-                # same time in that order; see DerivedSliding.drain).
-                self._evt_sched.pop(key, None)
-                self._evt_sched[key] = due
-                self._due_seq += 1
-                heapq.heappush(self._evt_due, (due, self._due_seq, key))
+                derived = self._derived
+                if derived is not None:  # the schedule is the ordered dict alone
+                    self._evt_sched.pop(key, None)  # last in the order (DerivedSliding.drain)
+                    self._evt_sched[key] = due
+                    if due < derived.min_due:
+                        derived.min_due = due
+                else:
+                    self._evt_sched[key] = due
+                    self._due_seq += 1
+                    heapq.heappush(self._evt_due, (due, self._due_seq, key))
         elif ks.evt_timers:
             pending = True
             t = ks.evt_heap[0][0]

@@ -169,7 +169,8 @@ class DerivedSliding:
             _note_element(exc, key, ts)
             raise
         finally:
-            self.min_due = min_due
+            if min_due < self.min_due:  # the generic path may have lowered it meanwhile
+                self.min_due = min_due
             op.metrics.num_elements += count
 
     # ------------------------------------------------------------------ firing
@@ -188,18 +189,15 @@ class DerivedSliding:
         end. Keys due at the same time are visited in that order. With nearly every key due
         at every watermark, selecting the due keys from the dict is cheaper than keeping a
         heap of entries (one per reschedule, most of them superseded). ``min_due`` bounds the
-        schedule from below, so a watermark with no key due costs O(1); the operator's
-        generic ``_schedule`` still pushes heap entries, which count as due candidates until
-        the next drain."""
-        heap = op._evt_due
-        if upto < self.min_due and (not heap or heap[0][0] > upto):
+        schedule from below (every place that schedules a key lowers it), so a watermark with
+        no key due costs O(1)."""
+        if upto < self.min_due:
             return
         states = op._states
         get = states.get if states is not None else op.backend.get
         try:
             self._drain(op, upto, op._evt_sched, get, op)
         finally:
-            heap.clear()  # the schedule has them
             self.min_due = min(op._evt_sched.values(), default=MAX_TIMESTAMP)
 
     def _drain(
