@@ -547,7 +547,7 @@ class OutputLayout:
         columns (``out_schema``'s types), then one metrics row with ``counters``; no side
         outputs and no late rows. The same table :meth:`tagged_table` builds for those
         results."""
-        out_types, side_types, input_types = self._arrow_types
+        out_types, side_types, _ = self._arrow_types
         n = len(bounds[0])
         total = n + 1
 
@@ -564,14 +564,7 @@ class OutputLayout:
         for j, types in enumerate(side_types):
             arrays += [pa.nulls(total, t) for t in types]
             names += self.side_cols(j)
-        if self.has_late:
-            arrays += [pa.nulls(total, t) for t in input_types]
-            names += self.late_cols
-            arrays += [pa.nulls(total, pa.int64()), pa.nulls(total, pa.string())]
-            names += [_LWM, _LREASON]
-        counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
-        arrays.append(pa.array([None] * n + [counts], _COUNTERS_ARROW))
-        names.append(_COUNTERS)
+        self._late_and_metrics(arrays, names, n, None, LateRows(), counters)
         return pa.Table.from_arrays(arrays, names=names)
 
     def tagged_table(
@@ -592,7 +585,7 @@ class OutputLayout:
 
         Raises ``ValueError`` for a side output tag without a declared schema."""
         encode, side_encoders = self._writers
-        out_types, side_types, input_types = self._arrow_types
+        out_types, side_types, _ = self._arrow_types
         for tag, records in side_outputs.items():
             if records and tag != self.late_output_tag and tag not in self.side_tags:
                 msg = (
@@ -651,8 +644,25 @@ class OutputLayout:
         for name, array in value_arrays:
             arrays.append(array)
             names.append(name)
+        self._late_and_metrics(arrays, names, n_res + n_side, late_source, late, counters)
+        return pa.Table.from_arrays(arrays, names=names)
+
+    def _late_and_metrics(
+        self,
+        arrays: list[pa.Array],
+        names: list[str],
+        before: int,
+        late_source: pa.Table | None,
+        late: LateRows,
+        counters: Mapping[str, int],
+    ) -> None:
+        """Append the late-row columns (with ``side_output_late_data``) and the metrics
+        column of a tagged output whose first ``before`` rows are results and side outputs,
+        followed by the late rows and the metrics row."""
+        total = before + len(late.rows) + 1
         if self.has_late:
-            late_take = pa.array([None] * (n_res + n_side) + late.rows + [None], pa.int64())
+            input_types = self._arrow_types[2]
+            late_take = pa.array([None] * before + late.rows + [None], pa.int64())
             for name, field, arrow_type in zip(
                 self.late_cols, self.input_schema.fields, input_types, strict=True
             ):
@@ -661,7 +671,7 @@ class OutputLayout:
                 else:
                     arrays.append(late_source.column(field.name).take(late_take))
                 names.append(name)
-            head = [None] * (n_res + n_side)
+            head = [None] * before
             watermarks = [None if w is None or w == MIN_TIMESTAMP else w for w in late.watermarks]
             arrays.append(pa.array([*head, *watermarks, None], pa.int64()))
             names.append(_LWM)
@@ -673,4 +683,3 @@ class OutputLayout:
         counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
         arrays.append(pa.array([None] * (total - 1) + [counts], _COUNTERS_ARROW))
         names.append(_COUNTERS)
-        return pa.Table.from_arrays(arrays, names=names)
