@@ -28,7 +28,7 @@ from functions.spec import Reduce
 from triggers.event_time import EventTimeTrigger
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
-__all__ = ["ColumnarAggregation", "columnar_plan", "columnar_results"]
+__all__ = ["ColumnarAggregation", "ColumnarResults", "columnar_plan", "columnar_results"]
 
 # int64 accumulation is exact while |sum| < 2**63.
 _SUM_LIMIT = 2**63
