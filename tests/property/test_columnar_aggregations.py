@@ -3,15 +3,25 @@ the window operator replaying the same sorted rows to the end of input."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assigners import TumblingEventTimeWindows
 from functions import AggregationType, FieldAggregation, Reduce
-from windowing.spark.columnar import columnar_plan, columnar_results
+from windowing import OutputTag
+from windowing.operator import KeyState, WindowOperator
+from windowing.spark.columnar import (
+    OpenWindows,
+    columnar_plan,
+    columnar_results,
+    key_state_of,
+    open_windows_of,
+    step_open_windows,
+)
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -103,3 +113,154 @@ def test_what_the_columns_cannot_decide_is_left_to_the_operator() -> None:
         MAX_TIMESTAMP,
     )
     assert never_cleaned is None  # the operator keeps the windows: num_windows_left_at_end
+
+
+# ---------------------------------------------------------------------------- streaming
+class Rec(NamedTuple):
+    """An input record: its position in the whole input and the aggregated field."""
+
+    i: int
+    v: Any
+
+
+_REC_SCHEMA_INT = pa.schema([("i", pa.int64()), ("v", pa.int64())])
+_REC_SCHEMA_FLOAT = pa.schema([("i", pa.int64()), ("v", pa.float64())])
+
+
+def _records(table: pa.Table) -> list[Rec]:
+    return [Rec(*r) for r in zip(*(table.column(n).to_pylist() for n in Rec._fields), strict=True)]
+
+
+def _encoder(schema: pa.Schema) -> Any:
+    def encode(records: list[Rec]) -> pa.Table | None:
+        try:
+            return pa.table(
+                {
+                    n: pa.array([getattr(r, n) for r in records], schema.field(n).type)
+                    for n in Rec._fields
+                },
+                schema=schema,
+            )
+        except (pa.ArrowException, OverflowError, TypeError):
+            return None
+
+    return encode
+
+
+calls_strategy = st.lists(
+    st.tuples(
+        st.integers(0, 12),  # watermark advance
+        st.lists(st.tuples(st.integers(-30, 40), st.one_of(ints, st.none())), max_size=8),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=400)
+@given(
+    kind=st.sampled_from(list(AggregationType)),
+    first=st.booleans(),
+    size=st.integers(1, 12),
+    offset=st.integers(-11, 11),
+    lateness=st.sampled_from([0, 0, 1, 5, 13]),
+    use_floats=st.booleans(),
+    calls=calls_strategy,
+    nulls=st.booleans(),
+)
+def test_streaming_calls_equal_the_operator(
+    kind: AggregationType,
+    first: bool,
+    size: int,
+    offset: int,
+    lateness: int,
+    use_floats: bool,
+    calls: list[tuple[int, list[tuple[int, Any]]]],
+    nulls: bool,
+) -> None:
+    """A key's micro-batches: each call advances the watermark, then adds rows (in replay
+    order). The columnar steps (with the operator, through the state conversions, for the
+    calls they leave to it) give the operator's results, late rows and timers."""
+    fn = FieldAggregation(kind, "v", first)
+    offset = max(1 - size, min(size - 1, offset))
+    assigner = TumblingEventTimeWindows(size, offset=offset)
+    plan = columnar_plan(assigner, Reduce(fn), None, None, lateness)
+    assert plan is not None
+    schema = _REC_SCHEMA_FLOAT if use_floats else _REC_SCHEMA_INT
+    encode = _encoder(schema)
+    tag = OutputTag("late")
+
+    def operator() -> WindowOperator:
+        return WindowOperator(assigner, Reduce(fn), allowed_lateness=lateness, late_output_tag=tag)
+
+    reference, columnar = operator(), operator()
+    ref_ks = reference.new_key_state()
+    state: Any = None  # OpenWindows, a KeyState (after an operator call), or None
+    watermark = -20
+    n = 0
+    used_columns = 0
+    for advance, raw in calls:
+        watermark += advance
+        records = []
+        for t, v in raw:
+            value = None if v is None and nulls else (0 if v is None else v)
+            if use_floats and value is not None:
+                value = float(value) / 2
+            records.append((Rec(n, value), t))
+            n += 1
+        # the reference: the operator alone, as the streaming runtime runs it
+        reference.watermark = watermark
+        reference.output.clear()
+        reference.side_outputs.clear()
+        reference.fire_timers("k", ref_ks)
+        ref_ks = reference.process_key_elements("k", ref_ks, [(r, t, "k") for r, t in records])
+        expected = [(w.window.start, w.value) for w in reference.output]
+        expected_late = [e.value.i for e in reference.side_outputs.get(tag, [])]
+        expected_due = ref_ks.next_event_time()
+
+        rows = pa.table(
+            {
+                "i": [r.i for r, _ in records],
+                "v": pa.array([r.v for r, _ in records], schema.field("v").type),
+            },
+            schema=schema,
+        )
+        times = np.array([t for _, t in records], np.int64)
+        open_windows = state
+        if isinstance(state, KeyState):
+            open_windows = None if state.is_empty() else open_windows_of(plan, state, Rec, encode)
+            if open_windows is None and not state.is_empty():
+                open_windows = False
+        step = None
+        if open_windows is not False:
+            step = step_open_windows(plan, open_windows, watermark, rows, times)
+        if step is not None:
+            used_columns += 1
+            got = list(
+                zip(
+                    step.fired_starts.tolist(),
+                    _records(step.fired_rows) if step.fired_rows is not None else [],
+                    strict=True,
+                )
+            )
+            got_late = [rows.column("i")[j].as_py() for j in step.late.tolist()]
+            state = step.state
+            due = None if state is None else state.next_event_time(plan)
+        else:
+            ks = state
+            if isinstance(state, OpenWindows):
+                ks = key_state_of(plan, columnar, state, _records(state.rows))
+            elif state is None:
+                ks = columnar.new_key_state()
+            columnar.watermark = watermark
+            columnar.output.clear()
+            columnar.side_outputs.clear()
+            columnar.fire_timers("k", ks)
+            ks = columnar.process_key_elements("k", ks, [(r, t, "k") for r, t in records])
+            got = [(w.window.start, w.value) for w in columnar.output]
+            got_late = [e.value.i for e in columnar.side_outputs.get(tag, [])]
+            due = ks.next_event_time()
+            state = ks
+        assert got == expected
+        assert got_late == expected_late
+        assert due == expected_due

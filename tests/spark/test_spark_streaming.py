@@ -339,6 +339,59 @@ def test_sliding_distinct_windows_with_process_and_side_output(
     assert {r[3] for r in streamed["big"]} <= {r[3] for r in streamed["results"]}
 
 
+def with_band_rows(batches: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """``batches`` (:func:`make_batches`) with a null amount and, before the sentinel, two
+    batches: the first moves the watermark to T0 + 30.5 s, the second holds rows of windows
+    that end before it (late without allowed lateness; with 3 s, they fire on arrival)."""
+    *head, sentinel = (list(rows) for rows in batches)
+    head[2].append({"user": "a", "amount": None, "ts": T0 + 12_500})
+    head.append(
+        [
+            {"user": "c", "amount": 1, "ts": T0 + 32_500},
+            {"user": "a", "amount": 2, "ts": T0 + 22_000},
+        ]
+    )
+    head.append(
+        [
+            {"user": "a", "amount": 7, "ts": T0 + 25_000},
+            {"user": "b", "amount": 3, "ts": T0 + 21_000},
+        ]
+    )
+    out = [*head, sentinel]
+    for b, rows in enumerate(out):
+        for r in rows:
+            r["batch"] = b
+    return out
+
+
+@pytest.mark.parametrize(
+    ("aggregation", "lateness"), [("sum", 0), ("sum", 3_000), ("max_by", 3_000), ("min", 0)]
+)
+def test_built_in_aggregations_of_tumbling_windows(
+    spark: SparkSession, tmp_path: Path, aggregation: str, lateness: int
+) -> None:
+    """Streaming computes built-in aggregations of tumbling windows on whole columns while a
+    call allows it and with the operator otherwise (a null amount; rows that fire their
+    window on arrival), converting the key's state each way: the outputs equal the batch
+    replay's, which runs the operator."""
+
+    def finish(keyed: Any) -> Any:
+        stream = keyed.window(TumblingEventTimeWindows(SIZE)).side_output_late_data(LATE)
+        if lateness:
+            stream = stream.allowed_lateness(lateness)
+        return getattr(stream, aggregation)("amount")
+
+    batches = with_band_rows(make_batches(seed=5))
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
+    assert streamed == replayed
+    fired_on_arrival = [r for r in streamed["results"] if r[0] == "a" and r[1] == T0 + 20_000]
+    if lateness:
+        assert len(fired_on_arrival) == 2  # at the watermark, then again with the late row
+    else:
+        assert ("a", 7, T0 + 25_000) in [r[:3] for r in streamed["late"]]
+    assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}
+
+
 def test_hopping_windows_with_reduce(spark: SparkSession, tmp_path: Path) -> None:
     streamed, replayed = streamed_and_replayed(
         spark,

@@ -1,16 +1,23 @@
 """Built-in aggregations of tumbling event-time windows computed on whole Arrow columns.
 
-In the batch replay without an arrival order nothing is late and every window fires once, at
-the end of input, over all its rows in event-time order (``WindowOperator.process_to_end``).
 For ``sum`` / ``min`` / ``max`` / ``min_by`` / ``max_by``
 (:class:`~functions.aggregations.FieldAggregation`) of tumbling event-time windows with the
-default trigger and no evictor, the results are then a function of the key's sorted columns:
-the rows of a window are a contiguous run, and each aggregation is a per-run reduction. This
-module computes them with numpy on the Arrow buffers, without building a ``Row`` per input
-row; :func:`columnar_results` returns ``None`` whenever the column values could make the
-result differ from the operator's (nulls, NaNs, float sums, integer overflow, timestamps
-near the ends of time), and the replay then runs the operator. ``tests/spark`` holds the
-two paths equal.
+default trigger and no evictor, a window's reduced record is a function of its rows in
+replay order: the rows of a window form one group, and each aggregation is a per-group
+reduction. This module computes those reductions with numpy on the Arrow buffers, without
+building a ``Row`` per input row, in two places:
+
+* the batch replay without an arrival order (:func:`columnar_results`): nothing is late and
+  every window fires once, at the end of input, over all its rows in event-time order
+  (``WindowOperator.process_to_end``);
+* the streaming runtime (:func:`step_open_windows`): per key and micro-batch, the watermark
+  advance fires and cleans up windows, then the rows are added; the key's state is its open
+  windows' reduced records (:class:`OpenWindows`), the operator's reduce state.
+
+Every function returns ``None`` whenever the column values could make the result differ from
+the operator's (nulls, NaNs, ``-0.0``, float sums, integer overflow, timestamps near the ends
+of time, an element that would fire a window on arrival), and the runtime then runs the
+operator. ``tests/property`` and ``tests/spark`` hold the paths equal.
 """
 
 from __future__ import annotations
@@ -26,9 +33,23 @@ from assigners.tumbling import TumblingEventTimeWindows
 from functions.aggregations import AggregationType, FieldAggregation
 from functions.spec import Reduce
 from triggers.event_time import EventTimeTrigger
+from windowing.operator import KeyState, WindowOperator, _register
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.windows import TimeWindow
 
-__all__ = ["ColumnarAggregation", "ColumnarResults", "columnar_plan", "columnar_results"]
+__all__ = [
+    "ColumnarAggregation",
+    "ColumnarResults",
+    "ColumnarStep",
+    "OpenWindows",
+    "columnar_plan",
+    "columnar_results",
+    "from_ipc",
+    "key_state_of",
+    "open_windows_of",
+    "step_open_windows",
+    "to_ipc",
+]
 
 # int64 accumulation is exact while |sum| < 2**63.
 _SUM_LIMIT = 2**63
@@ -44,6 +65,12 @@ class ColumnarAggregation:
     size: int
     offset: int
     allowed_lateness: int = 0
+
+    @property
+    def margin(self) -> int:
+        """Times within this distance of the ends of time are left to the operator (it clamps
+        window bounds and cleanup times there)."""
+        return 2 * self.size + abs(self.offset) + self.allowed_lateness
 
 
 def columnar_plan(
@@ -68,6 +95,74 @@ def columnar_plan(
     )
 
 
+def _usable(kind: AggregationType, values: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether numpy reduces ``values`` as the reduce function does: no nulls; integers, or
+    floats without NaN and ``-0.0`` (Java's ``Double.compareTo`` orders them, numpy's minimum
+    and maximum do not) for all but ``sum`` (a float sum depends on the order of additions)."""
+    if values.null_count:
+        return False
+    vtype = values.type
+    if pa.types.is_floating(vtype):
+        if kind is AggregationType.SUM or pc.any(pc.is_nan(values)).as_py():
+            return False
+        negative_zero = pc.and_(pc.equal(values, 0.0), pc.less(pc.divide(1.0, values), 0))
+        return not pc.any(negative_zero).as_py()
+    return bool(pa.types.is_integer(vtype))
+
+
+def _reduce_groups(
+    plan: ColumnarAggregation, group: np.ndarray[Any, Any], v: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any] | None] | None:
+    """Reduce the rows (in replay order) by window: ``group`` holds each row's window start,
+    ``v`` its field value. Returns the window starts (ascending), the row each window's record
+    is taken from, and the field's values (``None``: taken from those rows), or ``None`` when
+    the sum would overflow or not fit the column."""
+    n = len(group)
+    perm = None
+    if n > 1 and not bool((group[1:] >= group[:-1]).all()):
+        perm = np.argsort(group, kind="stable")  # a window's rows keep their order
+        group = group[perm]
+        v = v[perm]
+    first_rows = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+    starts = group[first_rows]
+    kind = plan.aggregation
+    if kind is AggregationType.SUM:
+        widest = max(abs(int(v.min())), abs(int(v.max())))
+        if widest * n >= _SUM_LIMIT:
+            return None
+        sums = np.add.reduceat(v.astype(np.int64), first_rows)
+        info = np.iinfo(v.dtype)
+        if int(sums.min()) < info.min or int(sums.max()) > info.max:
+            return None  # the operator's result does not fit the column: it raises
+        rows = first_rows if perm is None else perm[first_rows]
+        return starts, rows, sums
+    # min / max / min_by / max_by: the first (or last) row of each group holding the group's
+    # extreme value; min / max keep the group's first row and take the value from there
+    # (equal values keep the first one seen, as the reduce does).
+    lowest = kind in (AggregationType.MIN, AggregationType.MIN_BY)
+    extreme = (np.minimum if lowest else np.maximum).reduceat(v, first_rows)
+    lengths = np.diff(np.append(first_rows, n))
+    run = np.repeat(np.arange(len(first_rows)), lengths)
+    hits = np.flatnonzero(v == extreme[run])
+    hit_runs = run[hits]
+    if kind.picks_element and not plan.first:
+        chosen = hits[np.append(hit_runs[1:] != hit_runs[:-1], True)]
+    else:
+        chosen = hits[np.concatenate(([True], hit_runs[1:] != hit_runs[:-1]))]
+    if kind.picks_element:
+        return starts, (chosen if perm is None else perm[chosen]), None
+    return starts, (first_rows if perm is None else perm[first_rows]), v[chosen]
+
+
+def _window_starts(plan: ColumnarAggregation, t: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return t - np.mod(t - plan.offset, plan.size)  # type: ignore[no-any-return]
+
+
+def _near_ends_of_time(plan: ColumnarAggregation, lo: int, hi: int) -> bool:
+    margin = plan.margin
+    return lo <= MIN_TIMESTAMP + margin or hi >= MAX_TIMESTAMP - margin
+
+
 @dataclass(frozen=True)
 class ColumnarResults:
     """Per window: start, end and result timestamp; the input row each result row is taken
@@ -84,50 +179,196 @@ def columnar_results(
     """The windows of one key whose rows are sorted as the replay sorts them (event time
     ``times`` in ms without nulls, then the tie-breaker), or ``None`` when the operator must
     compute them."""
-    n = len(times)
-    if n == 0 or values.null_count:
-        return None
-    vtype = values.type
-    kind = plan.aggregation
-    if pa.types.is_floating(vtype):
-        # Float sums depend on the order of additions; NaN and -0.0 are ordered (Java's
-        # Double.compareTo) where numpy's minimum / maximum do not order them.
-        if kind is AggregationType.SUM or pc.any(pc.is_nan(values)).as_py():
-            return None
-        if pc.any(pc.and_(pc.equal(values, 0.0), pc.less(pc.divide(1.0, values), 0))).as_py():
-            return None  # a -0.0
-    elif not pa.types.is_integer(vtype):
+    if len(times) == 0 or not _usable(plan.aggregation, values):
         return None
     t = times.to_numpy()
-    margin = 2 * plan.size + abs(plan.offset) + plan.allowed_lateness
-    if int(t[0]) <= MIN_TIMESTAMP + margin or int(t[-1]) >= MAX_TIMESTAMP - margin:
+    if _near_ends_of_time(plan, int(t[0]), int(t[-1])):
         return None  # window bounds near the ends of time: the operator clamps them
-    starts_all = t - np.mod(t - plan.offset, plan.size)
-    first_rows = np.flatnonzero(np.concatenate(([True], starts_all[1:] != starts_all[:-1])))
-    starts = starts_all[first_rows]
-    v = values.to_numpy()
-    if kind is AggregationType.SUM:
-        widest = max(abs(int(v.min())), abs(int(v.max())))
-        if widest * n >= _SUM_LIMIT:
+    found = _reduce_groups(plan, _window_starts(plan, t), values.to_numpy())
+    return None if found is None else ColumnarResults(*found)
+
+
+# ---------------------------------------------------------------------------- streaming
+def to_ipc(table: pa.Table) -> bytes:
+    """``table`` as an Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()  # type: ignore[no-any-return]
+
+
+def from_ipc(data: bytes) -> pa.Table:
+    """The table of an Arrow IPC stream written by :func:`to_ipc`."""
+    return pa.ipc.open_stream(data).read_all()
+
+
+@dataclass(frozen=True, eq=False)
+class OpenWindows:
+    """One key's windows in the columnar streaming state: the window starts (ascending), each
+    window's reduced record (the input columns; the operator's reduce state) and the
+    watermark up to which windows have fired (a window ending at or before it is kept only
+    for its allowed lateness)."""
+
+    starts: np.ndarray[Any, Any]
+    rows: pa.Table
+    fired_upto: int
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_open_windows, (self.starts.tobytes(), to_ipc(self.rows), self.fired_upto))
+
+    def next_event_time(self, plan: ColumnarAggregation) -> int | None:
+        """The key's earliest operator timer: a window's end (``max_timestamp``) while it
+        has not fired, then its cleanup time."""
+        if len(self.starts) == 0:
             return None
-        sums = np.add.reduceat(v.astype(np.int64), first_rows)
-        info = np.iinfo(vtype.to_pandas_dtype())
-        if int(sums.min()) < info.min or int(sums.max()) > info.max:
-            return None  # the operator's result does not fit the column: it raises
-        return ColumnarResults(starts, first_rows, sums)
-    # min / max / min_by / max_by: the first (or last) row of each run holding the run's
-    # extreme value; min / max keep the run's first row and take the value from there
-    # (equal values keep the first one seen, as the reduce does).
-    lowest = kind in (AggregationType.MIN, AggregationType.MIN_BY)
-    extreme = (np.minimum if lowest else np.maximum).reduceat(v, first_rows)
-    lengths = np.diff(np.append(first_rows, n))
-    run = np.repeat(np.arange(len(first_rows)), lengths)
-    hits = np.flatnonzero(v == extreme[run])
-    hit_runs = run[hits]
-    if kind.picks_element and not plan.first:
-        chosen = hits[np.append(hit_runs[1:] != hit_runs[:-1], True)]
-    else:
-        chosen = hits[np.concatenate(([True], hit_runs[1:] != hit_runs[:-1]))]
-    if kind.picks_element:
-        return ColumnarResults(starts, chosen, None)
-    return ColumnarResults(starts, first_rows, v[chosen])
+        ends = self.starts + (plan.size - 1)
+        due = np.where(ends > self.fired_upto, ends, ends + plan.allowed_lateness)
+        return int(due.min())
+
+
+def _open_windows(starts: bytes, rows: bytes, fired_upto: int) -> OpenWindows:
+    return OpenWindows(np.frombuffer(starts, np.int64), from_ipc(rows), fired_upto)
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnarStep:
+    """The outcome of one streaming call on whole columns: the records of the windows that
+    fired (``fired_rows``, starts ``fired_starts``, in firing order), the indexes of the late
+    input rows, and the key's new state (``None``: nothing left)."""
+
+    fired_starts: np.ndarray[Any, Any]
+    fired_rows: pa.Table | None
+    late: np.ndarray[Any, Any]
+    state: OpenWindows | None
+
+
+def step_open_windows(
+    plan: ColumnarAggregation,
+    state: OpenWindows | None,
+    watermark: int,
+    rows: pa.Table | None,
+    times: np.ndarray[Any, Any] | None,
+) -> ColumnarStep | None:
+    """One streaming call of a key on whole columns, as the operator runs it: advance to
+    ``watermark`` (fire the windows it passes, clean up those past their lateness), then add
+    ``rows`` (the input columns in replay order, event times ``times`` in ms without nulls);
+    rows whose window is past its cleanup time are late. ``None`` when the operator must run
+    (see the module docstring); nothing is changed then."""
+    size, lateness = plan.size, plan.allowed_lateness
+    fired_rows: pa.Table | None = None
+    fired_starts = starts = np.empty(0, np.int64)
+    kept = None if rows is None else rows.schema.empty_table()
+    fired_upto = watermark
+    if state is not None:
+        ends = state.starts + (size - 1)
+        fire = np.flatnonzero((ends > state.fired_upto) & (ends <= watermark))
+        keep = np.flatnonzero(ends + lateness > watermark)
+        fired_starts = state.starts[fire]
+        fired_rows = state.rows.take(fire)
+        starts = state.starts[keep]
+        kept = state.rows if len(keep) == len(state.starts) else state.rows.take(keep)
+        fired_upto = max(state.fired_upto, watermark)
+
+    def step(late: np.ndarray[Any, Any]) -> ColumnarStep:
+        left = None if kept is None or not len(starts) else OpenWindows(starts, kept, fired_upto)
+        return ColumnarStep(fired_starts, fired_rows, late, left)
+
+    if rows is None or times is None or len(times) == 0 or kept is None:
+        return step(np.empty(0, np.int64))
+    if _near_ends_of_time(plan, int(times.min()), int(times.max())):
+        return None
+    row_starts = _window_starts(plan, times)
+    row_ends = row_starts + (size - 1)
+    is_late = row_ends + lateness <= watermark
+    if lateness and bool(((~is_late) & (row_ends <= watermark)).any()):
+        return None  # an element fires its window on arrival (EventTimeTrigger)
+    late = np.flatnonzero(is_late)
+    added = np.flatnonzero(~is_late)
+    if len(added) == 0:
+        return step(late)
+    new_rows = rows if len(added) == len(rows) else rows.take(added)
+    field = plan.field
+    values = pa.chunked_array([*kept.column(field).chunks, *new_rows.column(field).chunks])
+    if not _usable(plan.aggregation, values):
+        return None
+    group = np.concatenate((starts, row_starts[added]))
+    found = _reduce_groups(plan, group, values.to_numpy())
+    if found is None:
+        return None
+    new_starts, carriers, field_values = found
+    records = pa.concat_tables([kept, new_rows]).take(carriers)
+    if field_values is not None:
+        position = records.schema.get_field_index(field)
+        column = pa.array(field_values, records.schema.field(position).type)
+        records = records.set_column(position, records.schema.field(position), column)
+    new_state = OpenWindows(new_starts, records.combine_chunks(), fired_upto)
+    return ColumnarStep(fired_starts, fired_rows, late, new_state)
+
+
+# ---------------------------------------------------------------------------- conversions
+def key_state_of(
+    plan: ColumnarAggregation, op: WindowOperator, state: OpenWindows, records: list[Any]
+) -> KeyState:
+    """The operator's state for ``state`` (whose records, as the operator's ``Row`` values,
+    are ``records``): each window's reduced record, its trigger timer while it has not fired
+    and its cleanup timer."""
+    ks = op.new_key_state()
+    size = plan.size
+    for start, record in zip(state.starts.tolist(), records, strict=True):
+        window = TimeWindow(start, start + size)
+        ks.contents[window] = record
+        end = start + size - 1
+        if end > state.fired_upto:
+            _register(ks.evt_timers, ks.evt_heap, ks, end, window)
+        _register(ks.evt_timers, ks.evt_heap, ks, end + plan.allowed_lateness, window)
+    return ks
+
+
+def open_windows_of(
+    plan: ColumnarAggregation, ks: KeyState, record_type: type, encode: Any
+) -> OpenWindows | None:
+    """The columnar state for the operator's state ``ks``, or ``None`` when ``ks`` holds
+    anything else than tumbling windows with a reduced record of ``record_type`` and their
+    trigger and cleanup timers. ``encode(records)`` gives the records as a table of the input
+    columns, or ``None`` when a value does not fit its column."""
+    if (
+        ks.merging
+        or ks.proc_timers
+        or ks.timeline is not None
+        or ks.slices is not None
+        or ks.num_state_entries() != len(ks.contents)
+    ):
+        return None
+    size, lateness = plan.size, plan.allowed_lateness
+    windows = sorted(ks.contents)
+    timers = ks.evt_timers
+    fired_upto = MIN_TIMESTAMP
+    pending_from = MAX_TIMESTAMP
+    expected = 0
+    for w in windows:
+        if type(w) is not TimeWindow or w.end - w.start != size:
+            return None
+        if (w.start - plan.offset) % size or type(ks.contents[w]) is not record_type:
+            return None
+        end = w.start + size - 1
+        if _near_ends_of_time(plan, w.start, end):
+            return None
+        if (end + lateness, w) not in timers:
+            return None
+        expected += 1
+        if lateness and (end, w) in timers:
+            expected += 1
+            pending_from = min(pending_from, end)
+        elif not lateness:
+            pending_from = min(pending_from, end)  # one timer: trigger and cleanup
+        else:
+            fired_upto = max(fired_upto, end)
+    if len(timers) != expected or fired_upto >= pending_from:
+        return None
+    if not windows:
+        return None
+    table = encode([ks.contents[w] for w in windows])
+    if table is None:
+        return None
+    starts = np.array([w.start for w in windows], np.int64)
+    return OpenWindows(starts, table, fired_upto)

@@ -541,20 +541,24 @@ class OutputLayout:
         bounds: tuple[pa.Array, pa.Array, pa.Array],
         columns: Sequence[pa.Array],
         counters: Mapping[str, int],
+        late_source: pa.Table | None = None,
+        late: LateRows | None = None,
     ) -> pa.Table:
         """One key's tagged output from results computed on whole columns: ``bounds`` are
         the window starts, ends and result timestamps (int64 ms), ``columns`` the result
-        columns (``out_schema``'s types), then one metrics row with ``counters``; no side
-        outputs and no late rows. The same table :meth:`tagged_table` builds for those
-        results."""
+        columns (``out_schema``'s types), then the rows ``late.rows`` of ``late_source``
+        and one metrics row with ``counters``; no side outputs. The same table
+        :meth:`tagged_table` builds for those results."""
         out_types, side_types, _ = self._arrow_types
+        late = LateRows() if late is None else late
         n = len(bounds[0])
-        total = n + 1
+        tail = len(late.rows) + 1
+        total = n + tail
 
         def padded(array: pa.Array, arrow_type: pa.DataType) -> pa.Array:
-            return pa.concat_arrays([array.cast(arrow_type), pa.nulls(1, arrow_type)])
+            return pa.concat_arrays([array.cast(arrow_type), pa.nulls(tail, arrow_type)])
 
-        kinds = pa.array([_RESULT] * n + [_METRICS], pa.int8())
+        kinds = pa.array([_RESULT] * n + [_LATE] * len(late.rows) + [_METRICS], pa.int8())
         arrays: list[pa.Array] = [kinds, *key_columns(total)]
         names: list[str] = [KIND, *self.keys, _WS, _WE, _MT]
         arrays += [padded(b, pa.int64()) for b in bounds]
@@ -564,7 +568,7 @@ class OutputLayout:
         for j, types in enumerate(side_types):
             arrays += [pa.nulls(total, t) for t in types]
             names += self.side_cols(j)
-        self._late_and_metrics(arrays, names, n, None, LateRows(), counters)
+        self._late_and_metrics(arrays, names, n, late_source, late, counters)
         return pa.Table.from_arrays(arrays, names=names)
 
     def tagged_table(

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import functools
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,7 +52,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from windowing.operator import WindowOperator
+from windowing.operator import KeyState, WindowOperator
 from windowing.records import OutputTag
 from windowing.spark.batch import (
     _ARR,
@@ -61,7 +62,18 @@ from windowing.spark.batch import (
     internal_columns,
     replay_order,
 )
+from windowing.spark.columnar import (
+    ColumnarAggregation,
+    OpenWindows,
+    columnar_plan,
+    from_ipc,
+    key_state_of,
+    open_windows_of,
+    step_open_windows,
+    to_ipc,
+)
 from windowing.spark.output import (
+    REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     STREAMING_METRICS,
@@ -71,7 +83,7 @@ from windowing.spark.output import (
     note_element_error,
     operator_counters,
 )
-from windowing.spark.schema import table_rows
+from windowing.spark.schema import make_row_encoder, row_class, table_rows
 from windowing.stream import is_processing_time_assigner
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -217,6 +229,11 @@ def run_streaming(
                 to_arrow_type(layout.input_schema[k].dataType, timezone=tz) for k in keys
             ],
             wall_clock=wall_clock,
+            columnar=None
+            if wall_clock or source.processing_time is not None
+            else columnar_plan(
+                config.assigner, spec, config.trigger, config.evictor, config.allowed_lateness
+            ),
         )
     )
     time_mode = "ProcessingTime" if wall_clock else "EventTime"
@@ -307,18 +324,14 @@ class _Config:
     input_arrow: pa.Schema
     key_arrow_types: list[pa.DataType]
     wall_clock: bool  # ProcessingTime mode: processing time is the micro-batch's clock
+    # Built-in aggregations of tumbling windows computed on whole columns (event time, no
+    # processing_time column); None: the operator alone.
+    columnar: ColumnarAggregation | None = None
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:
         """The Arrow schema of a key's rows: the input columns, then the internal ones."""
         return pa.schema([*self.input_arrow, *[pa.field(n, pa.int64()) for n in self.internal]])
-
-
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()  # type: ignore[no-any-return]
 
 
 #: The largest packed row: Spark batches up to ``maxRecordsPerBatch`` (10,000) rows of the
@@ -332,11 +345,11 @@ def _pack(table: pa.Table) -> pd.DataFrame:
     slice of about ``_PACK_LIMIT`` bytes). Spark converts each yielded pandas frame back to
     Arrow column by column (a fixed cost per column); one binary column keeps that cost to one
     column whatever the layout."""
-    blob = _ipc(table)
+    blob = to_ipc(table)
     if len(blob) <= _PACK_LIMIT or table.num_rows < 2:
         return pd.DataFrame({_PACKED: [blob]})
     step = max(1, table.num_rows * _PACK_LIMIT // len(blob))
-    blobs = [_ipc(table.slice(i, step)) for i in range(0, table.num_rows, step)]
+    blobs = [to_ipc(table.slice(i, step)) for i in range(0, table.num_rows, step)]
     return pd.DataFrame({_PACKED: blobs})
 
 
@@ -344,9 +357,30 @@ def _unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function after the processor: the tagged tables of the packed
     rows of each input batch, concatenated."""
     for batch in batches:
-        tables = [pa.ipc.open_stream(data).read_all() for data in batch.column(0).to_pylist()]
+        tables = [from_ipc(data) for data in batch.column(0).to_pylist()]
         if tables:
             yield from pa.concat_tables(tables).combine_chunks().to_batches()
+
+
+def _input_table(pdf: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """A key's rows as Spark hands them to the processor (a pandas frame whose columns are
+    those of ``schema`` by position: Spark names the internal columns ``_<i>``) as an Arrow
+    table of ``schema``. Numbers and naive timestamps go through numpy, several times faster
+    than ``pa.Array.from_pandas`` for the few hundred rows of a key, with the same result
+    (``NaN`` / ``NaT`` become nulls; timestamps are truncated to the schema's unit)."""
+    arrays = []
+    unique = pdf.columns.is_unique
+    for i, field in enumerate(schema):
+        series = pdf[pdf.columns[i]] if unique else pdf.iloc[:, i]
+        kind = series.dtype.kind
+        if kind in "iufb" and isinstance(series.dtype, np.dtype):
+            arrays.append(pa.array(series.to_numpy(), field.type, from_pandas=True))
+        elif kind == "M" and isinstance(series.dtype, np.dtype):  # naive datetime64
+            naive = pa.array(series.to_numpy(), from_pandas=True)
+            arrays.append(naive.cast(field.type, safe=False))
+        else:
+            arrays.append(pa.Array.from_pandas(series, type=field.type, safe=False))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _dumps(value: Any) -> bytes:
@@ -368,9 +402,11 @@ def _flink_watermark(spark_watermark_ms: int) -> int:
 class _WindowProcessor(StatefulProcessor):
     """One ``WindowOperator`` per Python worker; per key one ValueState and one timer.
 
-    The state is the pickled ``(registered timer, KeyState, processing-time clock)``; the
-    clock is the key's largest ``processing_time`` value so far (``None`` without that
-    column)."""
+    The state is the pickled ``(registered timer, key state, processing-time clock)``; the
+    key state is the operator's :class:`~windowing.operator.KeyState`, or with a columnar
+    plan the key's :class:`~windowing.spark.columnar.OpenWindows` (each form converts to the
+    other when a call needs it); the clock is the key's largest ``processing_time`` value so
+    far (``None`` without that column)."""
 
     def __init__(self, config: _Config) -> None:
         self.config = config
@@ -390,14 +426,56 @@ class _WindowProcessor(StatefulProcessor):
         )
         self.spark_watermark = 0
         self.now = 0
+        names = c.layout.input_schema.names
+        self.record_type = row_class(tuple(names))
+        self.encode_record = make_row_encoder(c.layout.input_schema)
 
     # -- state ---------------------------------------------------------------------------
     def _load(self) -> tuple[int | None, Any, int | None]:
+        """``(registered timer, key state, clock)``; the key state is ``None`` for a key
+        without state."""
         value = self.state.get()
         if value is None or value[0] is None:
-            return None, self.op.new_key_state(), None
+            return None, None, None
         timer, ks, clock = pickle.loads(value[0])
         return timer, ks, clock
+
+    def _key_state(self, ks: Any) -> KeyState:
+        """The operator's form of the key state ``ks``."""
+        if ks is None:
+            return self.op.new_key_state()
+        if isinstance(ks, OpenWindows):
+            plan = self.config.columnar
+            assert plan is not None
+            names = self.config.layout.input_schema.names
+            return key_state_of(plan, self.op, ks, table_rows(ks.rows, names))
+        assert isinstance(ks, KeyState)
+        return ks
+
+    def _open_windows(self, ks: Any) -> tuple[bool, OpenWindows | None]:
+        """The columnar form of the key state ``ks``: ``(False, None)`` when it has none."""
+        if ks is None or isinstance(ks, OpenWindows):
+            return True, ks
+        if ks.is_empty():
+            return True, None
+        plan = self.config.columnar
+        assert plan is not None
+        found = open_windows_of(plan, ks, self.record_type, self._records_table)
+        return found is not None, found
+
+    def _records_table(self, records: list[Any]) -> pa.Table | None:
+        """Input records (``Row``) as a table of the input columns; ``None`` when a value
+        does not fit its column (e.g. a sum beyond the column's type)."""
+        c = self.config
+        try:
+            encoded = [self.encode_record(r) for r in records]
+            arrays = [
+                pa.array([values[i] for values in encoded], field.type)
+                for i, field in enumerate(c.input_arrow)
+            ]
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return None
+        return pa.Table.from_arrays(arrays, schema=c.input_arrow)
 
     def _save(self, timer: int | None, ks: Any, *, timer_alive: bool) -> None:
         """Write the state once and keep one Spark timer at the key's next due operator
@@ -407,12 +485,19 @@ class _WindowProcessor(StatefulProcessor):
         a processing-time one no earlier than the next millisecond: operator timers already
         due fire at the next watermark advance / micro-batch, as in Flink and the batch
         replay."""
+        plan = self.config.columnar
         if self.config.wall_clock:
             nxt = ks.next_processing_time()
             floor = self.now + 1
             shift = 0
         else:
-            nxt = ks.next_event_time()
+            if ks is None:
+                nxt = None
+            elif isinstance(ks, OpenWindows):
+                assert plan is not None
+                nxt = ks.next_event_time(plan)
+            else:
+                nxt = ks.next_event_time()
             floor = self.spark_watermark + 1
             shift = 1
         new_timer = None
@@ -422,7 +507,7 @@ class _WindowProcessor(StatefulProcessor):
             self.handle.deleteTimer(timer)
         if new_timer is not None and new_timer != (timer if timer_alive else None):
             self.handle.registerTimer(new_timer)
-        if ks.is_empty() and new_timer is None:
+        if (ks is None or (isinstance(ks, KeyState) and ks.is_empty())) and new_timer is None:
             self.state.clear()
         else:
             clock = self.op.processing_time if _PT in self.config.internal else None
@@ -439,27 +524,21 @@ class _WindowProcessor(StatefulProcessor):
         names = c.layout.input_schema.names
         frames = list(rows)
         pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        # Columns by position (the input columns, then the internal ones): Spark hands
-        # internal ("__pw_*") columns over as "_<i>". One column at a time: converting the
-        # frame as a whole costs several times more for the few hundred rows of a key.
-        schema = c.input_table_schema
-        labels = pdf.columns[: len(schema)]
-        if pdf.columns.is_unique:
-            series = [pdf[label] for label in labels]
-        else:
-            series = [pdf.iloc[:, i] for i in range(len(schema))]
-        arrays = [
-            pa.Array.from_pandas(v, type=f.type, safe=False)
-            for v, f in zip(series, schema, strict=True)
-        ]
-        table = pa.Table.from_arrays(arrays, schema=schema)
+        table = _input_table(pdf, c.input_table_schema)
         # The batch replay's order inside a key: arrival order, else processing time, then
         # event time and the content hash, nulls last; deterministic across re-executions.
         order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
         table = table.take(pc.sort_indices(table, sort_keys=order))
-        timer, ks, clock = self._load()
-        k = self._key(key)
+        timer, stored, clock = self._load()
         self._set_clocks(timerValues, clock)
+        if c.columnar is not None:
+            out = self._columnar_call(key, timer, stored, table, timer_alive=True)
+            if out is not False:
+                if out is not None:
+                    yield out
+                return
+        ks = self._key_state(stored)
+        k = self._key(key)
         op = self.op
         self._reset()
         self._fire(k, ks)
@@ -524,14 +603,78 @@ class _WindowProcessor(StatefulProcessor):
         timerValues: Any,  # noqa: N803
         expiredTimerInfo: Any,  # noqa: N803
     ) -> Any:
-        timer, ks, clock = self._load()
+        timer, stored, clock = self._load()
         self._set_clocks(timerValues, clock)
+        if self.config.columnar is not None:
+            out = self._columnar_call(key, timer, stored, None, timer_alive=False)
+            if out is not False:
+                if out is not None:
+                    yield out
+                return
+        ks = self._key_state(stored)
         self._reset()
         self._fire(self._key(key), ks)
         self._save(timer, ks, timer_alive=False)
         out = self._emit(key, None, LateRows(), (0, 0, 0))
         if out is not None:
             yield out
+
+    def _columnar_call(
+        self, key: Any, timer: int | None, stored: Any, table: pa.Table | None, *, timer_alive: bool
+    ) -> pd.DataFrame | bool | None:
+        """Run this call on whole columns (:func:`~windowing.spark.columnar.step_open_windows`)
+        and save the state: the packed output, or ``None`` when there is none; ``False``
+        (nothing done) when the operator must run it."""
+        c = self.config
+        plan = c.columnar
+        assert plan is not None
+        times = None
+        rows = None
+        if table is not None:
+            ts = table.column(_TS)
+            if ts.null_count or (_ARR in c.internal and table.column(_ARR).null_count):
+                return False
+            times = ts.to_numpy()
+            rows = table.select(c.layout.input_schema.names)
+        convertible, state = self._open_windows(stored)
+        if not convertible:
+            return False
+        step = step_open_windows(plan, state, self.op.watermark, rows, times)
+        if step is None:
+            return False
+        self._save(timer, step.state, timer_alive=timer_alive)
+        n_input = 0 if table is None else table.num_rows
+        n_late = len(step.late)
+        fired = len(step.fired_starts)
+        if not (n_input or fired):
+            return None
+        tag = c.late_output_tag
+        late = LateRows()
+        if tag is not None:
+            watermark = self.op.watermark
+            for i in step.late.tolist():
+                late.add(i, watermark, REASON_LATE)
+        counters = {
+            "num_input_rows": n_input,
+            "num_elements": n_input,
+            "num_late_records_side_output": n_late if tag is not None else 0,
+            "num_late_records_dropped": 0 if tag is not None else n_late,
+            "num_windows_fired": fired,
+            "num_results": fired,
+        }
+        starts = pa.array(step.fired_starts, pa.int64())
+        ends = pc.add(starts, plan.size)
+        records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
+        columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
+        out = c.layout.tagged_result_columns(
+            key_columns=self._key_columns(key),
+            bounds=(starts, ends, pc.subtract(ends, 1)),
+            columns=columns,
+            counters=counters,
+            late_source=table,
+            late=late,
+        )
+        return _pack(out)
 
     def close(self) -> None:
         pass
@@ -572,6 +715,16 @@ class _WindowProcessor(StatefulProcessor):
             )
             raise
 
+    def _key_columns(self, key: Any) -> Callable[[int], list[pa.Array]]:
+        """The key column(s) of Spark's grouping ``key`` for ``n`` output rows."""
+        key_values = [v.item() if hasattr(v, "item") else v for v in key]
+        types = self.config.key_arrow_types
+
+        def key_columns(total: int) -> list[pa.Array]:
+            return [pa.array([v] * total, t) for v, t in zip(key_values, types, strict=True)]
+
+        return key_columns
+
     def _emit(
         self,
         key: Any,
@@ -589,16 +742,9 @@ class _WindowProcessor(StatefulProcessor):
         if not (op.output or late.rows or n_input or m.num_windows_fired or has_side):
             return None
         counters = operator_counters(op, n_input, null_ts, null_arr)
-        key_values = [v.item() if hasattr(v, "item") else v for v in key]
-
-        def key_columns(total: int) -> list[pa.Array]:
-            return [
-                pa.array([v] * total, t) for v, t in zip(key_values, c.key_arrow_types, strict=True)
-            ]
-
         out = c.layout.tagged_table(
             key=self._key(key),
-            key_columns=key_columns,
+            key_columns=self._key_columns(key),
             results=op.output,
             side_outputs=op.side_outputs,
             late_source=table,
