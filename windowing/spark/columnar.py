@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from assigners.tumbling import TumblingEventTimeWindows
 from functions.aggregations import AggregationType, FieldAggregation
@@ -103,11 +102,13 @@ def _usable(kind: AggregationType, values: pa.Array | pa.ChunkedArray) -> bool:
         return False
     vtype = values.type
     if pa.types.is_floating(vtype):
-        if kind is AggregationType.SUM or pc.any(pc.is_nan(values)).as_py():
-            return False
-        negative_zero = pc.and_(pc.equal(values, 0.0), pc.less(pc.divide(1.0, values), 0))
-        return not pc.any(negative_zero).as_py()
+        return kind is not AggregationType.SUM and _ordered_floats(values.to_numpy())
     return bool(pa.types.is_integer(vtype))
+
+
+def _ordered_floats(v: np.ndarray[Any, Any]) -> bool:
+    """Whether the floats ``v`` hold no NaN and no ``-0.0``."""
+    return not (np.isnan(v).any() or (np.signbit(v) & (v == 0)).any())
 
 
 def _reduce_groups(
@@ -260,13 +261,16 @@ def step_open_windows(
     kept = None if rows is None else rows.schema.empty_table()
     fired_upto = watermark
     if state is not None:
+        # The starts are ascending: the windows that fire, and those kept, are ranges.
         ends = state.starts + (size - 1)
-        fire = np.flatnonzero((ends > state.fired_upto) & (ends <= watermark))
-        keep = np.flatnonzero(ends + lateness > watermark)
-        fired_starts = state.starts[fire]
-        fired_rows = state.rows.take(fire)
-        starts = state.starts[keep]
-        kept = state.rows if len(keep) == len(state.starts) else state.rows.take(keep)
+        first_fired = int(np.searchsorted(ends, state.fired_upto, side="right"))
+        after_fired = int(np.searchsorted(ends, watermark, side="right"))
+        first_kept = int(np.searchsorted(ends, max(watermark - lateness, MIN_TIMESTAMP), "right"))
+        if after_fired > first_fired:
+            fired_starts = state.starts[first_fired:after_fired]
+            fired_rows = state.rows.slice(first_fired, after_fired - first_fired)
+        starts = state.starts[first_kept:]
+        kept = state.rows.slice(first_kept)
         fired_upto = max(state.fired_upto, watermark)
 
     def step(late: np.ndarray[Any, Any]) -> ColumnarStep:
@@ -282,27 +286,42 @@ def step_open_windows(
     is_late = row_ends + lateness <= watermark
     if lateness and bool(((~is_late) & (row_ends <= watermark)).any()):
         return None  # an element fires its window on arrival (EventTimeTrigger)
-    late = np.flatnonzero(is_late)
-    added = np.flatnonzero(~is_late)
-    if len(added) == 0:
-        return step(late)
-    new_rows = rows if len(added) == len(rows) else rows.take(added)
+    if is_late.any():
+        late = np.flatnonzero(is_late)
+        added = np.flatnonzero(~is_late)
+        if len(added) == 0:
+            return step(late)
+        new_rows = rows.take(added)
+        row_starts = row_starts[added]
+    else:
+        late = np.empty(0, np.int64)
+        new_rows = rows
     field = plan.field
-    values = pa.chunked_array([*kept.column(field).chunks, *new_rows.column(field).chunks])
-    if not _usable(plan.aggregation, values):
+    new_values = new_rows.column(field)
+    if not _usable(plan.aggregation, new_values):
         return None
-    group = np.concatenate((starts, row_starts[added]))
-    found = _reduce_groups(plan, group, values.to_numpy())
+    kept_values = kept.column(field)
+    if kept_values.null_count:
+        return None  # a window of null values (state converted from the operator)
+    if len(kept_values):
+        values = np.concatenate((kept_values.to_numpy(), new_values.to_numpy()))
+        group = np.concatenate((starts, row_starts))
+        if values.dtype.kind == "f" and not _ordered_floats(values):
+            return None  # the kept values held them (state converted from the operator)
+    else:
+        values, group = new_values.to_numpy(), row_starts
+    found = _reduce_groups(plan, group, values)
     if found is None:
         return None
     new_starts, carriers, field_values = found
-    records = pa.concat_tables([kept, new_rows]).take(carriers)
+    records = (pa.concat_tables([kept, new_rows]) if len(kept) else new_rows).take(carriers)
     if field_values is not None:
         position = records.schema.get_field_index(field)
         column = pa.array(field_values, records.schema.field(position).type)
         records = records.set_column(position, records.schema.field(position), column)
-    new_state = OpenWindows(new_starts, records.combine_chunks(), fired_upto)
-    return ColumnarStep(fired_starts, fired_rows, late, new_state)
+    return ColumnarStep(
+        fired_starts, fired_rows, late, OpenWindows(new_starts, records, fired_upto)
+    )
 
 
 # ---------------------------------------------------------------------------- conversions
