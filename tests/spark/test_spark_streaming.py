@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -551,3 +552,75 @@ def test_large_call_outputs_are_packed_in_slices() -> None:
     batch = pa.RecordBatch.from_pandas(packed, preserve_index=False)
     unpacked = pa.Table.from_batches(list(streaming._unpack(iter([batch, batch.slice(0, 0)]))))
     assert unpacked.equals(big)
+
+
+def test_timestamps_in_a_session_time_zone_other_than_utc(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark hands the processor TimestampType values as wall-clock times of the session
+    time zone: they reach the results and the late rows as the same instants as the input,
+    on the operator and on the column path."""
+    src = tmp_path / "src"
+    src.mkdir()
+    files = [
+        [("a", 1, "2024-05-01T12:00:01Z"), ("a", 2, "2024-05-01T12:00:02Z")],
+        [("b", 1, "2024-05-01T13:00:00Z")],
+        [("a", 3, "2024-05-01T12:00:03Z"), ("b", 1, "2024-05-01T14:00:00Z")],  # a late row
+    ]
+    for i, rows in enumerate(files):
+        path = src / f"part-{i:04d}.json"
+        path.write_text(
+            "".join(json.dumps({"user": u, "n": n, "ts": t}) + "\n" for u, n, t in rows)
+        )
+        os.utime(path, (1_600_000_000 + i * 10,) * 2)
+
+    def pick(a: Row, b: Row) -> Row:
+        return a if a.n >= b.n else b
+
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        outputs = {}
+        for name, finish in (
+            ("operator", lambda s: s.reduce(pick)),
+            ("columns", lambda s: s.max_by("n")),
+        ):
+            df = (
+                spark.readStream.schema("user string, n bigint, ts timestamp")
+                .option("maxFilesPerTrigger", 1)
+                .json(str(src))
+            )
+            stream = (
+                WindowedStream.from_dataframe(
+                    df, event_time="ts", watermark=BoundedOutOfOrderness(1_000)
+                )
+                .key_by("user")
+                .window(TumblingEventTimeWindows(10_000))
+                .side_output_late_data(LATE)
+            )
+            out = tmp_path / name
+            query = write_results_and_late(
+                finish(stream),
+                str(out / "results"),
+                str(out / "late"),
+                str(out / "ckpt"),
+                available_now=True,
+            )
+            query.awaitTermination()
+            assert query.exception() is None
+            outputs[name] = out
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+    from datetime import datetime
+
+    def instant(text: str) -> datetime:
+        return (
+            datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).replace(tzinfo=None)
+        )
+
+    for out in outputs.values():
+        results = spark.read.parquet(str(out / "results")).where("user = 'a'").collect()
+        assert [(r.n, r.ts) for r in results] == [(2, instant("2024-05-01T12:00:02Z"))]
+        assert results[0].window_start == instant("2024-05-01T12:00:00Z")
+        late = spark.read.parquet(str(out / "late")).collect()
+        assert [(r.user, r.n, r.ts) for r in late] == [("a", 3, instant("2024-05-01T12:00:03Z"))]

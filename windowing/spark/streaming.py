@@ -365,22 +365,37 @@ def _unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 def _input_table(pdf: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     """A key's rows as Spark hands them to the processor (a pandas frame whose columns are
     those of ``schema`` by position: Spark names the internal columns ``_<i>``) as an Arrow
-    table of ``schema``. Numbers and naive timestamps go through numpy, several times faster
-    than ``pa.Array.from_pandas`` for the few hundred rows of a key, with the same result
-    (``NaN`` / ``NaT`` become nulls; timestamps are truncated to the schema's unit)."""
+    table of ``schema``.
+
+    Spark gives a ``TimestampType`` column as naive wall-clock times of the session time
+    zone (the zone of the schema's field); they are localized back to instants as Spark
+    itself does (``tz_localize(zone, ambiguous=False)``). Numbers and naive timestamps go
+    through numpy, several times faster than ``pa.Array.from_pandas`` for the few hundred
+    rows of a key, with the same result (``NaN`` / ``NaT`` become nulls; timestamps are
+    truncated to the schema's unit)."""
+    # A column's values without building a Series (pandas' block manager, where present).
+    values_at = getattr(getattr(pdf, "_mgr", None), "iget_values", None)
     arrays = []
-    unique = pdf.columns.is_unique
     for i, field in enumerate(schema):
-        series = pdf[pdf.columns[i]] if unique else pdf.iloc[:, i]
-        kind = series.dtype.kind
-        if kind in "iufb" and isinstance(series.dtype, np.dtype):
-            arrays.append(pa.array(series.to_numpy(), field.type, from_pandas=True))
-        elif kind == "M" and isinstance(series.dtype, np.dtype):  # naive datetime64
-            naive = pa.array(series.to_numpy(), from_pandas=True)
+        values = values_at(i) if values_at is not None else pdf.iloc[:, i].array
+        if not isinstance(values, np.ndarray) and isinstance(values.dtype, np.dtype):
+            values = values.to_numpy()  # e.g. pandas' DatetimeArray of naive times
+        kind = values.dtype.kind if isinstance(values, np.ndarray) else ""
+        if kind and kind in "iufb":
+            arrays.append(pa.array(values, field.type, from_pandas=True))
+        elif kind == "M":  # naive datetime64
+            zone = getattr(field.type, "tz", None)
+            if zone is not None and zone not in _UTC_ZONES:
+                values = pd.DatetimeIndex(values).tz_localize(zone, ambiguous=False)
+            naive = pa.array(values, from_pandas=True)
             arrays.append(naive.cast(field.type, safe=False))
         else:
-            arrays.append(pa.Array.from_pandas(series, type=field.type, safe=False))
+            arrays.append(pa.Array.from_pandas(pdf.iloc[:, i], type=field.type, safe=False))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+#: Zones whose wall-clock times are UTC instants (no localization needed).
+_UTC_ZONES = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Etc/Universal"})
 
 
 def _dumps(value: Any) -> bytes:
