@@ -554,6 +554,67 @@ def test_large_call_outputs_are_packed_in_slices() -> None:
     assert unpacked.equals(big)
 
 
+def test_large_outputs_of_record_batches_are_packed_in_slices() -> None:
+    import pyarrow as pa
+
+    from windowing.spark import streaming
+
+    big = pa.table({"a": pa.array(range(40_000)), "b": pa.array(["y" * 10] * 40_000)})
+    batches = big.to_batches(max_chunksize=15_000)
+    packed = streaming._pack(batches)
+    assert len(packed) > 1
+    batch = pa.RecordBatch.from_pandas(packed, preserve_index=False)
+    assert pa.Table.from_batches(list(streaming._unpack(iter([batch])))).equals(big)
+
+
+@pytest.mark.parametrize("nulls", [False, True])
+def test_input_frames_become_tables_in_replay_order(nulls: bool) -> None:
+    """The processor's frame -> Arrow conversion (numpy, sorted with numpy when the order
+    columns hold no nulls) equals pandas -> Arrow with pyarrow's own sort, nulls last."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from windowing.spark import streaming
+    from windowing.spark.batch import replay_order
+
+    rng = random.Random(5)
+    n = 60
+    ms = [rng.randint(0, 6) for _ in range(n)]
+    tb = [rng.randint(-4, 4) for _ in range(n)]
+    if nulls:
+        ms[7] = ms[20] = None
+    pdf = pd.DataFrame(
+        {
+            "user": [rng.choice(["a", "b", None]) for _ in range(n)],
+            "x": [rng.choice([1.5, -0.0, float("nan")]) for _ in range(n)],
+            "ts": pd.to_datetime(
+                [None if m is None else 1_700_000_000_000 + m for m in ms], unit="ms"
+            ),
+            "_3": ms,
+            "_4": tb,
+        }
+    )
+    schema = pa.schema(
+        [
+            ("user", pa.string()),
+            ("x", pa.float64()),
+            ("ts", pa.timestamp("us", tz="UTC")),
+            ("__pw_ts", pa.int64()),
+            ("__pw_tb", pa.int64()),
+        ]
+    )
+    order = replay_order(arrival=False, processing_time=False)
+    got = streaming._input_table(pdf, schema, order)
+    arrays = [
+        pa.Array.from_pandas(pdf.iloc[:, i], type=f.type, safe=False) for i, f in enumerate(schema)
+    ]
+    expected = pa.Table.from_arrays(arrays, schema=schema)
+    expected = expected.take(pc.sort_indices(expected, sort_keys=order))
+    assert got.equals(expected)
+    assert got.column("x").null_count == expected.column("x").null_count > 0  # NaN -> null
+
+
 def test_timestamps_in_a_session_time_zone_other_than_utc(
     spark: SparkSession, tmp_path: Path
 ) -> None:

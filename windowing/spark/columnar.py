@@ -22,6 +22,7 @@ operator. ``tests/property`` and ``tests/spark`` hold the paths equal.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,11 +191,19 @@ def columnar_results(
 
 
 # ---------------------------------------------------------------------------- streaming
-def to_ipc(table: pa.Table) -> bytes:
-    """``table`` as an Arrow IPC stream."""
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions()  # given explicitly: pyarrow reads no environment
+
+
+def to_ipc(data: pa.Table | Sequence[pa.RecordBatch]) -> bytes:
+    """A table, or record batches of one schema, as an Arrow IPC stream."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
+    schema = data.schema if isinstance(data, pa.Table) else data[0].schema
+    with pa.ipc.new_stream(sink, schema, options=_IPC_OPTIONS) as writer:
+        if isinstance(data, pa.Table):
+            writer.write_table(data)
+        else:
+            for batch in data:
+                writer.write_batch(batch)
     return sink.getvalue().to_pybytes()  # type: ignore[no-any-return]
 
 

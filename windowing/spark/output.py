@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
@@ -570,6 +571,62 @@ class OutputLayout:
             names += self.side_cols(j)
         self._late_and_metrics(arrays, names, n, late_source, late, counters)
         return pa.Table.from_arrays(arrays, names=names)
+
+    @functools.cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the tagged tables :meth:`tagged_table` and
+        :meth:`tagged_result_columns` build (every field nullable)."""
+        out_types, side_types, input_types = self._arrow_types
+        names = [KIND, *self.keys, _WS, _WE, _MT, *self.result_cols]
+        types = [pa.int8(), *[input_types[self.input_schema.names.index(k)] for k in self.keys]]
+        types += [pa.int64()] * 3 + out_types
+        for j, s_types in enumerate(side_types):
+            names += self.side_cols(j)
+            types += s_types
+        if self.has_late:
+            names += [*self.late_cols, _LWM, _LREASON]
+            types += [*input_types, pa.int64(), pa.string()]
+        names.append(_COUNTERS)
+        types.append(_COUNTERS_ARROW)
+        return pa.schema([pa.field(n, t) for n, t in zip(names, types, strict=True)])
+
+    @functools.cached_property
+    def _metrics_row_nulls(self) -> dict[int, pa.Array]:
+        """One-row null arrays of the columns a metrics row leaves null, by position."""
+        schema = self.arrow_schema
+        first = 1 + len(self.keys)
+        return {i: pa.nulls(1, schema.field(i).type) for i in range(first, len(schema) - 1)}
+
+    def tagged_result_batches(
+        self,
+        *,
+        key_columns: Callable[[int], list[pa.Array]],
+        bounds: tuple[pa.Array, pa.Array, pa.Array],
+        columns: Sequence[pa.Array],
+        counters: Mapping[str, int],
+    ) -> list[pa.RecordBatch]:
+        """:meth:`tagged_result_columns` without late rows, as two record batches of
+        :attr:`arrow_schema` (the results, then the metrics row): nothing is concatenated."""
+        schema = self.arrow_schema
+        n = len(bounds[0])
+        first_null = 1 + len(self.keys) + 3 + len(columns)
+        results = [pa.array(np.zeros(n, np.int8)), *key_columns(n), *bounds]
+        results += [
+            array
+            if array.type == schema.field(1 + len(self.keys) + 3 + i).type
+            else array.cast(schema.field(1 + len(self.keys) + 3 + i).type)
+            for i, array in enumerate(columns)
+        ]
+        results += [pa.nulls(n, schema.field(i).type) for i in range(first_null, len(schema))]
+        counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
+        nulls = self._metrics_row_nulls
+        metrics = [pa.array([_METRICS], pa.int8()), *key_columns(1)]
+        metrics += [nulls[i] for i in range(len(metrics), len(schema) - 1)]
+        metrics.append(pa.array([counts], _COUNTERS_ARROW))
+        return [
+            pa.RecordBatch.from_arrays(results, schema=schema),
+            pa.RecordBatch.from_arrays(metrics, schema=schema),
+        ]
 
     def tagged_table(
         self,

@@ -108,6 +108,7 @@ _WM = "__pw_wm"
 _STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
 _PACKED = "__pw_packed"
 _PACKED_SCHEMA = StructType([StructField(_PACKED, BinaryType(), False)])
+_PACKED_COLUMNS = pd.Index([_PACKED])
 
 
 @dataclass(frozen=True, eq=False)
@@ -339,18 +340,26 @@ class _Config:
 _PACK_LIMIT = 128 * 1024
 
 
-def _pack(table: pa.Table) -> pd.DataFrame:
-    """One processor call's tagged output as the frame the processor yields: ``table`` as
-    Arrow IPC streams in one binary column, one row (or, for a large output, one row per
-    slice of about ``_PACK_LIMIT`` bytes). Spark converts each yielded pandas frame back to
-    Arrow column by column (a fixed cost per column); one binary column keeps that cost to one
-    column whatever the layout."""
-    blob = to_ipc(table)
-    if len(blob) <= _PACK_LIMIT or table.num_rows < 2:
-        return pd.DataFrame({_PACKED: [blob]})
-    step = max(1, table.num_rows * _PACK_LIMIT // len(blob))
-    blobs = [to_ipc(table.slice(i, step)) for i in range(0, table.num_rows, step)]
-    return pd.DataFrame({_PACKED: blobs})
+def _pack(output: pa.Table | list[pa.RecordBatch]) -> pd.DataFrame:
+    """One processor call's tagged output (a table, or record batches of one schema) as the
+    frame the processor yields: Arrow IPC streams in one binary column, one row (or, for a
+    large output, one row per slice of about ``_PACK_LIMIT`` bytes). Spark converts each
+    yielded pandas frame back to Arrow column by column (a fixed cost per column); one
+    binary column keeps that cost to one column whatever the layout."""
+    blob = to_ipc(output)
+    rows = output.num_rows if isinstance(output, pa.Table) else sum(b.num_rows for b in output)
+    if len(blob) <= _PACK_LIMIT or rows < 2:
+        blobs = [blob]
+    else:
+        table = output if isinstance(output, pa.Table) else pa.Table.from_batches(output)
+        step = max(1, rows * _PACK_LIMIT // len(blob))
+        blobs = [to_ipc(table.slice(i, step)) for i in range(0, rows, step)]
+    column = np.empty((len(blobs), 1), dtype=object)
+    column[:, 0] = blobs
+    # a 2-d block and a prebuilt column index: the cheapest frames pandas builds
+    return pd.DataFrame(
+        column, columns=_PACKED_COLUMNS, index=pd.RangeIndex(len(blobs)), copy=False
+    )
 
 
 def _unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -362,36 +371,55 @@ def _unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield from pa.concat_tables(tables).combine_chunks().to_batches()
 
 
-def _input_table(pdf: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+def _input_table(
+    pdf: pd.DataFrame, schema: pa.Schema, order: list[tuple[str, str, str]]
+) -> pa.Table:
     """A key's rows as Spark hands them to the processor (a pandas frame whose columns are
     those of ``schema`` by position: Spark names the internal columns ``_<i>``) as an Arrow
-    table of ``schema``.
+    table of ``schema``, sorted by the pyarrow sort keys ``order`` (the replay order).
 
     Spark gives a ``TimestampType`` column as naive wall-clock times of the session time
     zone (the zone of the schema's field); they are localized back to instants as Spark
     itself does (``tz_localize(zone, ambiguous=False)``). Numbers and naive timestamps go
     through numpy, several times faster than ``pa.Array.from_pandas`` for the few hundred
     rows of a key, with the same result (``NaN`` / ``NaT`` become nulls; timestamps are
-    truncated to the schema's unit)."""
+    truncated to the schema's unit); so does the sort when its columns hold no nulls."""
     # A column's values without building a Series (pandas' block manager, where present).
     values_at = getattr(getattr(pdf, "_mgr", None), "iget_values", None)
-    arrays = []
-    for i, field in enumerate(schema):
+    columns: list[np.ndarray[Any, Any] | None] = []
+    for i in range(len(schema)):
         values = values_at(i) if values_at is not None else pdf.iloc[:, i].array
         if not isinstance(values, np.ndarray) and isinstance(values.dtype, np.dtype):
             values = values.to_numpy()  # e.g. pandas' DatetimeArray of naive times
-        kind = values.dtype.kind if isinstance(values, np.ndarray) else ""
-        if kind and kind in "iufb":
-            arrays.append(pa.array(values, field.type, from_pandas=True))
-        elif kind == "M":  # naive datetime64
+        ok = isinstance(values, np.ndarray) and values.dtype.kind in "iufbM"
+        columns.append(values if ok else None)
+    keys = [columns[schema.get_field_index(name)] for name, _, _ in order]
+    perm = None
+    sortable = all(k is not None and k.dtype.kind in "iu" for k in keys)
+    if keys and sortable and len(pdf) > 1:
+        perm = np.lexsort(keys[::-1])  # last key first; stable
+        if bool((perm[1:] > perm[:-1]).all()):
+            perm = None  # already in order
+    arrays = []
+    for i, (field, values) in enumerate(zip(schema, columns, strict=True)):
+        if values is None:
+            array = pa.Array.from_pandas(pdf.iloc[:, i], type=field.type, safe=False)
+            arrays.append(array if perm is None else array.take(perm))
+            continue
+        if perm is not None:
+            values = values[perm]
+        if values.dtype.kind == "M":  # naive datetime64
             zone = getattr(field.type, "tz", None)
             if zone is not None and zone not in _UTC_ZONES:
                 values = pd.DatetimeIndex(values).tz_localize(zone, ambiguous=False)
             naive = pa.array(values, from_pandas=True)
             arrays.append(naive.cast(field.type, safe=False))
         else:
-            arrays.append(pa.Array.from_pandas(pdf.iloc[:, i], type=field.type, safe=False))
-    return pa.Table.from_arrays(arrays, schema=schema)
+            arrays.append(pa.array(values, field.type, from_pandas=True))
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    if keys and not sortable and len(pdf) > 1:
+        table = table.take(pc.sort_indices(table, sort_keys=order))  # nulls last
+    return table
 
 
 #: Zones whose wall-clock times are UTC instants (no localization needed).
@@ -539,11 +567,10 @@ class _WindowProcessor(StatefulProcessor):
         names = c.layout.input_schema.names
         frames = list(rows)
         pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        table = _input_table(pdf, c.input_table_schema)
         # The batch replay's order inside a key: arrival order, else processing time, then
         # event time and the content hash, nulls last; deterministic across re-executions.
         order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
-        table = table.take(pc.sort_indices(table, sort_keys=order))
+        table = _input_table(pdf, c.input_table_schema, order)
         timer, stored, clock = self._load()
         self._set_clocks(timerValues, clock)
         if c.columnar is not None:
@@ -681,15 +708,24 @@ class _WindowProcessor(StatefulProcessor):
         ends = pc.add(starts, plan.size)
         records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
         columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
-        out = c.layout.tagged_result_columns(
-            key_columns=self._key_columns(key),
-            bounds=(starts, ends, pc.subtract(ends, 1)),
-            columns=columns,
-            counters=counters,
-            late_source=table,
-            late=late,
+        bounds = (starts, ends, pc.subtract(ends, 1))
+        key_columns = self._key_columns(key)
+        if late.rows:
+            return _pack(
+                c.layout.tagged_result_columns(
+                    key_columns=key_columns,
+                    bounds=bounds,
+                    columns=columns,
+                    counters=counters,
+                    late_source=table,
+                    late=late,
+                )
+            )
+        return _pack(
+            c.layout.tagged_result_batches(
+                key_columns=key_columns, bounds=bounds, columns=columns, counters=counters
+            )
         )
-        return _pack(out)
 
     def close(self) -> None:
         pass
