@@ -132,9 +132,9 @@ def _reduce_groups(
         widest = max(abs(int(v.min())), abs(int(v.max())))
         if widest * n >= _SUM_LIMIT:
             return None
-        sums = np.add.reduceat(v.astype(np.int64), first_rows)
+        sums = np.add.reduceat(v.astype(np.int64, copy=False), first_rows)
         info = np.iinfo(v.dtype)
-        if int(sums.min()) < info.min or int(sums.max()) > info.max:
+        if widest * n > info.max and (int(sums.min()) < info.min or int(sums.max()) > info.max):
             return None  # the operator's result does not fit the column: it raises
         rows = first_rows if perm is None else perm[first_rows]
         return starts, rows, sums

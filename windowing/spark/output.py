@@ -609,15 +609,12 @@ class OutputLayout:
         :attr:`arrow_schema` (the results, then the metrics row): nothing is concatenated."""
         schema = self.arrow_schema
         n = len(bounds[0])
-        first_null = 1 + len(self.keys) + 3 + len(columns)
+        first = 1 + len(self.keys) + 3  # the first result column
         results = [pa.array(np.zeros(n, np.int8)), *key_columns(n), *bounds]
-        results += [
-            array
-            if array.type == schema.field(1 + len(self.keys) + 3 + i).type
-            else array.cast(schema.field(1 + len(self.keys) + 3 + i).type)
-            for i, array in enumerate(columns)
-        ]
-        results += [pa.nulls(n, schema.field(i).type) for i in range(first_null, len(schema))]
+        for i, array in enumerate(columns, start=first):
+            arrow_type = schema.field(i).type
+            results.append(array if array.type == arrow_type else array.cast(arrow_type))
+        results += [pa.nulls(n, schema.field(i).type) for i in range(len(results), len(schema))]
         counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
         nulls = self._metrics_row_nulls
         metrics = [pa.array([_METRICS], pa.int8()), *key_columns(1)]

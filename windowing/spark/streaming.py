@@ -358,7 +358,7 @@ def _pack(output: pa.Table | list[pa.RecordBatch]) -> pd.DataFrame:
     column[:, 0] = blobs
     # a 2-d block and a prebuilt column index: the cheapest frames pandas builds
     return pd.DataFrame(
-        column, columns=_PACKED_COLUMNS, index=pd.RangeIndex(len(blobs)), copy=False
+        column, columns=_PACKED_COLUMNS, index=pd.RangeIndex(len(blobs)), dtype=object, copy=False
     )
 
 
@@ -704,11 +704,11 @@ class _WindowProcessor(StatefulProcessor):
             "num_windows_fired": fired,
             "num_results": fired,
         }
-        starts = pa.array(step.fired_starts, pa.int64())
-        ends = pc.add(starts, plan.size)
+        starts = step.fired_starts
+        ends = starts + plan.size
+        bounds = (pa.array(starts), pa.array(ends), pa.array(ends - 1))
         records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
         columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
-        bounds = (starts, ends, pc.subtract(ends, 1))
         key_columns = self._key_columns(key)
         if late.rows:
             return _pack(
