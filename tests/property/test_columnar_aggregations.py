@@ -133,6 +133,8 @@ def _records(table: pa.Table) -> list[Rec]:
 
 def _encoder(schema: pa.Schema) -> Any:
     def encode(records: list[Rec]) -> pa.Table | None:
+        if any(type(r) is not Rec for r in records):
+            return None
         try:
             return pa.table(
                 {
@@ -228,7 +230,7 @@ def test_streaming_calls_equal_the_operator(
         times = np.array([t for _, t in records], np.int64)
         open_windows = state
         if isinstance(state, KeyState):
-            open_windows = None if state.is_empty() else open_windows_of(plan, state, Rec, encode)
+            open_windows = None if state.is_empty() else open_windows_of(plan, state, encode)
             if open_windows is None and not state.is_empty():
                 open_windows = False
         step = None

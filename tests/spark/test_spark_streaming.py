@@ -685,3 +685,112 @@ def test_timestamps_in_a_session_time_zone_other_than_utc(
         assert results[0].window_start == instant("2024-05-01T12:00:00Z")
         late = spark.read.parquet(str(out / "late")).collect()
         assert [(r.user, r.n, r.ts) for r in late] == [("a", 3, instant("2024-05-01T12:00:03Z"))]
+
+
+class _FakeValueState:
+    def __init__(self) -> None:
+        self.value: tuple[Any, ...] | None = None
+
+    def get(self) -> tuple[Any, ...] | None:
+        return self.value
+
+    def update(self, value: tuple[Any, ...]) -> None:
+        self.value = value
+
+    def clear(self) -> None:
+        self.value = None
+
+
+class _FakeHandle:
+    def __init__(self) -> None:
+        self.state = _FakeValueState()
+        self.timers: set[int] = set()
+
+    def getValueState(self, name: str, schema: Any) -> _FakeValueState:  # noqa: N802
+        return self.state
+
+    def registerTimer(self, t: int) -> None:  # noqa: N802
+        self.timers.add(t)
+
+    def deleteTimer(self, t: int) -> None:  # noqa: N802
+        self.timers.discard(t)
+
+
+class _TimerValues:
+    def __init__(self, watermark: int) -> None:
+        self.watermark = watermark
+
+    def getCurrentWatermarkInMs(self) -> int:  # noqa: N802
+        return self.watermark
+
+    def getCurrentProcessingTimeInMs(self) -> int:  # noqa: N802
+        return 0
+
+
+def test_a_key_returns_to_columns_after_an_operator_call(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The processor of a built-in aggregation keeps a key's state as OpenWindows; a call the
+    columns cannot decide (a null amount) stores the operator's KeyState, which goes through
+    the state store pickled (its rows come back as plain Rows) and converts back at the next
+    call."""
+    import pickle
+
+    import pandas as pd
+
+    from windowing.operator import KeyState
+    from windowing.spark import streaming
+    from windowing.spark.columnar import OpenWindows
+
+    configs: list[Any] = []
+    original = streaming._WindowProcessor.__init__
+
+    def capture(self: Any, config: Any) -> None:
+        configs.append(config)
+        original(self, config)
+
+    monkeypatch.setattr(streaming._WindowProcessor, "__init__", capture)
+    write_files(tmp_path / "src", [[{"user": "a", "amount": 1, "ts": T0, "batch": 0}]])
+    df = spark.readStream.schema(SCHEMA).json(str(tmp_path / "src"))
+    keyed = WindowedStream.from_dataframe(df, event_time="ts", watermark=BoundedOutOfOrderness(0))
+    keyed.key_by("user").window(TumblingEventTimeWindows(SIZE)).sum("amount")
+    (config,) = configs
+    assert config.columnar is not None
+
+    processor = streaming._WindowProcessor(config)
+    handle = _FakeHandle()
+    processor.init(handle)  # type: ignore[arg-type]
+
+    def call(watermark: int, rows: list[tuple[str, int | None, int]]) -> list[tuple[Any, ...]]:
+        frame = pd.DataFrame(
+            {
+                "user": [u for u, _, _ in rows],
+                "amount": [a for _, a, _ in rows],
+                "ts": [t for _, _, t in rows],
+                "batch": [0] * len(rows),
+                "_4": [t for _, _, t in rows],
+                "_5": list(range(len(rows))),
+            }
+        )
+        out = processor.handleInputRows(("a",), iter([frame]), _TimerValues(watermark))
+        tables = [streaming.from_ipc(blob) for f in out for blob in f[streaming._PACKED]]
+        results = []
+        for t in tables:
+            kinds = t.column("__pw_kind").to_pylist()
+            starts = t.column("__pw_ws").to_pylist()
+            amounts = t.column("__pw_r0").to_pylist()
+            results += [(s, a) for k, s, a in zip(kinds, starts, amounts, strict=True) if k == 0]
+        return results
+
+    def stored() -> Any:
+        assert handle.state.value is not None
+        return pickle.loads(handle.state.value[0])[1]
+
+    assert call(0, [("a", 1, T0), ("a", 2, T0 + 1)]) == []
+    assert isinstance(stored(), OpenWindows)
+    assert call(0, [("a", None, T0 + 2), ("a", 4, T0 + SIZE)]) == []  # a null: the operator
+    assert isinstance(stored(), KeyState)
+    # the windows fire at the watermark, on columns again
+    assert call(T0 + 2 * SIZE + 1, [("a", 8, T0 + 2 * SIZE)]) == [(T0, 3), (T0 + SIZE, 4)]
+    assert isinstance(stored(), OpenWindows)
+    assert handle.timers == {T0 + 3 * SIZE}

@@ -22,7 +22,7 @@ operator. ``tests/property`` and ``tests/spark`` hold the paths equal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -353,12 +353,12 @@ def key_state_of(
 
 
 def open_windows_of(
-    plan: ColumnarAggregation, ks: KeyState, record_type: type, encode: Any
+    plan: ColumnarAggregation, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
 ) -> OpenWindows | None:
     """The columnar state for the operator's state ``ks``, or ``None`` when ``ks`` holds
-    anything else than tumbling windows with a reduced record of ``record_type`` and their
-    trigger and cleanup timers. ``encode(records)`` gives the records as a table of the input
-    columns, or ``None`` when a value does not fit its column."""
+    anything else than tumbling windows with a reduced record and their trigger and cleanup
+    timers. ``encode(records)`` gives the records as a table of the input columns, or
+    ``None`` when one is not an input record or a value does not fit its column."""
     if (
         ks.merging
         or ks.proc_timers
@@ -376,7 +376,7 @@ def open_windows_of(
     for w in windows:
         if type(w) is not TimeWindow or w.end - w.start != size:
             return None
-        if (w.start - plan.offset) % size or type(ks.contents[w]) is not record_type:
+        if (w.start - plan.offset) % size:
             return None
         end = w.start + size - 1
         if _near_ends_of_time(plan, w.start, end):

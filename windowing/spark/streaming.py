@@ -41,7 +41,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import cloudpickle
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.streaming.query import StreamingQuery
@@ -503,13 +503,21 @@ class _WindowProcessor(StatefulProcessor):
             return True, None
         plan = self.config.columnar
         assert plan is not None
-        found = open_windows_of(plan, ks, self.record_type, self._records_table)
+        found = open_windows_of(plan, ks, self._records_table)
         return found is not None, found
 
     def _records_table(self, records: list[Any]) -> pa.Table | None:
-        """Input records (``Row``) as a table of the input columns; ``None`` when a value
-        does not fit its column (e.g. a sum beyond the column's type)."""
+        """Input records as a table of the input columns; ``None`` when one is not an input
+        record (a ``Row`` of the input columns: the runtime's, or a plain ``Row`` as
+        unpickling gives back) or a value does not fit its column (e.g. a sum beyond the
+        column's type)."""
         c = self.config
+        names = self.record_type.__fields__
+        for r in records:
+            if type(r) is not self.record_type and not (
+                type(r) is Row and getattr(r, "__fields__", None) == names
+            ):
+                return None
         try:
             encoded = [self.encode_record(r) for r in records]
             arrays = [
