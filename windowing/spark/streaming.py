@@ -471,6 +471,7 @@ class _WindowProcessor(StatefulProcessor):
         self.now = 0
         names = c.layout.input_schema.names
         self.record_type = row_class(tuple(names))
+        self.record_names = list(names)
         self.encode_record = make_row_encoder(c.layout.input_schema)
 
     # -- state ---------------------------------------------------------------------------
@@ -512,7 +513,7 @@ class _WindowProcessor(StatefulProcessor):
         unpickling gives back) or a value does not fit its column (e.g. a sum beyond the
         column's type)."""
         c = self.config
-        names = self.record_type.__fields__
+        names = self.record_names
         for r in records:
             if type(r) is not self.record_type and not (
                 type(r) is Row and getattr(r, "__fields__", None) == names
