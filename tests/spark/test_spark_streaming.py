@@ -794,3 +794,46 @@ def test_a_key_returns_to_columns_after_an_operator_call(
     assert call(T0 + 2 * SIZE + 1, [("a", 8, T0 + 2 * SIZE)]) == [(T0, 3), (T0 + SIZE, 4)]
     assert isinstance(stored(), OpenWindows)
     assert handle.timers == {T0 + 3 * SIZE}
+
+
+def test_writing_only_the_results(spark: SparkSession, tmp_path: Path) -> None:
+    """With no late path and no side outputs the batch feeds one output (not persisted);
+    the results and the observed metrics are those of the full writer."""
+    batches = in_order_batches(seed=4)
+    write_files(tmp_path / "src", batches)
+
+    def query(out: Path, late: Path | None) -> Any:
+        df = (
+            spark.readStream.schema(SCHEMA)
+            .option("maxFilesPerTrigger", 1)
+            .json(str(tmp_path / "src"))
+        )
+        result = (
+            WindowedStream.from_dataframe(
+                df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY)
+            )
+            .key_by("user")
+            .window(TumblingEventTimeWindows(SIZE))
+            .side_output_late_data(LATE)
+            .reduce(add)
+        )
+        q = write_results_and_late(
+            result,
+            str(out / "results"),
+            None if late is None else str(late),
+            str(out / "ckpt"),
+            available_now=True,
+        )
+        q.awaitTermination()
+        assert q.exception() is None
+        fired = sum(
+            p["observedMetrics"][METRICS_NAME]["num_windows_fired"]
+            for p in q.recentProgress
+            if METRICS_NAME in p["observedMetrics"]
+        )
+        return read(spark, out / "results"), fired
+
+    only, only_fired = query(tmp_path / "only", None)
+    full, full_fired = query(tmp_path / "full", tmp_path / "full" / "late")
+    assert only == full
+    assert only_fired == full_fired >= len(only) > 0

@@ -281,13 +281,18 @@ def write_results_and_late(
             )
             raise ValueError(msg)
 
+    write_late = late_path is not None and result.late_output_tag is not None
+
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        batch = batch.persist()
+        # Several outputs read the batch once each: persisted, the operator runs once.
+        several = write_late or bool(sides)
+        if several:
+            batch = batch.persist()
         try:
             result.select_results(batch).write.mode("overwrite").parquet(
                 f"{results_path}/batch_id={batch_id}"
             )
-            if late_path is not None and result.late_output_tag is not None:
+            if write_late:
                 result.select_late(batch).write.mode("overwrite").parquet(
                     f"{late_path}/batch_id={batch_id}"
                 )
@@ -296,7 +301,8 @@ def write_results_and_late(
                     f"{path}/batch_id={batch_id}"
                 )
         finally:
-            batch.unpersist()
+            if several:
+                batch.unpersist()
 
     writer = result.output.writeStream.foreachBatch(write_batch).option(
         "checkpointLocation", checkpoint
