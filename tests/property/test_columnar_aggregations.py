@@ -266,3 +266,38 @@ def test_streaming_calls_equal_the_operator(
         assert got == expected
         assert got_late == expected_late
         assert due == expected_due
+
+
+def test_the_plan_reads_the_fields_type() -> None:
+    """Given the input's schema, the plan is only made for fields numpy reduces as the
+    reduce does: integers, and floats for all but sum (a float sum depends on the order of
+    additions, and a float32 column cannot hold the operator's double sum)."""
+    schema = pa.schema([("i", pa.int32()), ("f", pa.float32()), ("s", pa.string())])
+
+    def plan(kind: AggregationType, field: str) -> Any:
+        fn = FieldAggregation(kind, field)
+        return columnar_plan(TumblingEventTimeWindows(10), Reduce(fn), None, None, 0, schema)
+
+    assert plan(AggregationType.SUM, "i") is not None
+    assert plan(AggregationType.MAX_BY, "i") is not None
+    assert plan(AggregationType.MIN, "f") is not None
+    assert plan(AggregationType.SUM, "f") is None
+    assert plan(AggregationType.MAX, "s") is None
+    assert plan(AggregationType.SUM, "missing") is None  # the operator names the field
+
+
+def test_a_state_of_another_schema_is_left_to_the_operator() -> None:
+    """State written under another schema (e.g. another session time zone, part of an Arrow
+    timestamp type) cannot be concatenated with the new rows: the operator takes the call."""
+    plan = columnar_plan(
+        TumblingEventTimeWindows(10), Reduce(FieldAggregation(AggregationType.SUM, "v")), None, None
+    )
+    assert plan is not None
+    zoned = pa.schema([("t", pa.timestamp("us", tz="UTC")), ("v", pa.int64())])
+    rows = pa.table({"t": pa.array([1, 2], pa.timestamp("us")), "v": [1, 2]})
+    times = np.array([1, 2], np.int64)
+    step = step_open_windows(plan, None, -100, rows, times)
+    assert step is not None and step.state is not None
+    other = OpenWindows(step.state.starts, step.state.rows.cast(zoned), step.state.fired_upto)
+    assert step_open_windows(plan, other, -100, rows, times) is None
+    assert step_open_windows(plan, step.state, -100, rows, times) is not None

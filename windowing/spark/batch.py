@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
@@ -351,7 +352,12 @@ def run_batch(
         has_arrival=source.arrival_order is not None,
         has_processing_time=source.processing_time is not None,
         columnar=columnar_plan(
-            config.assigner, spec, config.trigger, config.evictor, config.allowed_lateness
+            config.assigner,
+            spec,
+            config.trigger,
+            config.evictor,
+            config.allowed_lateness,
+            to_arrow_schema(layout.input_schema, timezone=layout.timezone),
         ),
     )
     grouped = prepared.groupBy(*[col(k) for k in keys]) if keys else prepared.groupBy()

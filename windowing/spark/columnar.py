@@ -74,11 +74,18 @@ class ColumnarAggregation:
 
 
 def columnar_plan(
-    assigner: Any, spec: Any, trigger: Any, evictor: Any, allowed_lateness: int = 0
+    assigner: Any,
+    spec: Any,
+    trigger: Any,
+    evictor: Any,
+    allowed_lateness: int = 0,
+    input_schema: pa.Schema | None = None,
 ) -> ColumnarAggregation | None:
     """The columnar plan for this window configuration, or ``None`` when it needs the
-    operator (another assigner, trigger or function, an evictor, or a lateness so large that
-    windows are never cleaned up)."""
+    operator (another assigner, trigger or function, an evictor, a lateness so large that
+    windows are never cleaned up; with the input's Arrow schema ``input_schema``: a field
+    that is not an input column, or whose type numpy cannot reduce as the reduce function
+    does: integers always, floats for all but ``sum``)."""
     if type(assigner) is not TumblingEventTimeWindows or evictor is not None:
         return None
     if allowed_lateness > MAX_TIMESTAMP // 4:
@@ -90,6 +97,14 @@ def columnar_plan(
     fn = spec.function
     if type(fn) is not FieldAggregation or not isinstance(fn.field, str):
         return None
+    if input_schema is not None:
+        index = input_schema.get_field_index(fn.field)
+        if index < 0:
+            return None  # the operator names the missing field
+        vtype = input_schema.field(index).type
+        floats = pa.types.is_floating(vtype) and fn.aggregation is not AggregationType.SUM
+        if not (pa.types.is_integer(vtype) or floats):
+            return None
     return ColumnarAggregation(
         fn.aggregation, fn.field, fn.first, assigner.size, assigner.offset, allowed_lateness
     )
@@ -305,6 +320,8 @@ def step_open_windows(
     else:
         late = np.empty(0, np.int64)
         new_rows = rows
+    if len(kept) and not kept.schema.equals(new_rows.schema):
+        return None  # state written with another schema (e.g. session time zone)
     field = plan.field
     new_values = new_rows.column(field)
     if not _usable(plan.aggregation, new_values):

@@ -214,6 +214,7 @@ def run_streaming(
         )
     internal = tuple(prepared.columns[len(df.columns) :])  # __pw_ts, __pw_tb[, ...]
     tz = layout.timezone
+    input_arrow = to_arrow_schema(layout.input_schema, timezone=tz)
     processor = _WindowProcessor(
         _Config(
             assigner=config.assigner,
@@ -225,7 +226,7 @@ def run_streaming(
             slicing=config.slicing,
             layout=layout,
             internal=internal,
-            input_arrow=to_arrow_schema(layout.input_schema, timezone=tz),
+            input_arrow=input_arrow,
             key_arrow_types=[
                 to_arrow_type(layout.input_schema[k].dataType, timezone=tz) for k in keys
             ],
@@ -233,7 +234,12 @@ def run_streaming(
             columnar=None
             if wall_clock or source.processing_time is not None
             else columnar_plan(
-                config.assigner, spec, config.trigger, config.evictor, config.allowed_lateness
+                config.assigner,
+                spec,
+                config.trigger,
+                config.evictor,
+                config.allowed_lateness,
+                input_arrow,
             ),
         )
     )
@@ -421,7 +427,8 @@ def _input_table(
             naive = pa.array(values, from_pandas=True)
             arrays.append(naive.cast(field.type, safe=False))
         else:
-            arrays.append(pa.array(values, field.type, from_pandas=True))
+            # safe=False as pa.Array.from_pandas: a long column with nulls arrives as floats
+            arrays.append(pa.array(values, field.type, from_pandas=True, safe=False))
     table = pa.Table.from_arrays(arrays, schema=schema)
     if keys and not sortable and len(pdf) > 1:
         table = table.take(pc.sort_indices(table, sort_keys=order))  # nulls last
