@@ -16,10 +16,12 @@ The plan::
               (``METRICS_NAME``)
 
 Per key and micro-batch the processor reads one ``ValueState`` (the pickled
-:class:`~windowing.operator.KeyState` plus the timer registered for it), writes it once (or
-clears it when the key holds nothing), and keeps exactly one Spark timer: the key's next due
-operator timer, in event time, or in processing time for a processing-time assigner without a
-``processing_time`` column (``ProcessingTime`` mode, the micro-batch's wall clock).
+:class:`~windowing.operator.KeyState`, or for built-in aggregations of tumbling windows the
+:class:`~windowing.spark.columnar.OpenWindows` computed on whole columns, plus the timer
+registered for it), writes it once (or clears it when the key holds nothing), and keeps
+exactly one Spark timer: the key's next due operator timer, in event time, or in processing
+time for a processing-time assigner without a ``processing_time`` column (``ProcessingTime``
+mode, the micro-batch's wall clock).
 
 Watermarks: Spark's watermark ``W`` (``max event time of earlier batches - delay``) means
 "rows with ``ts < W`` are late", which is Flink's watermark ``W - 1``, the value the batch
