@@ -837,3 +837,48 @@ def test_writing_only_the_results(spark: SparkSession, tmp_path: Path) -> None:
     full, full_fired = query(tmp_path / "full", tmp_path / "full" / "late")
     assert only == full
     assert only_fired == full_fired >= len(only) > 0
+
+
+def test_event_times_in_the_repeated_hour_keep_their_instants() -> None:
+    """When clocks go back, two instants share each wall-clock time of the repeated hour, and
+    Spark's pandas frames give only the wall-clock time. The event-time column is rebuilt
+    exactly from its milliseconds (``__pw_ts``) and its microseconds; another timestamp column
+    is localized as Spark does (the standard-time instant)."""
+    from datetime import datetime
+
+    import pandas as pd
+    import pyarrow as pa
+
+    from windowing.spark import streaming
+    from windowing.spark.batch import replay_order
+
+    zone = "America/New_York"
+    instants = [
+        datetime(2024, 11, 3, 5, 30, 0, 123_456, tzinfo=UTC),  # 01:30:00.123456 EDT
+        datetime(2024, 11, 3, 6, 30, 0, 123_456, tzinfo=UTC),  # 01:30:00.123456 EST
+        datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),  # before the epoch
+    ]
+    wall = [pd.Timestamp(t).tz_convert(zone).tz_localize(None) for t in instants]
+    micros = [int(t.timestamp()) * 1_000_000 + t.microsecond for t in instants]
+    pdf = pd.DataFrame(
+        {
+            "ts": pd.to_datetime(wall),
+            "other": pd.to_datetime(wall),
+            "_2": [m // 1000 for m in micros],  # unix_millis: floor
+            "_3": [0, 1, 2],
+        }
+    )
+    schema = pa.schema(
+        [
+            ("ts", pa.timestamp("us", tz=zone)),
+            ("other", pa.timestamp("us", tz=zone)),
+            ("__pw_ts", pa.int64()),
+            ("__pw_tb", pa.int64()),
+        ]
+    )
+    order = replay_order(arrival=False, processing_time=False)
+    table = streaming._input_table(pdf, schema, order, "ts")
+    got = table.column("ts").cast(pa.int64()).to_pylist()
+    assert sorted(got) == sorted(micros)
+    # the other column keeps Spark's own localization: the repeated hour's standard time
+    assert table.column("other").cast(pa.int64()).to_pylist().count(micros[1]) == 2

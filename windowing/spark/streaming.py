@@ -233,6 +233,9 @@ def run_streaming(
                 to_arrow_type(layout.input_schema[k].dataType, timezone=tz) for k in keys
             ],
             wall_clock=wall_clock,
+            event_time_column=source.event_time
+            if pa.types.is_timestamp(input_arrow.field(source.event_time).type)
+            else None,
             columnar=None
             if wall_clock or source.processing_time is not None
             else columnar_plan(
@@ -342,6 +345,9 @@ class _Config:
     # Built-in aggregations of tumbling windows computed on whole columns (event time, no
     # processing_time column); None: the operator alone.
     columnar: ColumnarAggregation | None = None
+    # The event-time column when it is a timestamp: its instants come back exactly from the
+    # event time in ms (__pw_ts) plus the value's sub-millisecond part.
+    event_time_column: str | None = None
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:
@@ -386,7 +392,10 @@ def _unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 def _input_table(
-    pdf: pd.DataFrame, schema: pa.Schema, order: list[tuple[str, str, str]]
+    pdf: pd.DataFrame,
+    schema: pa.Schema,
+    order: list[tuple[str, str, str]],
+    event_time: str | None = None,
 ) -> pa.Table:
     """A key's rows as Spark hands them to the processor (a pandas frame whose columns are
     those of ``schema`` by position: Spark names the internal columns ``_<i>``) as an Arrow
@@ -394,10 +403,14 @@ def _input_table(
 
     Spark gives a ``TimestampType`` column as naive wall-clock times of the session time
     zone (the zone of the schema's field); they are localized back to instants as Spark
-    itself does (``tz_localize(zone, ambiguous=False)``). Numbers and naive timestamps go
-    through numpy, several times faster than ``pa.Array.from_pandas`` for the few hundred
-    rows of a key, with the same result (``NaN`` / ``NaT`` become nulls; timestamps are
-    truncated to the schema's unit); so does the sort when its columns hold no nulls."""
+    itself does (``tz_localize(zone, ambiguous=False)``), except the ``event_time`` column,
+    whose instants are rebuilt exactly from the event time in milliseconds (``__pw_ts``,
+    Spark's ``unix_millis``) and the value's microseconds within its millisecond (a zone
+    offset is whole seconds), also in the hour repeated when clocks go back. Numbers and
+    naive timestamps go through numpy, several times faster than ``pa.Array.from_pandas``
+    for the few hundred rows of a key, with the same result (``NaN`` / ``NaT`` become
+    nulls; timestamps are truncated to the schema's unit); so does the sort when its columns
+    hold no nulls."""
     # A column's values without building a Series (pandas' block manager, where present).
     values_at = getattr(getattr(pdf, "_mgr", None), "iget_values", None)
     columns: list[np.ndarray[Any, Any] | None] = []
@@ -425,6 +438,14 @@ def _input_table(
         if values.dtype.kind == "M":  # naive datetime64
             zone = getattr(field.type, "tz", None)
             if zone is not None and zone not in _UTC_ZONES:
+                millis = columns[schema.get_field_index(_TS)] if field.name == event_time else None
+                if millis is not None and millis.dtype.kind == "i":  # no nulls
+                    if perm is not None:
+                        millis = millis[perm]
+                    micros = values.astype("datetime64[us]").view(np.int64) % 1000
+                    instants = pa.array(millis * 1000 + micros, pa.timestamp("us", tz="UTC"))
+                    arrays.append(instants.cast(field.type))
+                    continue
                 values = pd.DatetimeIndex(values).tz_localize(zone, ambiguous=False)
             naive = pa.array(values, from_pandas=True)
             arrays.append(naive.cast(field.type, safe=False))
@@ -594,7 +615,7 @@ class _WindowProcessor(StatefulProcessor):
         # The batch replay's order inside a key: arrival order, else processing time, then
         # event time and the content hash, nulls last; deterministic across re-executions.
         order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
-        table = _input_table(pdf, c.input_table_schema, order)
+        table = _input_table(pdf, c.input_table_schema, order, c.event_time_column)
         timer, stored, clock = self._load()
         self._set_clocks(timerValues, clock)
         if c.columnar is not None:
