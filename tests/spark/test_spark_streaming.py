@@ -274,22 +274,31 @@ def streamed_and_replayed(
     batches: list[list[dict[str, Any]]],
     finish: Callable[[Any], Any],
     side_outputs: Iterable[OutputTag] = (),
+    *,
+    keyed: bool = True,
 ) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, list[tuple[Any, ...]]]]:
-    """Outputs (results, late, side outputs by name) of ``finish(keyed stream)`` run as a
-    streaming query over ``batches`` and as the batch replay with ``arrival_order="batch"``."""
+    """Outputs (results, late, side outputs by name) of ``finish(stream keyed by user)`` (or
+    of ``finish(stream)`` with ``keyed=False``) run as a streaming query over ``batches`` and
+    as the batch replay with ``arrival_order="batch"``."""
+
+    def by_user(stream: Any) -> Any:
+        return stream.key_by("user") if keyed else stream
+
     write_files(tmp_path / "src", batches)
     df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "src"))
     watermark = BoundedOutOfOrderness(DELAY)
-    keyed = WindowedStream.from_dataframe(df, event_time="ts", watermark=watermark).key_by("user")
-    run(spark, tmp_path / "src", tmp_path / "out", finish(keyed), side_outputs)
+    stream = by_user(WindowedStream.from_dataframe(df, event_time="ts", watermark=watermark))
+    run(spark, tmp_path / "src", tmp_path / "out", finish(stream), side_outputs)
     names = ["results", "late", *[t.name for t in side_outputs]]
     streamed = {n: read(spark, tmp_path / "out" / n) for n in names}
 
     static = spark.createDataFrame([Row(**r) for b in batches for r in b], SCHEMA)
     result = finish(
-        WindowedStream.from_dataframe(
-            static, event_time="ts", watermark=watermark, arrival_order="batch"
-        ).key_by("user")
+        by_user(
+            WindowedStream.from_dataframe(
+                static, event_time="ts", watermark=watermark, arrival_order="batch"
+            )
+        )
     )
     with result:
         frames = {"results": result.results, "late": result.get_side_output(LATE)}
@@ -390,6 +399,22 @@ def test_built_in_aggregations_of_tumbling_windows(
         assert len(fired_on_arrival) == 2  # at the watermark, then again with the late row
     else:
         assert ("a", 7, T0 + 25_000) in [r[:3] for r in streamed["late"]]
+    assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}
+
+
+@pytest.mark.parametrize("function", ["sum", "reduce"])
+def test_window_all(spark: SparkSession, tmp_path: Path, function: str) -> None:
+    """A non-keyed stream (one group): the built-in sum on whole columns and a reduce through
+    the operator give the batch replay's outputs."""
+
+    def finish(stream: Any) -> Any:
+        windowed = stream.window_all(TumblingEventTimeWindows(SIZE)).side_output_late_data(LATE)
+        return windowed.sum("amount") if function == "sum" else windowed.reduce(add)
+
+    batches = make_batches(seed=9)
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish, keyed=False)
+    assert streamed == replayed
+    assert len(streamed["results"]) >= 3
     assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}
 
 

@@ -107,6 +107,7 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 METRICS_NAME = "windowing"
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 _WM = "__pw_wm"
+_ALL = "__pw_all"  # the constant grouping column of window_all
 _STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
 _PACKED = "__pw_packed"
 _PACKED_SCHEMA = StructType([StructField(_PACKED, BinaryType(), False)])
@@ -249,7 +250,12 @@ def run_streaming(
         )
     )
     time_mode = "ProcessingTime" if wall_clock else "EventTime"
-    grouped = prepared.groupBy(*[col(k) for k in keys]) if keys else prepared.groupBy()
+    if keys:
+        grouped = prepared.groupBy(*[col(k) for k in keys])
+    else:
+        # window_all: one group. A stateful operator needs a grouping column (Spark rejects an
+        # empty one); a constant, after the columns the processor reads by position.
+        grouped = prepared.withColumn(_ALL, F.lit(0)).groupBy(_ALL)
     packed = grouped.transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=_PACKED_SCHEMA,
@@ -812,8 +818,10 @@ class _WindowProcessor(StatefulProcessor):
             raise
 
     def _key_columns(self, key: Any) -> Callable[[int], list[pa.Array]]:
-        """The key column(s) of Spark's grouping ``key`` for ``n`` output rows."""
-        key_values = [v.item() if hasattr(v, "item") else v for v in key]
+        """The key column(s) of Spark's grouping ``key`` for ``n`` output rows (none for
+        ``window_all``, whose grouping key is a constant)."""
+        keyed = bool(self.config.layout.keys)
+        key_values = [v.item() if hasattr(v, "item") else v for v in key] if keyed else []
         types = self.config.key_arrow_types
 
         def key_columns(total: int) -> list[pa.Array]:
