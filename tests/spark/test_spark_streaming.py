@@ -33,7 +33,9 @@ from assigners import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from functions import AggregateFunction, ProcessWindowFunction
+from evictors import Evictor
+from functions import AggregateFunction, ProcessWindowFunction, WindowFunction
+from triggers import Trigger, TriggerResult
 from windowing import OutputTag
 from windowing.spark.streaming import METRICS_NAME, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
@@ -416,6 +418,81 @@ def test_window_all(spark: SparkSession, tmp_path: Path, function: str) -> None:
     assert streamed == replayed
     assert len(streamed["results"]) >= 3
     assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}
+
+
+class FireOnBigAmount(Trigger[Any, Any]):
+    """A custom trigger: FIRE when an element's amount is at least ``threshold``, and at the
+    window's end (an event-time timer)."""
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold = threshold
+
+    def on_element(self, element: Any, timestamp: Any, window: Any, ctx: Any) -> TriggerResult:
+        ctx.register_event_time_timer(window.max_timestamp())
+        return TriggerResult.FIRE if element.amount >= self.threshold else TriggerResult.CONTINUE
+
+    def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
+        return TriggerResult.FIRE if time == window.max_timestamp() else TriggerResult.CONTINUE
+
+    def on_processing_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def clear(self, window: Any, ctx: Any) -> None:
+        ctx.delete_event_time_timer(window.max_timestamp())
+
+
+class DropOddAmounts(Evictor[Any, Any]):
+    """A custom evictor: after each evaluation, remove the elements with odd amounts."""
+
+    def evict_before(self, elements: Any, window: Any, ctx: Any) -> Any:
+        return elements
+
+    def evict_after(self, elements: Any, window: Any, ctx: Any) -> Any:
+        return [e for e in elements if e.value.amount % 2 == 0]
+
+
+class Amounts(WindowFunction[Row, tuple[int, str], str, Any]):
+    def apply(self, key: str, window: Any, inputs: Iterable[Row]) -> Iterable[tuple[int, str]]:
+        amounts = [r.amount for r in inputs]
+        yield (sum(amounts), ",".join(map(str, amounts)))
+
+
+def test_custom_trigger_and_evictor_with_apply(spark: SparkSession, tmp_path: Path) -> None:
+    """Trigger and evictor subclasses defined in this module run on the executors in a
+    streaming query as in the batch replay (early firings, eviction between firings,
+    allowed lateness and late rows)."""
+    streamed, replayed = streamed_and_replayed(
+        spark,
+        tmp_path,
+        make_batches(seed=3),
+        lambda keyed: (
+            keyed.window(TumblingEventTimeWindows(SIZE))
+            .trigger(FireOnBigAmount(7))
+            .evictor(DropOddAmounts())
+            .allowed_lateness(4_000)
+            .side_output_late_data(LATE)
+            .apply(Amounts(), output_schema="total bigint, amounts string")
+        ),
+    )
+    assert streamed == replayed
+    assert len(streamed["results"]) > len({(r[0], r[1]) for r in streamed["results"]})  # refired
+
+
+def test_count_windows_with_fold(spark: SparkSession, tmp_path: Path) -> None:
+    """Count windows (global windows, purging count trigger) and a fold: no event time in the
+    windows, the same outputs streamed and replayed."""
+    streamed, replayed = streamed_and_replayed(
+        spark,
+        tmp_path,
+        in_order_batches(seed=6, n_batches=3),
+        lambda keyed: (
+            keyed.count_window(3, slide=2)
+            .side_output_late_data(LATE)
+            .fold(0, lambda acc, r: acc * 10 + r.amount, output_schema="digits bigint")
+        ),
+    )
+    assert streamed == replayed
+    assert streamed["results"] and all(r[1] is None for r in streamed["results"])
 
 
 def test_hopping_windows_with_reduce(spark: SparkSession, tmp_path: Path) -> None:
