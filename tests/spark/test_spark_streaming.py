@@ -510,6 +510,38 @@ def test_hopping_windows_with_reduce(spark: SparkSession, tmp_path: Path) -> Non
     assert len(streamed["results"]) > 10
 
 
+class AverageWithCount(ProcessWindowFunction[tuple[int, int], tuple[int, float], str, Any]):
+    """Turns the pre-aggregated (count, total) of a window into (count, average)."""
+
+    def process(
+        self, key: str, context: Any, elements: Iterable[tuple[int, int]]
+    ) -> Iterable[tuple[int, float]]:
+        ((n, total),) = list(elements)
+        yield (n, total / n)
+
+
+def test_hopping_windows_with_aggregate_and_window_function(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Incremental aggregation with a process window function on hopping windows (sliced into
+    panes by default) and on the per-window path (``slicing(False)``), with late rows."""
+    for slicing in (True, False):
+        streamed, replayed = streamed_and_replayed(
+            spark,
+            tmp_path / str(slicing),
+            make_batches(seed=8),
+            lambda keyed, slicing=slicing: (
+                keyed.window(HoppingEventTimeWindows(6_000, 2_000))
+                .slicing(slicing)
+                .allowed_lateness(2_000)
+                .side_output_late_data(LATE)
+                .aggregate(CountSum(), AverageWithCount(), output_schema="n bigint, mean double")
+            ),
+        )
+        assert streamed == replayed
+        assert len(streamed["results"]) > 10 and streamed["late"]
+
+
 # ---------------------------------------------------------------------------- arrival, clocks
 class Arrived(ProcessWindowFunction[Row, tuple[int, str], str, Any]):
     """The sequence numbers in the order the window received them."""
