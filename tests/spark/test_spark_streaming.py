@@ -221,6 +221,39 @@ def test_restart_from_checkpoint(spark: SparkSession, tmp_path: Path, uninterrup
     assert Counter(read(spark, out / "late")) == Counter(late)
 
 
+def test_restart_with_state_on_whole_columns(spark: SparkSession, tmp_path: Path) -> None:
+    """The column path's state (OpenWindows in the state store) survives a restart from the
+    checkpoint: the results equal those of one uninterrupted query."""
+    batches = make_batches(11)
+
+    def built_in_sum(source: Path) -> Any:
+        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        return (
+            WindowedStream.from_dataframe(
+                df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY)
+            )
+            .key_by("user")
+            .window(TumblingEventTimeWindows(SIZE))
+            .side_output_late_data(LATE)
+            .sum("amount")
+        )
+
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    write_files(whole / "src", batches)
+    run(spark, whole / "src", whole / "out", built_in_sum(whole / "src"))
+    write_files(parts / "src", batches[:2])
+    run(spark, parts / "src", parts / "out", built_in_sum(parts / "src"))
+    first = read(spark, parts / "out" / "results")
+    write_files(parts / "src", batches[2:], first=2)
+    run(spark, parts / "src", parts / "out", built_in_sum(parts / "src"))
+    expected = read(spark, whole / "out" / "results")
+    assert 0 < len(first) < len(expected)
+    assert Counter(read(spark, parts / "out" / "results")) == Counter(expected)
+    assert Counter(read(spark, parts / "out" / "late")) == Counter(
+        read(spark, whole / "out" / "late")
+    )
+
+
 # ---------------------------------------------------------------------------- more windows
 class CountSum(AggregateFunction[Row, tuple[int, int], tuple[int, int]]):
     def create_accumulator(self) -> tuple[int, int]:
