@@ -195,6 +195,19 @@ def test_streaming_calls_equal_the_operator(
     def operator() -> WindowOperator:
         return WindowOperator(assigner, Reduce(fn), allowed_lateness=lateness, late_output_tag=tag)
 
+    def operator_call(
+        op: WindowOperator, ks: KeyState, records: list[tuple[Rec, int]]
+    ) -> tuple[list[tuple[int, Any]], list[int], KeyState]:
+        """One call as the streaming runtime runs the operator: the watermark's timers,
+        then the rows; the results, the late records' positions, the key's state."""
+        op.watermark = watermark
+        op.output.clear()
+        op.side_outputs.clear()
+        op.fire_timers("k", ks)
+        ks = op.process_key_elements("k", ks, [(r, t, "k") for r, t in records])
+        results = [(w.window.start, w.value) for w in op.output]
+        return results, [e.value.i for e in op.side_outputs.get(tag, [])], ks
+
     reference, columnar = operator(), operator()
     ref_ks = reference.new_key_state()
     state: Any = None  # OpenWindows, a KeyState (after an operator call), or None
@@ -211,13 +224,7 @@ def test_streaming_calls_equal_the_operator(
             records.append((Rec(n, value), t))
             n += 1
         # the reference: the operator alone, as the streaming runtime runs it
-        reference.watermark = watermark
-        reference.output.clear()
-        reference.side_outputs.clear()
-        reference.fire_timers("k", ref_ks)
-        ref_ks = reference.process_key_elements("k", ref_ks, [(r, t, "k") for r, t in records])
-        expected = [(w.window.start, w.value) for w in reference.output]
-        expected_late = [e.value.i for e in reference.side_outputs.get(tag, [])]
+        expected, expected_late, ref_ks = operator_call(reference, ref_ks, records)
         expected_due = ref_ks.next_event_time()
 
         rows = pa.table(
@@ -254,13 +261,7 @@ def test_streaming_calls_equal_the_operator(
                 ks = key_state_of(plan, columnar, state, _records(state.rows))
             elif state is None:
                 ks = columnar.new_key_state()
-            columnar.watermark = watermark
-            columnar.output.clear()
-            columnar.side_outputs.clear()
-            columnar.fire_timers("k", ks)
-            ks = columnar.process_key_elements("k", ks, [(r, t, "k") for r, t in records])
-            got = [(w.window.start, w.value) for w in columnar.output]
-            got_late = [e.value.i for e in columnar.side_outputs.get(tag, [])]
+            got, got_late, ks = operator_call(columnar, ks, records)
             due = ks.next_event_time()
             state = ks
         assert got == expected
