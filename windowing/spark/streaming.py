@@ -625,10 +625,9 @@ class _WindowProcessor(StatefulProcessor):
         timer, stored, clock = self._load()
         self._set_clocks(timerValues, clock)
         if c.columnar is not None:
-            out = self._columnar_call(key, timer, stored, table, timer_alive=True)
-            if out is not False:
-                if out is not None:
-                    yield out
+            packed = self._columnar_call(key, timer, stored, table, timer_alive=True)
+            if packed is not None:
+                yield from packed
                 return
         ks = self._key_state(stored)
         k = self._key(key)
@@ -699,10 +698,9 @@ class _WindowProcessor(StatefulProcessor):
         timer, stored, clock = self._load()
         self._set_clocks(timerValues, clock)
         if self.config.columnar is not None:
-            out = self._columnar_call(key, timer, stored, None, timer_alive=False)
-            if out is not False:
-                if out is not None:
-                    yield out
+            packed = self._columnar_call(key, timer, stored, None, timer_alive=False)
+            if packed is not None:
+                yield from packed
                 return
         ks = self._key_state(stored)
         self._reset()
@@ -714,9 +712,9 @@ class _WindowProcessor(StatefulProcessor):
 
     def _columnar_call(
         self, key: Any, timer: int | None, stored: Any, table: pa.Table | None, *, timer_alive: bool
-    ) -> pd.DataFrame | bool | None:
+    ) -> list[pd.DataFrame] | None:
         """Run this call on whole columns (:func:`~windowing.spark.columnar.step_open_windows`)
-        and save the state: the packed output, or ``None`` when there is none; ``False``
+        and save the state: the frames to yield (none when there is no output), or ``None``
         (nothing done) when the operator must run it."""
         c = self.config
         plan = c.columnar
@@ -726,21 +724,21 @@ class _WindowProcessor(StatefulProcessor):
         if table is not None:
             ts = table.column(_TS)
             if ts.null_count or (_ARR in c.internal and table.column(_ARR).null_count):
-                return False
+                return None
             times = ts.to_numpy()
             rows = table.select(c.layout.input_schema.names)
         convertible, state = self._open_windows(stored)
         if not convertible:
-            return False
+            return None
         step = step_open_windows(plan, state, self.op.watermark, rows, times)
         if step is None:
-            return False
+            return None
         self._save(timer, step.state, timer_alive=timer_alive)
         n_input = 0 if table is None else table.num_rows
         n_late = len(step.late)
         fired = len(step.fired_starts)
         if not (n_input or fired):
-            return None
+            return []
         tag = c.late_output_tag
         late = LateRows()
         if tag is not None:
@@ -762,21 +760,19 @@ class _WindowProcessor(StatefulProcessor):
         columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
         key_columns = self._key_columns(key)
         if late.rows:
-            return _pack(
-                c.layout.tagged_result_columns(
-                    key_columns=key_columns,
-                    bounds=bounds,
-                    columns=columns,
-                    counters=counters,
-                    late_source=table,
-                    late=late,
-                )
+            output: pa.Table | list[pa.RecordBatch] = c.layout.tagged_result_columns(
+                key_columns=key_columns,
+                bounds=bounds,
+                columns=columns,
+                counters=counters,
+                late_source=table,
+                late=late,
             )
-        return _pack(
-            c.layout.tagged_result_batches(
+        else:
+            output = c.layout.tagged_result_batches(
                 key_columns=key_columns, bounds=bounds, columns=columns, counters=counters
             )
-        )
+        return [_pack(output)]
 
     def close(self) -> None:
         pass
