@@ -448,12 +448,13 @@ def _replay_columnar(replay: _Replay, table: pa.Table) -> pa.Table | None:
         "num_results": fired,
         "num_keys": 1,
     }
-    return replay.layout.tagged_result_columns(
+    batches = replay.layout.tagged_result_batches(
         key_columns=_key_columns(replay, table),
         bounds=(starts, ends, pc.subtract(ends, 1)),
         columns=columns,
         counters=counters,
     )
+    return pa.Table.from_batches(batches)
 
 
 def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:

@@ -535,47 +535,10 @@ class OutputLayout:
             types(self.input_schema),
         )
 
-    def tagged_result_columns(
-        self,
-        *,
-        key_columns: Callable[[int], list[pa.Array]],
-        bounds: tuple[pa.Array, pa.Array, pa.Array],
-        columns: Sequence[pa.Array],
-        counters: Mapping[str, int],
-        late_source: pa.Table | None = None,
-        late: LateRows | None = None,
-    ) -> pa.Table:
-        """One key's tagged output from results computed on whole columns: ``bounds`` are
-        the window starts, ends and result timestamps (int64 ms), ``columns`` the result
-        columns (``out_schema``'s types), then the rows ``late.rows`` of ``late_source``
-        and one metrics row with ``counters``; no side outputs. The same table
-        :meth:`tagged_table` builds for those results."""
-        out_types, side_types, _ = self._arrow_types
-        late = LateRows() if late is None else late
-        n = len(bounds[0])
-        tail = len(late.rows) + 1
-        total = n + tail
-
-        def padded(array: pa.Array, arrow_type: pa.DataType) -> pa.Array:
-            return pa.concat_arrays([array.cast(arrow_type), pa.nulls(tail, arrow_type)])
-
-        kinds = pa.array([_RESULT] * n + [_LATE] * len(late.rows) + [_METRICS], pa.int8())
-        arrays: list[pa.Array] = [kinds, *key_columns(total)]
-        names: list[str] = [KIND, *self.keys, _WS, _WE, _MT]
-        arrays += [padded(b, pa.int64()) for b in bounds]
-        for array, name, arrow_type in zip(columns, self.result_cols, out_types, strict=True):
-            arrays.append(padded(array, arrow_type))
-            names.append(name)
-        for j, types in enumerate(side_types):
-            arrays += [pa.nulls(total, t) for t in types]
-            names += self.side_cols(j)
-        self._late_and_metrics(arrays, names, n, late_source, late, counters)
-        return pa.Table.from_arrays(arrays, names=names)
-
     @functools.cached_property
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema of the tagged tables :meth:`tagged_table` and
-        :meth:`tagged_result_columns` build (every field nullable)."""
+        :meth:`tagged_result_batches` build (every field nullable)."""
         out_types, side_types, input_types = self._arrow_types
         names = [KIND, *self.keys, _WS, _WE, _MT, *self.result_cols]
         types = [pa.int8(), *[input_types[self.input_schema.names.index(k)] for k in self.keys]]
@@ -604,9 +567,14 @@ class OutputLayout:
         bounds: tuple[pa.Array, pa.Array, pa.Array],
         columns: Sequence[pa.Array],
         counters: Mapping[str, int],
+        late_source: pa.Table | None = None,
+        late: LateRows | None = None,
     ) -> list[pa.RecordBatch]:
-        """:meth:`tagged_result_columns` without late rows, as two record batches of
-        :attr:`arrow_schema` (the results, then the metrics row): nothing is concatenated."""
+        """One key's tagged output from results computed on whole columns, as two record
+        batches of :attr:`arrow_schema` (nothing concatenated): the results (``bounds`` are
+        the window starts, ends and result timestamps in int64 ms, ``columns`` the result
+        columns), then the rows ``late.rows`` of ``late_source`` and one metrics row with
+        ``counters``; no side outputs. The rows :meth:`tagged_table` builds for them."""
         schema = self.arrow_schema
         n = len(bounds[0])
         first = 1 + len(self.keys) + 3  # the first result column
@@ -615,15 +583,35 @@ class OutputLayout:
             arrow_type = schema.field(i).type
             results.append(array if array.type == arrow_type else array.cast(arrow_type))
         results += [pa.nulls(n, schema.field(i).type) for i in range(len(results), len(schema))]
-        counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
-        nulls = self._metrics_row_nulls
-        metrics = [pa.array([_METRICS], pa.int8()), *key_columns(1)]
-        metrics += [nulls[i] for i in range(len(metrics), len(schema) - 1)]
-        metrics.append(pa.array([counts], _COUNTERS_ARROW))
         return [
             pa.RecordBatch.from_arrays(results, schema=schema),
-            pa.RecordBatch.from_arrays(metrics, schema=schema),
+            self._late_and_metrics_batch(key_columns, counters, late_source, late),
         ]
+
+    def _late_and_metrics_batch(
+        self,
+        key_columns: Callable[[int], list[pa.Array]],
+        counters: Mapping[str, int],
+        late_source: pa.Table | None,
+        late: LateRows | None,
+    ) -> pa.RecordBatch:
+        """The late rows and the metrics row of :meth:`tagged_result_batches`."""
+        schema = self.arrow_schema
+        if late is None or not late.rows:  # the common case: cached nulls
+            nulls = self._metrics_row_nulls
+            metrics = [pa.array([_METRICS], pa.int8()), *key_columns(1)]
+            metrics += [nulls[i] for i in range(len(metrics), len(schema) - 1)]
+            counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
+            metrics.append(pa.array([counts], _COUNTERS_ARROW))
+            return pa.RecordBatch.from_arrays(metrics, schema=schema)
+        m = len(late.rows) + 1
+        arrays = [pa.array([_LATE] * (m - 1) + [_METRICS], pa.int8()), *key_columns(m)]
+        first_late = len(schema) - 1 - (len(self.late_cols) + 2)  # late columns, then counters
+        arrays += [pa.nulls(m, schema.field(i).type) for i in range(len(arrays), first_late)]
+        names = list(schema.names[:first_late])
+        self._late_and_metrics(arrays, names, 0, late_source, late, counters)
+        table = pa.Table.from_arrays(arrays, names=names).cast(schema).combine_chunks()
+        return table.to_batches()[0]  # the late columns are taken (chunked) from late_source
 
     def tagged_table(
         self,

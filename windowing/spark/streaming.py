@@ -758,20 +758,14 @@ class _WindowProcessor(StatefulProcessor):
         bounds = (pa.array(starts), pa.array(ends), pa.array(ends - 1))
         records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
         columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
-        key_columns = self._key_columns(key)
-        if late.rows:
-            output: pa.Table | list[pa.RecordBatch] = c.layout.tagged_result_columns(
-                key_columns=key_columns,
-                bounds=bounds,
-                columns=columns,
-                counters=counters,
-                late_source=table,
-                late=late,
-            )
-        else:
-            output = c.layout.tagged_result_batches(
-                key_columns=key_columns, bounds=bounds, columns=columns, counters=counters
-            )
+        output = c.layout.tagged_result_batches(
+            key_columns=self._key_columns(key),
+            bounds=bounds,
+            columns=columns,
+            counters=counters,
+            late_source=table,
+            late=late,
+        )
         return [_pack(output)]
 
     def close(self) -> None:
