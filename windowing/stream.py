@@ -161,6 +161,11 @@ class WindowConfig:
     allowed_lateness: int = 0
     late_output_tag: OutputTag | None = None
     slicing: bool = True
+    max_parallelism: int = 128
+
+
+#: The largest number of key groups (Flink's upper bound for ``maxParallelism``).
+MAX_KEY_GROUPS = 32768
 
 
 def is_processing_time_assigner(assigner: Any) -> bool:
@@ -405,6 +410,35 @@ class WindowedStream:
             msg = f"slicing: enabled must be a bool, got {type(enabled).__name__} {enabled!r}"
             raise ValueError(msg)
         return self._with(slicing=enabled)
+
+    def max_parallelism(self, key_groups: int) -> WindowedStream:
+        """The number of key groups of a streaming query (Flink ``setMaxParallelism``;
+        default 128, as in Flink; at most 32768).
+
+        Structured Streaming keeps the operator state per key group: every key hashes into
+        one of ``key_groups`` groups, and each micro-batch reads and writes a group's state
+        once and keeps one timer for it, however many keys it holds. The number is also the
+        largest number of tasks the stateful step runs in, so raise it above
+        ``spark.sql.shuffle.partitions`` on a large cluster. As in Flink, it is fixed by the
+        first run: restarting from a checkpoint with another value fails. Each call on a key
+        group rewrites that group's state, so with very many keys and little data per
+        micro-batch, more groups write less. The batch replay groups by key and ignores it.
+
+        Example::
+
+            stream.key_by("user").window(TumblingEventTimeWindows("1 minute"))
+                  .max_parallelism(1024).sum("amount")
+        """
+        if isinstance(key_groups, bool) or not isinstance(key_groups, int):
+            msg = (
+                "max_parallelism: key_groups must be an int, "
+                f"got {type(key_groups).__name__} {key_groups!r}"
+            )
+            raise ValueError(msg)
+        if not 1 <= key_groups <= MAX_KEY_GROUPS:
+            msg = f"max_parallelism: key_groups must be in [1, {MAX_KEY_GROUPS}], got {key_groups}"
+            raise ValueError(msg)
+        return self._with(max_parallelism=key_groups)
 
     def side_output_late_data(self, tag: OutputTag) -> WindowedStream:
         """Send late input rows (and rows without event time or arrival order) to the side

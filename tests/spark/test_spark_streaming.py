@@ -951,7 +951,9 @@ def test_a_key_returns_to_columns_after_an_operator_call(
 
     def stored() -> Any:
         assert handle.state.value is not None
-        return pickle.loads(handle.state.value[0])[1]
+        _version, key_groups, _timer, entries = pickle.loads(handle.state.value[0])
+        assert key_groups == 128
+        return pickle.loads(entries["a"][2])
 
     assert call(0, [("a", 1, T0), ("a", 2, T0 + 1)]) == []
     assert isinstance(stored(), OpenWindows)

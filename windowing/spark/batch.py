@@ -18,7 +18,7 @@ the watermark and processing time to ``MAX_TIMESTAMP`` (end of input).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
@@ -405,10 +405,12 @@ class _Replay:
         return _replay_key(self, table)
 
 
-def _key_of(replay: _Replay, table: pa.Table) -> Any:
-    if not replay.keys:
+def key_of(table: pa.Table, keys: Sequence[str]) -> Any:
+    """The key of ``table``'s first row as functions see it: the value of the one key
+    column, a tuple for several, ``None`` without key columns."""
+    if not keys:
         return None
-    values = [arrow_to_python(table.column(k).slice(0, 1))[0] for k in replay.keys]
+    values = [arrow_to_python(table.column(k).slice(0, 1))[0] for k in keys]
     return values[0] if len(values) == 1 else tuple(values)
 
 
@@ -464,7 +466,7 @@ def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
         columnar = _replay_columnar(replay, table)
         if columnar is not None:
             return columnar
-    key = _key_of(replay, table)
+    key = key_of(table, replay.keys)
     rows = table_rows(table, replay.input_names)
     ts = table.column(_TS).to_pylist()
     wmax = table.column(_WMAX).to_pylist() if replay.has_arrival else None

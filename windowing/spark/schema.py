@@ -460,7 +460,7 @@ def arrow_to_python(column: pa.ChunkedArray | pa.Array) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------- Python -> Arrow
-def _value_encoder(dtype: DataType) -> Callable[[Any], Any] | None:
+def value_encoder(dtype: DataType) -> Callable[[Any], Any] | None:
     """A checker/converter from a user value to what ``pa.array`` accepts for ``dtype``;
     ``None`` when values pass unchanged (Arrow itself rejects wrong types there)."""
     if isinstance(dtype, _INTEGRAL):
@@ -496,7 +496,7 @@ def _value_encoder(dtype: DataType) -> Callable[[Any], Any] | None:
 
         return struct
     if isinstance(dtype, ArrayType):
-        econv = _value_encoder(dtype.elementType)
+        econv = value_encoder(dtype.elementType)
 
         def array(value: Any) -> Any:
             if value is None:
@@ -508,8 +508,8 @@ def _value_encoder(dtype: DataType) -> Callable[[Any], Any] | None:
 
         return array
     if isinstance(dtype, MapType):
-        kconv = _value_encoder(dtype.keyType)
-        vconv = _value_encoder(dtype.valueType)
+        kconv = value_encoder(dtype.keyType)
+        vconv = value_encoder(dtype.valueType)
 
         def mapping(value: Any) -> Any:
             if value is None:
@@ -585,7 +585,7 @@ def make_row_encoder(schema: StructType) -> Callable[[Any], list[Any]]:
     """
     names = list(schema.names)
     index = {n: i for i, n in enumerate(names)}
-    encoders = [_value_encoder(f.dataType) for f in schema.fields]
+    encoders = [value_encoder(f.dataType) for f in schema.fields]
     width = len(names)
 
     def by_name(items: Iterable[tuple[str, Any]]) -> list[Any]:

@@ -32,8 +32,9 @@ initial watermark ``0`` means "no watermark yet" (``MIN_TIMESTAMP``).
 from __future__ import annotations
 
 import functools
+import itertools
 import pickle
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
@@ -43,13 +44,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import cloudpickle
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import (
     BinaryType,
+    DoubleType,
+    FloatType,
     StructField,
     StructType,
 )
@@ -62,6 +65,7 @@ from windowing.spark.batch import (
     _TS,
     build_layout,
     internal_columns,
+    key_of,
     replay_order,
 )
 from windowing.spark.columnar import (
@@ -85,7 +89,13 @@ from windowing.spark.output import (
     note_element_error,
     operator_counters,
 )
-from windowing.spark.schema import make_row_encoder, row_class, table_rows
+from windowing.spark.schema import (
+    arrow_to_python,
+    make_row_encoder,
+    row_class,
+    table_rows,
+    value_encoder,
+)
 from windowing.stream import is_processing_time_assigner
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -107,7 +117,7 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 METRICS_NAME = "windowing"
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 _WM = "__pw_wm"
-_ALL = "__pw_all"  # the constant grouping column of window_all
+_GROUP = "__pw_kg"  # the key group: Spark's grouping column
 _STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
 _PACKED = "__pw_packed"
 _PACKED_SCHEMA = StructType([StructField(_PACKED, BinaryType(), False)])
@@ -202,6 +212,7 @@ def run_streaming(
         msg = f"metrics_name must be a non-empty str or None, got {metrics_name!r}"
         raise ValueError(msg)
     layout = build_layout(stream, spec, output_schema, side_output_schemas)
+    key_groups = config.max_parallelism if keys else 1
     wall_clock = is_processing_time_assigner(config.assigner) and source.processing_time is None
     spark = df.sparkSession
     spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
@@ -234,6 +245,7 @@ def run_streaming(
                 to_arrow_type(layout.input_schema[k].dataType, timezone=tz) for k in keys
             ],
             wall_clock=wall_clock,
+            key_groups=key_groups,
             event_time_column=source.event_time
             if pa.types.is_timestamp(input_arrow.field(source.event_time).type)
             else None,
@@ -250,12 +262,9 @@ def run_streaming(
         )
     )
     time_mode = "ProcessingTime" if wall_clock else "EventTime"
-    if keys:
-        grouped = prepared.groupBy(*[col(k) for k in keys])
-    else:
-        # window_all: one group. A stateful operator needs a grouping column (Spark rejects an
-        # empty one); a constant, after the columns the processor reads by position.
-        grouped = prepared.withColumn(_ALL, F.lit(0)).groupBy(_ALL)
+    # Grouped by key group, after the columns the processor reads by position. window_all
+    # has one group (a stateful operator needs a grouping column: Spark rejects an empty one).
+    grouped = prepared.withColumn(_GROUP, _key_group(df, keys, key_groups)).groupBy(_GROUP)
     packed = grouped.transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=_PACKED_SCHEMA,
@@ -268,6 +277,26 @@ def run_streaming(
     return StreamingWindowedResult(
         output=output, layout=layout, time_mode=time_mode, metrics_name=metrics_name
     )
+
+
+def _key_group(df: DataFrame, keys: Sequence[str], key_groups: int) -> Column:
+    """The key group of each row: a hash of its key modulo ``key_groups`` (``0`` without
+    keys). Float keys are normalized first (all NaNs one value, ``-0.0`` as ``0.0``) so the
+    rows Spark groups together share a key group."""
+    if not keys:
+        return F.lit(0)
+    columns = []
+    for k in keys:
+        c = col(k)
+        dtype = df.schema[k].dataType
+        if isinstance(dtype, FloatType | DoubleType):
+            c = (
+                F.when(F.isnan(c), F.lit(float("nan")).cast(dtype))
+                .when(c == 0, F.lit(0.0).cast(dtype))
+                .otherwise(c)
+            )
+        columns.append(c)
+    return F.pmod(F.hash(*columns), F.lit(key_groups))
 
 
 def write_results_and_late(
@@ -348,6 +377,7 @@ class _Config:
     input_arrow: pa.Schema
     key_arrow_types: list[pa.DataType]
     wall_clock: bool  # ProcessingTime mode: processing time is the micro-batch's clock
+    key_groups: int  # the number of key groups (Spark's grouping key)
     # Built-in aggregations of tumbling windows computed on whole columns (event time, no
     # processing_time column); None: the operator alone.
     columnar: ColumnarAggregation | None = None
@@ -484,14 +514,96 @@ def _flink_watermark(spark_watermark_ms: int) -> int:
     return MIN_TIMESTAMP if spark_watermark_ms <= 0 else spark_watermark_ms - 1
 
 
-class _WindowProcessor(StatefulProcessor):
-    """One ``WindowOperator`` per Python worker; per key one ValueState and one timer.
+@dataclass(frozen=True)
+class _NaNKey:
+    """A float NaN in a key, as the state's dictionary key (NaN is not equal to itself;
+    Spark groups all NaNs together)."""
 
-    The state is the pickled ``(registered timer, key state, processing-time clock)``; the
-    key state is the operator's :class:`~windowing.operator.KeyState`, or with a columnar
-    plan the key's :class:`~windowing.spark.columnar.OpenWindows` (each form converts to the
-    other when a call needs it); the clock is the key's largest ``processing_time`` value so
-    far (``None`` without that column)."""
+
+_NAN_KEY = _NaNKey()
+
+
+def _state_key(value: Any) -> Any:
+    """``value`` (a key as functions see it) as a dictionary key with Spark's grouping
+    equality: NaNs equal, ``-0.0 == 0.0``, lists and rows as tuples."""
+    if isinstance(value, float):
+        return _NAN_KEY if value != value else value + 0.0
+    if isinstance(value, tuple | list):  # a Row is a tuple
+        return tuple(_state_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((repr(k), _state_key(v)) for k, v in value.items()))
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return value
+
+
+def _group_codes(table: pa.Table, keys: Sequence[str]) -> np.ndarray[Any, Any]:
+    """For each row of ``table``, a dense code of its key (the values of ``keys``) with
+    Spark's grouping equality (nulls equal, NaNs equal, ``-0.0 == 0.0``)."""
+    codes: np.ndarray[Any, Any] | None = None
+    for k in keys:
+        column = table.column(k).combine_chunks()
+        if pa.types.is_floating(column.type):
+            column = pc.add(column, pa.scalar(0.0, column.type))  # -0.0 + 0.0 == 0.0
+        try:
+            encoded = pc.dictionary_encode(column, null_encoding="encode")
+        except pa.ArrowNotImplementedError:  # e.g. a struct or list column
+            found: dict[Any, int] = {}
+            columns = [arrow_to_python(table.column(name)) for name in keys]
+            values = zip(*columns, strict=True)
+            return np.fromiter(
+                (found.setdefault(_state_key(v), len(found)) for v in values),
+                np.int64,
+                table.num_rows,
+            )
+        indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        if codes is None:
+            codes = indices
+        else:
+            _, codes = np.unique(codes * len(encoded.dictionary) + indices, return_inverse=True)
+    assert codes is not None
+    return codes
+
+
+def _split_keys(table: pa.Table, keys: Sequence[str]) -> Iterator[tuple[Any, pa.Table]]:
+    """``(key, rows)`` for each key of ``table`` (rows kept in their order)."""
+    n = table.num_rows
+    if not keys or n == 0:
+        if n:
+            yield None, table
+        return
+    codes = _group_codes(table, keys)
+    if n > 1 and (codes[1:] != codes[0]).any():
+        perm = np.argsort(codes, kind="stable")
+        codes = codes[perm]
+        table = table.take(perm)
+        cuts = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), n]
+    else:
+        cuts = [0, n]
+    for lo, hi in itertools.pairwise(cuts):
+        rows = table.slice(lo, hi - lo)
+        yield key_of(rows, keys), rows
+
+
+#: One key of a key group: ``(key, Spark timer due, pickled key state, clock)``.
+_Entry = tuple[Any, int | None, bytes, int | None]
+#: The layout of a key group's state value (bumped when it changes).
+_STATE_VERSION = 1
+
+
+class _WindowProcessor(StatefulProcessor):
+    """One ``WindowOperator`` per Python worker; Spark's grouping key is a key group
+    (:meth:`~windowing.stream.WindowedStream.max_parallelism`), with one ValueState and one
+    timer.
+
+    The state is the pickled ``(version, key groups, registered timer, entries)``, where
+    ``entries`` maps each key of the group (:func:`_state_key`) to an :data:`_Entry`: the
+    key, the Spark time at which it is next due, its pickled key state, and its clock. The
+    key state is the operator's :class:`~windowing.operator.KeyState`, or with a columnar plan
+    the key's :class:`~windowing.spark.columnar.OpenWindows` (each form converts to the other
+    when a call needs it); only the keys a call touches are unpickled. The clock is the
+    key's largest ``processing_time`` value so far (``None`` without that column). The
+    registered timer is the earliest due time of the group's keys."""
 
     def __init__(self, config: _Config) -> None:
         self.config = config
@@ -499,7 +611,7 @@ class _WindowProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         c = self.config
         self.handle = handle
-        self.state = handle.getValueState("state", _STATE_SCHEMA)
+        self.state = handle.getValueState("key_group", _STATE_SCHEMA)
         self.op = WindowOperator(
             c.assigner,
             c.spec,
@@ -511,20 +623,73 @@ class _WindowProcessor(StatefulProcessor):
         )
         self.spark_watermark = 0
         self.now = 0
-        names = c.layout.input_schema.names
+        schema = c.layout.input_schema
+        names = schema.names
         self.record_type = row_class(tuple(names))
         self.record_names = list(names)
-        self.encode_record = make_row_encoder(c.layout.input_schema)
+        self.encode_record = make_row_encoder(schema)
+        self.key_encoders = [value_encoder(schema[k].dataType) for k in c.layout.keys]
 
     # -- state ---------------------------------------------------------------------------
-    def _load(self) -> tuple[int | None, Any, int | None]:
-        """``(registered timer, key state, clock)``; the key state is ``None`` for a key
-        without state."""
+    def _load(self) -> tuple[int | None, dict[Any, _Entry]]:
+        """``(registered timer, entries)`` of this key group."""
         value = self.state.get()
         if value is None or value[0] is None:
-            return None, None, None
-        timer, ks, clock = pickle.loads(value[0])
-        return timer, ks, clock
+            return None, {}
+        version, key_groups, timer, entries = pickle.loads(value[0])
+        expected = self.config.key_groups
+        if version != _STATE_VERSION or key_groups != expected:
+            msg = (
+                f"the checkpoint's state has {key_groups} key groups (state layout {version}), "
+                f"but the query has max_parallelism {expected} (layout {_STATE_VERSION}); "
+                "restart with the max_parallelism the checkpoint was written with"
+            )
+            raise ValueError(msg)
+        return timer, entries
+
+    def _save(self, registered: int | None, entries: dict[Any, _Entry], *, alive: bool) -> None:
+        """Write the group's state once (or clear it when no key holds anything) and keep
+        one Spark timer at the earliest due time of its keys; ``alive``: the registered
+        timer has not fired."""
+        due = [e[1] for e in entries.values() if e[1] is not None]
+        timer = min(due) if due else None
+        if alive and registered is not None and registered != timer:
+            self.handle.deleteTimer(registered)
+        if timer is not None and timer != (registered if alive else None):
+            self.handle.registerTimer(timer)
+        if entries:
+            state = (_STATE_VERSION, self.config.key_groups, timer, entries)
+            self.state.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
+        else:
+            self.state.clear()
+
+    def _entry(self, key: Any, ks: Any) -> _Entry | None:
+        """The key's entry after a call, ``None`` when it holds nothing. Its due time is the
+        key's next operator timer as a Spark timer: in event time no earlier than ``W + 1``
+        (Spark watermark ``W``), in processing time no earlier than the next millisecond, so
+        operator timers already due fire at the next watermark advance / micro-batch, as in
+        Flink and the batch replay."""
+        plan = self.config.columnar
+        if ks is None:
+            nxt = None
+        elif self.config.wall_clock:
+            nxt = ks.next_processing_time()
+        elif isinstance(ks, OpenWindows):
+            assert plan is not None
+            nxt = ks.next_event_time(plan)
+        else:
+            nxt = ks.next_event_time()
+        if self.config.wall_clock:
+            floor, shift = self.now + 1, 0
+        else:
+            floor, shift = self.spark_watermark + 1, 1
+        timer = None
+        if nxt is not None and nxt < MAX_TIMESTAMP - 1:
+            timer = max(nxt + shift, floor)
+        if (ks is None or (isinstance(ks, KeyState) and ks.is_empty())) and timer is None:
+            return None
+        clock = self.op.processing_time if _PT in self.config.internal else None
+        return (key, timer, _dumps(ks), clock)
 
     def _key_state(self, ks: Any) -> KeyState:
         """The operator's form of the key state ``ks``."""
@@ -571,42 +736,6 @@ class _WindowProcessor(StatefulProcessor):
             return None
         return pa.Table.from_arrays(arrays, schema=c.input_arrow)
 
-    def _save(self, timer: int | None, ks: Any, *, timer_alive: bool) -> None:
-        """Write the state once and keep one Spark timer at the key's next due operator
-        timer: event time in EventTime mode, processing time in ProcessingTime mode.
-
-        An event-time timer is registered no earlier than ``W + 1`` (Spark watermark ``W``),
-        a processing-time one no earlier than the next millisecond: operator timers already
-        due fire at the next watermark advance / micro-batch, as in Flink and the batch
-        replay."""
-        plan = self.config.columnar
-        if self.config.wall_clock:
-            nxt = ks.next_processing_time()
-            floor = self.now + 1
-            shift = 0
-        else:
-            if ks is None:
-                nxt = None
-            elif isinstance(ks, OpenWindows):
-                assert plan is not None
-                nxt = ks.next_event_time(plan)
-            else:
-                nxt = ks.next_event_time()
-            floor = self.spark_watermark + 1
-            shift = 1
-        new_timer = None
-        if nxt is not None and nxt < MAX_TIMESTAMP - 1:
-            new_timer = max(nxt + shift, floor)
-        if timer_alive and timer is not None and timer != new_timer:
-            self.handle.deleteTimer(timer)
-        if new_timer is not None and new_timer != (timer if timer_alive else None):
-            self.handle.registerTimer(new_timer)
-        if (ks is None or (isinstance(ks, KeyState) and ks.is_empty())) and new_timer is None:
-            self.state.clear()
-        else:
-            clock = self.op.processing_time if _PT in self.config.internal else None
-            self.state.update((_dumps((new_timer, ks, clock)),))
-
     # -- callbacks -------------------------------------------------------------------------
     def handleInputRows(  # noqa: N802 - Spark's name
         self,
@@ -615,26 +744,86 @@ class _WindowProcessor(StatefulProcessor):
         timerValues: Any,  # noqa: N803
     ) -> Any:
         c = self.config
-        names = c.layout.input_schema.names
         frames = list(rows)
         pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         # The batch replay's order inside a key: arrival order, else processing time, then
         # event time and the content hash, nulls last; deterministic across re-executions.
         order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
         table = _input_table(pdf, c.input_table_schema, order, c.event_time_column)
-        timer, stored, clock = self._load()
-        self._set_clocks(timerValues, clock)
+        registered, entries = self._load()
+        self._set_clocks(timerValues)
+        outputs: list[pa.RecordBatch] = []
+        touched = set()
+        for k, key_rows in _split_keys(table, c.layout.keys):
+            skey = _state_key(k)
+            touched.add(skey)
+            self._store(entries, skey, self._key_rows(k, entries.get(skey), key_rows, outputs))
+        # keys of the group without rows whose timers are due fire now, as their own
+        # timers would at the end of this micro-batch
+        self._fire_due(entries, self._clock(), outputs, skip=touched)
+        self._save(registered, entries, alive=True)
+        if outputs:
+            yield _pack(outputs)
+
+    def handleExpiredTimer(  # noqa: N802 - Spark's name; called with keyword arguments
+        self,
+        key: Any,
+        timerValues: Any,  # noqa: N803
+        expiredTimerInfo: Any,  # noqa: N803
+    ) -> Any:
+        registered, entries = self._load()
+        self._set_clocks(timerValues)
+        outputs: list[pa.RecordBatch] = []
+        due = max(self._clock(), int(expiredTimerInfo.getExpiryTimeInMs()))
+        self._fire_due(entries, due, outputs, skip=())
+        self._save(registered, entries, alive=False)
+        if outputs:
+            yield _pack(outputs)
+
+    def _clock(self) -> int:
+        """The Spark clock timers are due by: the watermark, or processing time."""
+        return self.now if self.config.wall_clock else self.spark_watermark
+
+    @staticmethod
+    def _store(entries: dict[Any, _Entry], skey: Any, entry: _Entry | None) -> None:
+        if entry is None:
+            entries.pop(skey, None)
+        else:
+            entries[skey] = entry
+
+    def _fire_due(
+        self,
+        entries: dict[Any, _Entry],
+        clock: int,
+        outputs: list[pa.RecordBatch],
+        *,
+        skip: Collection[Any],
+    ) -> None:
+        """Run the timers of the keys due by ``clock`` (except those in ``skip``)."""
+        due = [
+            (skey, e)
+            for skey, e in entries.items()
+            if e[1] is not None and e[1] <= clock and skey not in skip
+        ]
+        for skey, entry in due:
+            self._store(entries, skey, self._key_timers(entry, outputs))
+
+    def _key_rows(
+        self, k: Any, entry: _Entry | None, table: pa.Table, outputs: list[pa.RecordBatch]
+    ) -> _Entry | None:
+        """Process one key's rows of this micro-batch; its output goes to ``outputs``."""
+        c = self.config
+        stored = None if entry is None else pickle.loads(entry[2])
+        self._set_key_clock(None if entry is None else entry[3])
         if c.columnar is not None:
-            packed = self._columnar_call(key, timer, stored, table, timer_alive=True)
-            if packed is not None:
-                yield from packed
-                return
+            done, new_entry = self._columnar_call(k, stored, table, outputs)
+            if done:
+                return new_entry
         ks = self._key_state(stored)
-        k = self._key(key)
         op = self.op
         self._reset()
         self._fire(k, ks)
-        elements = table_rows(table, names)
+        elements = table_rows(table, c.layout.input_schema.names)
         ts = table.column(_TS).to_pylist()
         arrival = table.column(_ARR).to_pylist() if _ARR in c.internal else None
         pts = table.column(_PT).to_pylist() if _PT in c.internal else None
@@ -683,39 +872,31 @@ class _WindowProcessor(StatefulProcessor):
             lates = op.side_outputs.get(tag, [])
             if lates:
                 late.add_late_elements(lates, {id(r): i for i, r in enumerate(elements)})
-        self._save(timer, ks, timer_alive=True)
-        counts = (len(pdf), null_ts, null_arr)
-        out = self._emit(key, table, late, counts)
-        if out is not None:
-            yield out
+        self._emit(k, table, late, (table.num_rows, null_ts, null_arr), outputs)
+        return self._entry(k, ks)
 
-    def handleExpiredTimer(  # noqa: N802 - Spark's name; called with keyword arguments
-        self,
-        key: Any,
-        timerValues: Any,  # noqa: N803
-        expiredTimerInfo: Any,  # noqa: N803
-    ) -> Any:
-        timer, stored, clock = self._load()
-        self._set_clocks(timerValues, clock)
+    def _key_timers(self, entry: _Entry, outputs: list[pa.RecordBatch]) -> _Entry | None:
+        """Fire one key's due timers; its output goes to ``outputs``."""
+        k = entry[0]
+        stored = pickle.loads(entry[2])
+        self._set_key_clock(entry[3])
         if self.config.columnar is not None:
-            packed = self._columnar_call(key, timer, stored, None, timer_alive=False)
-            if packed is not None:
-                yield from packed
-                return
+            done, new_entry = self._columnar_call(k, stored, None, outputs)
+            if done:
+                return new_entry
         ks = self._key_state(stored)
         self._reset()
-        self._fire(self._key(key), ks)
-        self._save(timer, ks, timer_alive=False)
-        out = self._emit(key, None, LateRows(), (0, 0, 0))
-        if out is not None:
-            yield out
+        self._fire(k, ks)
+        self._emit(k, None, LateRows(), (0, 0, 0), outputs)
+        return self._entry(k, ks)
 
     def _columnar_call(
-        self, key: Any, timer: int | None, stored: Any, table: pa.Table | None, *, timer_alive: bool
-    ) -> list[pd.DataFrame] | None:
-        """Run this call on whole columns (:func:`~windowing.spark.columnar.step_open_windows`)
-        and save the state: the frames to yield (none when there is no output), or ``None``
-        (nothing done) when the operator must run it."""
+        self, key: Any, stored: Any, table: pa.Table | None, outputs: list[pa.RecordBatch]
+    ) -> tuple[bool, _Entry | None]:
+        """Run one key's call on whole columns
+        (:func:`~windowing.spark.columnar.step_open_windows`), its output to ``outputs``:
+        ``(True, the key's new entry)``, or ``(False, None)`` (nothing done) when the
+        operator must run it."""
         c = self.config
         plan = c.columnar
         assert plan is not None
@@ -724,21 +905,21 @@ class _WindowProcessor(StatefulProcessor):
         if table is not None:
             ts = table.column(_TS)
             if ts.null_count or (_ARR in c.internal and table.column(_ARR).null_count):
-                return None
+                return False, None
             times = ts.to_numpy()
             rows = table.select(c.layout.input_schema.names)
         convertible, state = self._open_windows(stored)
         if not convertible:
-            return None
+            return False, None
         step = step_open_windows(plan, state, self.op.watermark, rows, times)
         if step is None:
-            return None
-        self._save(timer, step.state, timer_alive=timer_alive)
+            return False, None
+        entry = self._entry(key, step.state)
         n_input = 0 if table is None else table.num_rows
         n_late = len(step.late)
         fired = len(step.fired_starts)
         if not (n_input or fired):
-            return []
+            return True, entry
         tag = c.late_output_tag
         late = LateRows()
         if tag is not None:
@@ -758,38 +939,37 @@ class _WindowProcessor(StatefulProcessor):
         bounds = (pa.array(starts), pa.array(ends), pa.array(ends - 1))
         records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
         columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
-        output = c.layout.tagged_result_batches(
-            key_columns=self._key_columns(key),
-            bounds=bounds,
-            columns=columns,
-            counters=counters,
-            late_source=table,
-            late=late,
+        outputs.extend(
+            c.layout.tagged_result_batches(
+                key_columns=self._key_columns(key),
+                bounds=bounds,
+                columns=columns,
+                counters=counters,
+                late_source=table,
+                late=late,
+            )
         )
-        return [_pack(output)]
+        return True, entry
 
     def close(self) -> None:
         pass
 
     # -- helpers ---------------------------------------------------------------------------
-    def _key(self, key: Any) -> Any:
-        if not self.config.layout.keys:
-            return None
-        values = tuple(v.item() if hasattr(v, "item") else v for v in key)
-        return values[0] if len(values) == 1 else values
-
-    def _set_clocks(self, timer_values: Any, clock: int | None) -> None:
-        """The watermark (EventTime mode) and the processing time: the micro-batch's clock
-        (no ``processing_time`` column), else the key's clock from its state."""
-        op = self.op
+    def _set_clocks(self, timer_values: Any) -> None:
+        """The micro-batch's watermark (EventTime mode) and processing time."""
         self.now = int(timer_values.getCurrentProcessingTimeInMs())
         if not self.config.wall_clock:
             self.spark_watermark = int(timer_values.getCurrentWatermarkInMs())
+            op = self.op
             op.watermark = max(op.watermark, _flink_watermark(self.spark_watermark))
+
+    def _set_key_clock(self, clock: int | None) -> None:
+        """The operator's processing time for a key: its clock from its state with a
+        ``processing_time`` column, else the micro-batch's."""
         if _PT in self.config.internal:
-            op.processing_time = 0 if clock is None else clock
+            self.op.processing_time = 0 if clock is None else clock
         else:
-            op.processing_time = self.now
+            self.op.processing_time = self.now
 
     def _reset(self) -> None:
         op = self.op
@@ -808,14 +988,14 @@ class _WindowProcessor(StatefulProcessor):
             raise
 
     def _key_columns(self, key: Any) -> Callable[[int], list[pa.Array]]:
-        """The key column(s) of Spark's grouping ``key`` for ``n`` output rows (none for
-        ``window_all``, whose grouping key is a constant)."""
-        keyed = bool(self.config.layout.keys)
-        key_values = [v.item() if hasattr(v, "item") else v for v in key] if keyed else []
+        """The key column(s) of ``key`` for ``n`` output rows (none for ``window_all``)."""
+        encoders = self.key_encoders
+        values = [key] if len(encoders) == 1 else list(key or ())
+        values = [v if enc is None else enc(v) for v, enc in zip(values, encoders, strict=True)]
         types = self.config.key_arrow_types
 
         def key_columns(total: int) -> list[pa.Array]:
-            return [pa.array([v] * total, t) for v, t in zip(key_values, types, strict=True)]
+            return [pa.array([v] * total, t) for v, t in zip(values, types, strict=True)]
 
         return key_columns
 
@@ -825,19 +1005,20 @@ class _WindowProcessor(StatefulProcessor):
         table: pa.Table | None,
         late: LateRows,
         counts: tuple[int, int, int],
-    ) -> pd.DataFrame | None:
-        """The tagged output of this call; ``counts`` = (input rows, rows without event
-        time, rows without arrival order)."""
+        outputs: list[pa.RecordBatch],
+    ) -> None:
+        """Add this key's tagged output to ``outputs``; ``counts`` = (input rows, rows
+        without event time, rows without arrival order)."""
         c = self.config
         op = self.op
         m = op.metrics
         n_input, null_ts, null_arr = counts
         has_side = any(records for records in op.side_outputs.values())
         if not (op.output or late.rows or n_input or m.num_windows_fired or has_side):
-            return None
+            return
         counters = operator_counters(op, n_input, null_ts, null_arr)
         out = c.layout.tagged_table(
-            key=self._key(key),
+            key=key,
             key_columns=self._key_columns(key),
             results=op.output,
             side_outputs=op.side_outputs,
@@ -845,4 +1026,4 @@ class _WindowProcessor(StatefulProcessor):
             late=late,
             counters=counters,
         )
-        return _pack(out)
+        outputs.extend(out.to_batches())
