@@ -453,6 +453,109 @@ def test_window_all(spark: SparkSession, tmp_path: Path, function: str) -> None:
     assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}
 
 
+@pytest.mark.parametrize("function", ["sum", "reduce"])
+def test_several_keys_in_one_key_group(spark: SparkSession, tmp_path: Path, function: str) -> None:
+    """With one key group every key shares one state value and one timer: a call with the
+    rows of some keys also fires the due windows of the others, and the outputs equal the
+    batch replay's, on the column path (sum) and through the operator (reduce)."""
+
+    def finish(keyed: Any) -> Any:
+        stream = (
+            keyed.window(TumblingEventTimeWindows(SIZE))
+            .side_output_late_data(LATE)
+            .max_parallelism(1)
+        )
+        return stream.sum("amount") if function == "sum" else stream.reduce(add)
+
+    batches = make_batches(seed=13)
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
+    assert streamed == replayed
+    assert {r[0] for r in streamed["results"]} == {"a", "b", "c"}
+    assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}
+
+
+def test_restart_with_another_max_parallelism_fails(spark: SparkSession, tmp_path: Path) -> None:
+    """The number of key groups is fixed by the first run, as in Flink: a restart from the
+    checkpoint with another one fails with a message naming both, and writes nothing."""
+    batches = make_batches(seed=3)
+    src, out = tmp_path / "src", tmp_path / "out"
+
+    def query(key_groups: int) -> Any:
+        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src))
+        result = (
+            WindowedStream.from_dataframe(
+                df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY)
+            )
+            .key_by("user")
+            .window(TumblingEventTimeWindows(SIZE))
+            .max_parallelism(key_groups)
+            .sum("amount")
+        )
+        return write_results_and_late(
+            result, str(out / "results"), None, str(out / "ckpt"), available_now=True
+        )
+
+    write_files(src, batches[:2])
+    first = query(8)
+    first.awaitTermination()
+    assert first.exception() is None
+    done = read(spark, out / "results")
+    write_files(src, batches[2:], first=2)
+    again = query(16)
+    with pytest.raises(Exception, match=r"has 8 key groups.*max_parallelism 16"):
+        again.awaitTermination()
+    assert read(spark, out / "results") == done
+
+
+def test_float_keys_group_as_in_spark(spark: SparkSession, tmp_path: Path) -> None:
+    """-0.0 and 0.0 are one key (Spark's grouping equality), also when the key groups are
+    computed from hashes; null is a key of its own. The results equal the batch replay's."""
+    schema = "k double, amount bigint, ts bigint, batch bigint"
+    keys = [-0.0, 0.0, 1.5, None, 2.5]
+    rng = random.Random(2)
+    batches = [
+        [
+            {"k": rng.choice(keys), "amount": rng.randint(1, 9), "ts": T0 + b * 6_000 + i * 400}
+            for i in range(10)
+        ]
+        for b in range(3)
+    ]
+    batches.append([{"k": 99.0, "amount": 0, "ts": T0 + 200_000}])
+    for b, rows in enumerate(batches):
+        for r in rows:
+            r["batch"] = b
+    write_files(tmp_path / "src", batches)
+
+    def finish(df: DataFrame, **source: Any) -> Any:
+        return (
+            WindowedStream.from_dataframe(
+                df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY), **source
+            )
+            .key_by("k")
+            .window(TumblingEventTimeWindows(SIZE))
+            .max_parallelism(3)
+            .sum("amount")
+        )
+
+    df = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(tmp_path / "src"))
+    run(spark, tmp_path / "src", tmp_path / "out", finish(df))
+    got = spark.read.parquet(str(tmp_path / "out" / "results")).drop("batch_id")
+    static = spark.createDataFrame([Row(**r) for b in batches for r in b], schema)
+
+    def rows(frame: DataFrame) -> list[tuple[Any, ...]]:
+        return sorted(
+            ((r.k, r.window_start, r.amount) for r in frame.collect() if r.k != 99.0),
+            key=lambda r: (r[0] is None, (r[0] or 0.0) + 0.0, r[1]),
+        )
+
+    with finish(static, arrival_order="batch") as result:
+        expected = rows(result.results)
+    assert rows(got) == expected  # -0.0 == 0.0
+    zero = [r for r in rows(got) if r[0] == 0.0]
+    assert len(zero) == len({r[1] for r in zero}) > 0  # one result per window for 0.0
+    assert any(r[0] is None for r in rows(got))
+
+
 class FireOnBigAmount(Trigger[Any, Any]):
     """A custom trigger: FIRE when an element's amount is at least ``threshold``, and at the
     window's end (an event-time timer)."""
@@ -780,6 +883,43 @@ def test_input_frames_become_tables_in_replay_order(nulls: bool) -> None:
     expected = expected.take(pc.sort_indices(expected, sort_keys=order))
     assert got.equals(expected)
     assert got.column("x").null_count == expected.column("x").null_count > 0  # NaN -> null
+
+
+def test_rows_of_a_key_group_split_by_key() -> None:
+    """Inside a key group, rows split by key with Spark's grouping equality (nulls equal,
+    -0.0 == 0.0, several columns, a struct column) and keep their order within a key."""
+    import pyarrow as pa
+
+    from windowing.spark import streaming
+
+    table = pa.table(
+        {
+            "k": pa.array([2.0, -0.0, None, 0.0, 2.0, None, -0.0]),
+            "s": pa.array(["x", "y", "x", "y", "z", "x", "y"]),
+            "n": pa.array(range(7)),
+        }
+    )
+    split = {
+        repr(k): rows.column("n").to_pylist() for k, rows in streaming._split_keys(table, ["k"])
+    }
+    assert split == {"2.0": [0, 4], "-0.0": [1, 3, 6], "None": [2, 5]}
+    split = {
+        k: rows.column("n").to_pylist() for k, rows in streaming._split_keys(table, ["k", "s"])
+    }
+    assert split == {(2.0, "x"): [0], (2.0, "z"): [4], (-0.0, "y"): [1, 3, 6], (None, "x"): [2, 5]}
+    nested = pa.table(
+        {
+            "p": pa.array([{"a": 1}, {"a": 2}, {"a": 1}, None]),
+            "n": pa.array(range(4)),
+        }
+    )
+    split = {
+        repr(k): rows.column("n").to_pylist() for k, rows in streaming._split_keys(nested, ["p"])
+    }
+    assert sorted(split.values()) == [[0, 2], [1], [3]]
+    assert [(k, t.num_rows) for k, t in streaming._split_keys(table, [])] == [(None, 7)]
+    assert streaming._state_key(float("nan")) == streaming._state_key(float("nan"))
+    assert streaming._state_key((1, [float("nan"), -0.0])) == (1, (streaming._NAN_KEY, 0.0))
 
 
 def test_timestamps_in_a_session_time_zone_other_than_utc(

@@ -129,6 +129,14 @@ CASES: dict[str, tuple[Callable[[DataFrame], Any], str]] = {
         lambda df: keyed(df).window(TUMBLING).allowed_lateness(-5),
         r"allowed_lateness must be >= 0, got -5",
     ),
+    "zero key groups": (
+        lambda df: keyed(df).window(TUMBLING).max_parallelism(0),
+        r"max_parallelism: key_groups must be in \[1, 32768\], got 0",
+    ),
+    "key groups not an int": (
+        lambda df: keyed(df).window(TUMBLING).max_parallelism(2.5),  # type: ignore[arg-type]
+        r"max_parallelism: key_groups must be an int, got float 2.5",
+    ),
     "aggregate without schema": (
         lambda df: keyed(df).window(TUMBLING).aggregate(Untyped()),
         r"aggregate: output_schema is required",
@@ -304,5 +312,7 @@ def test_builder_is_immutable(events: DataFrame) -> None:
     with_lateness = base.allowed_lateness("2 seconds")
     assert base.config.allowed_lateness == 0
     assert with_lateness.config.allowed_lateness == 2_000
+    assert base.config.max_parallelism == 128  # Flink's default
+    assert base.max_parallelism(7).config.max_parallelism == 7
     with pytest.raises(AttributeError):
         base.keys = ("x",)  # type: ignore[misc, unused-ignore]

@@ -51,8 +51,6 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import (
     BinaryType,
-    DoubleType,
-    FloatType,
     StructField,
     StructType,
 )
@@ -264,7 +262,7 @@ def run_streaming(
     time_mode = "ProcessingTime" if wall_clock else "EventTime"
     # Grouped by key group, after the columns the processor reads by position. window_all
     # has one group (a stateful operator needs a grouping column: Spark rejects an empty one).
-    grouped = prepared.withColumn(_GROUP, _key_group(df, keys, key_groups)).groupBy(_GROUP)
+    grouped = prepared.withColumn(_GROUP, _key_group(keys, key_groups)).groupBy(_GROUP)
     packed = grouped.transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=_PACKED_SCHEMA,
@@ -279,24 +277,13 @@ def run_streaming(
     )
 
 
-def _key_group(df: DataFrame, keys: Sequence[str], key_groups: int) -> Column:
-    """The key group of each row: a hash of its key modulo ``key_groups`` (``0`` without
-    keys). Float keys are normalized first (all NaNs one value, ``-0.0`` as ``0.0``) so the
-    rows Spark groups together share a key group."""
+def _key_group(keys: Sequence[str], key_groups: int) -> Column:
+    """The key group of each row: Spark's hash of its key modulo ``key_groups`` (``0``
+    without keys). Spark's hash gives the rows its grouping puts together one value (it
+    hashes ``-0.0`` as ``0.0`` and every NaN alike), so one key stays in one group."""
     if not keys:
         return F.lit(0)
-    columns = []
-    for k in keys:
-        c = col(k)
-        dtype = df.schema[k].dataType
-        if isinstance(dtype, FloatType | DoubleType):
-            c = (
-                F.when(F.isnan(c), F.lit(float("nan")).cast(dtype))
-                .when(c == 0, F.lit(0.0).cast(dtype))
-                .otherwise(c)
-            )
-        columns.append(c)
-    return F.pmod(F.hash(*columns), F.lit(key_groups))
+    return F.pmod(F.hash(*[col(k) for k in keys]), F.lit(key_groups))
 
 
 def write_results_and_late(
@@ -527,7 +514,7 @@ def _state_key(value: Any) -> Any:
     """``value`` (a key as functions see it) as a dictionary key with Spark's grouping
     equality: NaNs equal, ``-0.0 == 0.0``, lists and rows as tuples."""
     if isinstance(value, float):
-        return _NAN_KEY if value != value else value + 0.0
+        return _NAN_KEY if value != value else value  # -0.0 == 0.0 as dictionary keys
     if isinstance(value, tuple | list):  # a Row is a tuple
         return tuple(_state_key(v) for v in value)
     if isinstance(value, dict):
