@@ -7,21 +7,25 @@ The plan::
               arrival order (__pw_arr) and processing time (__pw_pt) when given
           ──► withWatermark on a COPY of the event time (__pw_wm), projected away again, so
               Spark tracks the watermark but never drops a late row before the operator
-          ──► groupBy(keys).transformWithStateInPandas(_WindowProcessor, Append,
+          ──► the key group (__pw_kg): pmod(hash(keys), max_parallelism), 0 for window_all
+          ──► groupBy(__pw_kg).transformWithStateInPandas(_WindowProcessor, Append,
               EventTime | ProcessingTime)
           ──► one row per call: the call's tagged output (results, side outputs, late rows,
-              one metrics row; the batch path's layout) as an Arrow IPC stream in one binary
+              metrics rows; the batch path's layout) as an Arrow IPC stream in one binary
               column
           ──► mapInArrow(_unpack): the tagged output, observed as summed counters
               (``METRICS_NAME``)
 
-Per key and micro-batch the processor reads one ``ValueState`` (the pickled
+A call handles one key group (Flink's key groups): its rows are split by key and each key
+runs as its own operator call. Per key group and micro-batch the processor reads one
+``ValueState`` (for each key of the group: the pickled
 :class:`~windowing.operator.KeyState`, or for built-in aggregations of tumbling windows the
-:class:`~windowing.spark.columnar.OpenWindows` computed on whole columns, plus the timer
-registered for it), writes it once (or clears it when the key holds nothing), and keeps
-exactly one Spark timer: the key's next due operator timer, in event time, or in processing
-time for a processing-time assigner without a ``processing_time`` column (``ProcessingTime``
-mode, the micro-batch's wall clock).
+:class:`~windowing.spark.columnar.OpenWindows` computed on whole columns, with the key's due
+time), writes it once (or clears it when no key holds anything), and keeps exactly one Spark
+timer: the earliest due time of its keys, in event time, or in processing time for a
+processing-time assigner without a ``processing_time`` column (``ProcessingTime`` mode, the
+micro-batch's wall clock). State-store calls are round trips of 0.1-0.8 ms each; per key
+group they are a constant number, however many keys it holds.
 
 Watermarks: Spark's watermark ``W`` (``max event time of earlier batches - delay``) means
 "rows with ``ts < W`` are late", which is Flink's watermark ``W - 1``, the value the batch
