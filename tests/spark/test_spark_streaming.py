@@ -11,6 +11,7 @@ time (a column, or the wall clock), and session / sliding-distinct / hopping win
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -1034,20 +1035,15 @@ class _TimerValues:
         return 0
 
 
-def test_a_key_returns_to_columns_after_an_operator_call(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The processor of a built-in aggregation keeps a key's state as OpenWindows; a call the
-    columns cannot decide (a null amount) stores the operator's KeyState, which goes through
-    the state store pickled (its rows come back as plain Rows) and converts back at the next
-    call."""
-    import pickle
-
-    import pandas as pd
-
-    from windowing.operator import KeyState
+def processor_of(
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    finish: Callable[[Any], Any],
+) -> tuple[Any, _FakeHandle]:
+    """The streaming processor the builder makes for ``finish(windowed stream)`` (keyed by
+    user, tumbling windows), initialised with a fake state handle."""
     from windowing.spark import streaming
-    from windowing.spark.columnar import OpenWindows
 
     configs: list[Any] = []
     original = streaming._WindowProcessor.__init__
@@ -1060,49 +1056,105 @@ def test_a_key_returns_to_columns_after_an_operator_call(
     write_files(tmp_path / "src", [[{"user": "a", "amount": 1, "ts": T0, "batch": 0}]])
     df = spark.readStream.schema(SCHEMA).json(str(tmp_path / "src"))
     keyed = WindowedStream.from_dataframe(df, event_time="ts", watermark=BoundedOutOfOrderness(0))
-    keyed.key_by("user").window(TumblingEventTimeWindows(SIZE)).sum("amount")
+    finish(keyed.key_by("user").window(TumblingEventTimeWindows(SIZE)))
     (config,) = configs
-    assert config.columnar is not None
-
     processor = streaming._WindowProcessor(config)
     handle = _FakeHandle()
     processor.init(handle)  # type: ignore[arg-type]
+    return processor, handle
 
-    def call(watermark: int, rows: list[tuple[str, int | None, int]]) -> list[tuple[Any, ...]]:
-        frame = pd.DataFrame(
-            {
-                "user": [u for u, _, _ in rows],
-                "amount": [a for _, a, _ in rows],
-                "ts": [t for _, _, t in rows],
-                "batch": [0] * len(rows),
-                "_4": [t for _, _, t in rows],
-                "_5": list(range(len(rows))),
-            }
-        )
-        out = processor.handleInputRows(("a",), iter([frame]), _TimerValues(watermark))
-        tables = [streaming.from_ipc(blob) for f in out for blob in f[streaming._PACKED]]
-        results = []
-        for t in tables:
-            kinds = t.column("__pw_kind").to_pylist()
-            starts = t.column("__pw_ws").to_pylist()
-            amounts = t.column("__pw_r0").to_pylist()
-            results += [(s, a) for k, s, a in zip(kinds, starts, amounts, strict=True) if k == 0]
-        return results
 
-    def stored() -> Any:
-        assert handle.state.value is not None
-        _version, key_groups, _timer, entries = pickle.loads(handle.state.value[0])
-        assert key_groups == 128
-        return pickle.loads(entries["a"][2])
+def call_processor(
+    processor: Any, watermark: int, rows: list[tuple[str, int | None, int]]
+) -> list[tuple[Any, ...]]:
+    """One handleInputRows call of a key group with ``rows`` (user, amount, ts): the
+    results as (user, window start, amount)."""
+    import pandas as pd
 
+    from windowing.spark import streaming
+
+    frame = pd.DataFrame(
+        {
+            "user": [u for u, _, _ in rows],
+            "amount": [a for _, a, _ in rows],
+            "ts": [t for _, _, t in rows],
+            "batch": [0] * len(rows),
+            "_4": [t for _, _, t in rows],
+            "_5": list(range(len(rows))),
+            "_6": [0] * len(rows),  # the key group
+        }
+    )
+    out = processor.handleInputRows((0,), iter([frame]), _TimerValues(watermark))
+    tables = [streaming.from_ipc(blob) for f in out for blob in f[streaming._PACKED]]
+    results = []
+    for t in tables:
+        kinds = t.column("__pw_kind").to_pylist()
+        users = t.column("user").to_pylist()
+        starts = t.column("__pw_ws").to_pylist()
+        amounts = t.column("__pw_r0").to_pylist()
+        results += [
+            (u, s, a) for k, u, s, a in zip(kinds, users, starts, amounts, strict=True) if k == 0
+        ]
+    return sorted(results)
+
+
+def stored_key_states(handle: _FakeHandle) -> dict[Any, Any]:
+    """The key states in the fake handle's key group value."""
+    import pickle
+
+    assert handle.state.value is not None
+    version, key_groups, timer, entries = pickle.loads(handle.state.value[0])
+    assert (version, key_groups) == (1, 128)
+    assert handle.timers == ({timer} if timer is not None else set())
+    return {k: pickle.loads(e[2]) for k, e in entries.items()}
+
+
+def test_a_key_returns_to_columns_after_an_operator_call(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The processor of a built-in aggregation keeps a key's state as OpenWindows; a call the
+    columns cannot decide (a null amount) stores the operator's KeyState, which goes through
+    the state store pickled (its rows come back as plain Rows) and converts back at the next
+    call."""
+    from windowing.operator import KeyState
+    from windowing.spark.columnar import OpenWindows
+
+    processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.sum("amount"))
+    assert processor.config.columnar is not None
+    call = functools.partial(call_processor, processor)
     assert call(0, [("a", 1, T0), ("a", 2, T0 + 1)]) == []
-    assert isinstance(stored(), OpenWindows)
+    assert isinstance(stored_key_states(handle)["a"], OpenWindows)
     assert call(0, [("a", None, T0 + 2), ("a", 4, T0 + SIZE)]) == []  # a null: the operator
-    assert isinstance(stored(), KeyState)
+    assert isinstance(stored_key_states(handle)["a"], KeyState)
     # the windows fire at the watermark, on columns again
-    assert call(T0 + 2 * SIZE + 1, [("a", 8, T0 + 2 * SIZE)]) == [(T0, 3), (T0 + SIZE, 4)]
-    assert isinstance(stored(), OpenWindows)
+    got = call(T0 + 2 * SIZE + 1, [("a", 8, T0 + 2 * SIZE)])
+    assert got == [("a", T0, 3), ("a", T0 + SIZE, 4)]
+    assert isinstance(stored_key_states(handle)["a"], OpenWindows)
     assert handle.timers == {T0 + 3 * SIZE}
+
+
+@pytest.mark.parametrize("function", ["sum", "reduce"])
+def test_one_timer_per_key_group(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, function: str
+) -> None:
+    """Two keys in one key group share one state value and one timer, at the earlier due
+    time; a call with rows of one key also fires the other's due windows."""
+    processor, handle = processor_of(
+        spark,
+        tmp_path,
+        monkeypatch,
+        lambda w: w.sum("amount") if function == "sum" else w.reduce(add),
+    )
+    call = functools.partial(call_processor, processor)
+    assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
+    assert set(stored_key_states(handle)) == {"a", "b"}
+    assert handle.timers == {T0 + SIZE}  # a's window ends first
+    # rows of b only; the watermark has passed a's window: it fires in this call
+    got = call(T0 + SIZE + 1, [("b", 5, T0 + SIZE + 7)])
+    amount_a = 4 if function == "sum" else (1 * 31 + 3) % 1_000_003
+    assert got == [("a", T0, amount_a)]
+    assert set(stored_key_states(handle)) == {"b"}  # a holds nothing now
+    assert handle.timers == {T0 + 2 * SIZE}
 
 
 def test_writing_only_the_results(spark: SparkSession, tmp_path: Path) -> None:
