@@ -508,20 +508,28 @@ def test_restart_with_another_max_parallelism_fails(spark: SparkSession, tmp_pat
     assert read(spark, out / "results") == done
 
 
-def test_float_keys_group_as_in_spark(spark: SparkSession, tmp_path: Path) -> None:
+def test_float_keys_and_nan_as_in_spark(spark: SparkSession, tmp_path: Path) -> None:
     """-0.0 and 0.0 are one key (Spark's grouping equality), also when the key groups are
-    computed from hashes; null is a key of its own. The results equal the batch replay's."""
-    schema = "k double, amount bigint, ts bigint, batch bigint"
-    keys = [-0.0, 0.0, 1.5, None, 2.5]
+    computed from hashes; NaN and null are keys of their own, and NaN values stay NaN (not
+    null) although Spark's pandas frames hold both as NaN. Results and late rows equal the
+    batch replay's."""
+    schema = "k double, amount bigint, x double, ts bigint, batch bigint"
+    nan = float("nan")
+    keys = [-0.0, 0.0, 1.5, None, nan]
     rng = random.Random(2)
     batches = [
         [
-            {"k": rng.choice(keys), "amount": rng.randint(1, 9), "ts": T0 + b * 6_000 + i * 400}
-            for i in range(10)
+            {
+                "k": rng.choice(keys),
+                "amount": rng.randint(1, 9),
+                "x": rng.choice([nan, None, 0.5]),
+                "ts": T0 + b * 6_000 + i * 400 - (15_000 if i == 3 else 0),  # one late row
+            }
+            for i in range(12)
         ]
         for b in range(3)
     ]
-    batches.append([{"k": 99.0, "amount": 0, "ts": T0 + 200_000}])
+    batches.append([{"k": 99.0, "amount": 0, "x": 0.0, "ts": T0 + 200_000}])
     for b, rows in enumerate(batches):
         for r in rows:
             r["batch"] = b
@@ -534,27 +542,42 @@ def test_float_keys_group_as_in_spark(spark: SparkSession, tmp_path: Path) -> No
             )
             .key_by("k")
             .window(TumblingEventTimeWindows(SIZE))
+            .side_output_late_data(LATE)
             .max_parallelism(3)
-            .sum("amount")
+            .max_by("amount")
         )
+
+    def canonical(v: Any) -> Any:
+        return "NaN" if isinstance(v, float) and v != v else v
+
+    def rows(frame: DataFrame) -> list[tuple[Any, ...]]:
+        got = [
+            tuple(canonical(v) for v in (r.k, r.window_start, r.amount, r.x, r.ts))
+            for r in frame.collect()
+            if r.k != 99.0
+        ]
+        return sorted(
+            got, key=lambda r: repr((r[0] is None, r[0] == "NaN", r[1:])) + repr(r[0] or 0.0 + 0.0)
+        )
+
+    def late_rows(frame: DataFrame) -> list[tuple[Any, ...]]:
+        return sorted((tuple(canonical(v) for v in r) for r in frame.collect()), key=repr)
 
     df = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(tmp_path / "src"))
     run(spark, tmp_path / "src", tmp_path / "out", finish(df))
-    got = spark.read.parquet(str(tmp_path / "out" / "results")).drop("batch_id")
+    got = rows(spark.read.parquet(str(tmp_path / "out" / "results")).drop("batch_id"))
+    got_late = late_rows(spark.read.parquet(str(tmp_path / "out" / "late")).drop("batch_id"))
     static = spark.createDataFrame([Row(**r) for b in batches for r in b], schema)
-
-    def rows(frame: DataFrame) -> list[tuple[Any, ...]]:
-        return sorted(
-            ((r.k, r.window_start, r.amount) for r in frame.collect() if r.k != 99.0),
-            key=lambda r: (r[0] is None, (r[0] or 0.0) + 0.0, r[1]),
-        )
-
     with finish(static, arrival_order="batch") as result:
         expected = rows(result.results)
-    assert rows(got) == expected  # -0.0 == 0.0
-    zero = [r for r in rows(got) if r[0] == 0.0]
+        expected_late = late_rows(result.get_side_output(LATE))
+    assert got == expected  # -0.0 == 0.0
+    assert got_late == expected_late
+    assert {r[0] for r in got} >= {0.0, None, "NaN"}
+    assert "NaN" in {r[3] for r in got} and None in {r[3] for r in got}
+    zero = [r for r in got if r[0] == 0.0]
     assert len(zero) == len({r[1] for r in zero}) > 0  # one result per window for 0.0
-    assert any(r[0] is None for r in rows(got))
+    assert len(got_late) == 2  # the early row of the first batch is not late: no watermark yet
 
 
 class FireOnBigAmount(Trigger[Any, Any]):

@@ -55,6 +55,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import (
     BinaryType,
+    DoubleType,
+    FloatType,
     StructField,
     StructType,
 )
@@ -120,6 +122,7 @@ METRICS_NAME = "windowing"
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 _WM = "__pw_wm"
 _GROUP = "__pw_kg"  # the key group: Spark's grouping column
+_NAN = "__pw_nan"  # prefix of the NaN masks of float columns
 _STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
 _PACKED = "__pw_packed"
 _PACKED_SCHEMA = StructType([StructField(_PACKED, BinaryType(), False)])
@@ -219,7 +222,11 @@ def run_streaming(
     spark = df.sparkSession
     spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
 
-    prepared = df.select(*internal_columns(df, source))
+    nan_masks = _nan_masks(df)
+    prepared = df.select(
+        *internal_columns(df, source),
+        *[_nan_mask(names).alias(name) for name, names in nan_masks],
+    )
     if not wall_clock:
         # The watermark is defined on a copy of the event time that is projected away, so
         # Spark never drops a late row before the operator (see docs/spark.md).
@@ -228,7 +235,7 @@ def run_streaming(
             .withWatermark(_WM, f"{source.watermark.delay} milliseconds")
             .drop(_WM)
         )
-    internal = tuple(prepared.columns[len(df.columns) :])  # __pw_ts, __pw_tb[, ...]
+    internal = tuple(prepared.columns[len(df.columns) :])  # __pw_ts, __pw_tb[, ...][, __pw_nan0]
     tz = layout.timezone
     input_arrow = to_arrow_schema(layout.input_schema, timezone=tz)
     processor = _WindowProcessor(
@@ -248,6 +255,7 @@ def run_streaming(
             ],
             wall_clock=wall_clock,
             key_groups=key_groups,
+            nan_masks=tuple(nan_masks),
             event_time_column=source.event_time
             if pa.types.is_timestamp(input_arrow.field(source.event_time).type)
             else None,
@@ -279,6 +287,38 @@ def run_streaming(
     return StreamingWindowedResult(
         output=output, layout=layout, time_mode=time_mode, metrics_name=metrics_name
     )
+
+
+def _nan_masks(df: DataFrame) -> list[tuple[str, tuple[str, ...]]]:
+    """The internal columns telling NaN from null in the float columns: ``(name, float
+    columns)``, one bit per column (up to 63 per mask). Spark's pandas frames hold both as
+    NaN."""
+    floats = [f.name for f in df.schema.fields if isinstance(f.dataType, FloatType | DoubleType)]
+    chunks = [tuple(floats[i : i + 63]) for i in range(0, len(floats), 63)]
+    return [(f"{_NAN}{i}", names) for i, names in enumerate(chunks)]
+
+
+def _nan_mask(names: Sequence[str]) -> Column:
+    """Bit ``i`` set where the column ``names[i]`` holds NaN."""
+    bits = [F.when(F.isnan(col(n)), F.lit(1 << i)).otherwise(F.lit(0)) for i, n in enumerate(names)]
+    return functools.reduce(lambda a, b: a + b, bits).cast("long")
+
+
+def _restore_nans(table: pa.Table, masks: Sequence[tuple[str, Sequence[str]]]) -> pa.Table:
+    """``table`` with NaN back where the masks say a float value was NaN (the frame from
+    Spark gave it as a null)."""
+    for mask_name, names in masks:
+        mask = table.column(mask_name).to_numpy()
+        if not mask.any():
+            continue
+        for bit, name in enumerate(names):
+            hit = (mask >> bit) & 1 == 1
+            if hit.any():
+                i = table.schema.get_field_index(name)
+                column = table.column(i)
+                nan = pa.scalar(float("nan"), column.type)
+                table = table.set_column(i, name, pc.if_else(pa.array(hit), nan, column))
+    return table
 
 
 def _key_group(keys: Sequence[str], key_groups: int) -> Column:
@@ -369,6 +409,8 @@ class _Config:
     key_arrow_types: list[pa.DataType]
     wall_clock: bool  # ProcessingTime mode: processing time is the micro-batch's clock
     key_groups: int  # the number of key groups (Spark's grouping key)
+    # (mask column, the float columns of its bits): which values are NaN, not null
+    nan_masks: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Built-in aggregations of tumbling windows computed on whole columns (event time, no
     # processing_time column); None: the operator alone.
     columnar: ColumnarAggregation | None = None
@@ -741,6 +783,8 @@ class _WindowProcessor(StatefulProcessor):
         # event time and the content hash, nulls last; deterministic across re-executions.
         order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
         table = _input_table(pdf, c.input_table_schema, order, c.event_time_column)
+        if c.nan_masks:
+            table = _restore_nans(table, c.nan_masks)
         registered, entries = self._load()
         self._set_clocks(timerValues)
         outputs: list[pa.RecordBatch] = []
