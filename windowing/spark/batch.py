@@ -411,6 +411,8 @@ def key_of(table: pa.Table, keys: Sequence[str]) -> Any:
     if not keys:
         return None
     values = [arrow_to_python(table.column(k).slice(0, 1))[0] for k in keys]
+    # Spark groups -0.0 with 0.0: the key is 0.0 whichever row comes first
+    values = [v + 0.0 if type(v) is float else v for v in values]
     return values[0] if len(values) == 1 else tuple(values)
 
 

@@ -669,7 +669,14 @@ class _WindowProcessor(StatefulProcessor):
         value = self.state.get()
         if value is None or value[0] is None:
             return None, {}
-        version, key_groups, timer, entries = pickle.loads(value[0])
+        stored = pickle.loads(value[0])
+        if not (isinstance(stored, tuple) and len(stored) == 4):
+            msg = (
+                "the checkpoint's state was not written by this version of the streaming "
+                "runtime; start the query with a new checkpoint location"
+            )
+            raise ValueError(msg)
+        version, key_groups, timer, entries = stored
         expected = self.config.key_groups
         if version != _STATE_VERSION or key_groups != expected:
             msg = (
