@@ -33,14 +33,15 @@ each micro-batch holds N / files rows; ``trigger(availableNow=True)`` + ``awaitT
 * ours: the same builder chain on the streaming DataFrame with a 1 s
   ``BoundedOutOfOrderness`` watermark, tumbling 10 s: ``.aggregate(SumAmount())`` and the
   built-in ``.sum("amount")`` (computed on whole columns per key and micro-batch), each with
-  ``.results`` to a ``noop`` sink; and the built-in sum with ``write_results_and_late`` to
+  ``.results`` to a ``noop`` sink (the state is kept per key group, 128 by default: see
+  ``WindowedStream.max_parallelism``); and the built-in sum with ``write_results_and_late`` to
   parquet (checked against the native batch sums of the windows the final watermark closed);
 * ceiling: a no-op ``transformWithStateInPandas`` ``StatefulProcessor`` (EventTime mode,
   ``withWatermark(ts, 1 s)``, same key grouping) whose ``handleInputRows`` consumes the rows and
   yields nothing, to a ``noop`` sink;
 * one-state-value floor: the same, but per key and micro-batch it reads one ValueState, writes
   it, replaces one timer and yields one row: the state round trips and the output conversion
-  that any stateful operator with durable per-key state pays at least.
+  that a stateful operator with a state value and a timer per key pays at least.
 
 Prints seconds, events/s (input events / wall seconds), ours / native, ours / no-op ceiling
 and whether the targets are met (batch tumbling >= 50% of the applyInArrow ceiling, streaming
