@@ -1,0 +1,286 @@
+"""The streaming processor keeps state per key group (``max_parallelism``): a call handles
+every key of one group, with one state value and one timer. Whatever the grouping, the
+outputs must equal those of every key in a group of its own (per-key state). This drives
+the processor with fake state handles as Spark calls it (each micro-batch: the groups with
+rows, then the groups whose timer is due) over random keyed micro-batches, for both
+groupings, and compares each micro-batch's results, late rows and counters. No Spark
+session: only the processor's Python code runs."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql import Row
+from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from assigners import EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows
+from functions import Aggregate, AggregateFunction, AggregationType, FieldAggregation, Reduce
+from windowing import OutputTag
+from windowing.spark import streaming
+from windowing.spark.columnar import columnar_plan
+from windowing.spark.output import METRIC_NAMES, OutputLayout
+
+KEYS = ["a", "b", "c", None]
+SCHEMA = StructType(
+    [
+        StructField("k", StringType(), True),
+        StructField("v", LongType(), True),
+        StructField("ts", LongType(), True),
+        StructField("x", LongType(), True),
+    ]
+)
+LATE = OutputTag("late")
+
+pytestmark = pytest.mark.spark  # imports pyspark (no session)
+
+
+def order_sensitive(a: Row, b: Row) -> Row:
+    return Row(k=a.k, v=((a.v or 0) * 31 + (b.v or 0)) % 1_000_003, ts=max(a.ts, b.ts), x=b.x)
+
+
+class Sequence(AggregateFunction[Row, tuple[int, ...], tuple[int, int]]):
+    """(count, a hash of the order of the x values)."""
+
+    def create_accumulator(self) -> tuple[int, ...]:
+        return ()
+
+    def add(self, value: Row, accumulator: tuple[int, ...]) -> tuple[int, ...]:
+        return (*accumulator, value.x)
+
+    def get_result(self, accumulator: tuple[int, ...]) -> tuple[int, int]:
+        h = 7
+        for x in accumulator:
+            h = (h * 31 + x) % 1_000_003
+        return (len(accumulator), h)
+
+    def merge(self, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+        return a + b
+
+
+def make_config(function: str, assigner: str, lateness: int, tag: bool) -> Any:
+    spec: Any
+    if function == "aggregate":
+        spec = Aggregate(Sequence())
+        out = StructType([StructField("n", LongType(), True), StructField("h", LongType(), True)])
+    else:
+        spec = (
+            Reduce(order_sensitive)
+            if function == "reduce"
+            else Reduce(FieldAggregation(AggregationType(function), "v", True))
+        )
+        out = StructType([f for f in SCHEMA.fields if f.name != "k"])
+    windows: Any = {
+        "tumbling": TumblingEventTimeWindows(10),
+        "hopping": SlidingEventTimeWindows(10, 5),
+        "session": EventTimeSessionWindows(7),
+    }[assigner]
+    late_tag = LATE if tag else None
+    arrow = to_arrow_schema(SCHEMA, timezone="UTC")
+    layout = OutputLayout(
+        keys=("k",),
+        input_schema=SCHEMA,
+        out_schema=out,
+        reduced_rows=function != "aggregate",
+        ts_kind="integral",
+        late_output_tag=late_tag,
+    )
+    return streaming._Config(
+        assigner=windows,
+        spec=spec,
+        trigger=None,
+        evictor=None,
+        allowed_lateness=lateness,
+        late_output_tag=late_tag,
+        slicing=True,
+        layout=layout,
+        internal=("__pw_ts", "__pw_tb"),
+        input_arrow=arrow,
+        key_arrow_types=[to_arrow_type(StringType())],
+        wall_clock=False,
+        key_groups=128,
+        columnar=columnar_plan(windows, spec, None, None, lateness, arrow),
+    )
+
+
+class _Group:
+    """One Spark group's state value and timers."""
+
+    def __init__(self) -> None:
+        self.value: Any = None
+        self.timers: set[int] = set()
+
+
+class _Handle:
+    """The state handle of one processor instance serving several groups (Spark's: the
+    current group's state and timers)."""
+
+    def __init__(self) -> None:
+        self.current = _Group()
+
+    def getValueState(self, name: str, schema: Any) -> _Handle:  # noqa: N802
+        return self
+
+    def get(self) -> Any:
+        return self.current.value
+
+    def update(self, value: Any) -> None:
+        self.current.value = value
+
+    def clear(self) -> None:
+        self.current.value = None
+
+    def registerTimer(self, t: int) -> None:  # noqa: N802
+        self.current.timers.add(t)
+
+    def deleteTimer(self, t: int) -> None:  # noqa: N802
+        assert t in self.current.timers
+        self.current.timers.discard(t)
+
+
+class _Clock:
+    def __init__(self, watermark: int, expiry: int = 0) -> None:
+        self.watermark = watermark
+        self.expiry = expiry
+
+    def getCurrentWatermarkInMs(self) -> int:  # noqa: N802
+        return self.watermark
+
+    def getCurrentProcessingTimeInMs(self) -> int:  # noqa: N802
+        return 0
+
+    def getExpiryTimeInMs(self) -> int:  # noqa: N802
+        return self.expiry
+
+
+def frame(rows: list[dict[str, Any]], group: int) -> Any:
+    """The pandas frame Spark hands over: input columns, internal ones, the key group."""
+    import pandas as pd
+
+    columns = {
+        "k": pa.array([r["k"] for r in rows], pa.string()),
+        "v": pa.array([r["v"] for r in rows], pa.int64()),
+        "ts": pa.array([r["ts"] for r in rows], pa.int64()),
+        "x": pa.array([r["x"] for r in rows], pa.int64()),
+        "_4": pa.array([r["ts"] for r in rows], pa.int64()),
+        "_5": pa.array([r["x"] * 7919 % 101 for r in rows], pa.int64()),
+        "_6": pa.array([group] * len(rows), pa.int32()),
+    }
+    return pd.DataFrame({n: c.to_pandas() for n, c in columns.items()})
+
+
+def canonical(value: Any) -> Any:
+    if isinstance(value, float):
+        return ("nan",) if value != value else (value, math.copysign(1.0, value))
+    if isinstance(value, list):
+        return tuple(canonical(v) for v in value)
+    return value
+
+
+def outputs(frames: Any) -> tuple[Counter[Any], Counter[str]]:
+    """(rows other than metrics, summed counters) of a call's yielded frames."""
+    rows: Counter[Any] = Counter()
+    counters: Counter[str] = Counter()
+    for f in frames:
+        for blob in f[streaming._PACKED]:
+            for row in streaming.from_ipc(blob).to_pylist():
+                if row["__pw_kind"] == 2:  # the metrics row
+                    counters.update(dict(zip(METRIC_NAMES, row["__pw_metrics"], strict=True)))
+                else:
+                    rows[tuple(sorted((k, canonical(v)) for k, v in row.items()))] += 1
+    return rows, counters
+
+
+def run(config: Any, batches: list[tuple[int, list[dict[str, Any]]]], group_of: Any) -> list[Any]:
+    """Per micro-batch ``(watermark, rows)``: the outputs of Spark's calls with the keys
+    grouped by ``group_of`` (one processor instance for all groups)."""
+    processor = streaming._WindowProcessor(config)
+    handle = _Handle()
+    processor.init(handle)  # type: ignore[arg-type]
+    groups: dict[int, _Group] = {}
+    per_batch = []
+    for watermark, rows in batches:
+        got: Counter[Any] = Counter()
+        counters: Counter[str] = Counter()
+        by_group: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:
+            by_group.setdefault(group_of(r["k"]), []).append(r)
+        for g, group_rows in by_group.items():
+            handle.current = groups.setdefault(g, _Group())
+            out = processor.handleInputRows((g,), iter([frame(group_rows, g)]), _Clock(watermark))
+            a, b = outputs(out)
+            got += a
+            counters += b
+        for g, group in sorted(groups.items()):
+            due = sorted(t for t in group.timers if t <= watermark)
+            for t in due:
+                group.timers.discard(t)  # consumed
+                handle.current = group
+                out = processor.handleExpiredTimer(
+                    key=(g,), timerValues=_Clock(watermark), expiredTimerInfo=_Clock(0, t)
+                )
+                a, b = outputs(out)
+                got += a
+                counters += b
+            # one timer per group: the earliest due time of its keys
+            assert len(group.timers) <= 1
+            assert all(t > watermark for t in group.timers)
+        per_batch.append((got, counters))
+    assert all(g.value is None and not g.timers for g in groups.values())  # all fired
+    return per_batch
+
+
+row_strategy = st.fixed_dictionaries(
+    {
+        "k": st.sampled_from(KEYS),
+        "v": st.one_of(st.none(), st.integers(-5, 20)),
+        "dt": st.integers(-40, 12),
+    }
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    function=st.sampled_from(["sum", "max_by", "reduce", "aggregate"]),
+    assigner=st.sampled_from(["tumbling", "tumbling", "hopping", "session"]),
+    lateness=st.sampled_from([0, 0, 6]),
+    tag=st.booleans(),
+    raw=st.lists(st.lists(row_strategy, max_size=8), min_size=1, max_size=6),
+    steps=st.lists(st.integers(0, 15), min_size=6, max_size=6),
+)
+def test_key_groups_equal_per_key_state(
+    function: str,
+    assigner: str,
+    lateness: int,
+    tag: bool,
+    raw: list[list[dict[str, Any]]],
+    steps: list[int],
+) -> None:
+    config = make_config(function, assigner, lateness, tag)
+    batches = []
+    now = 1_000
+    x = 0
+    high = None
+    for rows, step in zip(raw, steps, strict=False):
+        # Spark's watermark: the largest event time of earlier batches minus a delay of 3
+        watermark = 0 if high is None else high - 3
+        now += step
+        batch = []
+        for r in rows:
+            batch.append({"k": r["k"], "v": r["v"], "ts": now + r["dt"], "x": x})
+            x += 1
+        if batch:
+            top = max(r["ts"] for r in batch)
+            high = top if high is None else max(high, top)
+        batches.append((watermark, batch))
+    batches.append((now + 1_000, []))  # the end: every window fires
+
+    one_group = run(config, batches, lambda k: 0)
+    own_groups = run(config, batches, lambda k: KEYS.index(k))
+    assert one_group == own_groups
