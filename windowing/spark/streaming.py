@@ -799,7 +799,7 @@ class _WindowProcessor(StatefulProcessor):
         for k, key_rows in _split_keys(table, c.layout.keys):
             skey = _state_key(k)
             touched.add(skey)
-            self._store(entries, skey, self._key_rows(k, entries.get(skey), key_rows, outputs))
+            self._store(entries, skey, self._key_call(k, entries.get(skey), key_rows, outputs))
         # keys of the group without rows whose timers are due fire now, as their own
         # timers would at the end of this micro-batch
         self._fire_due(entries, self._clock(), outputs, skip=touched)
@@ -848,12 +848,14 @@ class _WindowProcessor(StatefulProcessor):
             if e[1] is not None and e[1] <= clock and skey not in skip
         ]
         for skey, entry in due:
-            self._store(entries, skey, self._key_timers(entry, outputs))
+            self._store(entries, skey, self._key_call(entry[0], entry, None, outputs))
 
-    def _key_rows(
-        self, k: Any, entry: _Entry | None, table: pa.Table, outputs: list[pa.RecordBatch]
+    def _key_call(
+        self, k: Any, entry: _Entry | None, table: pa.Table | None, outputs: list[pa.RecordBatch]
     ) -> _Entry | None:
-        """Process one key's rows of this micro-batch; its output goes to ``outputs``."""
+        """One key's call: fire its due timers, then process its rows of this micro-batch
+        (``table``; ``None``: a timer call); its output goes to ``outputs``. Returns the key's
+        new entry."""
         c = self.config
         stored = None if entry is None else pickle.loads(entry[2])
         self._set_key_clock(None if entry is None else entry[3])
@@ -865,6 +867,9 @@ class _WindowProcessor(StatefulProcessor):
         op = self.op
         self._reset()
         self._fire(k, ks)
+        if table is None:
+            self._emit(k, None, LateRows(), (0, 0, 0), outputs)
+            return self._entry(k, ks)
         elements = table_rows(table, c.layout.input_schema.names)
         ts = table.column(_TS).to_pylist()
         arrival = table.column(_ARR).to_pylist() if _ARR in c.internal else None
@@ -915,21 +920,6 @@ class _WindowProcessor(StatefulProcessor):
             if lates:
                 late.add_late_elements(lates, {id(r): i for i, r in enumerate(elements)})
         self._emit(k, table, late, (table.num_rows, null_ts, null_arr), outputs)
-        return self._entry(k, ks)
-
-    def _key_timers(self, entry: _Entry, outputs: list[pa.RecordBatch]) -> _Entry | None:
-        """Fire one key's due timers; its output goes to ``outputs``."""
-        k = entry[0]
-        stored = pickle.loads(entry[2])
-        self._set_key_clock(entry[3])
-        if self.config.columnar is not None:
-            done, new_entry = self._columnar_call(k, stored, None, outputs)
-            if done:
-                return new_entry
-        ks = self._key_state(stored)
-        self._reset()
-        self._fire(k, ks)
-        self._emit(k, None, LateRows(), (0, 0, 0), outputs)
         return self._entry(k, ks)
 
     def _columnar_call(
