@@ -223,31 +223,31 @@ def test_restart_from_checkpoint(spark: SparkSession, tmp_path: Path, uninterrup
     assert Counter(read(spark, out / "late")) == Counter(late)
 
 
+def built_in_sum(spark: SparkSession, source: Path, key_groups: int = 128) -> Any:
+    """The built-in sum of tumbling windows per user over the files in ``source``."""
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+    return (
+        WindowedStream.from_dataframe(df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY))
+        .key_by("user")
+        .window(TumblingEventTimeWindows(SIZE))
+        .side_output_late_data(LATE)
+        .max_parallelism(key_groups)
+        .sum("amount")
+    )
+
+
 def test_restart_with_state_on_whole_columns(spark: SparkSession, tmp_path: Path) -> None:
     """The column path's state (OpenWindows in the state store) survives a restart from the
     checkpoint: the results equal those of one uninterrupted query."""
     batches = make_batches(11)
-
-    def built_in_sum(source: Path) -> Any:
-        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
-        return (
-            WindowedStream.from_dataframe(
-                df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY)
-            )
-            .key_by("user")
-            .window(TumblingEventTimeWindows(SIZE))
-            .side_output_late_data(LATE)
-            .sum("amount")
-        )
-
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     write_files(whole / "src", batches)
-    run(spark, whole / "src", whole / "out", built_in_sum(whole / "src"))
+    run(spark, whole / "src", whole / "out", built_in_sum(spark, whole / "src"))
     write_files(parts / "src", batches[:2])
-    run(spark, parts / "src", parts / "out", built_in_sum(parts / "src"))
+    run(spark, parts / "src", parts / "out", built_in_sum(spark, parts / "src"))
     first = read(spark, parts / "out" / "results")
     write_files(parts / "src", batches[2:], first=2)
-    run(spark, parts / "src", parts / "out", built_in_sum(parts / "src"))
+    run(spark, parts / "src", parts / "out", built_in_sum(spark, parts / "src"))
     expected = read(spark, whole / "out" / "results")
     assert 0 < len(first) < len(expected)
     assert Counter(read(spark, parts / "out" / "results")) == Counter(expected)
@@ -483,16 +483,7 @@ def test_restart_with_another_max_parallelism_fails(spark: SparkSession, tmp_pat
     src, out = tmp_path / "src", tmp_path / "out"
 
     def query(key_groups: int) -> Any:
-        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src))
-        result = (
-            WindowedStream.from_dataframe(
-                df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY)
-            )
-            .key_by("user")
-            .window(TumblingEventTimeWindows(SIZE))
-            .max_parallelism(key_groups)
-            .sum("amount")
-        )
+        result = built_in_sum(spark, src, key_groups)
         return write_results_and_late(
             result, str(out / "results"), None, str(out / "ckpt"), available_now=True
         )
