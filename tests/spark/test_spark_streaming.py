@@ -20,7 +20,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from datetime import UTC
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -857,13 +857,15 @@ def test_large_outputs_of_record_batches_are_packed_in_slices() -> None:
 @pytest.mark.parametrize("nulls", [False, True])
 def test_input_frames_become_tables_in_replay_order(nulls: bool) -> None:
     """The processor's frame -> Arrow conversion (numpy, sorted with numpy when the order
-    columns hold no nulls) equals pandas -> Arrow with pyarrow's own sort, nulls last."""
+    columns hold no nulls; timestamps from their epoch microseconds) equals pandas -> Arrow
+    with pyarrow's own sort, nulls last."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from windowing.spark import streaming
     from windowing.spark.batch import replay_order
+    from windowing.time import MIN_TIMESTAMP
 
     rng = random.Random(5)
     n = 60
@@ -871,17 +873,14 @@ def test_input_frames_become_tables_in_replay_order(nulls: bool) -> None:
     tb = [rng.randint(-4, 4) for _ in range(n)]
     if nulls:
         ms[7] = ms[20] = None
-    pdf = pd.DataFrame(
-        {
-            "user": [rng.choice(["a", "b", None]) for _ in range(n)],
-            "x": [rng.choice([1.5, -0.0, float("nan")]) for _ in range(n)],
-            "ts": pd.to_datetime(
-                [None if m is None else 1_700_000_000_000 + m for m in ms], unit="ms"
-            ),
-            "_3": ms,
-            "_4": tb,
-        }
-    )
+    micros = [None if m is None else (1_700_000_000_000 + m) * 1000 + 7 for m in ms]
+    frame = {
+        "user": [rng.choice(["a", "b", None]) for _ in range(n)],
+        "x": [rng.choice([1.5, -0.0, float("nan")]) for _ in range(n)],
+        "ts": micros,
+        "_3": ms,
+        "_4": tb,
+    }
     schema = pa.schema(
         [
             ("user", pa.string()),
@@ -892,14 +891,19 @@ def test_input_frames_become_tables_in_replay_order(nulls: bool) -> None:
         ]
     )
     order = replay_order(arrival=False, processing_time=False)
-    got = streaming._input_table(pdf, schema, order)
-    arrays = [
-        pa.Array.from_pandas(pdf.iloc[:, i], type=f.type, safe=False) for i, f in enumerate(schema)
-    ]
-    expected = pa.Table.from_arrays(arrays, schema=schema)
+    expected = pa.Table.from_arrays(
+        [pa.array(frame[f.name if i < 3 else f"_{i}"], f.type) for i, f in enumerate(schema)],
+        schema=schema,
+    )
+    x = expected.column("x")
+    expected = expected.set_column(1, "x", pc.if_else(pc.is_nan(x), pa.scalar(None, x.type), x))
     expected = expected.take(pc.sort_indices(expected, sort_keys=order))
+    # Spark's frame: the timestamps as micros, MIN_TIMESTAMP for null (never null itself)
+    pdf = pd.DataFrame({**frame, "ts": [MIN_TIMESTAMP if m is None else m for m in micros]})
+    got = streaming._input_table(pdf, schema, order)
     assert got.equals(expected)
     assert got.column("x").null_count == expected.column("x").null_count > 0  # NaN -> null
+    assert got.column("ts").null_count == (2 if nulls else 0)
 
 
 def test_rows_of_a_key_group_split_by_key() -> None:
@@ -1216,11 +1220,11 @@ def test_writing_only_the_results(spark: SparkSession, tmp_path: Path) -> None:
     assert only_fired == full_fired >= len(only) > 0
 
 
-def test_event_times_in_the_repeated_hour_keep_their_instants() -> None:
+def test_timestamps_in_the_repeated_hour_keep_their_instants() -> None:
     """When clocks go back, two instants share each wall-clock time of the repeated hour, and
-    Spark's pandas frames give only the wall-clock time. The event-time column is rebuilt
-    exactly from its milliseconds (``__pw_ts``) and its microseconds; another timestamp column
-    is localized as Spark does (the standard-time instant)."""
+    Spark's pandas frames would give only the wall-clock time. Timestamp columns reach the
+    processor as epoch microseconds and come back as the same instants, before the epoch
+    and beyond pandas' nanosecond range too."""
     from datetime import datetime
 
     import pandas as pd
@@ -1234,15 +1238,16 @@ def test_event_times_in_the_repeated_hour_keep_their_instants() -> None:
         datetime(2024, 11, 3, 5, 30, 0, 123_456, tzinfo=UTC),  # 01:30:00.123456 EDT
         datetime(2024, 11, 3, 6, 30, 0, 123_456, tzinfo=UTC),  # 01:30:00.123456 EST
         datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),  # before the epoch
+        datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),  # not a pandas Timestamp
     ]
-    wall = [pd.Timestamp(t).tz_convert(zone).tz_localize(None) for t in instants]
-    micros = [int(t.timestamp()) * 1_000_000 + t.microsecond for t in instants]
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    micros = [(t - epoch) // timedelta(microseconds=1) for t in instants]
     pdf = pd.DataFrame(
         {
-            "ts": pd.to_datetime(wall),
-            "other": pd.to_datetime(wall),
+            "ts": micros,
+            "other": micros[::-1],
             "_2": [m // 1000 for m in micros],  # unix_millis: floor
-            "_3": [0, 1, 2],
+            "_3": [0, 1, 2, 3],
         }
     )
     schema = pa.schema(
@@ -1254,8 +1259,8 @@ def test_event_times_in_the_repeated_hour_keep_their_instants() -> None:
         ]
     )
     order = replay_order(arrival=False, processing_time=False)
-    table = streaming._input_table(pdf, schema, order, "ts")
-    got = table.column("ts").cast(pa.int64()).to_pylist()
-    assert sorted(got) == sorted(micros)
-    # the other column keeps Spark's own localization: the repeated hour's standard time
-    assert table.column("other").cast(pa.int64()).to_pylist().count(micros[1]) == 2
+    table = streaming._input_table(pdf, schema, order)
+    assert table.schema == schema
+    # as UTC: Python never finds a time of a repeated hour equal to one of another zone
+    ts, other = ([t.astimezone(UTC) for t in table.column(c).to_pylist()] for c in ("ts", "other"))
+    assert sorted(zip(ts, other, strict=True)) == sorted(zip(instants, instants[::-1], strict=True))

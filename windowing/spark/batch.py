@@ -402,7 +402,11 @@ class _Replay:
     def __call__(self, table: pa.Table) -> pa.Table:
         order = replay_order(arrival=self.has_arrival, processing_time=self.has_processing_time)
         table = table.take(pc.sort_indices(table, sort_keys=order))
-        return _replay_key(self, table)
+        out = _replay_key(self, table)
+        # Columns copied from the input (keys, late rows) carry the session time zone; Spark
+        # wants UTC back. Same instants: a cast of the type only.
+        schema = self.layout.arrow_schema
+        return out if out.schema.equals(schema) else out.cast(schema)
 
 
 def key_of(table: pa.Table, keys: Sequence[str]) -> Any:

@@ -356,7 +356,10 @@ class OutputLayout:
     side_outputs
         ``(tag, schema)`` of each side output written by ``context.output``.
     timezone
-        The session time zone (Arrow timestamp types).
+        The session time zone: Spark's Arrow input carries it on timestamp columns, and the
+        values functions see are in it. Output columns are always ``timestamp[us, tz=UTC]``,
+        the type Spark expects back from Python whatever the session time zone (the instants
+        are the same).
     """
 
     keys: tuple[str, ...]
@@ -524,10 +527,11 @@ class OutputLayout:
 
     @functools.cached_property
     def _arrow_types(self) -> tuple[list[pa.DataType], list[list[pa.DataType]], list[pa.DataType]]:
-        """Arrow types of the result fields, of each side output's fields, of the inputs."""
+        """Arrow types of the result fields, of each side output's fields, of the inputs, as
+        output columns (timestamps in UTC)."""
 
         def types(schema: StructType) -> list[pa.DataType]:
-            return [to_arrow_type(f.dataType, timezone=self.timezone) for f in schema.fields]
+            return [to_arrow_type(f.dataType, timezone="UTC") for f in schema.fields]
 
         return (
             types(self.out_schema),

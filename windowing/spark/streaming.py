@@ -59,6 +59,7 @@ from pyspark.sql.types import (
     FloatType,
     StructField,
     StructType,
+    TimestampType,
 )
 
 from windowing.operator import KeyState, WindowOperator
@@ -256,9 +257,6 @@ def run_streaming(
             wall_clock=wall_clock,
             key_groups=key_groups,
             nan_masks=tuple(nan_masks),
-            event_time_column=source.event_time
-            if pa.types.is_timestamp(input_arrow.field(source.event_time).type)
-            else None,
             columnar=None
             if wall_clock or source.processing_time is not None
             else columnar_plan(
@@ -274,7 +272,8 @@ def run_streaming(
     time_mode = "ProcessingTime" if wall_clock else "EventTime"
     # Grouped by key group, after the columns the processor reads by position. window_all
     # has one group (a stateful operator needs a grouping column: Spark rejects an empty one).
-    grouped = prepared.withColumn(_GROUP, _key_group(keys, key_groups)).groupBy(_GROUP)
+    keyed = prepared.withColumn(_GROUP, _key_group(keys, key_groups))
+    grouped = _timestamps_as_micros(keyed).groupBy(_GROUP)
     packed = grouped.transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=_PACKED_SCHEMA,
@@ -414,9 +413,6 @@ class _Config:
     # Built-in aggregations of tumbling windows computed on whole columns (event time, no
     # processing_time column); None: the operator alone.
     columnar: ColumnarAggregation | None = None
-    # The event-time column when it is a timestamp: its instants come back exactly from the
-    # event time in ms (__pw_ts) plus the value's sub-millisecond part.
-    event_time_column: str | None = None
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:
@@ -464,30 +460,23 @@ def _input_table(
     pdf: pd.DataFrame,
     schema: pa.Schema,
     order: list[tuple[str, str, str]],
-    event_time: str | None = None,
 ) -> pa.Table:
     """A key's rows as Spark hands them to the processor (a pandas frame whose columns are
     those of ``schema`` by position: Spark names the internal columns ``_<i>``) as an Arrow
     table of ``schema``, sorted by the pyarrow sort keys ``order`` (the replay order).
 
-    Spark gives a ``TimestampType`` column as naive wall-clock times of the session time
-    zone (the zone of the schema's field); they are localized back to instants as Spark
-    itself does (``tz_localize(zone, ambiguous=False)``), except the ``event_time`` column,
-    whose instants are rebuilt exactly from the event time in milliseconds (``__pw_ts``,
-    Spark's ``unix_millis``) and the value's microseconds within its millisecond (a zone
-    offset is whole seconds), also in the hour repeated when clocks go back. Numbers and
-    naive timestamps go through numpy, several times faster than ``pa.Array.from_pandas``
-    for the few hundred rows of a key, with the same result (``NaN`` / ``NaT`` become
-    nulls; timestamps are truncated to the schema's unit); so does the sort when its columns
-    hold no nulls."""
+    A top-level ``TimestampType`` column arrives as its epoch microseconds, with
+    ``MIN_TIMESTAMP`` for null (:func:`_timestamps_as_micros`): its exact instants, also in
+    the hour repeated when clocks go back and outside pandas' nanosecond range. Numbers go
+    through numpy, several times faster than ``pa.Array.from_pandas`` for the few hundred
+    rows of a key, with the same result (``NaN`` becomes null); so does the sort when its
+    columns hold no nulls. Timestamps nested in other types keep Spark's own conversion."""
     # A column's values without building a Series (pandas' block manager, where present).
     values_at = getattr(getattr(pdf, "_mgr", None), "iget_values", None)
     columns: list[np.ndarray[Any, Any] | None] = []
     for i in range(len(schema)):
         values = values_at(i) if values_at is not None else pdf.iloc[:, i].array
-        if not isinstance(values, np.ndarray) and isinstance(values.dtype, np.dtype):
-            values = values.to_numpy()  # e.g. pandas' DatetimeArray of naive times
-        ok = isinstance(values, np.ndarray) and values.dtype.kind in "iufbM"
+        ok = isinstance(values, np.ndarray) and values.dtype.kind in "iufb"
         columns.append(values if ok else None)
     keys = [columns[schema.get_field_index(name)] for name, _, _ in order]
     perm = None
@@ -504,20 +493,9 @@ def _input_table(
             continue
         if perm is not None:
             values = values[perm]
-        if values.dtype.kind == "M":  # naive datetime64
-            zone = getattr(field.type, "tz", None)
-            if zone is not None and zone not in _UTC_ZONES:
-                millis = columns[schema.get_field_index(_TS)] if field.name == event_time else None
-                if millis is not None and millis.dtype.kind == "i":  # no nulls
-                    if perm is not None:
-                        millis = millis[perm]
-                    micros = values.astype("datetime64[us]").view(np.int64) % 1000
-                    instants = pa.array(millis * 1000 + micros, pa.timestamp("us", tz="UTC"))
-                    arrays.append(instants.cast(field.type))
-                    continue
-                values = pd.DatetimeIndex(values).tz_localize(zone, ambiguous=False)
-            naive = pa.array(values, from_pandas=True)
-            arrays.append(naive.cast(field.type, safe=False))
+        if pa.types.is_timestamp(field.type) and values.dtype.kind == "i":
+            micros = pa.array(values, pa.int64(), mask=values == MIN_TIMESTAMP)
+            arrays.append(micros.cast(pa.timestamp("us", tz="UTC")).cast(field.type))
         else:
             # safe=False as pa.Array.from_pandas: a long column with nulls arrives as floats
             arrays.append(pa.array(values, field.type, from_pandas=True, safe=False))
@@ -527,8 +505,19 @@ def _input_table(
     return table
 
 
-#: Zones whose wall-clock times are UTC instants (no localization needed).
-_UTC_ZONES = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Etc/Universal"})
+def _timestamps_as_micros(df: DataFrame) -> DataFrame:
+    """``df`` with each top-level ``TimestampType`` column replaced by its epoch
+    microseconds, ``MIN_TIMESTAMP`` for null (outside Spark's timestamp range): Spark's
+    pandas frames would give naive wall-clock times of the session time zone (ambiguous
+    when clocks go back) in nanoseconds (years 1678-2261 only)."""
+    return df.select(
+        *[
+            F.coalesce(F.unix_micros(col(f.name)), F.lit(MIN_TIMESTAMP)).alias(f.name)
+            if isinstance(f.dataType, TimestampType)
+            else col(f.name)
+            for f in df.schema.fields
+        ]
+    )
 
 
 def _dumps(value: Any) -> bytes:
@@ -789,7 +778,7 @@ class _WindowProcessor(StatefulProcessor):
         # The batch replay's order inside a key: arrival order, else processing time, then
         # event time and the content hash, nulls last; deterministic across re-executions.
         order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
-        table = _input_table(pdf, c.input_table_schema, order, c.event_time_column)
+        table = _input_table(pdf, c.input_table_schema, order)
         if c.nan_masks:
             table = _restore_nans(table, c.nan_masks)
         registered, entries = self._load()
