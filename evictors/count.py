@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,8 @@ class CountEvictor(OneSidedEvictor[Any, Any]):
     Parameters
     ----------
     max_count
-        How many elements to keep, > 0.
+        How many elements to keep. ``0`` or less keeps none: accepted, as by Flink, with a
+        ``UserWarning``.
     do_evict_after
         Evict after the window function instead of before it.
 
@@ -67,8 +69,11 @@ class CountEvictor(OneSidedEvictor[Any, Any]):
             msg = f"CountEvictor: max_count must be an int, got {self.max_count!r}"
             raise ValueError(msg)
         if self.max_count <= 0:
-            msg = f"CountEvictor: max_count must be > 0, got {self.max_count}"
-            raise ValueError(msg)
+            msg = (
+                f"CountEvictor: max_count={self.max_count} evicts every element "
+                "(Flink accepts it too)"
+            )
+            warnings.warn(msg, UserWarning, stacklevel=3)
         check_after_flag(self.do_evict_after, "CountEvictor")
 
     def evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:

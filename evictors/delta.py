@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +20,8 @@ def check_delta_config(threshold: Any, delta_function: Any, owner: str) -> None:
         msg = f"{owner}: threshold must be a number, got {threshold!r}"
         raise ValueError(msg)
     if math.isnan(threshold):
-        msg = f"{owner}: threshold must not be NaN, got {threshold!r}"
-        raise ValueError(msg)
+        msg = f"{owner}: threshold is NaN: no delta reaches it (Flink accepts it too)"
+        warnings.warn(msg, UserWarning, stacklevel=4)
     if not callable(delta_function):
         msg = (
             f"{owner}: delta_function must be a callable (old, new) -> float, "
@@ -45,7 +46,8 @@ class DeltaEvictor(OneSidedEvictor[Any, Any]):
     Parameters
     ----------
     threshold
-        The delta at which an element is evicted (a number, not NaN).
+        The delta at which an element is evicted (a number; NaN, as in Flink, evicts
+        nothing, with a ``UserWarning``).
     delta_function
         ``delta_function(old, new) -> float``, called with an element's value and the last
         element's value. It must be picklable (lambdas are fine with cloudpickle).
@@ -76,4 +78,5 @@ class DeltaEvictor(OneSidedEvictor[Any, Any]):
             return elements
         last = elements[-1].value
         delta, threshold = self.delta_function, self.threshold
-        return [e for e in elements if delta(e.value, last) < threshold]
+        # Flink removes when delta >= threshold: a NaN delta (or threshold) keeps the element
+        return [e for e in elements if not delta(e.value, last) >= threshold]

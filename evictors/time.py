@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,8 @@ class TimeEvictor(OneSidedEvictor[Any, Any]):
     ----------
     window_size
         How far back from the newest timestamp to keep (int ms, ``timedelta`` or e.g.
-        ``"2 seconds"``), > 0.
+        ``"2 seconds"``). As in Flink, ``0`` or less is accepted and keeps no element that
+        has a timestamp (with a ``UserWarning``).
     do_evict_after
         Evict after the window function instead of before it.
 
@@ -55,8 +57,11 @@ class TimeEvictor(OneSidedEvictor[Any, Any]):
     def __init__(self, window_size: Duration, do_evict_after: bool = False) -> None:
         size = to_millis(window_size, "window_size")
         if size <= 0:
-            msg = f"TimeEvictor: window_size must be > 0, got {window_size!r}"
-            raise ValueError(msg)
+            msg = (
+                f"TimeEvictor: window_size={window_size!r} evicts every element with a "
+                "timestamp (Flink accepts it too)"
+            )
+            warnings.warn(msg, UserWarning, stacklevel=2)
         check_after_flag(do_evict_after, "TimeEvictor")
         object.__setattr__(self, "window_size", size)
         object.__setattr__(self, "do_evict_after", do_evict_after)

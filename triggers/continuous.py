@@ -7,7 +7,7 @@ from typing import Any
 
 from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 from windowing.state import ReducingStateDescriptor
-from windowing.time import Duration, to_millis
+from windowing.time import Duration, java_remainder, to_millis
 
 __all__ = ["ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger", "positive_millis"]
 
@@ -29,9 +29,11 @@ def positive_millis(value: Duration, name: str, owner: str) -> int:
     return ms
 
 
-def _next_fire(time: int, interval: int, window: Any) -> int:
-    """The next interval boundary after ``time``, capped at the window's last timestamp."""
-    return _min(time - time % interval + interval, window.max_timestamp())
+def _first_fire(time: int, interval: int, window: Any) -> int:
+    """The first firing for an element at ``time``: the interval boundary after it, capped at
+    the window's last timestamp. Aligned with Java's ``%`` as Flink does: a negative ``time``
+    rounds toward zero (``-3`` with interval 5 first fires at 5, not 0)."""
+    return _min(time - java_remainder(time, interval) + interval, window.max_timestamp())
 
 
 @dataclass(frozen=True, init=False, repr=False)
@@ -41,8 +43,9 @@ class ContinuousEventTimeTrigger(Trigger[Any, Any]):
     Rules (Flink's current ``ContinuousEventTimeTrigger``):
 
     * first element of a window (no pending fire time): a timer at
-      ``min(ts - ts % interval + interval, window.max_timestamp())`` is registered and stored
-      as the window's fire time, plus a timer at ``window.max_timestamp()``;
+      ``min(ts - ts % interval + interval, window.max_timestamp())`` (Java's ``%``, see below)
+      is registered and stored as the window's fire time, plus a timer at
+      ``window.max_timestamp()``;
     * the fire-time timer fires (``FIRE``) and registers the next one,
       ``min(time + interval, window.max_timestamp())``; the end-of-window timer fires too;
       so with no new elements the window keeps firing every ``interval`` until its end;
@@ -50,8 +53,10 @@ class ContinuousEventTimeTrigger(Trigger[Any, Any]):
     * merging keeps the earliest pending fire time of the merged windows;
     * ``clear`` deletes the pending fire-time timer and the end-of-window timer.
 
-    Intervals are aligned to the epoch (``ts - ts % interval`` with a floor-mod, so negative
-    timestamps align too). Never purges: wrap it in :class:`~triggers.PurgingTrigger` for that.
+    Intervals are aligned to the epoch with Java's truncating ``%``, as Flink's Java trigger
+    does: for a negative ``ts`` the first firing is the boundary at or after ``ts`` plus one
+    interval toward zero (``ts=-3``, ``interval=5``: 5), not the next boundary (0). Never
+    purges: wrap it in :class:`~triggers.PurgingTrigger` for that.
 
     Known elsewhere as: Flink ``ContinuousEventTimeTrigger.of(interval)``; Beam
     ``AfterWatermark(early=Repeatedly(...))`` is the closest (early firings are
@@ -103,7 +108,7 @@ class ContinuousEventTimeTrigger(Trigger[Any, Any]):
                     f"needs event timestamps (window {window!r})"
                 )
                 raise ValueError(msg)
-            next_fire = _next_fire(timestamp, self.interval, window)
+            next_fire = _first_fire(timestamp, self.interval, window)
             fire_time.add(next_fire)
             ctx.register_event_time_timer(next_fire)
         return TriggerResult.CONTINUE
@@ -150,14 +155,13 @@ class ContinuousProcessingTimeTrigger(Trigger[Any, Any]):
     Rules (Flink's current ``ContinuousProcessingTimeTrigger``):
 
     * first element of a window (no pending fire time), at processing time ``now``: a timer at
-      ``min(now - now % interval + interval, window.max_timestamp())``, stored as the fire
-      time;
-    * that timer fires (``FIRE``) and registers the next one,
+      ``min(now - now % interval + interval, window.max_timestamp())`` (Java's ``%``), stored
+      as the fire time;
+    * any timer of the window at ``window.max_timestamp()`` fires (``FIRE``) and registers
+      nothing: it is the last firing;
+    * the fire-time timer fires (``FIRE``) and registers the next one,
       ``min(time + interval, window.max_timestamp())``; so without new elements the window
       keeps firing every ``interval`` until its end (global windows: forever);
-    * the firing at ``window.max_timestamp()`` is the last one: no timer is registered at or
-      before the time that just fired (Flink would re-register the same time and, for an
-      event-time window whose end processing time has passed, fire in a loop);
     * merging keeps the earliest pending fire time and registers its timer for the merged
       window;
     * ``clear`` deletes the pending timer.
@@ -186,6 +190,7 @@ class ContinuousProcessingTimeTrigger(Trigger[Any, Any]):
     'CONTINUE'
     >>> [(t, r.name) for t in (5, 10, 11, 20) for _, r in h.advance_processing_time(t)]
     [(5, 'FIRE'), (10, 'FIRE'), (11, 'FIRE')]
+    >>> h.clear(w)
     >>> h.num_processing_time_timers(), h.num_state_entries()
     (0, 0)
     """
@@ -204,7 +209,7 @@ class ContinuousProcessingTimeTrigger(Trigger[Any, Any]):
     ) -> TriggerResult:
         fire_time = ctx.get_partitioned_state(FIRE_TIME)
         if fire_time.get() is None:
-            next_fire = _next_fire(ctx.get_current_processing_time(), self.interval, window)
+            next_fire = _first_fire(ctx.get_current_processing_time(), self.interval, window)
             fire_time.add(next_fire)
             ctx.register_processing_time_timer(next_fire)
         return TriggerResult.CONTINUE
@@ -213,14 +218,15 @@ class ContinuousProcessingTimeTrigger(Trigger[Any, Any]):
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
+        if time == window.max_timestamp():
+            return TriggerResult.FIRE
         fire_time = ctx.get_partitioned_state(FIRE_TIME)
         if fire_time.get() != time:
             return TriggerResult.CONTINUE
         fire_time.clear()
         next_fire = _min(time + self.interval, window.max_timestamp())
-        if next_fire > time:
-            fire_time.add(next_fire)
-            ctx.register_processing_time_timer(next_fire)
+        fire_time.add(next_fire)
+        ctx.register_processing_time_timer(next_fire)
         return TriggerResult.FIRE
 
     def can_merge(self) -> bool:

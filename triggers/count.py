@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,9 @@ _COUNT: ReducingStateDescriptor[int] = ReducingStateDescriptor("count", operator
 class CountTrigger(Trigger[Any, Any]):
     """Fires when the window has received ``max_count`` elements since it last fired, then
     starts counting again. Never purges (wrap it in :class:`PurgingTrigger` for that).
+
+    ``max_count`` below 1 is accepted, as by Flink, and fires on every element (with a
+    ``UserWarning``).
 
     Known elsewhere as: Flink ``CountTrigger.of(n)``; Beam ``AfterCount(n)``.
 
@@ -35,8 +39,11 @@ class CountTrigger(Trigger[Any, Any]):
             msg = f"max_count must be an int, got {self.max_count!r}"
             raise ValueError(msg)
         if self.max_count <= 0:
-            msg = f"max_count must be > 0, got {self.max_count}"
-            raise ValueError(msg)
+            msg = (
+                f"CountTrigger: max_count={self.max_count} fires on every element, as "
+                "max_count=1 (Flink accepts it too)"
+            )
+            warnings.warn(msg, UserWarning, stacklevel=3)
 
     def on_element(
         self, element: Any, timestamp: int | None, window: Any, ctx: TriggerContext

@@ -34,7 +34,8 @@ class DeltaTrigger(Trigger[Any, Any]):
     Parameters
     ----------
     threshold
-        Fire when the delta exceeds this number (not NaN).
+        Fire when the delta exceeds this number (NaN, as in Flink, never fires, with a
+        ``UserWarning``).
     delta_function
         ``delta_function(old, new) -> float``: ``old`` is the last fired-on element, ``new``
         the arriving one. Must be picklable (lambdas are fine with cloudpickle).

@@ -56,9 +56,6 @@ def _count(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         msg = f"count_window: {name} must be an int, got {value!r}"
         raise ValueError(msg)
-    if value <= 0:
-        msg = f"count_window: {name} must be > 0, got {value}"
-        raise ValueError(msg)
     return value
 
 
@@ -84,9 +81,12 @@ def count_window(size: int, slide: int | None = None) -> CountWindowSpec:
     Parameters
     ----------
     size
-        Elements per window, > 0.
+        Elements per window. Below 1 is accepted, as by Flink (tumbling: every element fires
+        alone; sliding: every element is evicted), with the ``UserWarning`` of
+        :class:`~triggers.CountTrigger` / :class:`~evictors.CountEvictor`.
     slide
-        Elements between firings of a sliding window, > 0; ``None`` for tumbling windows.
+        Elements between firings of a sliding window (below 1: every element fires);
+        ``None`` for tumbling windows.
 
     Returns
     -------
@@ -96,7 +96,7 @@ def count_window(size: int, slide: int | None = None) -> CountWindowSpec:
     Raises
     ------
     ValueError
-        If ``size`` or ``slide`` is not a positive int.
+        If ``size`` or ``slide`` is not an int.
 
     Examples
     --------

@@ -56,7 +56,7 @@ from windowing.slicing import SlicedHopping, Slices
 from windowing.sliding import Partials, Timeline, TimelineExpiry
 from windowing.sliding_derived import DerivedSliding
 from windowing.state import StateTable
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, java_add, to_millis
 from windowing.windows import TimestampedValue, TimeWindow
 
 __all__ = [
@@ -682,12 +682,15 @@ class WindowOperator:
         return self.is_event_time and self.cleanup_time(window) <= self.watermark
 
     def is_element_late(self, timestamp: int | None) -> bool:
-        """Whether an element is late: ``timestamp + allowed_lateness <= watermark``."""
-        return (
-            self.is_event_time
-            and timestamp is not None
-            and timestamp + self.allowed_lateness <= self.watermark
-        )
+        """Whether an element is late: ``timestamp + allowed_lateness <= watermark``, in
+        Java's ``long`` arithmetic as Flink computes it (near ``MAX_TIMESTAMP`` the sum wraps
+        negative, so an element whose windows are all late goes to the late output), and an
+        element without timestamp counts as ``MIN_TIMESTAMP`` (Flink's "no timestamp"
+        marker)."""
+        if not self.is_event_time:
+            return False
+        ts = MIN_TIMESTAMP if timestamp is None else timestamp
+        return java_add(ts, self.allowed_lateness) <= self.watermark
 
     def _register_cleanup_timer(self, ks: KeyState, window: Any) -> None:
         t = self.cleanup_time(window)
@@ -1368,9 +1371,9 @@ class WindowOperator:
             out = spec.function.apply(key, window, values)
             return _check_outputs(out, "WindowFunction.apply", key, window)
         if isinstance(spec, Reduce):
-            if not values:
-                return ()  # everything was evicted: nothing to reduce
-            return self._finish(key, window, functools.reduce(spec.reducer(), values))
+            # Everything evicted: Flink's ReduceApplyWindowFunction passes on a null.
+            result = functools.reduce(spec.reducer(), values) if values else None
+            return self._finish(key, window, result)
         if isinstance(spec, Aggregate):
             agg = spec.function
             acc = agg.create_accumulator()

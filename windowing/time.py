@@ -23,6 +23,8 @@ __all__ = [
     "MIN_TIMESTAMP",
     "Duration",
     "datetime_to_millis",
+    "java_add",
+    "java_remainder",
     "millis_to_datetime",
     "saturating_add",
     "to_millis",
@@ -122,6 +124,27 @@ def saturating_add(a: int, b: int) -> int:
     if s < MIN_TIMESTAMP:
         return MIN_TIMESTAMP
     return s
+
+
+def java_add(a: int, b: int) -> int:
+    """``a + b`` as Java's ``long`` addition: wrapped to 64 bits on overflow. Flink's
+    element-lateness test (``timestamp + allowed_lateness <= watermark``) is written so.
+
+    >>> java_add(MAX_TIMESTAMP, 1) == MIN_TIMESTAMP
+    True
+    """
+    return (a + b + 2**63) % 2**64 - 2**63
+
+
+def java_remainder(a: int, b: int) -> int:
+    """``a % b`` as Java's ``%``: truncated toward zero, so the sign is ``a``'s (Python's
+    ``%`` floors). Flink's continuous triggers align their first firing with it.
+
+    >>> java_remainder(-3, 5), -3 % 5
+    (-3, 2)
+    """
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
 
 
 def datetime_to_millis(value: datetime) -> int:

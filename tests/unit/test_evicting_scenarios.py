@@ -368,14 +368,30 @@ def test_count_window_spec_matches_flink() -> None:
 @pytest.mark.parametrize(
     ("size", "slide", "message"),
     [
-        (0, None, r"count_window: size must be > 0, got 0"),
-        (-3, None, r"count_window: size must be > 0, got -3"),
         (2.5, None, r"count_window: size must be an int, got 2.5"),
         (True, None, r"count_window: size must be an int, got True"),
-        (5, 0, r"count_window: slide must be > 0, got 0"),
         (5, "1", r"count_window: slide must be an int, got '1'"),
     ],
 )
 def test_count_window_rejects_bad_sizes(size: Any, slide: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         count_window(size, slide)
+
+
+def test_count_window_of_zero_fires_every_element_alone_as_flink() -> None:
+    """Flink's ``countWindow(0)``: ``PurgingTrigger.of(CountTrigger.of(0))``."""
+    with pytest.warns(UserWarning, match="CountTrigger: max_count=0"):
+        spec = count_window(0)
+    h = WindowOperatorHarness(spec.assigner, lambda a, b: a + b, **spec.options())
+    for v in (1, 2, 3):
+        h.process_element(v, key="k")
+    assert [r.value for r in h.extract_output()] == [1, 2, 3]
+
+
+def test_sliding_count_window_of_size_zero_evicts_everything_as_flink() -> None:
+    with pytest.warns(UserWarning, match="CountEvictor: max_count=0"):
+        spec = count_window(0, 2)
+    h = WindowOperatorHarness(spec.assigner, lambda a, b: a + b, **spec.options())
+    for v in (1, 2, 3, 4):
+        h.process_element(v, key="k")
+    assert [r.value for r in h.extract_output()] == [None, None]

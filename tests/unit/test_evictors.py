@@ -135,11 +135,27 @@ def test_count_evictor_before_does_not_evict_after() -> None:
     assert_clean(h)
 
 
-@pytest.mark.parametrize("bad", [0, -1, -100, 1.5, "3", True, None])
+@pytest.mark.parametrize("bad", [1.5, "3", True, None])
 def test_count_evictor_rejects_bad_max_count(bad: Any) -> None:
     with pytest.raises(ValueError, match=r"CountEvictor: max_count must be") as info:
         CountEvictor(bad)
     assert repr(bad) in str(info.value) or str(bad) in str(info.value)
+
+
+@pytest.mark.parametrize("count", [0, -1, -100])
+def test_count_evictor_below_one_evicts_everything_as_flink(count: int) -> None:
+    """Flink accepts ``CountEvictor.of(0)`` (and below): every element is evicted. A reduce
+    over nothing passes on a null, as Flink's ``ReduceApplyWindowFunction`` does."""
+    with pytest.warns(UserWarning, match=rf"CountEvictor: max_count={count} evicts every"):
+        evictor = CountEvictor(count)
+    assert evictor.evict_before([TV("a", 1), TV("b", 2)], None, None) == []
+    h = WindowOperatorHarness(
+        GlobalWindows(), lambda a, b: a + b, trigger=CountTrigger(2), evictor=evictor
+    )
+    for v in (1, 2, 3, 4):
+        h.process_element(v, v, key="k")
+    assert [r.value for r in h.extract_output()] == [None, None]
+    assert h.num_state_entries() == 0
 
 
 def test_count_evictor_rejects_non_bool_after_flag() -> None:
@@ -195,10 +211,31 @@ def test_time_evictor_accepts_durations(size: Any, millis: int) -> None:
     assert TimeEvictor(size).window_size == millis
 
 
-@pytest.mark.parametrize("bad", [0, -1, timedelta(seconds=-1), "-5 ms", "soon", 1.5, True])
+@pytest.mark.parametrize("bad", ["soon", 1.5, True])
 def test_time_evictor_rejects_bad_window_size(bad: Any) -> None:
     with pytest.raises(ValueError, match="window_size"):
         TimeEvictor(bad)
+
+
+@pytest.mark.parametrize("size", [0, -1, timedelta(seconds=-1), "-5 ms"])
+def test_time_evictor_of_zero_or_less_evicts_every_timestamped_element(size: Any) -> None:
+    """Flink's ``TimeEvictor.of(Duration.ZERO)``: the cut-off is the newest timestamp itself
+    (``ts <= newest - 0``), so nothing with a timestamp stays."""
+    with pytest.warns(UserWarning, match="TimeEvictor: window_size=.* evicts every element"):
+        evictor = TimeEvictor(size)
+    assert evictor.evict_before([TV("a", 1), TV("b", 5), TV("c", 5)], None, None) == []
+    kept = evictor.evict_before([TV("x", None)], None, None)
+    assert [e.value for e in kept] == ["x"]  # no timestamp: nothing to compare
+
+
+def test_time_evictor_of_zero_after_the_function_empties_the_window() -> None:
+    with pytest.warns(UserWarning):
+        evictor = TimeEvictor(0, do_evict_after=True)
+    h = WindowOperatorHarness(GlobalWindows(), Collect(), trigger=CountTrigger(2), evictor=evictor)
+    for v in "abcd":
+        h.process_element(v, 1, key="k")
+    # each firing sees the two elements since the last, then evicts them for good
+    assert [r.value for r in h.extract_output()] == [["a", "b"], ["c", "d"]]
 
 
 def test_time_evictor_rejects_non_bool_after_flag() -> None:
@@ -269,7 +306,6 @@ def test_delta_evictor_empty_buffer() -> None:
     [
         ("2", _rise, r"threshold must be a number, got '2'"),
         (True, _rise, r"threshold must be a number, got True"),
-        (math.nan, _rise, r"threshold must not be NaN"),
         (2, "abs", r"delta_function must be a callable .* got 'abs'"),
         (2, None, r"delta_function must be a callable .* got None"),
     ],
@@ -279,6 +315,20 @@ def test_delta_evictor_rejects_bad_configuration(
 ) -> None:
     with pytest.raises(ValueError, match=rf"DeltaEvictor: {message}"):
         DeltaEvictor(threshold, function)
+
+
+def test_delta_evictor_with_a_nan_threshold_evicts_nothing_as_flink() -> None:
+    with pytest.warns(UserWarning, match="DeltaEvictor: threshold is NaN"):
+        evictor = DeltaEvictor(math.nan, _rise)
+    buffer = [TV(1, 1), TV(100, 2), TV(3, 3)]
+    assert evictor.evict_before(buffer, None, None) == buffer
+
+
+def test_delta_evictor_keeps_elements_whose_delta_is_nan_as_flink() -> None:
+    """Flink evicts when ``delta >= threshold``: a NaN delta is never that."""
+    evictor = DeltaEvictor(2.0, lambda old, new: math.nan if old == 100 else new - old)
+    buffer = [TV(1, 1), TV(100, 2), TV(4, 3), TV(5, 4)]
+    assert [e.value for e in evictor.evict_before(buffer, None, None)] == [100, 4, 5]
 
 
 # =========================================================================== all evictors

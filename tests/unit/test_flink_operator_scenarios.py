@@ -2466,14 +2466,6 @@ def test_flink_orphans_state_when_new_window_equals_merged_session() -> None:
     assert out(h) == [(3, "k", 4)]  # Flink; ours emits 7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Flink builds reduce-with-evictor as ReduceApply(Process)WindowFunction, which always "
-        "calls the window function with Collections.singletonList(curr): [null] when the "
-        "evictor removed every element. Ours skips the window function (emits nothing)."
-    ),
-)
 def test_flink_calls_window_function_with_null_when_reduce_input_fully_evicted() -> None:
     summary = RecordingProcess(on_process=lambda key, ctx, values: [values])
     h = _evicting(

@@ -148,14 +148,29 @@ def test_continuous_event_time_first_fire_is_aligned_to_the_interval() -> None:
     assert_clean(h, w)
 
 
-def test_continuous_event_time_negative_timestamps_floor_to_the_interval() -> None:
-    # Floor-mod: -3 -> -4 + 4 == 0 (Java's truncating % would give 4).
+def test_continuous_event_time_negative_timestamps_align_as_java() -> None:
+    # Flink's Java trigger: -3 - (-3 % 4) + 4 == 4 with Java's truncating %
+    # (a floor-mod would give -4 + 4 == 0).
     h = TriggerHarness(ContinuousEventTimeTrigger(4))
     w = W(-10, 10)
     h.process_element("a", -3, w)
-    assert h.advance_watermark(-1) == []
-    assert h.advance_watermark_for(0, w) is FIRE
+    assert h.advance_watermark(3) == []
+    assert h.advance_watermark_for(4, w) is FIRE
+    assert h.advance_watermark_for(8, w) is FIRE
+    assert h.advance_watermark_for(9, w) is FIRE
     assert_clean(h, w)
+
+
+@pytest.mark.parametrize(
+    ("ts", "first"), [(-8, -4), (-5, 0), (-4, 0), (-1, 4), (0, 4), (3, 4), (-12, -8)]
+)
+def test_continuous_event_time_first_firing_for_negative_times(ts: int, first: int) -> None:
+    """Java: ts - ts % 4 + 4, with % truncated toward zero."""
+    h = TriggerHarness(ContinuousEventTimeTrigger(4))
+    w = W(-100, 100)
+    h.process_element("a", ts, w)
+    assert h.advance_watermark(first - 1) == []
+    assert h.advance_watermark_for(first, w) is FIRE
 
 
 def test_continuous_event_time_watermark_jump_fires_each_interval_once() -> None:
@@ -267,8 +282,9 @@ def test_continuous_processing_time_fires_each_interval_until_the_window_end() -
     assert h.advance_processing_time_for(5, w) is FIRE
     assert h.advance_processing_time_for(10, w) is FIRE
     assert h.advance_processing_time_for(11, w) is FIRE  # capped at max_timestamp
-    # The last firing registers nothing more: no loop at the window end.
-    assert (h.num_processing_time_timers(), h.num_state_entries()) == (0, 0)
+    # The firing at the window end registers nothing more (no loop); as in Flink, the last
+    # fire time stays in state until the window is cleared.
+    assert (h.num_processing_time_timers(), h.num_state_entries()) == (0, 1)
     assert h.advance_processing_time(100) == []
     assert_clean(h, w)
 
@@ -458,7 +474,6 @@ def test_delta_trigger_in_operator() -> None:
     ("threshold", "function", "message"),
     [
         ("1", _rise, "threshold must be a number, got '1'"),
-        (float("nan"), _rise, "threshold must not be NaN"),
         (1, 42, "delta_function must be a callable"),
     ],
 )
@@ -467,6 +482,13 @@ def test_delta_trigger_rejects_bad_configuration(
 ) -> None:
     with pytest.raises(ValueError, match=f"DeltaTrigger: {message}"):
         DeltaTrigger(threshold, function)
+
+
+def test_delta_trigger_with_a_nan_threshold_never_fires_as_flink() -> None:
+    with pytest.warns(UserWarning, match="DeltaTrigger: threshold is NaN"):
+        trigger = DeltaTrigger(float("nan"), _rise)
+    h = TriggerHarness(trigger)
+    assert {h.process_element(v, None, GLOBAL_WINDOW).name for v in (1, 50, -3)} == {"CONTINUE"}
 
 
 # =========================================================================== timeout trigger

@@ -42,6 +42,7 @@ from windowing.operator import WindowOperator
 from windowing.records import OutputTag
 from windowing.state import ReducingStateDescriptor, StateTable
 from windowing.testing import TriggerHarness, WindowOperatorHarness
+from windowing.windows import GLOBAL_WINDOW
 
 # --------------------------------------------------------------------------- helpers
 
@@ -377,9 +378,11 @@ def test_operator_harness_passes_validation_through() -> None:
 
 
 @pytest.mark.parametrize("count", [0, -1, -100])
-def test_count_trigger_not_positive(count: int) -> None:
-    with pytest.raises(ValueError, match=rf"max_count must be > 0, got {count}$"):
-        CountTrigger(count)
+def test_count_trigger_below_one_fires_on_every_element_as_flink(count: int) -> None:
+    with pytest.warns(UserWarning, match=rf"CountTrigger: max_count={count} fires on every"):
+        trigger = CountTrigger(count)
+    h = TriggerHarness(trigger)
+    assert [h.process_element(v, None, GLOBAL_WINDOW).name for v in "abc"] == ["FIRE"] * 3
 
 
 @pytest.mark.parametrize("count", [True, False, 1.0, 2.5, "3", None])

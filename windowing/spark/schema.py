@@ -581,7 +581,8 @@ def make_row_encoder(schema: StructType) -> Callable[[Any], list[Any]]:
     Accepted values: a ``Row`` with field names, a ``dict``, a named tuple or a dataclass
     instance (by field name; every field must be present and no other), a tuple or list (by
     position; the length must match), or, when ``schema`` has exactly one field, any other
-    value, which becomes that field.
+    value, which becomes that field. ``None`` (Flink's null record, e.g. a reduce whose
+    evictor evicted every element) is a row of nulls.
     """
     names = list(schema.names)
     index = {n: i for i, n in enumerate(names)}
@@ -603,6 +604,8 @@ def make_row_encoder(schema: StructType) -> Callable[[Any], list[Any]]:
         return out
 
     def encode(value: Any) -> list[Any]:
+        if value is None:
+            return [None] * width
         if isinstance(value, Row) and hasattr(value, "__fields__"):
             raw = by_name(zip(value.__fields__, value, strict=True))
         elif isinstance(value, dict):
