@@ -2438,7 +2438,7 @@ def test_key_is_released_when_an_element_empties_its_state() -> None:
 
 
 # ======================================================================================
-# Discrepancies with Flink (strict xfail: each documents what Flink does)
+# Flink's Java quirks we reproduce, and discrepancies (strict xfail: what Flink does)
 # ======================================================================================
 
 
@@ -2475,16 +2475,9 @@ def test_flink_calls_window_function_with_null_when_reduce_input_fully_evicted()
     assert out(h) == [(MAX_TIMESTAMP, "k", [None])]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Flink WindowOperator.isElementLate computes element.getTimestamp() + allowedLateness "
-        "in Java long arithmetic: near Long.MAX_VALUE it wraps negative and the skipped "
-        "element is side-output as late. Ours does not overflow: it is counted as "
-        "num_records_in_no_window and not side-output."
-    ),
-)
 def test_flink_late_check_overflows_near_max_timestamp() -> None:
+    """Flink's isElementLate adds timestamp + allowedLateness in Java long arithmetic: near
+    Long.MAX_VALUE it wraps negative, so the element (whose windows are all late) is late."""
     h = WindowOperatorHarness(
         TumblingEventTimeWindows(1000), add, allowed_lateness=2000, late_output_tag=LATE
     )
@@ -2493,16 +2486,9 @@ def test_flink_late_check_overflows_near_max_timestamp() -> None:
     assert late(h) == [("k", 1, MAX_TIMESTAMP - 1750)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Flink StreamRecord.getTimestamp() is Long.MIN_VALUE for a record without timestamp, "
-        "so WindowOperator.isElementLate judges it late (MIN + lateness <= watermark) and "
-        "side-outputs it when its windows are late. Ours never judges a timestamp-less "
-        "element late."
-    ),
-)
 def test_flink_treats_element_without_timestamp_as_late() -> None:
+    """StreamRecord.getTimestamp() is Long.MIN_VALUE for a record without timestamp, so
+    isElementLate judges it late (MIN + lateness <= watermark) when its windows are late."""
     h = contract_harness(ScriptedAssigner([W(0, 10)]), ScriptedTrigger(), late_output_tag=LATE)
     h.process_watermark(100)
     h.process_element(1, None, key="k")
