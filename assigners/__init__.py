@@ -15,7 +15,11 @@ from assigners.session import (
     ProcessingTimeSessionWindows,
 )
 from assigners.sliding_distinct import SlidingDistinctAssigner
-from assigners.tumbling import TumblingEventTimeWindows, TumblingProcessingTimeWindows
+from assigners.tumbling import (
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowStagger,
+)
 
 __all__ = [
     "DynamicEventTimeSessionWindows",
@@ -33,4 +37,5 @@ __all__ = [
     "TumblingProcessingTimeWindows",
     "WindowAssigner",
     "WindowAssignerContext",
+    "WindowStagger",
 ]

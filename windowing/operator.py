@@ -42,7 +42,7 @@ from assigners.base import MergingWindowAssigner, WindowAssigner
 from assigners.hopping import HoppingEventTimeWindows
 from assigners.session import EventTimeSessionWindows
 from assigners.sliding_distinct import SlidingDistinctAssigner, left_window, right_window
-from assigners.tumbling import TumblingEventTimeWindows
+from assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from evictors.base import Evictor
 from functions.base import ProcessWindowFunction
 from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec, as_spec
@@ -552,7 +552,10 @@ class WindowOperator:
         # Inlined element loop for aligned event-time windows with the default trigger.
         self._aligned: tuple[int, int, int] | None = None
         if type(trigger) is EventTimeTrigger and evictor is None:
-            if type(assigner) is TumblingEventTimeWindows:
+            if (
+                type(assigner) is TumblingEventTimeWindows
+                and assigner.stagger is WindowStagger.ALIGNED
+            ):
                 self._aligned = (assigner.size, assigner.size, assigner.offset)
             elif type(assigner) is HoppingEventTimeWindows:
                 self._aligned = (assigner.size, assigner.slide, assigner.offset)

@@ -23,6 +23,7 @@ from assigners import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
     WindowAssignerContext,
+    WindowStagger,
 )
 from assigners.base import merge_time_windows
 from assigners.tumbling import window_start
@@ -210,6 +211,71 @@ def test_tumbling_window_ending_exactly_at_max_plus_one_is_unchanged() -> None:
     assert w == W(start, MAX_TIMESTAMP + 1)
     (w2,) = assign(TumblingEventTimeWindows(size), start - 1)
     assert w2 == W(start - size, start)
+
+
+class FixedClock:
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def get_current_processing_time(self) -> int:
+        return self.now
+
+
+def test_tumbling_natural_stagger_starts_windows_at_the_first_processing_time() -> None:
+    """Flink's NATURAL stagger: now - window_start(now), added to the offset, drawn once."""
+    a = TumblingEventTimeWindows(10, 2, WindowStagger.NATURAL)
+    (w,) = a.assign_windows(None, 100, FixedClock(1_007))  # shift 7: offset (2 + 7) % 10
+    assert w == W(99, 109)
+    (w2,) = a.assign_windows(None, 100, FixedClock(5_003))  # drawn once: still 9
+    assert w2 == W(99, 109)
+    assert a == TumblingEventTimeWindows(10, 2, WindowStagger.NATURAL)  # the draw is no field
+    assert "NATURAL" in repr(a)
+
+
+def test_tumbling_stagger_offset_wraps_with_java_remainder() -> None:
+    # offset -3, shift 8: (-3 + 8) % 10 == 5; windows start at 5 mod 10
+    a = TumblingEventTimeWindows(10, -3, WindowStagger.NATURAL)
+    (w,) = a.assign_windows(None, 0, FixedClock(18))
+    assert w == W(-5, 5)
+
+
+def test_tumbling_random_stagger_is_one_shift_in_the_window() -> None:
+    shifts = set()
+    for _ in range(50):
+        a = TumblingEventTimeWindows(1_000, 0, WindowStagger.RANDOM)
+        starts = {
+            a.assign_windows(None, t, FixedClock(0))[0].start % 1_000 for t in range(0, 5_000, 7)
+        }
+        assert len(starts) == 1  # every window of this assigner has the same shift
+        shifts |= starts
+    assert all(0 <= s < 1_000 for s in shifts) and len(shifts) > 1
+
+
+def test_tumbling_aligned_stagger_is_the_default() -> None:
+    a = TumblingEventTimeWindows(10, 4)
+    assert a.stagger is WindowStagger.ALIGNED
+    assert a.assign_windows(None, 3, FixedClock(999))[0] == W(-6, 4)
+    with pytest.raises(ValueError, match="stagger must be a WindowStagger, got 'random'"):
+        TumblingEventTimeWindows(10, 0, "random")  # type: ignore[arg-type]
+
+
+def test_staggered_operator_fires_shifted_windows() -> None:
+    """The operator's generic path (no inlined aligned loop) uses the staggered grid."""
+    h = WindowOperatorHarness(
+        TumblingProcessingTimeWindows(10, 0, WindowStagger.NATURAL), lambda a, b: a + b
+    )
+    h.set_processing_time(3)
+    h.process_element(1, key="k")  # shift 3: window [3, 13)
+    h.process_element(2, key="k")
+    h.set_processing_time(12)
+    assert [(r.window, r.value) for r in h.extract_output()] == [(W(3, 13), 3)]
+    e = WindowOperatorHarness(
+        TumblingEventTimeWindows(10, 0, WindowStagger.NATURAL), lambda a, b: a + b
+    )
+    e.set_processing_time(4)
+    e.process_element(1, 5, key="k")
+    e.process_watermark(13)
+    assert [(r.window, r.value) for r in e.extract_output()] == [(W(4, 14), 1)]
 
 
 def test_tumbling_processing_time_uses_clock() -> None:

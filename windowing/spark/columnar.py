@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from assigners.tumbling import TumblingEventTimeWindows
+from assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from functions.aggregations import AggregationType, FieldAggregation
 from functions.spec import Reduce
 from triggers.event_time import EventTimeTrigger
@@ -88,6 +88,8 @@ def columnar_plan(
     does: integers always, floats for all but ``sum``)."""
     if type(assigner) is not TumblingEventTimeWindows or evictor is not None:
         return None
+    if assigner.stagger is not WindowStagger.ALIGNED:
+        return None  # the offset is drawn by the operator's assigner
     if allowed_lateness > MAX_TIMESTAMP // 4:
         return None  # cleanup at the end of time: the operator keeps the windows (a metric)
     if trigger is not None and type(trigger) is not EventTimeTrigger:
