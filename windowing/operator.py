@@ -239,6 +239,10 @@ class OperatorMetrics:
         only windows already closed); Flink drops these silently.
     num_windows_fired
         Window evaluations that had contents (each may emit zero or more results).
+    num_null_results
+        Firings of a window with contents whose incremental result (a reduce, or
+        ``AggregateFunction.get_result``) was ``None``: as in Flink, they emit nothing (and
+        are not in ``num_windows_fired``).
     """
 
     num_elements: int = 0
@@ -246,6 +250,7 @@ class OperatorMetrics:
     num_late_records_side_output: int = 0
     num_records_in_no_window: int = 0
     num_windows_fired: int = 0
+    num_null_results: int = 0
 
 
 class _Clocks(Protocol):
@@ -1010,6 +1015,8 @@ class WindowOperator:
                         if result is not None:
                             fired += 1
                             append(new_tuple(result_type, (key, window, result, max_ts)))
+                        else:
+                            self.metrics.num_null_results += 1
             cleanup = max_ts + lateness
             if cleanup >= MAX_TIMESTAMP:
                 cleanup = MAX_TIMESTAMP
@@ -1320,6 +1327,7 @@ class WindowOperator:
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
                 raise
             if value is None:
+                self.metrics.num_null_results += 1
                 return False
             self.metrics.num_windows_fired += 1
             self.output.append(
@@ -1338,6 +1346,7 @@ class WindowOperator:
                     spec.function.get_result(contents) if isinstance(spec, Aggregate) else contents
                 )
                 if result is None:
+                    self.metrics.num_null_results += 1
                     return False
                 outputs = self._finish(key, window, result)
             else:
@@ -1476,6 +1485,8 @@ class WindowOperator:
                         if value is not None:  # a None result is an empty window (Flink)
                             fired += 1
                             append(new_tuple(result_type, (key, window, value, max_ts)))
+                        else:
+                            self.metrics.num_null_results += 1
             cleanup = max_ts + lateness
             if cleanup >= MAX_TIMESTAMP:
                 cleanup = MAX_TIMESTAMP
@@ -1743,6 +1754,8 @@ class WindowOperator:
                 if result is not None:
                     fired += 1
                     append(new_tuple(WindowResult, (key, window, result, window[1] - 1)))
+                else:
+                    self.metrics.num_null_results += 1
         except Exception as exc:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             exc.add_note(END_OF_INPUT_NOTE)

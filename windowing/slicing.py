@@ -254,7 +254,9 @@ class SlicedHopping:
         except Exception as exc:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
-        if result is not None:  # a None result is an empty window (Flink)
+        if result is None:  # an empty window (Flink)
+            op.metrics.num_null_results += 1
+        else:
             op.metrics.num_windows_fired += 1
             op.output.append(WindowResult(key, window, result, window.max_timestamp()))
 
@@ -389,6 +391,7 @@ class SlicedHopping:
                             stop = s_max
                         result = value if identity else direct(value)
                         if result is None:  # a None result is an empty window (Flink)
+                            op.metrics.num_null_results += (stop - s) // slide + 1
                             s += (stop - s) // slide * slide + slide
                             continue
                         fired += (stop - s) // slide + 1

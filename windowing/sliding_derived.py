@@ -343,6 +343,8 @@ class DerivedSliding:
                                 result = contents if identity else direct(contents)
                                 if result is not None:  # None: an empty window (Flink)
                                     append(new_tuple(result_type, (key, window, result, end - 1)))
+                                else:
+                                    op.metrics.num_null_results += 1
                             window = None
                             timeline.upto = upto
                         else:

@@ -149,8 +149,13 @@ def test_window_all_and_results_feed_another_stream(clicks: DataFrame) -> None:
         .aggregate(CountRows(), output_schema="views bigint")
     )
     with per_user:
+        # a reduce returns input rows plus the window columns: the first window's are renamed
+        # (or dropped) first; its result time is the event time of the second
+        previous = per_user.results.withColumnRenamed("max_timestamp", "at").drop(
+            "window_start", "window_end"
+        )
         totals = (
-            WindowedStream.from_dataframe(per_user.results, event_time="max_timestamp")
+            WindowedStream.from_dataframe(previous, event_time="at")
             .window_all(TumblingEventTimeWindows("20 seconds"))
             .reduce(lambda a, b: Row(**{**a.asDict(), "views": a.views + b.views}))
         )
@@ -160,8 +165,9 @@ def test_window_all_and_results_feed_another_stream(clicks: DataFrame) -> None:
                 "window_end",
                 "user",
                 "views",
+                "at",
                 "max_timestamp",
-            ]  # the input's window columns are replaced by the new window's
+            ]
             rows = totals.results.select(
                 "views",
                 F.unix_millis("window_start").alias("ws"),
@@ -370,3 +376,35 @@ def test_without_a_late_tag_late_rows_are_counted_and_carry_no_columns(clicks: D
     late = layout.select_late(counted.output)
     assert late.columns == [*clicks.columns, "late_watermark", "late_reason"]
     assert late.count() == 0
+
+
+class CartViews(AggregateFunction[Row, int, Any]):
+    """Views of the cart page; ``None`` (no result, as in Flink) for a window without any."""
+
+    def create_accumulator(self) -> int:
+        return 0
+
+    def add(self, value: Row, acc: int) -> int:
+        return acc + (value.page == "cart")
+
+    def get_result(self, acc: int) -> Any:
+        return acc or None
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
+
+
+def test_none_results_emit_no_row_and_are_counted(clicks: DataFrame) -> None:
+    result = (
+        click_stream(clicks)
+        .key_by("user")
+        .window(TumblingEventTimeWindows("10 seconds"))
+        .aggregate(CartViews(), output_schema="carts bigint")
+    )
+    with result:
+        rows = result.results.select("user", "carts").collect()
+        m = result.collect_metrics()
+    assert sorted(tuple(r) for r in rows) == [("ann", 1)]
+    # windows without a cart view: bob [0, 10), ann [10, 20), bob [10, 20)
+    assert m.num_null_results == 3
+    assert m.num_windows_fired == m.num_results == 1

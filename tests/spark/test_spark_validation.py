@@ -171,6 +171,20 @@ CASES: dict[str, tuple[Callable[[DataFrame], Any], str]] = {
         ),
         r"fold cannot be used with the merging window assigner",
     ),
+    "reduce of an input with a window_start column": (
+        lambda df: (
+            keyed(df.withColumnRenamed("label", "window_start"))
+            .window(TUMBLING)
+            .reduce(lambda a, b: a)
+        ),
+        r"reduce: the input has a column 'window_start'.*withColumnRenamed\('window_start'",
+    ),
+    "built-in sum of an input with a max_timestamp column": (
+        lambda df: (
+            keyed(df.withColumnRenamed("label", "max_timestamp")).window(TUMBLING).sum("amount")
+        ),
+        r"reduce: the input has a column 'max_timestamp'",
+    ),
     "late column clash": (
         lambda df: (
             keyed(df.withColumnRenamed("label", "late_reason"))

@@ -2518,6 +2518,60 @@ def test_flink_does_not_emit_a_null_incremental_result() -> None:
     feed(h, [("k", 1, 1), ("k", 3, 2), ("j", 4, 3)])
     h.process_watermark(9)
     assert out(h) == [(9, "j", 4)]  # a None result is an empty window, as in Flink
+    assert h.metrics.num_null_results == 1  # ... and counted, so nothing vanishes
+    assert h.metrics.num_windows_fired == 1
+
+
+class _EventTimeSubclass(EventTimeTrigger):
+    """Takes the generic (non-inlined) trigger path."""
+
+
+@pytest.mark.parametrize(
+    ("assigner", "trigger", "slicing"),
+    [
+        (TumblingEventTimeWindows(10), None, False),
+        (TumblingEventTimeWindows(10), _EventTimeSubclass(), False),
+        (SlidingEventTimeWindows(10, 5), None, True),
+        (SlidingEventTimeWindows(10, 5), None, False),
+        (EventTimeSessionWindows(3), None, False),
+        (SlidingDistinctAssigner(10, grace=0), None, True),
+        (SlidingDistinctAssigner(10, grace=0), None, False),
+    ],
+    ids=["tumbling", "generic", "panes", "hopping", "session", "timeline", "kip450"],
+)
+@pytest.mark.parametrize("to_end", [False, True])
+def test_null_results_are_counted_on_every_path(
+    assigner: Any, trigger: Any, slicing: Any, to_end: bool
+) -> None:
+    """A None result emits nothing on every path, and each such firing is counted."""
+    elements = [(v, ts, "k") for v, ts in [(2, 1), (1, 2), (2, 11), (4, 12), (3, 30), (1, 31)]]
+    counts = []
+    for fn in (AggregateCount(), SumOfEvens()):
+        h = WindowOperatorHarness(assigner, fn, trigger=trigger, slicing=slicing)
+        if to_end:
+            h.operator.process_to_end("k", [(v, ts, "k") for v, ts, _ in elements])
+        else:
+            h.process_elements(elements)
+            h.process_watermark(MAX_TIMESTAMP)
+        counts.append((len(h.extract_output()), h.metrics))
+    (all_windows, _), (emitted, m) = counts
+    assert emitted < all_windows  # some windows have no even element
+    assert m.num_null_results == all_windows - emitted
+    assert m.num_windows_fired == emitted
+
+
+class AggregateCount(AggregateFunction[int, int, int]):
+    def create_accumulator(self) -> int:
+        return 0
+
+    def add(self, value: int, accumulator: int) -> int:
+        return accumulator + 1
+
+    def get_result(self, accumulator: int) -> int:
+        return accumulator
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
 
 
 def _boom(a: Any, b: Any) -> Any:

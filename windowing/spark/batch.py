@@ -203,11 +203,19 @@ def _output_schema(
                 "one returns rows of the input schema"
             )
             raise ValueError(msg)
-        # The key columns come first from the key; window columns of an input that is itself
-        # a window result are replaced by the new window's.
-        fields = [
-            f for f in input_schema.fields if f.name not in keys and f.name not in RESULT_COLUMNS
-        ]
+        # The key columns come first from the key; an input column named like a window
+        # column would be replaced by it: refused, never silent.
+        for f in input_schema.fields:
+            if f.name in RESULT_COLUMNS:
+                msg = (
+                    f"{spec.kind}: the input has a column {f.name!r}, the name of a result "
+                    f"column ({', '.join(RESULT_COLUMNS)}): a reduce returns input rows plus "
+                    f"these, so it would be replaced. Rename it first, e.g. "
+                    f"df.withColumnRenamed({f.name!r}, 'previous_{f.name}') (for example when "
+                    "windowing the results of another window)"
+                )
+                raise ValueError(msg)
+        fields = [f for f in input_schema.fields if f.name not in keys]
         return StructType([StructField(f.name, f.dataType, True) for f in fields]), True
     if output_schema is not None:
         return parse_output_schema(output_schema, "output_schema"), False

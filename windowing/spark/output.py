@@ -114,6 +114,7 @@ def operator_counters(op: Any, n_input: int, null_ts: int, null_arr: int) -> dic
         "num_null_arrival_order": null_arr,
         "num_records_in_no_window": m.num_records_in_no_window,
         "num_windows_fired": m.num_windows_fired,
+        "num_null_results": m.num_null_results,
         "num_results": len(op.output),
     }
 
@@ -166,6 +167,9 @@ class BatchMetrics:
         Elements added to no window although not late (e.g. all their windows had closed).
     num_windows_fired
         Window evaluations with contents.
+    num_null_results
+        Firings whose reduce or ``AggregateFunction.get_result`` gave ``None``: no result row
+        (as in Flink), counted here.
     num_results
         Rows of the results DataFrame.
     num_windows_left_at_end
@@ -183,6 +187,7 @@ class BatchMetrics:
     num_null_arrival_order: int = 0
     num_records_in_no_window: int = 0
     num_windows_fired: int = 0
+    num_null_results: int = 0
     num_results: int = 0
     num_windows_left_at_end: int = 0
     num_keys: int = 0

@@ -1035,7 +1035,8 @@ class _WindowProcessor(StatefulProcessor):
         m = op.metrics
         n_input, null_ts, null_arr = counts
         has_side = any(records for records in op.side_outputs.values())
-        if not (op.output or late.rows or n_input or m.num_windows_fired or has_side):
+        fired = m.num_windows_fired or m.num_null_results
+        if not (op.output or late.rows or n_input or fired or has_side):
             return
         counters = operator_counters(op, n_input, null_ts, null_arr)
         out = c.layout.tagged_table(
