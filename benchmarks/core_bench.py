@@ -38,7 +38,9 @@ HOUR_MS = 3_600_000
 
 
 class SumCount(AggregateFunction[int, tuple[int, int], tuple[int, int]]):
-    """Sum and count of the values."""
+    """Sum and count of the values (integers: the order does not matter)."""
+
+    order_insensitive = True
 
     def create_accumulator(self) -> tuple[int, int]:
         return (0, 0)

@@ -109,7 +109,10 @@ KEY_COLUMNS = ("key", "window_start", "window_end", "total")
 
 # ------------------------------------------------------------------------------- functions
 class SumAmount(AggregateFunction[Row, int, int]):
-    """Sum of ``amount``; ``-> int`` gives one result column ``value bigint``."""
+    """Sum of ``amount``; ``-> int`` gives one result column ``value bigint``. Integers: the
+    order does not matter, so hopping windows may use panes."""
+
+    order_insensitive = True
 
     def create_accumulator(self) -> int:
         return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from windowing.state import KeyedStateStore
 
@@ -32,12 +32,23 @@ class ReduceFunction(ABC, Generic[T]):
 
     Known elsewhere as: Flink ``ReduceFunction``.
 
+    Set the class attribute ``order_insensitive = True`` when the result never depends on the
+    order in which elements are combined (associative and commutative, exact: e.g. an integer
+    sum, a set union, a min of numbers; not a float sum, whose rounding depends on the order,
+    nor "the first element"): hopping and sliding-distinct windows may then be computed from
+    shared partial results (panes, the record timeline) instead of one per window, with the
+    same results (``docs/semantics.md``).
+
     >>> class Sum(ReduceFunction):
+    ...     order_insensitive = True  # integers
     ...     def reduce(self, a, b):
     ...         return a + b
     >>> Sum().reduce(2, 3)
     5
     """
+
+    #: The result does not depend on the order of the elements (see the class docstring).
+    order_insensitive: ClassVar[bool] = False
 
     @abstractmethod
     def reduce(self, value1: T, value2: T) -> T:
@@ -47,6 +58,11 @@ class ReduceFunction(ABC, Generic[T]):
 
 class AggregateFunction(ABC, Generic[IN, ACC, OUT]):
     """Incremental aggregation through an accumulator: ``IN -> ACC -> OUT``.
+
+    Set the class attribute ``order_insensitive = True`` when ``get_result`` never depends on
+    the order in which elements are added and accumulators merged (as Beam requires of a
+    ``CombineFn``; see :class:`ReduceFunction`): hopping and sliding-distinct windows may then
+    share partial results.
 
     Known elsewhere as: Flink ``AggregateFunction``; Beam ``CombineFn``.
 
@@ -63,6 +79,9 @@ class AggregateFunction(ABC, Generic[IN, ACC, OUT]):
     >>> avg.get_result(avg.add(4, avg.add(2, avg.create_accumulator())))
     3.0
     """
+
+    #: The result does not depend on the order of the elements (see the class docstring).
+    order_insensitive: ClassVar[bool] = False
 
     @abstractmethod
     def create_accumulator(self) -> ACC:

@@ -58,6 +58,12 @@ class Reduce:
     def reducer(self) -> Any:
         return self.function.reduce if isinstance(self.function, ReduceFunction) else self.function
 
+    @property
+    def order_insensitive(self) -> bool:
+        """Whether the function declares its result independent of the elements' order
+        (:attr:`ReduceFunction.order_insensitive`; a plain callable cannot)."""
+        return isinstance(self.function, ReduceFunction) and self.function.order_insensitive
+
 
 @dataclass(frozen=True)
 class Aggregate:
@@ -75,6 +81,12 @@ class Aggregate:
             )
             raise ValueError(msg)
         _check_window_function(self.window_function, "aggregate")
+
+    @property
+    def order_insensitive(self) -> bool:
+        """Whether the function declares its result independent of the elements' order
+        (:attr:`AggregateFunction.order_insensitive`)."""
+        return self.function.order_insensitive
 
 
 @dataclass(frozen=True)

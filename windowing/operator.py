@@ -433,15 +433,17 @@ class WindowOperator:
     backend
         Where per-key state lives; an in-memory dict by default.
     slicing
-        Keep hopping event-time windows with a reduce or aggregate (default trigger, no
-        evictor, no window function) as one partial per pane of ``gcd(size, slide)`` instead
-        of one per window (:mod:`windowing.slicing`), and sliding-distinct windows with the
-        built-in ``EventTimeTrigger`` or ``OnWindowCloseTrigger`` as ranges of the key's
-        record timeline (:mod:`windowing.sliding_derived`). Both combine a window's records
-        in time order, not arrival order: this assumes the function is associative and
-        commutative (a process function sees the records in time order). ``False`` keeps
-        one set of contents per window, updated in arrival order (Flink's layout, and Kafka's
-        for sliding windows).
+        Whether windows that overlap may share partial results: hopping event-time windows
+        with a reduce or aggregate (default trigger, no evictor, no window function) as one
+        partial per pane of ``gcd(size, slide)`` (:mod:`windowing.slicing`), and
+        sliding-distinct windows with the built-in ``EventTimeTrigger`` or
+        ``OnWindowCloseTrigger`` as ranges of the key's record timeline
+        (:mod:`windowing.sliding_derived`). Both combine a window's records in time order, not
+        in arrival order as Flink and Kafka do. ``None`` (the default): only for a function
+        that declares ``order_insensitive = True`` (``ReduceFunction``,
+        ``AggregateFunction``), whose results are then the same; ``True``: also for any
+        other function (an opt-in: results of an order-sensitive function follow time order,
+        and a process function sees the records in time order); ``False``: never.
 
     Examples
     --------
@@ -465,7 +467,7 @@ class WindowOperator:
         allowed_lateness: Duration = 0,
         late_output_tag: OutputTag | None = None,
         backend: StateBackend | None = None,
-        slicing: bool = True,
+        slicing: bool | None = None,
     ) -> None:
         if not isinstance(assigner, WindowAssigner):
             msg = f"assigner must be a WindowAssigner, got {type(assigner).__name__} {assigner!r}"
@@ -492,6 +494,13 @@ class WindowOperator:
                 raise ValueError(msg)
             lateness = max(lateness, assigner.grace)
             self._sliding_size = assigner.size
+        if slicing is not None and not isinstance(slicing, bool):
+            msg = f"slicing must be a bool or None, got {type(slicing).__name__} {slicing!r}"
+            raise ValueError(msg)
+        spec = as_spec(function, window_function)
+        if slicing is None:  # shared partials only where they give the per-window results
+            slicing = isinstance(spec, Reduce | Aggregate) and spec.order_insensitive
+        self.slicing = slicing
         # Lazy sliding-distinct windows: contents computed from the timeline at firing time.
         self._sliding_lazy = (
             slicing
@@ -503,7 +512,6 @@ class WindowOperator:
         if late_output_tag is not None and not isinstance(late_output_tag, OutputTag):
             msg = f"late_output_tag must be an OutputTag, got {late_output_tag!r}"
             raise ValueError(msg)
-        spec = as_spec(function, window_function)
         self.is_merging = isinstance(assigner, MergingWindowAssigner)
         if self.is_merging and not trigger.can_merge():
             msg = (

@@ -160,7 +160,7 @@ class WindowConfig:
     evictor: Evictor[Any, Any] | None = None
     allowed_lateness: int = 0
     late_output_tag: OutputTag | None = None
-    slicing: bool = True
+    slicing: bool | None = None
     max_parallelism: int = 128
 
 
@@ -396,18 +396,21 @@ class WindowedStream:
             raise ValueError(msg)
         return self._with(allowed_lateness=ms)
 
-    def slicing(self, enabled: bool) -> WindowedStream:
-        """Whether hopping and sliding-distinct windows may share state between windows
-        (default ``True``; see ``WindowOperator``'s ``slicing``).
+    def slicing(self, enabled: bool | None) -> WindowedStream:
+        """Whether hopping and sliding-distinct windows may share partial results between
+        windows (see ``WindowOperator``'s ``slicing``).
 
-        Shared state combines a window's records in time order, so it assumes a reduce or
-        aggregate that is associative and commutative. ``slicing(False)`` keeps one set of
-        contents per window, updated in arrival order, as Flink (and Kafka, for sliding
-        windows) do: use it for order-sensitive functions, at the cost of one partial per
-        window instead of one per pane or record.
+        By default (``None``) they do only for a function that declares
+        ``order_insensitive = True``, so the results are always Flink's (Kafka's for sliding
+        windows). Shared partials combine a window's records in time order instead of arrival
+        order: ``slicing(True)`` opts in for any reduce or aggregate you know to be
+        associative and commutative (one partial per pane or record instead of one per
+        window); ``slicing(False)`` opts out even for declared functions.
         """
-        if not isinstance(enabled, bool):
-            msg = f"slicing: enabled must be a bool, got {type(enabled).__name__} {enabled!r}"
+        if enabled is not None and not isinstance(enabled, bool):
+            msg = (
+                f"slicing: enabled must be a bool or None, got {type(enabled).__name__} {enabled!r}"
+            )
             raise ValueError(msg)
         return self._with(slicing=enabled)
 

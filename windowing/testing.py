@@ -51,7 +51,7 @@ class WindowOperatorHarness:
         evictor: Evictor[Any, Any] | None = None,
         allowed_lateness: Duration = 0,
         late_output_tag: OutputTag | None = None,
-        slicing: bool = True,
+        slicing: bool | None = None,
     ) -> None:
         self.operator = WindowOperator(
             assigner,

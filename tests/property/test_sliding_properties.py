@@ -82,7 +82,8 @@ def test_final_windows_equal_the_enumeration_in_any_order(
     records = list(enumerate(ts_list))
     expected = oracle(records, size)
     order = data.draw(st.permutations(records))
-    for function in ("process", "reduce", "aggregate", "evicting"):
+    runs = [(f, s) for f in ("process", "reduce", "aggregate", "evicting") for s in (True, False)]
+    for function, slicing in runs:
         h = WindowOperatorHarness(
             SlidingDistinctAssigner(size, grace=0),
             {
@@ -92,6 +93,7 @@ def test_final_windows_equal_the_enumeration_in_any_order(
                 "evicting": Collect(),
             }[function],
             evictor=KeepAll() if function == "evicting" else None,
+            slicing=slicing,  # the record timeline, or contents per window
         )
         for value, ts in order:
             h.process_element(value, ts, key="k")
@@ -247,7 +249,11 @@ def test_lazy_windows_match_materialised_windows(
             "aggregate_process": Aggregate(CountSum(), window_function=Collect()),
         }[function]
         h = WindowOperatorHarness(
-            SlidingDistinctAssigner(size, grace=grace), fn, trigger=trigger, late_output_tag=LATE
+            SlidingDistinctAssigner(size, grace=grace),
+            fn,
+            trigger=trigger,
+            late_output_tag=LATE,
+            slicing=True,  # the built-in triggers take the timeline (lazy) layout
         )
         wm = -30
         pending: list[tuple[int, int, str]] = []

@@ -245,7 +245,55 @@ class Collect(ProcessWindowFunction[int, int, Any, Any]):
 )
 def test_slicing_only_where_it_applies(kwargs: dict[str, Any]) -> None:
     function = kwargs.pop("function")
-    h = WindowOperatorHarness(
-        kwargs.pop("assigner", HoppingEventTimeWindows(10, 2)), function, **kwargs
-    )
+    assigner = kwargs.pop("assigner", HoppingEventTimeWindows(10, 2))
+    h = WindowOperatorHarness(assigner, function, slicing=kwargs.pop("slicing", True), **kwargs)
     assert h.operator._slicer is None
+    control = WindowOperatorHarness(HoppingEventTimeWindows(10, 2), SumCount(), slicing=True)
+    assert control.operator._slicer is not None
+
+
+class DeclaredSumCount(SumCount):
+    order_insensitive = True
+
+
+def concat(a: str, b: str) -> str:
+    return a + b
+
+
+def test_default_combines_an_order_sensitive_reduce_in_arrival_order_as_flink() -> None:
+    """Hopping 10/5, x@7, y@1, z@3: Flink's window [0, 10) is 'xyz' (arrival order); panes
+    would give 'yzx' (time order). The default never uses panes for such a function."""
+
+    def run(slicing: bool | None) -> dict[int, str]:
+        h = WindowOperatorHarness(HoppingEventTimeWindows(10, 5), concat, slicing=slicing)
+        for value, ts in [("x", 7), ("y", 1), ("z", 3)]:
+            h.process_element(value, ts, key="k")
+        h.process_watermark(MAX_TIMESTAMP)
+        return {r.window.start: r.value for r in h.extract_output()}
+
+    assert run(None) == {-5: "yz", 0: "xyz", 5: "x"}
+    assert run(False) == run(None)
+    assert run(True) == {-5: "yz", 0: "yzx", 5: "x"}  # the opt-in: time order
+
+
+@pytest.mark.parametrize(
+    ("function", "sliced"),
+    [
+        (SumCount(), False),
+        (DeclaredSumCount(), True),
+        (concat, False),
+        (Collect(), False),
+    ],
+    ids=["undeclared", "declared", "callable", "process"],
+)
+def test_default_uses_panes_only_for_declared_functions(function: Any, sliced: bool) -> None:
+    h = WindowOperatorHarness(HoppingEventTimeWindows(10, 2), function)
+    assert (h.operator._slicer is not None) == sliced
+    assert h.operator.slicing is sliced
+    opted_out = WindowOperatorHarness(HoppingEventTimeWindows(10, 2), function, slicing=False)
+    assert opted_out.operator._slicer is None
+
+
+def test_slicing_must_be_a_bool_or_none() -> None:
+    with pytest.raises(ValueError, match="slicing must be a bool or None, got str 'yes'"):
+        WindowOperatorHarness(HoppingEventTimeWindows(10, 2), SumCount(), slicing="yes")  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ import pytest
 
 from assigners import HoppingEventTimeWindows
 from assigners.sliding_distinct import SlidingDistinctAssigner
-from functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce
+from functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce, ReduceFunction
 from triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
 from triggers.emit import OnWindowCloseTrigger, OnWindowUpdateTrigger
 from windowing import MAX_TIMESTAMP, OutputTag, sliding_derived
@@ -388,6 +388,20 @@ def test_slicing_false_combines_in_arrival_order(trigger: Any) -> None:
 
     assert final(True)[(41, 44)] == "b+a"
     assert final(False)[(41, 44)] == "a+b"
+    assert final(None)[(41, 44)] == "a+b"  # the default: arrival order, as Kafka
+
+
+def test_default_uses_the_timeline_only_for_declared_functions() -> None:
+    class Sum(ReduceFunction[int]):
+        order_insensitive = True
+
+        def reduce(self, a: int, b: int) -> int:
+            return a + b
+
+    declared = WindowOperatorHarness(SlidingDistinctAssigner(3, grace=0), Sum())
+    assert declared.operator.slicing and declared.operator._derived is not None
+    plain = WindowOperatorHarness(SlidingDistinctAssigner(3, grace=0), lambda a, b: a + b)
+    assert not plain.operator.slicing and plain.operator._derived is None
 
 
 def test_size_zero_groups_equal_timestamps() -> None:

@@ -398,7 +398,7 @@ class _Replay:
     evictor: Any
     allowed_lateness: int
     late_output_tag: OutputTag | None
-    slicing: bool
+    slicing: bool | None
     keys: tuple[str, ...]
     input_names: list[str]
     layout: OutputLayout

@@ -401,7 +401,7 @@ class _Config:
     evictor: Any
     allowed_lateness: int
     late_output_tag: OutputTag | None
-    slicing: bool
+    slicing: bool | None
     layout: OutputLayout
     internal: tuple[str, ...]  # the internal input columns after the input columns
     input_arrow: pa.Schema
