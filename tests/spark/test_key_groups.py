@@ -268,8 +268,9 @@ def test_key_groups_equal_per_key_state(
     x = 0
     high = None
     for rows, step in zip(raw, steps, strict=False):
-        # Spark's watermark: the largest event time of earlier batches minus a delay of 3
-        watermark = 0 if high is None else high - 3
+        # Spark's watermark: the largest event time of earlier batches minus a delay of 3, on
+        # the shifted copy of the event time it is defined on
+        watermark = 0 if high is None else high - 3 + streaming.WATERMARK_SHIFT_MS
         now += step
         batch = []
         for r in rows:
@@ -279,7 +280,7 @@ def test_key_groups_equal_per_key_state(
             top = max(r["ts"] for r in batch)
             high = top if high is None else max(high, top)
         batches.append((watermark, batch))
-    batches.append((now + 1_000, []))  # the end: every window fires
+    batches.append((now + 1_000 + streaming.WATERMARK_SHIFT_MS, []))  # the end: all fire
 
     one_group = run(config, batches, lambda k: 0)
     own_groups = run(config, batches, lambda k: KEYS.index(k))

@@ -170,7 +170,7 @@ def harness_run(
     lateness: int = LATENESS,
     delay: int = DELAY,
     processing_time: bool = False,
-    slicing: bool = True,
+    slicing: bool | None = None,
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Results and late rows of the harness, replayed in ``seq`` order with the watermark
     ``max(ts of earlier rows) - delay - 1``."""

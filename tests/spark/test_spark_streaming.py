@@ -39,7 +39,7 @@ from evictors import Evictor
 from functions import AggregateFunction, ProcessWindowFunction, WindowFunction
 from triggers import Trigger, TriggerResult
 from windowing import OutputTag
-from windowing.spark.streaming import METRICS_NAME, write_results_and_late
+from windowing.spark.streaming import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark
@@ -52,6 +52,8 @@ T0 = 1_700_000_000_000
 DELAY = 2_000
 SIZE = 10_000
 SENTINEL = "~sentinel"
+#: Spark's watermark and timers run this far ahead of the event time (see streaming.py).
+SHIFT = WATERMARK_SHIFT_MS
 
 
 def add(a: Row, b: Row) -> Row:
@@ -63,7 +65,7 @@ def add(a: Row, b: Row) -> Row:
     )
 
 
-def make_batches(seed: int, n_batches: int = 4) -> list[list[dict[str, Any]]]:
+def make_batches(seed: int, n_batches: int = 4, t0: int = T0) -> list[list[dict[str, Any]]]:
     """Mostly in order, some rows out of order by less than the delay, some late; then a
     sentinel batch that moves the watermark past every window."""
     rng = random.Random(seed)
@@ -71,12 +73,12 @@ def make_batches(seed: int, n_batches: int = 4) -> list[list[dict[str, Any]]]:
     for b in range(n_batches):
         rows = []
         for i in range(12):
-            ts = T0 + b * 6_000 + rng.randint(-1_500, 1_500)
+            ts = t0 + b * 6_000 + rng.randint(-1_500, 1_500)
             if rng.random() < 0.1 or (b >= 2 and i == 0):
                 ts -= 15_000  # late
             rows.append({"user": rng.choice("abc"), "amount": rng.randint(1, 9), "ts": ts})
         batches.append(rows)
-    far = T0 + n_batches * 6_000 + 100_000
+    far = t0 + n_batches * 6_000 + 100_000
     # The watermark it sets applies from the next batch: availableNow runs one last no-data
     # batch for it, whose expired timers fire every other window.
     batches.append([{"user": SENTINEL, "amount": 0, "ts": far}])
@@ -345,6 +347,32 @@ def streamed_and_replayed(
             for n, f in frames.items()
         }
     return streamed, replayed
+
+
+@pytest.mark.parametrize("t0", [-20_000, -86_400_000], ids=["around the epoch", "1969"])
+def test_event_times_before_the_epoch_stream_as_they_replay(
+    spark: SparkSession, tmp_path: Path, t0: int
+) -> None:
+    """Spark's watermark never goes below 0: streaming must still mark rows late and fire
+    windows before the epoch as the batch replay does (and give the null-event-time row the
+    same late_watermark)."""
+    streamed, replayed = streamed_and_replayed(
+        spark,
+        tmp_path,
+        make_batches(seed=4, t0=t0),
+        lambda keyed: (
+            keyed.window(TumblingEventTimeWindows(SIZE))
+            .allowed_lateness(1_000)
+            .side_output_late_data(LATE)
+            .reduce(add)
+        ),
+    )
+    assert streamed == replayed
+    reasons = Counter(r[-1] for r in streamed["late"])
+    assert reasons["late"] >= 2 and reasons["null_event_time"] == 1
+    null_row = next(r for r in streamed["late"] if r[-1] == "null_event_time")
+    assert null_row[-2] is not None  # the watermark of its micro-batch, as in the replay
+    assert len(streamed["results"]) > 5
 
 
 def test_session_windows_with_aggregate(spark: SparkSession, tmp_path: Path) -> None:
@@ -676,8 +704,8 @@ class AverageWithCount(ProcessWindowFunction[tuple[int, int], tuple[int, float],
 def test_hopping_windows_with_aggregate_and_window_function(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Incremental aggregation with a process window function on hopping windows (sliced into
-    panes by default) and on the per-window path (``slicing(False)``), with late rows."""
+    """Incremental aggregation with a process window function on hopping windows, with
+    ``slicing(True)`` and ``slicing(False)``, with late rows."""
     for slicing in (True, False):
         streamed, replayed = streamed_and_replayed(
             spark,
@@ -1124,7 +1152,7 @@ def stored_key_states(handle: _FakeHandle) -> dict[Any, Any]:
 
     assert handle.state.value is not None
     version, key_groups, timer, entries = pickle.loads(handle.state.value[0])
-    assert (version, key_groups) == (1, 128)
+    assert (version, key_groups) == (2, 128)
     assert handle.timers == ({timer} if timer is not None else set())
     return {k: pickle.loads(e[2]) for k, e in entries.items()}
 
@@ -1147,10 +1175,10 @@ def test_a_key_returns_to_columns_after_an_operator_call(
     assert call(0, [("a", None, T0 + 2), ("a", 4, T0 + SIZE)]) == []  # a null: the operator
     assert isinstance(stored_key_states(handle)["a"], KeyState)
     # the windows fire at the watermark, on columns again
-    got = call(T0 + 2 * SIZE + 1, [("a", 8, T0 + 2 * SIZE)])
+    got = call(T0 + 2 * SIZE + 1 + SHIFT, [("a", 8, T0 + 2 * SIZE)])
     assert got == [("a", T0, 3), ("a", T0 + SIZE, 4)]
     assert isinstance(stored_key_states(handle)["a"], OpenWindows)
-    assert handle.timers == {T0 + 3 * SIZE}
+    assert handle.timers == {T0 + 3 * SIZE + SHIFT}
 
 
 @pytest.mark.parametrize("function", ["sum", "reduce"])
@@ -1168,13 +1196,13 @@ def test_one_timer_per_key_group(
     call = functools.partial(call_processor, processor)
     assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
     assert set(stored_key_states(handle)) == {"a", "b"}
-    assert handle.timers == {T0 + SIZE}  # a's window ends first
+    assert handle.timers == {T0 + SIZE + SHIFT}  # a's window ends first
     # rows of b only; the watermark has passed a's window: it fires in this call
-    got = call(T0 + SIZE + 1, [("b", 5, T0 + SIZE + 7)])
+    got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
     amount_a = 4 if function == "sum" else (1 * 31 + 3) % 1_000_003
     assert got == [("a", T0, amount_a)]
     assert set(stored_key_states(handle)) == {"b"}  # a holds nothing now
-    assert handle.timers == {T0 + 2 * SIZE}
+    assert handle.timers == {T0 + 2 * SIZE + SHIFT}
 
 
 def test_writing_only_the_results(spark: SparkSession, tmp_path: Path) -> None:

@@ -30,7 +30,10 @@ group they are a constant number, however many keys it holds.
 Watermarks: Spark's watermark ``W`` (``max event time of earlier batches - delay``) means
 "rows with ``ts < W`` are late", which is Flink's watermark ``W - 1``, the value the batch
 replay uses with an arrival order (``BoundedOutOfOrderness.current_watermark``). Spark's
-initial watermark ``0`` means "no watermark yet" (``MIN_TIMESTAMP``).
+watermark never goes below its initial ``0`` ("no watermark yet"), so the copy of the event
+time it is defined on is shifted by :data:`WATERMARK_SHIFT_MS` (the epoch seen from
+0001-01-01): Spark's watermark and timers are ``shift`` ahead of the operator's, and event
+times before 1970 get the watermark the batch replay gives them.
 """
 
 from __future__ import annotations
@@ -232,7 +235,7 @@ def run_streaming(
         # The watermark is defined on a copy of the event time that is projected away, so
         # Spark never drops a late row before the operator (see docs/spark.md).
         prepared = (
-            prepared.withColumn(_WM, F.timestamp_millis(F.col(_TS)))
+            prepared.withColumn(_WM, F.timestamp_millis(F.col(_TS) + WATERMARK_SHIFT_MS))
             .withWatermark(_WM, f"{source.watermark.delay} milliseconds")
             .drop(_WM)
         )
@@ -530,10 +533,18 @@ def _dumps(value: Any) -> bytes:
         return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[no-untyped-call,no-any-return]
 
 
+#: How far Spark's watermark column is ahead of the event time: the milliseconds from
+#: 0001-01-01T00:00:00Z to the epoch, so that every timestamp Spark accepts has a positive
+#: watermark (Spark keeps its watermark at 0 until event times pass the delay).
+WATERMARK_SHIFT_MS = 62_135_596_800_000
+
+
 def _flink_watermark(spark_watermark_ms: int) -> int:
-    """Spark's watermark (late when ``ts < W``; ``0`` = none yet) as the operator's
-    (Flink's: late when ``ts <= W``)."""
-    return MIN_TIMESTAMP if spark_watermark_ms <= 0 else spark_watermark_ms - 1
+    """Spark's watermark over the shifted event time (late when ``ts + shift < W``; ``0`` =
+    none yet) as the operator's (Flink's: late when ``ts <= W``)."""
+    if spark_watermark_ms <= 0:
+        return MIN_TIMESTAMP
+    return spark_watermark_ms - WATERMARK_SHIFT_MS - 1
 
 
 @dataclass(frozen=True)
@@ -609,8 +620,9 @@ def _split_keys(table: pa.Table, keys: Sequence[str]) -> Iterator[tuple[Any, pa.
 
 #: One key of a key group: ``(key, Spark timer due, pickled key state, clock)``.
 _Entry = tuple[Any, int | None, bytes, int | None]
-#: The layout of a key group's state value (bumped when it changes).
-_STATE_VERSION = 1
+#: The layout of a key group's state value (bumped when it changes; 2: Spark timers in the
+#: shifted watermark domain).
+_STATE_VERSION = 2
 
 
 class _WindowProcessor(StatefulProcessor):
@@ -711,9 +723,9 @@ class _WindowProcessor(StatefulProcessor):
         if self.config.wall_clock:
             floor, shift = self.now + 1, 0
         else:
-            floor, shift = self.spark_watermark + 1, 1
+            floor, shift = self.spark_watermark + 1, WATERMARK_SHIFT_MS + 1
         timer = None
-        if nxt is not None and nxt < MAX_TIMESTAMP - 1:
+        if nxt is not None and nxt < MAX_TIMESTAMP - shift:
             timer = max(nxt + shift, floor)
         if (ks is None or (isinstance(ks, KeyState) and ks.is_empty())) and timer is None:
             return None
