@@ -51,6 +51,7 @@ from triggers.emit import OnWindowCloseTrigger
 from triggers.event_time import EventTimeTrigger
 from windowing import sliding as sliding_module
 from windowing.due import compact, put_back, take_due
+from windowing.kip450 import KafkaSliding, KafkaWindowStore
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.slicing import SlicedHopping, Slices
 from windowing.sliding import Partials, Timeline, TimelineExpiry
@@ -87,6 +88,7 @@ class KeyState:
         "contents",
         "evt_heap",
         "evt_timers",
+        "kafka",
         "merging",
         "proc_heap",
         "proc_timers",
@@ -112,8 +114,10 @@ class KeyState:
         # max_timestamp, windows); lets the next element in the same windows skip the timer
         # bookkeeping.
         self.recent: tuple[int, int, int, tuple[Any, ...]] | None = None
-        # Records of the key by timestamp, for KIP-450 sliding windows.
+        # Records of the key by timestamp, for KIP-450 sliding windows (shared layout).
         self.timeline: Timeline | None = None
+        # The key's KIP-450 windows as Kafka's window store holds them (per-window layout).
+        self.kafka: KafkaWindowStore | None = None
         # Pane bookkeeping of sliced hopping windows (the panes are in ``contents``).
         self.slices: Slices | None = None
 
@@ -145,6 +149,8 @@ class KeyState:
             return False
         if self.timeline is not None and not self.timeline.is_empty():
             return False
+        if self.kafka is not None and len(self.kafka):
+            return False
         for table in (self._trigger_state, self._window_state, self._global_state):
             if table is not None and not table.is_empty():
                 return False
@@ -156,6 +162,7 @@ class KeyState:
         if window is _MISSING:
             return (
                 (0 if self.timeline is None else len(self.timeline))
+                + (0 if self.kafka is None else len(self.kafka))
                 + len(self.contents)
                 + self.trigger_state.num_entries()
                 + self.window_state.num_entries()
@@ -439,11 +446,13 @@ class WindowOperator:
         sliding-distinct windows with the built-in ``EventTimeTrigger`` or
         ``OnWindowCloseTrigger`` as ranges of the key's record timeline
         (:mod:`windowing.sliding_derived`). Both combine a window's records in time order, not
-        in arrival order as Flink and Kafka do. ``None`` (the default): only for a function
-        that declares ``order_insensitive = True`` (``ReduceFunction``,
-        ``AggregateFunction``), whose results are then the same; ``True``: also for any
-        other function (an opt-in: results of an order-sensitive function follow time order,
-        and a process function sees the records in time order); ``False``: never.
+        in arrival order as Flink and Kafka do. ``None`` (the default): panes only for a
+        function that declares ``order_insensitive = True`` (``ReduceFunction``,
+        ``AggregateFunction``), whose results are then the same, and never the timeline
+        (whose windows are KIP-450's definition, not Kafka's algorithm:
+        ``docs/sliding-distinct.md``); ``True``: both, for any reduce or aggregate (an
+        opt-in: results of an order-sensitive function follow time order, and a process
+        function sees the records in time order); ``False``: never.
 
     Examples
     --------
@@ -499,7 +508,11 @@ class WindowOperator:
             raise ValueError(msg)
         spec = as_spec(function, window_function)
         if slicing is None:  # shared partials only where they give the per-window results
-            slicing = isinstance(spec, Reduce | Aggregate) and spec.order_insensitive
+            slicing = (
+                isinstance(spec, Reduce | Aggregate)
+                and spec.order_insensitive
+                and not isinstance(assigner, SlidingDistinctAssigner)
+            )
         self.slicing = slicing
         # Lazy sliding-distinct windows: contents computed from the timeline at firing time.
         self._sliding_lazy = (
@@ -621,6 +634,14 @@ class WindowOperator:
                 result=self._direct_result,
                 result_is_contents=self._direct_result is _identity,
             )
+        # KIP-450 windows without shared partials: Kafka's own algorithm (windowing.kip450).
+        self._kafka: KafkaSliding | None = None
+        if self._sliding_size is not None and not slicing:
+            self._kafka = KafkaSliding(self, self._sliding_size, lateness)
+
+    def _register_store_expiry(self, ks: KeyState, time: int) -> None:
+        """The key's one timer that forgets its Kafka window store (:mod:`windowing.kip450`)."""
+        _register(ks.evt_timers, ks.evt_heap, ks, time, _EXPIRY)
 
     def _make_partials(self) -> Partials:
         spec = self.spec
@@ -812,6 +833,8 @@ class WindowOperator:
         if ts is None:
             self.assigner.assign_windows(value, ts, self._clock)  # raises its error
             return False
+        if self._kafka is not None:
+            return self._kafka.add(self, key, ks, value, ts)
         size = self._sliding_size
         assert size is not None
         lateness = self.allowed_lateness
@@ -1241,7 +1264,10 @@ class WindowOperator:
     def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
         """An event-time timer of ``key`` fired (Flink ``onEventTime``)."""
         if type(window) is TimelineExpiry:
-            self._expire_timeline(ks, time)
+            if self._kafka is not None:
+                self._kafka.expire(self, ks, time)
+            else:
+                self._expire_timeline(ks, time)
             return
         state_window = self._state_window(ks, window)
         if state_window is None:

@@ -53,11 +53,15 @@ class KeepAll(Evictor[Any, Any]):
         return elements
 
 
-def oracle(records: list[tuple[int, int]], size: int) -> dict[tuple[int, int], list[int]]:
-    """Kafka's definition, enumerated: a left window per distinct timestamp, a right window
-    per timestamp whose next timestamp is at most ``size + 1`` later; contents by range."""
+def oracle(
+    records: list[tuple[int, int]], size: int, *, kafka: bool = False
+) -> dict[tuple[int, int], list[int]]:
+    """KIP-450's definition, enumerated: a left window per distinct timestamp, a right window
+    per timestamp whose next timestamp is at most ``size + 1`` later; contents by range.
+    ``kafka``: as Kafka Streams implements it, where window starts cannot be negative, so
+    timestamps in ``[0, size)`` share the left window ``[0; size]``."""
     stamps = sorted({ts for _, ts in records})
-    windows = {(t - size, t) for t in stamps}
+    windows = {(0, size) if kafka and 0 <= t < size else (t - size, t) for t in stamps}
     for t, nxt in pairwise(stamps):
         if nxt <= t + 1 + size:
             windows.add((t + 1, t + 1 + size))
@@ -79,11 +83,16 @@ sizes = st.integers(0, 15)
 def test_final_windows_equal_the_enumeration_in_any_order(
     ts_list: list[int], size: int, data: st.DataObject
 ) -> None:
-    records = list(enumerate(ts_list))
-    expected = oracle(records, size)
-    order = data.draw(st.permutations(records))
-    runs = [(f, s) for f in ("process", "reduce", "aggregate", "evicting") for s in (True, False)]
+    runs = [(f, s) for f in ("process", "reduce", "aggregate", "evicting") for s in (True, None)]
+    orders = {}
+    for base in (0, 30, -100):  # any timestamps; from 0 (Kafka's time); all negative
+        records = [(v, ts + base) for v, ts in enumerate(ts_list)]
+        orders[base] = (records, data.draw(st.permutations(records)))
     for function, slicing in runs:
+        # the timeline: the definition; Kafka's algorithm: Kafka's windows for Kafka's time
+        base = 0 if slicing else data.draw(st.sampled_from([30, -100]))
+        records, order = orders[base]
+        expected = oracle(records, size, kafka=not slicing)
         h = WindowOperatorHarness(
             SlidingDistinctAssigner(size, grace=0),
             {
@@ -111,12 +120,24 @@ def test_final_windows_equal_the_enumeration_in_any_order(
         assert (h.num_state_entries(), h.num_event_time_timers(), h.num_keys()) == (0, 0, 0)
 
 
-@given(ts_list=timestamps, size=sizes, delay=st.integers(0, 10), data=st.data())
+@given(
+    ts_list=timestamps,
+    size=sizes,
+    delay=st.integers(0, 10),
+    data=st.data(),
+    slicing=st.sampled_from([True, None]),
+    base=st.sampled_from([30, -100]),
+)
 def test_disorder_within_grace_gives_the_enumeration(
-    ts_list: list[int], size: int, delay: int, data: st.DataObject
+    ts_list: list[int],
+    size: int,
+    delay: int,
+    data: st.DataObject,
+    slicing: bool | None,
+    base: int,
 ) -> None:
     # Arrival order with bounded disorder: sort, then swap neighbours within ``delay``.
-    records = sorted(enumerate(ts_list), key=lambda r: r[1])
+    records = sorted(((v, ts + base) for v, ts in enumerate(ts_list)), key=lambda r: r[1])
     jitter = data.draw(
         st.lists(st.integers(0, delay), min_size=len(records), max_size=len(records))
     )
@@ -127,14 +148,16 @@ def test_disorder_within_grace_gives_the_enumeration(
             key=lambda p: p[0],
         )
     ]
-    h = WindowOperatorHarness(SlidingDistinctAssigner(size, grace=delay + 1), Collect())
+    h = WindowOperatorHarness(
+        SlidingDistinctAssigner(size, grace=delay + 1), Collect(), slicing=slicing
+    )
     max_seen = None
     for value, ts in arrival:
         h.process_element(value, ts, key="k")
         max_seen = ts if max_seen is None else max(max_seen, ts)
         h.process_watermark(max_seen - delay)
     h.process_watermark(MAX_TIMESTAMP)
-    expected = {w: tuple(v) for w, v in oracle(arrival, size).items()}
+    expected = {w: tuple(v) for w, v in oracle(arrival, size, kafka=not slicing).items()}
     assert as_dict(h.extract_output()) == expected
     assert h.extract_side_output(LATE) == []
 

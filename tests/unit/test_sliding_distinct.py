@@ -37,18 +37,39 @@ def run(records: list[tuple[Any, int]], size: int = 10, **kwargs: Any) -> Window
 
 
 def test_worked_example_seven_windows_for_four_records() -> None:
+    for slicing in (None, True):  # Kafka's algorithm, and the record timeline
+        h = run([("a", 105), ("b", 108), ("c", 112), ("d", 121)], slicing=slicing)
+        h.process_watermark(MAX_TIMESTAMP)
+        assert inclusive(h.extract_output()) == [
+            (95, 105, ("a",)),
+            (98, 108, ("a", "b")),
+            (102, 112, ("a", "b", "c")),
+            (106, 116, ("b", "c")),
+            (109, 119, ("c",)),
+            (111, 121, ("c", "d")),
+            (113, 123, ("d",)),
+        ]
+        assert (h.num_state_entries(), h.num_event_time_timers(), h.num_keys()) == (0, 0, 0)
+
+
+def test_records_before_size_share_kafkas_early_window() -> None:
+    """Kafka's processEarly: window starts cannot be negative, so records with
+    0 <= ts < size share the window [0; size] instead of having left windows of their own;
+    their right windows are as usual."""
     h = run([("a", 5), ("b", 8), ("c", 12), ("d", 21)])
     h.process_watermark(MAX_TIMESTAMP)
     assert inclusive(h.extract_output()) == [
-        (-5, 5, ("a",)),
-        (-2, 8, ("a", "b")),
+        (0, 10, ("a", "b")),
         (2, 12, ("a", "b", "c")),
         (6, 16, ("b", "c")),
         (9, 19, ("c",)),
         (11, 21, ("c", "d")),
         (13, 23, ("d",)),
     ]
-    assert (h.num_state_entries(), h.num_event_time_timers(), h.num_keys()) == (0, 0, 0)
+    # the record timeline gives the KIP-450 definition itself: left windows [-5; 5], [-2; 8]
+    timeline = run([("a", 5), ("b", 8), ("c", 12), ("d", 21)], slicing=True)
+    timeline.process_watermark(MAX_TIMESTAMP)
+    assert (-5, 5, ("a",)) in inclusive(timeline.extract_output())
 
 
 def test_hopping_with_advance_one_needs_many_more_windows_for_the_same_records() -> None:
@@ -63,11 +84,11 @@ def test_hopping_with_advance_one_needs_many_more_windows_for_the_same_records()
 
 def test_record_b_creates_its_left_window_and_the_previous_records_right_window() -> None:
     # seed 001: b's left window holds a and b; a's right window starts 1 ms after a.
-    h = run([("a", 5), ("b", 8)], trigger=OnWindowUpdateTrigger())
-    assert inclusive(h.extract_output()) == [
-        (-5, 5, ("a",)),
-        (-2, 8, ("a", "b")),
-        (6, 16, ("b",)),
+    h = run([("a", 105), ("b", 108)], trigger=OnWindowUpdateTrigger())
+    assert [(r.window.start, r.window.end - 1, r.value) for r in h.extract_output()] == [
+        (95, 105, ("a",)),
+        (106, 116, ("b",)),  # Kafka's order: the previous record's right window first,
+        (98, 108, ("a", "b")),  # then the record's left window
     ]
 
 
@@ -94,18 +115,18 @@ def test_out_of_order_record_windows() -> None:
 
 
 def test_equal_timestamps_never_create_a_second_window() -> None:
-    h = run([("a", 5), ("b", 5), ("c", 5)])
+    h = run([("a", 105), ("b", 105), ("c", 105)])
     h.process_watermark(MAX_TIMESTAMP)
-    assert inclusive(h.extract_output()) == [(-5, 5, ("a", "b", "c"))]
+    assert inclusive(h.extract_output()) == [(95, 105, ("a", "b", "c"))]
 
 
 def test_records_more_than_size_plus_one_apart_share_no_window() -> None:
-    h = run([("a", 0), ("b", 12)])
+    h = run([("a", 100), ("b", 112)])
     h.process_watermark(MAX_TIMESTAMP)
-    assert inclusive(h.extract_output()) == [(-10, 0, ("a",)), (2, 12, ("b",))]
-    h = run([("a", 0), ("b", 11)])  # 11 is in a's right window [1; 11]
+    assert inclusive(h.extract_output()) == [(90, 100, ("a",)), (102, 112, ("b",))]
+    h = run([("a", 100), ("b", 111)])  # 111 is in a's right window [101; 111]
     h.process_watermark(MAX_TIMESTAMP)
-    assert inclusive(h.extract_output()) == [(-10, 0, ("a",)), (1, 11, ("b",))]
+    assert inclusive(h.extract_output()) == [(90, 100, ("a",)), (101, 111, ("b",))]
 
 
 def test_negative_timestamps_are_not_clamped() -> None:
@@ -119,29 +140,30 @@ def test_negative_timestamps_are_not_clamped() -> None:
 
 
 def test_default_trigger_fires_when_watermark_passes_the_window_end() -> None:
-    h = run([("a", 5), ("b", 8)])
-    h.process_watermark(7)
-    assert inclusive(h.extract_output()) == [(-5, 5, ("a",))]
-    h.process_watermark(8)
-    assert inclusive(h.extract_output()) == [(-2, 8, ("a", "b"))]
-    h.process_watermark(16)
-    assert inclusive(h.extract_output()) == [(6, 16, ("b",))]
+    h = run([("a", 105), ("b", 108)])
+    h.process_watermark(107)
+    assert inclusive(h.extract_output()) == [(95, 105, ("a",))]
+    h.process_watermark(108)
+    assert inclusive(h.extract_output()) == [(98, 108, ("a", "b"))]
+    h.process_watermark(116)
+    assert inclusive(h.extract_output()) == [(106, 116, ("b",))]
 
 
 def test_on_window_close_fires_once_after_grace_with_final_contents() -> None:
     h = WindowOperatorHarness(
         SlidingDistinctAssigner(10, grace=5), Collect(), trigger=OnWindowCloseTrigger()
     )
-    h.process_element("a", 5, key="k")
-    h.process_watermark(9)  # past a's left window end, within grace
-    # out of order, within grace: joins a's left window [-5; 5]; b's own left window [-6; 4]
-    # is already closed (4 + 5 <= 9), and b creates its right window [5; 15] holding a
-    h.process_element("b", 4, key="k")
+    h.process_element("a", 105, key="k")
+    h.process_watermark(109)  # past a's left window end, within grace
+    # out of order, within grace: joins a's left window [95; 105]; b's own left window
+    # [94; 104] is already closed (104 + 5 <= 109), and b creates its right window [105; 115]
+    # holding a
+    h.process_element("b", 104, key="k")
     assert h.extract_output() == []
-    h.process_watermark(10)  # 5 + 5: [-5; 5] closes
-    assert inclusive(h.extract_output()) == [(-5, 5, ("a", "b"))]
+    h.process_watermark(110)  # 105 + 5: [95; 105] closes
+    assert inclusive(h.extract_output()) == [(95, 105, ("a", "b"))]
     h.process_watermark(MAX_TIMESTAMP)
-    assert inclusive(h.extract_output()) == [(5, 15, ("a",))]
+    assert inclusive(h.extract_output()) == [(105, 115, ("a",))]
     assert (h.num_state_entries(), h.num_event_time_timers(), h.num_keys()) == (0, 0, 0)
 
 
@@ -195,7 +217,9 @@ class GenericEventTimeTrigger(EventTimeTrigger):
 @pytest.mark.parametrize("small_range", [0, _SMALL_RANGE])
 def test_a_record_less_timestamp_inside_later_windows(function: Any, small_range: int) -> None:
     def run(trigger: Any) -> list[Any]:
-        h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), function, trigger=trigger)
+        h = WindowOperatorHarness(
+            SlidingDistinctAssigner(10, grace=0), function, trigger=trigger, slicing=True
+        )
         h.process_element(100, 16, key="k")
         h.process_watermark(5)
         # 5 is in no open window, but its right window [6; 16] holds 16: a timestamp without
@@ -233,26 +257,38 @@ def test_purging_count_trigger_works_with_sliding_windows() -> None:
     )
     # The count trigger counts on_element calls per window: one per record a window is
     # created by or receives.
-    for value, ts in [("a", 1), ("b", 2), ("c", 3)]:
+    for value, ts in [("a", 101), ("b", 102), ("c", 103)]:
         h.process_element(value, ts, key="k")
-    # [2; 12] (a's right window) was created by b and received c: fires and purges
-    assert inclusive(h.extract_output()) == [(2, 12, ("b", "c"))]
-    h.process_element("d", 3, key="k")
-    assert inclusive(h.extract_output()) == [(-7, 3, ("a", "b", "c", "d")), (3, 13, ("c", "d"))]
+    # [102; 112] (a's right window) was created by b and received c: fires and purges
+    assert inclusive(h.extract_output()) == [(102, 112, ("b", "c"))]
+    h.process_element("d", 103, key="k")
+    assert inclusive(h.extract_output()) == [
+        (93, 103, ("a", "b", "c", "d")),
+        (103, 113, ("c", "d")),
+    ]
 
 
-def test_timeline_is_bounded_on_a_long_in_order_stream() -> None:
-    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), lambda a, b: a + b)
+@pytest.mark.parametrize(("slicing", "bound"), [(True, 20), (None, 40)])
+def test_state_is_bounded_on_a_long_in_order_stream(slicing: bool | None, bound: int) -> None:
+    """The timeline keeps records and windows of the last ~size ms; Kafka's window store
+    keeps windows a later record may still fetch: those of the last ~3 * size ms."""
+    h = WindowOperatorHarness(
+        SlidingDistinctAssigner(10, grace=0), lambda a, b: a + b, slicing=slicing
+    )
     peak = 0
     for ts in range(0, 5_000, 3):
         h.process_element(1, ts, key="k")
         h.process_watermark(ts)
         peak = max(peak, h.num_state_entries())
-    assert peak < 20  # records and windows within the last ~size ms only
+    assert peak < bound
+    h.process_watermark(MAX_TIMESTAMP)
+    assert (h.num_state_entries(), h.num_event_time_timers(), h.num_keys()) == (0, 0, 0)
 
 
 def test_live_window_starts_are_forgotten_with_their_timestamps() -> None:
-    h = WindowOperatorHarness(SlidingDistinctAssigner(10, grace=0), lambda a, b: a + b)
+    h = WindowOperatorHarness(
+        SlidingDistinctAssigner(10, grace=0), lambda a, b: a + b, slicing=True
+    )
     for ts in range(0, 5_000, 3):
         h.process_elements([(1, ts, "k")])
         h.process_watermark(ts)
@@ -391,17 +427,22 @@ def test_slicing_false_combines_in_arrival_order(trigger: Any) -> None:
     assert final(None)[(41, 44)] == "a+b"  # the default: arrival order, as Kafka
 
 
-def test_default_uses_the_timeline_only_for_declared_functions() -> None:
+def test_default_is_kafkas_algorithm_even_for_declared_functions() -> None:
+    """The timeline's windows are KIP-450's definition, not Kafka's algorithm (early
+    records, closed windows): only an explicit slicing=True uses it."""
+
     class Sum(ReduceFunction[int]):
         order_insensitive = True
 
         def reduce(self, a: int, b: int) -> int:
             return a + b
 
-    declared = WindowOperatorHarness(SlidingDistinctAssigner(3, grace=0), Sum())
-    assert declared.operator.slicing and declared.operator._derived is not None
-    plain = WindowOperatorHarness(SlidingDistinctAssigner(3, grace=0), lambda a, b: a + b)
-    assert not plain.operator.slicing and plain.operator._derived is None
+    for function in (Sum(), lambda a, b: a + b):
+        h = WindowOperatorHarness(SlidingDistinctAssigner(3, grace=0), function)
+        assert not h.operator.slicing and h.operator._kafka is not None
+        assert h.operator._derived is None
+    opted_in = WindowOperatorHarness(SlidingDistinctAssigner(3, grace=0), Sum(), slicing=True)
+    assert opted_in.operator._derived is not None and opted_in.operator._kafka is None
 
 
 def test_size_zero_groups_equal_timestamps() -> None:
