@@ -83,9 +83,10 @@ def merge_time_windows(windows: Iterable[Any]) -> list[tuple[frozenset[Any], Any
             current = current.cover(w)
             group.append(w)
         else:
-            if len(group) > 1:
+            if len(set(group)) > 1:
                 merges.append((frozenset(group), current))
             current, group = w, [w]
-    if current is not None and len(group) > 1:
+    # Flink counts a group's distinct windows (a HashSet): equal windows are no merge
+    if current is not None and len(set(group)) > 1:
         merges.append((frozenset(group), current))
     return merges

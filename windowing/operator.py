@@ -51,6 +51,7 @@ from triggers.emit import OnWindowCloseTrigger
 from triggers.event_time import EventTimeTrigger
 from windowing import sliding as sliding_module
 from windowing.due import compact, put_back, take_due
+from windowing.java_order import hash_set_order
 from windowing.kip450 import KafkaSliding, KafkaWindowStore
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.slicing import SlicedHopping, Slices
@@ -250,6 +251,11 @@ class OperatorMetrics:
         Firings of a window with contents whose incremental result (a reduce, or
         ``AggregateFunction.get_result``) was ``None``: as in Flink, they emit nothing (and
         are not in ``num_windows_fired``).
+    num_orphaned_state_windows
+        Merging windows only: times a new window equal to an in-flight merged window was
+        mapped to itself, as Flink's ``MergingWindowSet`` does, so that the elements in its
+        former state window are no longer reached (Flink keeps them unreachable; so does
+        this operator, and counts it here). Only possible with dynamic session gaps.
     """
 
     num_elements: int = 0
@@ -258,6 +264,7 @@ class OperatorMetrics:
     num_records_in_no_window: int = 0
     num_windows_fired: int = 0
     num_null_results: int = 0
+    num_orphaned_state_windows: int = 0
 
 
 class _Clocks(Protocol):
@@ -1179,32 +1186,33 @@ class WindowOperator:
         ``MergingWindowSet.addWindow``); returns the window it ended up in."""
         assigner = self.assigner
         assert isinstance(assigner, MergingWindowAssigner)
-        # A new window equal to one already in the set is that window (Flink would map it
-        # to itself again and orphan the contents of its state window; see docs/semantics.md).
-        already = new_window in mapping
-        merges = assigner.merge_windows(list(mapping) if already else [*mapping, new_window])
+        merges = assigner.merge_windows([*mapping, new_window])
         result_window = new_window
         merged_new_window = False
         for merged, merge_result in merges:
-            group = set(merged)
-            if new_window in group:
+            # Flink collects the group in a java.util.HashSet, inserted in start order (the
+            # set's windows, then the new one): its iteration order decides the state window
+            # and the order in which the others are merged into it.
+            ordered = hash_set_order(sorted(merged, key=lambda w: (w[0], w not in mapping)))
+            if new_window in ordered:
                 merged_new_window = True
                 result_window = merge_result
-                if not already:
-                    group.discard(new_window)  # it never had state of its own
-            if not group:
-                continue
-            ordered = sorted(group, key=_window_sort_key)
-            # The state of the earliest merged window becomes the merged window's state.
+                ordered.remove(new_window)  # removes an equal window of the set too, as Java
             target_state = mapping[ordered[0]]
             merged_state_windows = [mapping.pop(w) for w in ordered if w in mapping]
             mapping[merge_result] = target_state
-            merged_state_windows = [s for s in merged_state_windows if s != target_state]
+            merged_state_windows.remove(target_state)
             # Nothing to merge when the only merged window is the result itself (the new
             # window fell inside an existing one without extending it).
-            if not (len(group) == 1 and merge_result in group):
+            if not (len(ordered) == 1 and merge_result in ordered):
                 self._on_merge(key, ks, merge_result, ordered, target_state, merged_state_windows)
-        if not already and (not merges or (result_window == new_window and not merged_new_window)):
+        if not merges or (result_window == new_window and not merged_new_window):
+            previous = mapping.get(new_window)
+            if previous is not None and previous != new_window:
+                # Flink maps a new window equal to an in-flight merged window to itself: the
+                # contents of its former state window are not reached any more (kept, as
+                # Flink keeps them, and counted).
+                self.metrics.num_orphaned_state_windows += 1
             mapping[new_window] = new_window
         return result_window
 
@@ -1246,15 +1254,7 @@ class WindowOperator:
         if merged_state_windows:
             merge_values = self._merge_values
             assert merge_values is not None
-            contents = ks.contents
-            acc = contents.get(state_window, _MISSING)
-            for s in merged_state_windows:
-                value = contents.pop(s, _MISSING)
-                if value is _MISSING:
-                    continue
-                acc = value if acc is _MISSING else merge_values(acc, value)
-            if acc is not _MISSING:
-                contents[state_window] = acc
+            _merge_namespaces(ks.contents, state_window, merged_state_windows, merge_values)
 
     def _state_window(self, ks: KeyState, window: Any) -> Any:
         if ks.merging is None:
@@ -1841,7 +1841,6 @@ class WindowOperator:
         new_tuple = tuple.__new__
         time_window = TimeWindow
         missing = _MISSING
-        merge_values = self._merge_values
         count = 0
         ts: int | None = None
         key: Any = None
@@ -1879,10 +1878,16 @@ class WindowOperator:
                 ):
                     actual = overlapping[0]  # inside an in-flight window: no merge
                     state_window = mapping[actual]
+                elif len(overlapping) > 1:
+                    # It bridges sessions: Flink's set order picks the state window and the
+                    # order of the merge (the generic path).
+                    window = new_tuple(time_window, (start, end))
+                    if not self._on_element_merging(key, ks, value, ts, (window,)):
+                        self._not_added(key, ks, value, ts)
+                    self._schedule(key, ks)
+                    continue
                 else:
-                    # Merge: the result covers the new window and every window it touches.
-                    if len(overlapping) > 1:
-                        overlapping.sort()
+                    # Merge: the result covers the new window and the window it touches.
                     first_window = overlapping[0]
                     new_start = first_window[0] if first_window[0] < start else start
                     new_end = end
@@ -1890,8 +1895,7 @@ class WindowOperator:
                         if w[1] > new_end:
                             new_end = w[1]
                     actual = new_tuple(time_window, (new_start, new_end))
-                    target = mapping[first_window]
-                    state_windows = [mapping.pop(w) for w in overlapping]
+                    target = mapping.pop(first_window)
                     mapping[actual] = target
                     if new_end - 1 + lateness <= wm:
                         self._on_merge(key, ks, actual, overlapping, target, [])  # raises: too late
@@ -1909,19 +1913,7 @@ class WindowOperator:
                             w_cleanup = end_of_time
                         if w_cleanup != end_of_time:
                             timers.discard((w_cleanup, w))  # the cleanup timer
-                    if len(state_windows) > 1:
-                        assert merge_values is not None
-                        acc = contents.get(target, missing)
-                        for sw in state_windows:
-                            if sw == target:
-                                continue
-                            other = contents.pop(sw, missing)
-                            if other is missing:
-                                continue
-                            acc = other if acc is missing else merge_values(acc, other)
-                        if acc is not missing:
-                            contents[target] = acc
-                    state_window = target
+                    state_window = target  # one window merged: no contents to merge
                 max_ts = actual[1] - 1
                 cleanup = max_ts + lateness
                 if cleanup >= end_of_time:
@@ -2316,6 +2308,24 @@ def _window_sort_key(window: Any) -> tuple[int, int, str]:
     if isinstance(start, int) and isinstance(end, int):
         return (start, end, "")
     return (MAX_TIMESTAMP, MAX_TIMESTAMP, repr(window))
+
+
+def _merge_namespaces(
+    table: dict[Any, Any],
+    target: Any,
+    sources: Iterable[Any],
+    merge: Callable[[Any, Any], Any],
+) -> None:
+    """Flink's heap ``mergeNamespaces``: the sources' values (removed) are merged in order,
+    then the result into the target's value: ``merge(target, merge(merge(s1, s2), s3))``."""
+    merged = _MISSING
+    for source in sources:
+        value = table.pop(source, _MISSING)
+        if value is not _MISSING:
+            merged = value if merged is _MISSING else merge(merged, value)
+    if merged is not _MISSING:
+        current = table.get(target, _MISSING)
+        table[target] = merged if current is _MISSING else merge(current, merged)
 
 
 def _check_evicted(kept: Any, what: str) -> list[Any]:

@@ -45,6 +45,10 @@ OUT = TypeVar("OUT")
 _MISSING: Any = object()
 
 
+def _concat(a: list[Any], b: list[Any]) -> list[Any]:
+    return [*a, *b]
+
+
 @dataclass(frozen=True)
 class ValueStateDescriptor(Generic[T]):
     """A single value per namespace; ``value()`` returns ``default`` until updated."""
@@ -295,23 +299,22 @@ class StateTable:
             )
             raise ValueError(msg)
         table = self._table(descriptor)
-        merged = table.get(target, _MISSING)
+        combine: Callable[[Any, Any], Any]
+        if isinstance(descriptor, ReducingStateDescriptor):
+            combine = descriptor.reducer()
+        elif isinstance(descriptor, ListStateDescriptor):
+            combine = _concat
+        else:
+            combine = descriptor.aggregate_function.merge
+        # Flink's heap state: the sources (removed) merged in order, then into the target.
+        merged = _MISSING
         for source in sources:
-            if source == target:
-                continue
             value = table.pop(source, _MISSING)
-            if value is _MISSING:
-                continue
-            if merged is _MISSING:
-                merged = value
-            elif isinstance(descriptor, ReducingStateDescriptor):
-                merged = descriptor.reducer()(merged, value)
-            elif isinstance(descriptor, ListStateDescriptor):
-                merged = [*merged, *value]
-            else:
-                merged = descriptor.aggregate_function.merge(merged, value)
+            if value is not _MISSING:
+                merged = value if merged is _MISSING else combine(merged, value)
         if merged is not _MISSING:
-            table[target] = merged
+            current = table.get(target, _MISSING)
+            table[target] = merged if current is _MISSING else combine(current, merged)
 
     def clear_namespace(self, namespace: Any) -> None:
         """Remove every state value of ``namespace``."""

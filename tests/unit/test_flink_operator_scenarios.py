@@ -2446,24 +2446,21 @@ def _sum_first(key: Any, ctx: Any, values: list[tuple[int, int]]) -> list[int]:
     return [sum(v for v, _ in values)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Flink MergingWindowSet.addWindow: a new window equal to an in-flight merged window "
-        "gets no merge callback (TimeWindow.mergeWindows dedups it into a 1-element set), so "
-        "mapping.put(w, w) replaces the state window and orphans the merged contents; Flink "
-        "fires only the new element. Ours keeps the existing state window (deliberately)."
-    ),
-)
 def test_flink_orphans_state_when_new_window_equals_merged_session() -> None:
+    """MergingWindowSet.addWindow: a new window equal to an in-flight merged window gets no
+    merge callback (TimeWindow.mergeWindows dedups it into a one-window set), so
+    mapping.put(w, w) replaces its state window and the merged contents are no longer
+    reached: Flink fires only the new element. Reproduced, and counted."""
     h = WindowOperatorHarness(
         DynamicEventTimeSessionWindows(lambda e: e[1]), RecordingProcess(on_process=_sum_first)
     )
     h.process_element((1, 2), 0, key="k")  # [0, 2)
     h.process_element((2, 3), 1, key="k")  # [1, 4): merged [0, 4), state window [0, 2)
+    assert h.metrics.num_orphaned_state_windows == 0
     h.process_element((4, 4), 0, key="k")  # [0, 4): identical to the merged window
+    assert h.metrics.num_orphaned_state_windows == 1
     h.process_watermark(3)
-    assert out(h) == [(3, "k", 4)]  # Flink; ours emits 7
+    assert out(h) == [(3, "k", 4)]  # as Flink: the elements 1 and 2 are not reached
 
 
 def test_flink_calls_window_function_with_null_when_reduce_input_fully_evicted() -> None:
@@ -2602,3 +2599,35 @@ def test_errors_while_adding_an_element_name_the_key_and_timestamp(
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "timestamp 3" in notes
     assert "'user-7'" in notes
+
+
+def test_bridging_merge_follows_flinks_hash_set_order() -> None:
+    """Sessions [6, 8), [10, 12) and [14, 16) bridged by [7, 15): Flink's MergingWindowSet
+    iterates the merged windows in java.util.HashSet order ([6, 8), [14, 16), [10, 12)): the
+    first one's state window receives the others in that order, so a concatenating reduce
+    gives a + c + b, then the bridging element d."""
+    h = WindowOperatorHarness(
+        DynamicEventTimeSessionWindows(lambda e: e[1]), lambda a, b: (a[0] + b[0], 0)
+    )
+    for value, ts in [(("a", 2), 6), (("b", 2), 10), (("c", 2), 14), (("d", 8), 7)]:
+        h.process_element(value, ts, key="k")
+    h.process_watermark(100)
+    assert [(r.window, r.value) for r in h.extract_output()] == [(W(6, 16), ("acbd", 0))]
+
+
+def test_bridging_merge_on_the_inlined_session_path_matches() -> None:
+    """The inlined loop of static-gap sessions hands bridging merges to the generic path."""
+
+    def run(trigger: Trigger[Any, Any] | None) -> list[Any]:
+        h = WindowOperatorHarness(EventTimeSessionWindows(4), lambda a, b: a + b, trigger=trigger)
+        h.process_elements([(v, ts, "k") for v, ts in [("a", 6), ("b", 14), ("c", 22), ("x", 10)]])
+        h.process_elements([("y", 18, "k")])
+        h.process_watermark(100)
+        return [(r.window, r.value) for r in h.extract_output()]
+
+    class Generic(EventTimeTrigger):
+        pass
+
+    assert run(None) == run(Generic())
+    ((window, value),) = run(None)
+    assert window == W(6, 26) and sorted(value) == sorted("abcxy")
