@@ -23,6 +23,11 @@ __all__ = [
 ]
 
 
+#: The most windows an element may belong to; Flink 2.3's ``SlidingEventTimeWindows`` rejects
+#: a larger ``size / slide`` (each element would be copied into that many windows).
+MAX_WINDOWS_PER_ELEMENT = 10_000_000
+
+
 def _hopping(ts: int, size: int, slide: int, offset: int) -> list[TimeWindow]:
     last_start = window_start(ts, offset, slide)
     return [_window(start, size) for start in range(last_start, ts - size, -slide)]
@@ -35,11 +40,18 @@ class _Hopping(WindowAssigner[Any, TimeWindow]):
     size: int
     slide: int
     offset: int
+    _bounded_ratio = False
 
     def __init__(self, size: Duration, slide: Duration, offset: Duration = 0) -> None:
         owner = type(self).__name__
         size_ms = positive(size, "size", owner)
         slide_ms = positive(slide, "slide", owner)
+        if self._bounded_ratio and size_ms // slide_ms > MAX_WINDOWS_PER_ELEMENT:
+            msg = (
+                f"{owner}: size / slide must be <= {MAX_WINDOWS_PER_ELEMENT:,} (as in Flink), got "
+                f"size={size!r}, slide={slide!r}"
+            )
+            raise ValueError(msg)
         object.__setattr__(self, "size", size_ms)
         object.__setattr__(self, "slide", slide_ms)
         object.__setattr__(self, "offset", offset_within(offset, slide_ms, "slide", owner))
@@ -67,6 +79,8 @@ class HoppingEventTimeWindows(_Hopping):
     >>> HoppingEventTimeWindows(size=10, slide=5).assign_windows(None, 7, None)
     [TimeWindow(start=5, end=15), TimeWindow(start=0, end=10)]
     """
+
+    _bounded_ratio = True  # Flink checks size / slide for event time only
 
     def assign_windows(
         self, element: Any, timestamp: int | None, context: WindowAssignerContext

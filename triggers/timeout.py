@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from triggers.base import Trigger, TriggerContext, TriggerResult
-from triggers.continuous import positive_millis
 from windowing.state import ValueStateDescriptor
-from windowing.time import Duration
+from windowing.time import Duration, to_millis
 
 __all__ = ["ProcessingTimeoutTrigger"]
 
@@ -105,7 +105,14 @@ class ProcessingTimeoutTrigger(Trigger[Any, Any]):
                 msg = f"{owner}: {name} must be a bool, got {flag!r}"
                 raise ValueError(msg)
         object.__setattr__(self, "inner", inner)
-        object.__setattr__(self, "timeout", positive_millis(timeout, "timeout", owner))
+        ms = to_millis(timeout, "timeout")
+        if ms <= 0:
+            msg = (
+                f"{owner}: timeout={timeout!r} fires at the next processing-time advance "
+                "(Flink accepts it too)"
+            )
+            warnings.warn(msg, UserWarning, stacklevel=2)
+        object.__setattr__(self, "timeout", ms)
         object.__setattr__(self, "reset_timer_on_new_record", reset_timer_on_new_record)
         object.__setattr__(self, "clear_on_timeout", clear_on_timeout)
 

@@ -856,3 +856,12 @@ def test_session_windows_in_operator_harness_merge_touching() -> None:
         (W(11, 16), 4),
     ]
     assert h.num_keys() == 0
+
+
+def test_hopping_event_time_windows_bound_size_over_slide_as_flink() -> None:
+    """Flink 2.3's SlidingEventTimeWindows rejects size / slide > 10,000,000 (each element
+    would be copied into that many windows); its processing-time twin does not."""
+    assert HoppingEventTimeWindows(10_000_000, 1).size == 10_000_000
+    with pytest.raises(ValueError, match=r"size / slide must be <= 10,000,000 \(as in Flink\)"):
+        HoppingEventTimeWindows(10_000_001, 1)
+    assert HoppingProcessingTimeWindows(10_000_001, 1).slide == 1

@@ -609,10 +609,13 @@ def test_timeout_defaults_and_validation() -> None:
     t = ProcessingTimeoutTrigger(CountTrigger(2), "1 second")
     assert (t.timeout, t.reset_timer_on_new_record, t.clear_on_timeout) == (1000, False, False)
     assert not t.can_merge()
-    with pytest.raises(ValueError, match=r"ProcessingTimeoutTrigger: timeout must be > 0, got 0"):
-        ProcessingTimeoutTrigger(CountTrigger(2), 0)
-    with pytest.raises(ValueError, match=r"timeout must be > 0, got '-1 s'"):
-        ProcessingTimeoutTrigger(CountTrigger(2), "-1 s")
+    # Flink accepts any timeout; at or below 0 it fires at the next processing-time advance
+    with pytest.warns(UserWarning, match=r"ProcessingTimeoutTrigger: timeout=0 fires at the"):
+        assert ProcessingTimeoutTrigger(CountTrigger(2), 0).timeout == 0
+    with pytest.warns(UserWarning, match=r"timeout='-1 s'"):
+        assert ProcessingTimeoutTrigger(CountTrigger(2), "-1 s").timeout == -1000
+    with pytest.raises(ValueError, match=r"timeout: cannot parse duration 'soon'"):
+        ProcessingTimeoutTrigger(CountTrigger(2), "soon")
     with pytest.raises(ValueError, match=r"inner must be a Trigger, got 'count'"):
         ProcessingTimeoutTrigger("count", 5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"clear_on_timeout must be a bool, got 0"):

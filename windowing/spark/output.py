@@ -115,6 +115,7 @@ def operator_counters(op: Any, n_input: int, null_ts: int, null_arr: int) -> dic
         "num_records_in_no_window": m.num_records_in_no_window,
         "num_windows_fired": m.num_windows_fired,
         "num_null_results": m.num_null_results,
+        "num_orphaned_state_windows": m.num_orphaned_state_windows,
         "num_results": len(op.output),
     }
 
@@ -170,6 +171,9 @@ class BatchMetrics:
     num_null_results
         Firings whose reduce or ``AggregateFunction.get_result`` gave ``None``: no result row
         (as in Flink), counted here.
+    num_orphaned_state_windows
+        Merging windows (dynamic session gaps): a new window equal to an in-flight merged
+        window left the merged contents unreached, as in Flink.
     num_results
         Rows of the results DataFrame.
     num_windows_left_at_end
@@ -188,6 +192,7 @@ class BatchMetrics:
     num_records_in_no_window: int = 0
     num_windows_fired: int = 0
     num_null_results: int = 0
+    num_orphaned_state_windows: int = 0
     num_results: int = 0
     num_windows_left_at_end: int = 0
     num_keys: int = 0
