@@ -425,7 +425,9 @@ class WindowedStream:
         ``spark.sql.shuffle.partitions`` on a large cluster. As in Flink, it is fixed by the
         first run: restarting from a checkpoint with another value fails. Each call on a key
         group rewrites that group's state, so with very many keys and little data per
-        micro-batch, more groups write less. The batch replay groups by key and ignores it.
+        micro-batch, more groups write less. The batch replay also calls Python once per key
+        group (``max(key_groups, spark.sql.shuffle.partitions)`` groups), replaying its keys
+        one after another; the results never depend on the grouping.
 
         Example::
 

@@ -308,13 +308,16 @@ def test_processing_time_windows(spark: SparkSession) -> None:
 
 
 # ---------------------------------------------------------------------------- independence
-def _order_sensitive_job(df: DataFrame, *, arrival: bool) -> list[tuple[Any, ...]]:
+def _order_sensitive_job(
+    df: DataFrame, *, arrival: bool, key_groups: int = 128
+) -> list[tuple[Any, ...]]:
     source: dict[str, Any] = {"watermark": BoundedOutOfOrderness(DELAY)}
     source["arrival_order"] = "batch" if arrival else None
     result = (
         WindowedStream.from_dataframe(df, event_time="ts", **source)
         .key_by("user")
         .window(TumblingEventTimeWindows(1_000))
+        .max_parallelism(key_groups)
         .trigger(CountTrigger(3))
         .allowed_lateness(LATENESS)
         .side_output_late_data(LATE)
@@ -336,9 +339,13 @@ def test_results_do_not_depend_on_partitioning(spark: SparkSession, arrival: boo
     previous = spark.conf.get("spark.sql.shuffle.partitions") or "2"
     outputs = []
     try:
-        for partitions in (1, 8):
+        # every key in one Python call (one key group), then keys spread over 128 groups
+        for partitions, groups in ((1, 1), (8, 128)):
             spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-            outputs.append(_order_sensitive_job(base.repartition(partitions), arrival=arrival))
+            job = _order_sensitive_job(
+                base.repartition(partitions), arrival=arrival, key_groups=groups
+            )
+            outputs.append(job)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
     assert outputs[0] == outputs[1]

@@ -39,6 +39,7 @@ from evictors import Evictor
 from functions import AggregateFunction, ProcessWindowFunction, WindowFunction
 from triggers import Trigger, TriggerResult
 from windowing import OutputTag
+from windowing.spark.keys import NAN_KEY, state_key
 from windowing.spark.streaming import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
@@ -967,8 +968,8 @@ def test_rows_of_a_key_group_split_by_key() -> None:
     }
     assert sorted(split.values()) == [[0, 2], [1], [3]]
     assert [(k, t.num_rows) for k, t in streaming._split_keys(table, [])] == [(None, 7)]
-    assert streaming._state_key(float("nan")) == streaming._state_key(float("nan"))
-    assert streaming._state_key((1, [float("nan"), -0.0])) == (1, (streaming._NAN_KEY, 0.0))
+    assert state_key(float("nan")) == state_key(float("nan"))
+    assert state_key((1, [float("nan"), -0.0])) == (1, (NAN_KEY, 0.0))
 
 
 def test_timestamps_in_a_session_time_zone_other_than_utc(

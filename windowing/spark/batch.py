@@ -4,25 +4,31 @@ The plan (see ``docs/spark.md``)::
 
     input ──► add internal columns: event time in ms, arrival order, processing time,
               a content hash (tie-breaker), and with an arrival order the prefix-max watermark
-          ──► groupBy(key columns).applyInArrow(replay)          (window_all: one group)
+          ──► the key group (__pw_kg): pmod(hash(keys), groups), 0 for window_all
+          ──► groupBy(__pw_kg).applyInArrow(replay)
           ──► one combined output: results, late rows and metrics, tagged
           ──► results / late side output / metrics DataFrames (filters of that output; lazy,
               like any DataFrame: ``result.persist()`` or ``with result:`` computes it once)
 
-``replay`` runs on the executors: for each key it builds a
-:class:`~windowing.operator.WindowOperator` (the same one the test harness drives), replays the
-key's rows in arrival order with the watermark a streaming run would have seen, then advances
-the watermark and processing time to ``MAX_TIMESTAMP`` (end of input).
+``replay`` runs on the executors, once per key group (Flink's key groups: a Python call costs
+about a millisecond, so one call per key would dominate with many keys): it sorts the group's
+rows by key and replay order, and replays each key on one
+:class:`~windowing.operator.WindowOperator` (the same one the test harness drives): the key's
+rows in arrival order with the watermark a streaming run would have seen, then the watermark
+and processing time at ``MAX_TIMESTAMP`` (end of input). Each key starts from a fresh clock
+and state, so results never depend on how keys are grouped. The group's outputs form one
+tagged table; rows become Python objects a chunk of whole keys at a time.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
@@ -36,6 +42,7 @@ from functions.spec import WindowFunctionSpec
 from windowing.operator import WindowOperator
 from windowing.records import OutputTag
 from windowing.spark.columnar import ColumnarAggregation, columnar_plan, columnar_results
+from windowing.spark.keys import KEY_GROUP, KeySegments, key_group, key_segments, key_value
 from windowing.spark.output import (
     LATE_COLUMNS,
     METRIC_NAMES,
@@ -61,7 +68,7 @@ from windowing.spark.schema import (
     table_rows,
 )
 from windowing.spark.watermark import add_prefix_max
-from windowing.time import MAX_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 if TYPE_CHECKING:
     from windowing.stream import WindowedStream
@@ -236,13 +243,17 @@ def _output_schema(
     return inferred, False
 
 
+def _shuffle_partitions(spark: SparkSession) -> int:
+    """``spark.sql.shuffle.partitions`` (8 when it is not a number, e.g. ``auto``)."""
+    try:
+        return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    except ValueError:
+        return 8
+
+
 def _bucket_count(spark: SparkSession) -> int:
     """Buckets for the arrival-order watermark: the shuffle partitions, within [1, 1024]."""
-    try:
-        n = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    except ValueError:  # e.g. "auto" on some platforms
-        n = 8
-    return min(max(n, 1), 1024)
+    return min(max(_shuffle_partitions(spark), 1), 1024)
 
 
 def build_layout(
@@ -368,7 +379,9 @@ def run_batch(
             to_arrow_schema(layout.input_schema, timezone=layout.timezone),
         ),
     )
-    grouped = prepared.groupBy(*[col(k) for k in keys]) if keys else prepared.groupBy()
+    # One Python call per key group (Flink's key groups), its keys replayed one by one.
+    groups = max(config.max_parallelism, _shuffle_partitions(df.sparkSession))
+    grouped = prepared.withColumn(KEY_GROUP, key_group(keys, groups)).groupBy(KEY_GROUP)
 
     def replay_group(table: pa.Table) -> pa.Table:
         return replay(table)
@@ -385,9 +398,14 @@ def run_batch(
 
 
 # ---------------------------------------------------------------------------- executor side
+#: Rows converted to Python objects at a time (whole keys; a larger key is one chunk).
+_CHUNK_ROWS = 65_536
+
+
 @dataclass(frozen=True, eq=False)
 class _Replay:
-    """The grouped-map function: replays one key's rows through a fresh WindowOperator.
+    """The grouped-map function: replays each key of one key group through a WindowOperator,
+    one key after another.
 
     Shipped to executors with cloudpickle (with the assigner, trigger, evictor and functions).
     """
@@ -409,42 +427,42 @@ class _Replay:
 
     def __call__(self, table: pa.Table) -> pa.Table:
         order = replay_order(arrival=self.has_arrival, processing_time=self.has_processing_time)
-        table = table.take(pc.sort_indices(table, sort_keys=order))
-        out = _replay_key(self, table)
+        segments = key_segments(table, self.keys, order)
+        out = _replay_group(self, segments)
         # Columns copied from the input (keys, late rows) carry the session time zone; Spark
         # wants UTC back. Same instants: a cast of the type only.
         schema = self.layout.arrow_schema
         return out if out.schema.equals(schema) else out.cast(schema)
 
-
-def key_of(table: pa.Table, keys: Sequence[str]) -> Any:
-    """The key of ``table``'s first row as functions see it: the value of the one key
-    column, a tuple for several, ``None`` without key columns."""
-    if not keys:
-        return None
-    values = [arrow_to_python(table.column(k).slice(0, 1))[0] for k in keys]
-    # Spark groups -0.0 with 0.0: the key is 0.0 whichever row comes first
-    values = [v + 0.0 if type(v) is float else v for v in values]
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-def _key_columns(replay: _Replay, table: pa.Table) -> Callable[[int], list[pa.Array]]:
-    """The key column(s) of ``table``'s key for ``n`` output rows."""
-    first_row = table.slice(0, 1)
-
-    def key_columns(total: int) -> list[pa.Array]:
-        take = pa.array([0] * total, pa.int64())
-        return [first_row.column(k).take(take).combine_chunks() for k in replay.keys]
-
-    return key_columns
+    def operator(self) -> WindowOperator:
+        return WindowOperator(
+            self.assigner,
+            self.spec,
+            trigger=self.trigger,
+            evictor=self.evictor,
+            allowed_lateness=self.allowed_lateness,
+            late_output_tag=self.late_output_tag,
+            slicing=self.slicing,
+        )
 
 
-def _replay_columnar(replay: _Replay, table: pa.Table) -> pa.Table | None:
+def _replay_group(replay: _Replay, segments: KeySegments) -> pa.Table:
+    table = segments.table
+    in_order = not replay.has_arrival and not replay.has_processing_time
+    if in_order and replay.columnar is not None and table.column(_TS).null_count == 0:
+        columnar = _replay_columnar(replay, segments)
+        if columnar is not None:
+            return columnar
+    return _GroupReplay(replay, segments).run()
+
+
+def _replay_columnar(replay: _Replay, segments: KeySegments) -> pa.Table | None:
     """The tagged output of an in-order replay computed on whole columns (see
     :mod:`windowing.spark.columnar`), or ``None`` when the operator must run."""
     plan = replay.columnar
     assert plan is not None
-    found = columnar_results(plan, table.column(_TS), table.column(plan.field))
+    table = segments.table
+    found = columnar_results(plan, table.column(_TS), table.column(plan.field), segments.codes)
     if found is None:
         return None
     rows = pa.array(found.rows, pa.int64())
@@ -462,10 +480,16 @@ def _replay_columnar(replay: _Replay, table: pa.Table) -> pa.Table | None:
         "num_elements": n,
         "num_windows_fired": fired,
         "num_results": fired,
-        "num_keys": 1,
+        "num_keys": len(segments),
     }
+
+    def key_columns(total: int) -> list[pa.Array]:
+        # the results: their own rows; the metrics row: any row of the group
+        take = found.rows if total == fired else np.zeros(total, np.int64)
+        return [table.column(k).take(take).combine_chunks() for k in replay.keys]
+
     batches = replay.layout.tagged_result_batches(
-        key_columns=_key_columns(replay, table),
+        key_columns=key_columns,
         bounds=(starts, ends, pc.subtract(ends, 1)),
         columns=columns,
         counters=counters,
@@ -473,103 +497,187 @@ def _replay_columnar(replay: _Replay, table: pa.Table) -> pa.Table | None:
     return pa.Table.from_batches(batches)
 
 
-def _replay_key(replay: _Replay, table: pa.Table) -> pa.Table:
-    n = table.num_rows
-    in_order = not replay.has_arrival and not replay.has_processing_time
-    if in_order and replay.columnar is not None and table.column(_TS).null_count == 0:
-        columnar = _replay_columnar(replay, table)
-        if columnar is not None:
-            return columnar
-    key = key_of(table, replay.keys)
-    rows = table_rows(table, replay.input_names)
-    ts = table.column(_TS).to_pylist()
-    wmax = table.column(_WMAX).to_pylist() if replay.has_arrival else None
-    arrival = table.column(_ARR).to_pylist() if replay.has_arrival else None
-    pts = table.column(_PT).to_pylist() if replay.has_processing_time else None
-    tag = replay.late_output_tag
-    op = WindowOperator(
-        replay.assigner,
-        replay.spec,
-        trigger=replay.trigger,
-        evictor=replay.evictor,
-        allowed_lateness=replay.allowed_lateness,
-        late_output_tag=tag,
-        slicing=replay.slicing,
-    )
-    event_time = op.is_event_time
-    watermark_for = replay.watermark.current_watermark
-    late = LateRows()
-    null_ts = null_arr = 0
-    pending: list[tuple[Any, Any, Any]] = []
+class _GroupReplay:
+    """One key group's replay on one operator: each key's rows in replay order with the
+    watermark a streaming run would have seen, then the end of input; the outputs of all
+    keys gathered into one tagged table (the key columns taken from each key's first row)."""
 
-    def flush(to_end: bool = False) -> None:
-        before = op.metrics.num_elements  # counted as each element starts
-        try:
-            if to_end:
-                op.process_to_end(key, pending)
-            elif pending:
-                op.process_elements(pending)
-        except Exception as exc:
-            failed = op.metrics.num_elements - before - 1
-            note_element_error(exc, failed, pending, key, "the Spark batch replay")
-            raise
-        pending.clear()
+    def __init__(self, replay: _Replay, segments: KeySegments) -> None:
+        self.replay = replay
+        self.segments = segments
+        self.op = replay.operator()
+        self.results: list[Any] = []
+        self.result_rows: list[int] = []  # the first row of each result's key
+        self.sides: dict[OutputTag, list[Any]] = {t: [] for t in replay.layout.side_tags}
+        self.side_rows: dict[OutputTag, list[int]] = {t: [] for t in replay.layout.side_tags}
+        self.late = LateRows()
+        self.null_ts = self.null_arr = self.left_at_end = 0
 
-    def advance(watermark: int, processing_time: int | None) -> None:
-        try:
-            if watermark > op.watermark:
-                op.process_watermark(watermark)
-            if processing_time is not None and processing_time > op.processing_time:
-                op.advance_processing_time(processing_time)
-        except Exception as exc:
-            exc.add_note(
-                f"while advancing the watermark to {watermark} / processing time to "
-                f"{processing_time} for key {key!r} in the Spark batch replay"
-            )
-            raise
+    def run(self) -> pa.Table:
+        replay, segments = self.replay, self.segments
+        table = segments.table
+        starts = segments.starts
+        first_key: Any = None
+        # Convert whole keys to Python objects a chunk of rows at a time.
+        k = 0
+        while k < len(segments):
+            lo = starts[k]
+            last = k + 1
+            while last < len(segments) and starts[last + 1] - lo <= _CHUNK_ROWS:
+                last += 1
+            chunk = _Chunk(replay, table, lo, starts[last])
+            for j in range(k, last):
+                key = chunk.key(starts[j])
+                if j == 0:
+                    first_key = key
+                self._replay_key(chunk, key, starts[j], starts[j + 1])
+            k = last
+        counters = operator_counters(self.op, table.num_rows, self.null_ts, self.null_arr)
+        counters["num_results"] = len(self.results)
+        counters["num_windows_left_at_end"] = self.left_at_end
+        counters["num_keys"] = len(segments)
+        layout = replay.layout
+        key_rows = [*self.result_rows]
+        for tag in layout.side_tags:
+            key_rows += self.side_rows[tag]
+        key_rows += [*self.late.rows, 0]  # late rows: their own row; the metrics row: any
+        take = pa.array(key_rows, pa.int64())
 
-    if arrival is None and pts is None and (table.column(_TS).null_count == 0 or not event_time):
-        # Event-time order, no arrival order: the key's input, then the end of input.
-        pending.extend(zip(rows, ts, repeat(key, n), strict=True))
-        flush(to_end=True)
-    else:
-        for i in range(n):
-            if arrival is not None and arrival[i] is None:
-                null_arr += 1
-                if tag is not None:
-                    late.add(i, None, REASON_NULL_ARRIVAL_ORDER)
-                continue
-            wm = op.watermark
-            if wmax is not None and wmax[i] is not None:
-                wm = watermark_for(wmax[i])
-            pt = pts[i] if pts is not None else None
-            if wm > op.watermark or (pt is not None and pt > op.processing_time):
-                flush()
-                advance(wm, pt)
-            t = ts[i]
-            if t is None and event_time:
-                null_ts += 1
-                if tag is not None:
-                    late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
-                continue
-            pending.append((rows[i], t, key))
-        flush()
-        advance(MAX_TIMESTAMP, MAX_TIMESTAMP)
+        def key_columns(total: int) -> list[pa.Array]:
+            assert total == len(key_rows)
+            return [table.column(name).take(take).combine_chunks() for name in replay.keys]
 
-    if tag is not None:
-        lates = op.side_outputs.get(tag, [])
-        if lates:
-            late.add_late_elements(lates, {id(r): i for i, r in enumerate(rows)})
+        return layout.tagged_table(
+            key=first_key,
+            key_columns=key_columns,
+            results=self.results,
+            side_outputs=self.sides,
+            late_source=table,
+            late=self.late,
+            counters=counters,
+        )
 
-    counters = operator_counters(op, n, null_ts, null_arr)
-    counters["num_windows_left_at_end"] = sum(1 for _ in op.iter_windows(key))
-    counters["num_keys"] = 1
-    return replay.layout.tagged_table(
-        key=key,
-        key_columns=_key_columns(replay, table),
-        results=op.output,
-        side_outputs=op.side_outputs,
-        late_source=table,
-        late=late,
-        counters=counters,
-    )
+    def _replay_key(self, chunk: _Chunk, key: Any, lo: int, hi: int) -> None:
+        """Replay rows ``lo`` to ``hi`` (one key) of the group's table."""
+        replay, op = self.replay, self.op
+        tag = replay.late_output_tag
+        rows, ts = chunk.rows(lo, hi), chunk.ts(lo, hi)
+        wmax, arrival, pts = chunk.wmax(lo, hi), chunk.arrival(lo, hi), chunk.pts(lo, hi)
+        event_time = op.is_event_time
+        watermark_for = replay.watermark.current_watermark
+        late = self.late
+        pending: list[tuple[Any, Any, Any]] = []
+        n_results = len(op.output)
+        op.watermark, op.processing_time = MIN_TIMESTAMP, 0  # a key of its own
+
+        def flush(to_end: bool = False) -> None:
+            before = op.metrics.num_elements  # counted as each element starts
+            try:
+                if to_end:
+                    op.process_to_end(key, pending)
+                elif pending:
+                    op.process_elements(pending)
+            except Exception as exc:
+                failed = op.metrics.num_elements - before - 1
+                note_element_error(exc, failed, pending, key, "the Spark batch replay")
+                raise
+            pending.clear()
+
+        def advance(watermark: int, processing_time: int | None) -> None:
+            try:
+                if watermark > op.watermark:
+                    op.process_watermark(watermark)
+                if processing_time is not None and processing_time > op.processing_time:
+                    op.advance_processing_time(processing_time)
+            except Exception as exc:
+                exc.add_note(
+                    f"while advancing the watermark to {watermark} / processing time to "
+                    f"{processing_time} for key {key!r} in the Spark batch replay"
+                )
+                raise
+
+        nulls = event_time and None in ts
+        if arrival is None and pts is None and not nulls:
+            # Event-time order, no arrival order: the key's input, then the end of input.
+            pending.extend(zip(rows, ts, repeat(key, len(rows)), strict=True))
+            flush(to_end=True)
+        else:
+            for i, row in enumerate(rows):
+                if arrival is not None and arrival[i] is None:
+                    self.null_arr += 1
+                    if tag is not None:
+                        late.add(lo + i, None, REASON_NULL_ARRIVAL_ORDER)
+                    continue
+                wm = op.watermark
+                if wmax is not None and wmax[i] is not None:
+                    wm = watermark_for(wmax[i])
+                pt = pts[i] if pts is not None else None
+                if wm > op.watermark or (pt is not None and pt > op.processing_time):
+                    flush()
+                    advance(wm, pt)
+                t = ts[i]
+                if t is None and event_time:
+                    self.null_ts += 1
+                    if tag is not None:
+                        late.add(lo + i, op.watermark, REASON_NULL_EVENT_TIME)
+                    continue
+                pending.append((row, t, key))
+            flush()
+            advance(MAX_TIMESTAMP, MAX_TIMESTAMP)
+
+        sides = op.side_outputs
+        if tag is not None:
+            lates = sides.pop(tag, None)
+            if lates:
+                late.add_late_elements(lates, {id(r): lo + i for i, r in enumerate(rows)})
+        for side_tag, records in sides.items():
+            replay.layout.check_side_output(side_tag, records, key)
+            self.sides[side_tag].extend(records)
+            self.side_rows[side_tag].extend([lo] * len(records))
+        sides.clear()
+        output = op.output
+        self.results.extend(output[n_results:] if n_results else output)
+        self.result_rows.extend([lo] * (len(output) - n_results))
+        output.clear()
+        self.left_at_end += sum(1 for _ in op.iter_windows(key))
+        op.backend.remove(key)  # the key's input has ended
+
+
+class _Chunk:
+    """Rows ``lo`` to ``hi`` of a group's table (whole keys) as Python objects: the input
+    rows as ``Row``s, the event time, arrival order, processing time and watermark columns."""
+
+    def __init__(self, replay: _Replay, table: pa.Table, lo: int, hi: int) -> None:
+        part = table.slice(lo, hi - lo)
+        self.lo = lo
+        self._rows: list[Any] = table_rows(part, replay.input_names)
+        self._ts: list[Any] = part.column(_TS).to_pylist()
+        self._wmax: list[Any] | None = (
+            part.column(_WMAX).to_pylist() if replay.has_arrival else None
+        )
+        self._arrival: list[Any] | None = (
+            part.column(_ARR).to_pylist() if replay.has_arrival else None
+        )
+        self._pts: list[Any] | None = (
+            part.column(_PT).to_pylist() if replay.has_processing_time else None
+        )
+        self._keys = [arrow_to_python(part.column(k)) for k in replay.keys]
+
+    def key(self, row: int) -> Any:
+        i = row - self.lo
+        return key_value([values[i] for values in self._keys])
+
+    def rows(self, lo: int, hi: int) -> list[Any]:
+        return self._rows[lo - self.lo : hi - self.lo]
+
+    def ts(self, lo: int, hi: int) -> list[Any]:
+        return self._ts[lo - self.lo : hi - self.lo]
+
+    def wmax(self, lo: int, hi: int) -> list[Any] | None:
+        return None if self._wmax is None else self._wmax[lo - self.lo : hi - self.lo]
+
+    def arrival(self, lo: int, hi: int) -> list[Any] | None:
+        return None if self._arrival is None else self._arrival[lo - self.lo : hi - self.lo]
+
+    def pts(self, lo: int, hi: int) -> list[Any] | None:
+        return None if self._pts is None else self._pts[lo - self.lo : hi - self.lo]

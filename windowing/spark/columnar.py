@@ -130,19 +130,32 @@ def _ordered_floats(v: np.ndarray[Any, Any]) -> bool:
 
 
 def _reduce_groups(
-    plan: ColumnarAggregation, group: np.ndarray[Any, Any], v: np.ndarray[Any, Any]
+    plan: ColumnarAggregation,
+    group: np.ndarray[Any, Any],
+    v: np.ndarray[Any, Any],
+    codes: np.ndarray[Any, Any] | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any] | None] | None:
     """Reduce the rows (in replay order) by window: ``group`` holds each row's window start,
-    ``v`` its field value. Returns the window starts (ascending), the row each window's record
-    is taken from, and the field's values (``None``: taken from those rows), or ``None`` when
-    the sum would overflow or not fit the column."""
+    ``v`` its field value, ``codes`` (when several keys are reduced at once) each row's key,
+    rows of a key contiguous. Returns the window starts (by key, then ascending), the row each
+    window's record is taken from, and the field's values (``None``: taken from those rows),
+    or ``None`` when the sum would overflow or not fit the column."""
     n = len(group)
     perm = None
-    if n > 1 and not bool((group[1:] >= group[:-1]).all()):
-        perm = np.argsort(group, kind="stable")  # a window's rows keep their order
+    same_key = None if codes is None else codes[1:] == codes[:-1]
+    rising = group[1:] >= group[:-1]
+    if n > 1 and not bool((rising if same_key is None else rising | ~same_key).all()):
+        # a window's rows keep their order
+        perm = np.argsort(group, kind="stable") if codes is None else np.lexsort((group, codes))
         group = group[perm]
         v = v[perm]
-    first_rows = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+        if codes is not None:
+            ordered = codes[perm]
+            same_key = ordered[1:] == ordered[:-1]
+    boundary = group[1:] != group[:-1]
+    if same_key is not None:
+        boundary |= ~same_key
+    first_rows = np.flatnonzero(np.concatenate(([True], boundary)))
     starts = group[first_rows]
     kind = plan.aggregation
     if kind is AggregationType.SUM:
@@ -193,17 +206,20 @@ class ColumnarResults:
 
 
 def columnar_results(
-    plan: ColumnarAggregation, times: pa.ChunkedArray, values: pa.ChunkedArray
+    plan: ColumnarAggregation,
+    times: pa.ChunkedArray,
+    values: pa.ChunkedArray,
+    codes: np.ndarray[Any, Any] | None = None,
 ) -> ColumnarResults | None:
-    """The windows of one key whose rows are sorted as the replay sorts them (event time
-    ``times`` in ms without nulls, then the tie-breaker), or ``None`` when the operator must
-    compute them."""
+    """The windows of the keys whose rows are sorted as the replay sorts them (by key
+    ``codes``, ``None`` for one key; then event time ``times`` in ms without nulls, then the
+    tie-breaker), or ``None`` when the operator must compute them."""
     if len(times) == 0 or not _usable(plan.aggregation, values):
         return None
     t = times.to_numpy()
-    if _near_ends_of_time(plan, int(t[0]), int(t[-1])):
+    if _near_ends_of_time(plan, int(t.min()), int(t.max())):
         return None  # window bounds near the ends of time: the operator clamps them
-    found = _reduce_groups(plan, _window_starts(plan, t), values.to_numpy())
+    found = _reduce_groups(plan, _window_starts(plan, t), values.to_numpy(), codes)
     return None if found is None else ColumnarResults(*found)
 
 

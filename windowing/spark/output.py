@@ -627,6 +627,17 @@ class OutputLayout:
         table = pa.Table.from_arrays(arrays, names=names).cast(schema).combine_chunks()
         return table.to_batches()[0]  # the late columns are taken (chunked) from late_source
 
+    def check_side_output(self, tag: OutputTag, records: Sequence[Any], key: Any) -> None:
+        """Raise ``ValueError`` when a window function of ``key`` wrote ``records`` to a side
+        output without a declared schema."""
+        if records and tag != self.late_output_tag and tag not in self.side_tags:
+            msg = (
+                f"context.output({tag!r}, ...) of key {key!r}: side output {tag!r} has no "
+                f"schema; pass side_output_schemas={{{tag!r}: '<schema>'}} to the terminal "
+                "call (.process(...), .aggregate(...), ...)"
+            )
+            raise ValueError(msg)
+
     def tagged_table(
         self,
         *,
@@ -647,13 +658,7 @@ class OutputLayout:
         encode, side_encoders = self._writers
         out_types, side_types, _ = self._arrow_types
         for tag, records in side_outputs.items():
-            if records and tag != self.late_output_tag and tag not in self.side_tags:
-                msg = (
-                    f"context.output({tag!r}, ...) of key {key!r}: side output {tag!r} has no "
-                    f"schema; pass side_output_schemas={{{tag!r}: '<schema>'}} to the terminal "
-                    "call (.process(...), .aggregate(...), ...)"
-                )
-                raise ValueError(msg)
+            self.check_side_output(tag, records, key)
         sides = [list(side_outputs.get(tag, ())) for tag in self.side_tags]
         n_res, n_late = len(results), len(late.rows)
         n_side = sum(len(s) for s in sides)

@@ -73,7 +73,6 @@ from windowing.spark.batch import (
     _TS,
     build_layout,
     internal_columns,
-    key_of,
     replay_order,
 )
 from windowing.spark.columnar import (
@@ -86,6 +85,7 @@ from windowing.spark.columnar import (
     step_open_windows,
     to_ipc,
 )
+from windowing.spark.keys import KEY_GROUP, key_group, key_segments, key_value, state_key
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -125,7 +125,7 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 METRICS_NAME = "windowing"
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 _WM = "__pw_wm"
-_GROUP = "__pw_kg"  # the key group: Spark's grouping column
+_GROUP = KEY_GROUP  # the key group: Spark's grouping column
 _NAN = "__pw_nan"  # prefix of the NaN masks of float columns
 _STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
 _PACKED = "__pw_packed"
@@ -275,7 +275,7 @@ def run_streaming(
     time_mode = "ProcessingTime" if wall_clock else "EventTime"
     # Grouped by key group, after the columns the processor reads by position. window_all
     # has one group (a stateful operator needs a grouping column: Spark rejects an empty one).
-    keyed = prepared.withColumn(_GROUP, _key_group(keys, key_groups))
+    keyed = prepared.withColumn(_GROUP, key_group(keys, key_groups))
     grouped = _timestamps_as_micros(keyed).groupBy(_GROUP)
     packed = grouped.transformWithStateInPandas(
         statefulProcessor=processor,
@@ -321,15 +321,6 @@ def _restore_nans(table: pa.Table, masks: Sequence[tuple[str, Sequence[str]]]) -
                 nan = pa.scalar(float("nan"), column.type)
                 table = table.set_column(i, name, pc.if_else(pa.array(hit), nan, column))
     return table
-
-
-def _key_group(keys: Sequence[str], key_groups: int) -> Column:
-    """The key group of each row: Spark's hash of its key modulo ``key_groups`` (``0``
-    without keys). Spark's hash gives the rows its grouping puts together one value (it
-    hashes ``-0.0`` as ``0.0`` and every NaN alike), so one key stays in one group."""
-    if not keys:
-        return F.lit(0)
-    return F.pmod(F.hash(*[col(k) for k in keys]), F.lit(key_groups))
 
 
 def write_results_and_late(
@@ -547,75 +538,16 @@ def _flink_watermark(spark_watermark_ms: int) -> int:
     return spark_watermark_ms - WATERMARK_SHIFT_MS - 1
 
 
-@dataclass(frozen=True)
-class _NaNKey:
-    """A float NaN in a key, as the state's dictionary key (NaN is not equal to itself;
-    Spark groups all NaNs together)."""
-
-
-_NAN_KEY = _NaNKey()
-
-
-def _state_key(value: Any) -> Any:
-    """``value`` (a key as functions see it) as a dictionary key with Spark's grouping
-    equality: NaNs equal, ``-0.0 == 0.0``, lists and rows as tuples."""
-    if isinstance(value, float):
-        return _NAN_KEY if value != value else value  # -0.0 == 0.0 as dictionary keys
-    if isinstance(value, tuple | list):  # a Row is a tuple
-        return tuple(_state_key(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((repr(k), _state_key(v)) for k, v in value.items()))
-    if isinstance(value, bytearray):
-        return bytes(value)
-    return value
-
-
-def _group_codes(table: pa.Table, keys: Sequence[str]) -> np.ndarray[Any, Any]:
-    """For each row of ``table``, a dense code of its key (the values of ``keys``) with
-    Spark's grouping equality (nulls equal, NaNs equal, ``-0.0 == 0.0``)."""
-    codes: np.ndarray[Any, Any] | None = None
-    for k in keys:
-        column = table.column(k).combine_chunks()
-        if pa.types.is_floating(column.type):
-            column = pc.add(column, pa.scalar(0.0, column.type))  # -0.0 + 0.0 == 0.0
-        try:
-            encoded = pc.dictionary_encode(column, null_encoding="encode")
-        except pa.ArrowNotImplementedError:  # e.g. a struct or list column
-            found: dict[Any, int] = {}
-            columns = [arrow_to_python(table.column(name)) for name in keys]
-            values = zip(*columns, strict=True)
-            return np.fromiter(
-                (found.setdefault(_state_key(v), len(found)) for v in values),
-                np.int64,
-                table.num_rows,
-            )
-        indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        if codes is None:
-            codes = indices
-        else:
-            _, codes = np.unique(codes * len(encoded.dictionary) + indices, return_inverse=True)
-    assert codes is not None
-    return codes
-
-
 def _split_keys(table: pa.Table, keys: Sequence[str]) -> Iterator[tuple[Any, pa.Table]]:
     """``(key, rows)`` for each key of ``table`` (rows kept in their order)."""
-    n = table.num_rows
-    if not keys or n == 0:
-        if n:
-            yield None, table
+    if table.num_rows == 0:
         return
-    codes = _group_codes(table, keys)
-    if n > 1 and (codes[1:] != codes[0]).any():
-        perm = np.argsort(codes, kind="stable")
-        codes = codes[perm]
-        table = table.take(perm)
-        cuts = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), n]
-    else:
-        cuts = [0, n]
-    for lo, hi in itertools.pairwise(cuts):
-        rows = table.slice(lo, hi - lo)
-        yield key_of(rows, keys), rows
+    segments = key_segments(table, keys)
+    table = segments.table
+    first_rows = pa.array(segments.starts[:-1], pa.int64())
+    values = [arrow_to_python(table.column(k).take(first_rows)) for k in keys]
+    for i, (lo, hi) in enumerate(itertools.pairwise(segments.starts)):
+        yield key_value([v[i] for v in values]), table.slice(lo, hi - lo)
 
 
 #: One key of a key group: ``(key, Spark timer due, pickled key state, clock)``.
@@ -631,11 +563,12 @@ class _WindowProcessor(StatefulProcessor):
     timer.
 
     The state is the pickled ``(version, key groups, registered timer, entries)``, where
-    ``entries`` maps each key of the group (:func:`_state_key`) to an :data:`_Entry`: the
-    key, the Spark time at which it is next due, its pickled key state, and its clock. The
-    key state is the operator's :class:`~windowing.operator.KeyState`, or with a columnar plan
-    the key's :class:`~windowing.spark.columnar.OpenWindows` (each form converts to the other
-    when a call needs it); only the keys a call touches are unpickled. The clock is the
+    ``entries`` maps each key of the group (:func:`~windowing.spark.keys.state_key`) to an
+    :data:`_Entry`: the key, the Spark time at which it is next due, its pickled key state,
+    and its clock. The key state is the operator's :class:`~windowing.operator.KeyState`, or
+    with a columnar plan the key's :class:`~windowing.spark.columnar.OpenWindows` (each form
+    converts to the other when a call needs it); only the keys a call touches are
+    unpickled. The clock is the
     key's largest ``processing_time`` value so far (``None`` without that column). The
     registered timer is the earliest due time of the group's keys."""
 
@@ -798,7 +731,7 @@ class _WindowProcessor(StatefulProcessor):
         outputs: list[pa.RecordBatch] = []
         touched = set()
         for k, key_rows in _split_keys(table, c.layout.keys):
-            skey = _state_key(k)
+            skey = state_key(k)
             touched.add(skey)
             self._store(entries, skey, self._key_call(k, entries.get(skey), key_rows, outputs))
         # keys of the group without rows whose timers are due fire now, as their own
