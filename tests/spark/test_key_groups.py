@@ -1,6 +1,8 @@
 """The streaming processor keeps state per key group (``max_parallelism``): a call handles
 every key of one group, with one state value and one timer. Whatever the grouping, the
-outputs must equal those of every key in a group of its own (per-key state). This drives
+outputs must equal those of every key in a group of its own (per-key state), and for
+built-in aggregations of tumbling windows (a group's keys run together on whole columns)
+those of the operator run key by key. This drives
 the processor with fake state handles as Spark calls it (each micro-batch: the groups with
 rows, then the groups whose timer is due) over random keyed micro-batches, for both
 groupings, and compares each micro-batch's results, late rows and counters. No Spark
@@ -8,6 +10,7 @@ session: only the processor's Python code runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from typing import Any
@@ -285,3 +288,55 @@ def test_key_groups_equal_per_key_state(
     one_group = run(config, batches, lambda k: 0)
     own_groups = run(config, batches, lambda k: KEYS.index(k))
     assert one_group == own_groups
+    if config.columnar is not None:
+        # the keys a group runs together on whole columns give the operator's outputs
+        by_operator = run(dataclasses.replace(config, columnar=None), batches, lambda k: 0)
+        assert one_group == by_operator
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    function=st.sampled_from(["sum", "max_by", "min"]),
+    lateness=st.sampled_from([0, 3, 8]),
+    tag=st.booleans(),
+    null_share=st.sampled_from([0, 0, 10, 40]),
+    raw=st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(KEYS), st.integers(0, 99), st.integers(-25, 12)),
+            max_size=14,
+        ),
+        min_size=1,
+        max_size=7,
+    ),
+    steps=st.lists(st.integers(0, 12), min_size=7, max_size=7),
+)
+def test_keys_on_columns_together_equal_the_operator(
+    function: str,
+    lateness: int,
+    tag: bool,
+    null_share: int,
+    raw: list[list[tuple[str | None, int, int]]],
+    steps: list[int],
+) -> None:
+    """A group's keys run together on whole columns (built-in aggregation, tumbling windows),
+    with some keys moving to the operator (a null value; an element within its lateness)
+    and back: every micro-batch's outputs equal the operator's, key by key."""
+    config = make_config(function, "tumbling", lateness, tag)
+    assert config.columnar is not None
+    batches = []
+    now, x, high = 1_000, 0, None
+    for rows, step in zip(raw, steps, strict=False):
+        watermark = 0 if high is None else high - 3 + streaming.WATERMARK_SHIFT_MS
+        now += step
+        batch = []
+        for k, v, dt in rows:
+            value = None if v < null_share // 4 else v
+            batch.append({"k": k, "v": value, "ts": now + dt, "x": x})
+            x += 1
+        if batch:
+            top = max(r["ts"] for r in batch)
+            high = top if high is None else max(high, top)
+        batches.append((watermark, batch))
+    batches.append((now + 1_000 + streaming.WATERMARK_SHIFT_MS, []))
+    together = run(config, batches, lambda k: 0)
+    assert together == run(dataclasses.replace(config, columnar=None), batches, lambda k: 0)

@@ -1148,14 +1148,21 @@ def call_processor(
 
 
 def stored_key_states(handle: _FakeHandle) -> dict[Any, Any]:
-    """The key states in the fake handle's key group value."""
+    """The key states in the fake handle's key group value: each key run by the operator's
+    own state, and for the keys in the group's columnar windows, those windows (one
+    OpenWindows for all of them)."""
     import pickle
 
     assert handle.state.value is not None
-    version, key_groups, timer, entries = pickle.loads(handle.state.value[0])
-    assert (version, key_groups) == (2, 128)
+    version, key_groups, timer, entries, windows = pickle.loads(handle.state.value[0])
+    assert (version, key_groups) == (3, 128)
     assert handle.timers == ({timer} if timer is not None else set())
-    return {k: pickle.loads(e[2]) for k, e in entries.items()}
+    states = {k: pickle.loads(e[2]) for k, e in entries.items()}
+    if windows is not None:
+        in_columns = set(windows.rows.column("user").to_pylist())
+        assert not in_columns & set(states), "a key in both forms"
+        states.update(dict.fromkeys(in_columns, windows))
+    return states
 
 
 def test_a_key_returns_to_columns_after_an_operator_call(

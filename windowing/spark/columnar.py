@@ -47,6 +47,7 @@ __all__ = [
     "from_ipc",
     "key_state_of",
     "open_windows_of",
+    "rows_needing_the_operator",
     "step_open_windows",
     "to_ipc",
 ]
@@ -135,16 +136,19 @@ def _reduce_groups(
     v: np.ndarray[Any, Any],
     codes: np.ndarray[Any, Any] | None = None,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any] | None] | None:
-    """Reduce the rows (in replay order) by window: ``group`` holds each row's window start,
-    ``v`` its field value, ``codes`` (when several keys are reduced at once) each row's key,
-    rows of a key contiguous. Returns the window starts (by key, then ascending), the row each
+    """Reduce the rows (each key's in replay order) by window: ``group`` holds each row's
+    window start, ``v`` its field value, ``codes`` (when several keys are reduced at once)
+    each row's key. Returns the window starts (by key, then ascending), the row each
     window's record is taken from, and the field's values (``None``: taken from those rows),
     or ``None`` when the sum would overflow or not fit the column."""
     n = len(group)
     perm = None
     same_key = None if codes is None else codes[1:] == codes[:-1]
     rising = group[1:] >= group[:-1]
-    if n > 1 and not bool((rising if same_key is None else rising | ~same_key).all()):
+    if codes is not None:  # sorted by key code, then window
+        assert same_key is not None
+        rising = (codes[1:] > codes[:-1]) | (same_key & rising)
+    if n > 1 and not bool(rising.all()):
         # a window's rows keep their order
         perm = np.argsort(group, kind="stable") if codes is None else np.lexsort((group, codes))
         group = group[perm]
@@ -247,10 +251,11 @@ def from_ipc(data: bytes) -> pa.Table:
 
 @dataclass(frozen=True, eq=False)
 class OpenWindows:
-    """One key's windows in the columnar streaming state: the window starts (ascending), each
-    window's reduced record (the input columns; the operator's reduce state) and the
-    watermark up to which windows have fired (a window ending at or before it is kept only
-    for its allowed lateness)."""
+    """Open windows in the columnar streaming state, of one key or of a key group's keys: the
+    window starts, each window's reduced record (the input columns, key columns included;
+    the operator's reduce state) and the watermark up to which windows have fired (a window
+    ending at or before it is kept only for its allowed lateness). A key's windows are
+    contiguous and ascending by start."""
 
     starts: np.ndarray[Any, Any]
     rows: pa.Table
@@ -259,14 +264,24 @@ class OpenWindows:
     def __reduce__(self) -> tuple[Any, ...]:
         return (_open_windows, (self.starts.tobytes(), to_ipc(self.rows), self.fired_upto))
 
+    def __len__(self) -> int:
+        return len(self.starts)
+
     def next_event_time(self, plan: ColumnarAggregation) -> int | None:
-        """The key's earliest operator timer: a window's end (``max_timestamp``) while it
-        has not fired, then its cleanup time."""
+        """The earliest operator timer: a window's end (``max_timestamp``) while it has not
+        fired, then its cleanup time."""
         if len(self.starts) == 0:
             return None
         ends = self.starts + (plan.size - 1)
         due = np.where(ends > self.fired_upto, ends, ends + plan.allowed_lateness)
         return int(due.min())
+
+    def take(self, index: np.ndarray[Any, Any]) -> OpenWindows:
+        """The windows at positions ``index`` (ascending)."""
+        return OpenWindows(self.starts[index], self.rows.take(index), self.fired_upto)
+
+    def slice(self, lo: int, hi: int) -> OpenWindows:
+        return OpenWindows(self.starts[lo:hi], self.rows.slice(lo, hi - lo), self.fired_upto)
 
 
 def _open_windows(starts: bytes, rows: bytes, fired_upto: int) -> OpenWindows:
@@ -276,13 +291,44 @@ def _open_windows(starts: bytes, rows: bytes, fired_upto: int) -> OpenWindows:
 @dataclass(frozen=True, eq=False)
 class ColumnarStep:
     """The outcome of one streaming call on whole columns: the records of the windows that
-    fired (``fired_rows``, starts ``fired_starts``, in firing order), the indexes of the late
-    input rows, and the key's new state (``None``: nothing left)."""
+    fired (``fired_rows``, starts ``fired_starts``; a key's in firing order), the indexes of
+    the late input rows, and the new state (``None``: nothing left)."""
 
     fired_starts: np.ndarray[Any, Any]
     fired_rows: pa.Table | None
     late: np.ndarray[Any, Any]
     state: OpenWindows | None
+
+
+def rows_needing_the_operator(
+    plan: ColumnarAggregation, watermark: int, rows: pa.Table, times: pa.ChunkedArray
+) -> np.ndarray[Any, Any]:
+    """Which input rows :func:`step_open_windows` cannot add on whole columns (a boolean
+    mask): no event time, a null or (for a float ``min`` / ``max``) NaN or ``-0.0`` field,
+    an event time near the ends of time, or a row that fires its window on arrival (its window
+    has ended but is within the allowed lateness: ``EventTimeTrigger`` fires at once)."""
+    n = rows.num_rows
+    mask = np.zeros(n, np.bool_)
+    if n == 0:
+        return mask
+    if times.null_count:
+        mask |= times.is_null().to_numpy(zero_copy_only=False)
+    values = rows.column(plan.field)
+    if values.null_count:
+        mask |= values.is_null().to_numpy(zero_copy_only=False)
+    t = times.fill_null(0).to_numpy() if times.null_count else times.to_numpy()
+    if pa.types.is_floating(values.type):
+        if plan.aggregation is AggregationType.SUM:
+            mask[:] = True  # a float sum depends on the order of additions
+            return mask
+        v = values.fill_null(1.0).to_numpy()
+        mask |= np.isnan(v) | (np.signbit(v) & (v == 0))
+    margin = plan.margin
+    mask |= (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)
+    if plan.allowed_lateness:
+        ends = _window_starts(plan, np.where(mask, 0, t)) + (plan.size - 1)
+        mask |= (ends <= watermark) & (ends + plan.allowed_lateness > watermark)
+    return mask
 
 
 def step_open_windows(
@@ -291,32 +337,42 @@ def step_open_windows(
     watermark: int,
     rows: pa.Table | None,
     times: np.ndarray[Any, Any] | None,
+    codes: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None,
 ) -> ColumnarStep | None:
-    """One streaming call of a key on whole columns, as the operator runs it: advance to
+    """One streaming call on whole columns, as the operator runs it for each key: advance to
     ``watermark`` (fire the windows it passes, clean up those past their lateness), then add
-    ``rows`` (the input columns in replay order, event times ``times`` in ms without nulls);
-    rows whose window is past its cleanup time are late. ``None`` when the operator must run
-    (see the module docstring); nothing is changed then."""
+    ``rows`` (the input columns, each key's in replay order; event times ``times`` in ms
+    without nulls); rows whose window is past its cleanup time are late. For several keys,
+    ``codes`` holds the key code of each window of ``state`` and of each row (codes common
+    to both); without it, all are one key's. ``None`` when the operator must run (see the
+    module docstring; :func:`rows_needing_the_operator` tells which rows); nothing is
+    changed then."""
     size, lateness = plan.size, plan.allowed_lateness
+    state_codes, row_codes = (None, None) if codes is None else codes
     fired_rows: pa.Table | None = None
-    fired_starts = starts = np.empty(0, np.int64)
-    kept = None if rows is None else rows.schema.empty_table()
+    fired_starts = np.empty(0, np.int64)
     fired_upto = watermark
-    if state is not None:
-        # The starts are ascending: the windows that fire, and those kept, are ranges.
+    kept = None if rows is None else rows.schema.empty_table()
+    kept_windows: OpenWindows | None = None
+    kept_codes = None
+    if state is not None and len(state):
         ends = state.starts + (size - 1)
-        first_fired = int(np.searchsorted(ends, state.fired_upto, side="right"))
-        after_fired = int(np.searchsorted(ends, watermark, side="right"))
-        first_kept = int(np.searchsorted(ends, max(watermark - lateness, MIN_TIMESTAMP), "right"))
-        if after_fired > first_fired:
-            fired_starts = state.starts[first_fired:after_fired]
-            fired_rows = state.rows.slice(first_fired, after_fired - first_fired)
-        starts = state.starts[first_kept:]
-        kept = state.rows.slice(first_kept)
+        fire = (ends > state.fired_upto) & (ends <= watermark)
+        if fire.any():
+            fired = np.flatnonzero(fire)
+            fired_starts = state.starts[fired]
+            fired_rows = state.rows.take(fired)
+        keep = ends + lateness > watermark
+        kept_windows = state if keep.all() else state.take(np.flatnonzero(keep))
+        if state_codes is not None:
+            kept_codes = state_codes if keep.all() else state_codes[keep]
         fired_upto = max(state.fired_upto, watermark)
+        kept = kept_windows.rows
 
     def step(late: np.ndarray[Any, Any]) -> ColumnarStep:
-        left = None if kept is None or not len(starts) else OpenWindows(starts, kept, fired_upto)
+        left = None
+        if kept_windows is not None and len(kept_windows):
+            left = OpenWindows(kept_windows.starts, kept_windows.rows, fired_upto)
         return ColumnarStep(fired_starts, fired_rows, late, left)
 
     if rows is None or times is None or len(times) == 0 or kept is None:
@@ -335,6 +391,8 @@ def step_open_windows(
             return step(late)
         new_rows = rows.take(added)
         row_starts = row_starts[added]
+        if row_codes is not None:
+            row_codes = row_codes[added]
     else:
         late = np.empty(0, np.int64)
         new_rows = rows
@@ -347,14 +405,18 @@ def step_open_windows(
     kept_values = kept.column(field)
     if kept_values.null_count:
         return None  # a window of null values (state converted from the operator)
+    group_codes = row_codes
     if len(kept_values):
+        assert kept_windows is not None
         values = np.concatenate((kept_values.to_numpy(), new_values.to_numpy()))
-        group = np.concatenate((starts, row_starts))
+        group = np.concatenate((kept_windows.starts, row_starts))
+        if row_codes is not None and kept_codes is not None:
+            group_codes = np.concatenate((kept_codes, row_codes))
         if values.dtype.kind == "f" and not _ordered_floats(values):
             return None  # the kept values held them (state converted from the operator)
     else:
         values, group = new_values.to_numpy(), row_starts
-    found = _reduce_groups(plan, group, values)
+    found = _reduce_groups(plan, group, values, group_codes)
     if found is None:
         return None
     new_starts, carriers, field_values = found

@@ -583,12 +583,15 @@ class OutputLayout:
         counters: Mapping[str, int],
         late_source: pa.Table | None = None,
         late: LateRows | None = None,
+        other_key_columns: Callable[[int], list[pa.Array]] | None = None,
     ) -> list[pa.RecordBatch]:
-        """One key's tagged output from results computed on whole columns, as two record
+        """One call's tagged output from results computed on whole columns, as two record
         batches of :attr:`arrow_schema` (nothing concatenated): the results (``bounds`` are
         the window starts, ends and result timestamps in int64 ms, ``columns`` the result
-        columns), then the rows ``late.rows`` of ``late_source`` and one metrics row with
-        ``counters``; no side outputs. The rows :meth:`tagged_table` builds for them."""
+        columns, ``key_columns(n)`` their key columns), then the rows ``late.rows`` of
+        ``late_source`` and one metrics row with ``counters`` (their key columns, which
+        nothing reads, from ``other_key_columns``, by default ``key_columns``); no side
+        outputs. The rows :meth:`tagged_table` builds for them."""
         schema = self.arrow_schema
         n = len(bounds[0])
         first = 1 + len(self.keys) + 3  # the first result column
@@ -599,7 +602,9 @@ class OutputLayout:
         results += [pa.nulls(n, schema.field(i).type) for i in range(len(results), len(schema))]
         return [
             pa.RecordBatch.from_arrays(results, schema=schema),
-            self._late_and_metrics_batch(key_columns, counters, late_source, late),
+            self._late_and_metrics_batch(
+                other_key_columns or key_columns, counters, late_source, late
+            ),
         ]
 
     def _late_and_metrics_batch(

@@ -17,15 +17,19 @@ The plan::
               (``METRICS_NAME``)
 
 A call handles one key group (Flink's key groups): its rows are split by key and each key
-runs as its own operator call. Per key group and micro-batch the processor reads one
-``ValueState`` (for each key of the group: the pickled
-:class:`~windowing.operator.KeyState`, or for built-in aggregations of tumbling windows the
-:class:`~windowing.spark.columnar.OpenWindows` computed on whole columns, with the key's due
-time), writes it once (or clears it when no key holds anything), and keeps exactly one Spark
-timer: the earliest due time of its keys, in event time, or in processing time for a
-processing-time assigner without a ``processing_time`` column (``ProcessingTime`` mode, the
-micro-batch's wall clock). State-store calls are round trips of 0.1-0.8 ms each; per key
-group they are a constant number, however many keys it holds.
+runs as its own operator call. For built-in aggregations of tumbling windows
+(:mod:`windowing.spark.columnar`), the keys of the group whose rows the columns can take
+(every key, in the common case) instead run together, on whole columns: their open windows
+are one :class:`~windowing.spark.columnar.OpenWindows` for the group, and only the others
+(a key with a null event time, an element within its allowed lateness, ...) run key by key.
+Per key group and micro-batch the processor reads one ``ValueState`` (the group's columnar
+windows, and for each key run by the operator its pickled
+:class:`~windowing.operator.KeyState` with its due time), writes it once (or clears it when
+nothing is left), and keeps exactly one Spark timer: the earliest due time of its windows,
+in event time, or in processing time for a processing-time assigner without a
+``processing_time`` column (``ProcessingTime`` mode, the micro-batch's wall clock).
+State-store calls are round trips of 0.1-0.8 ms each; per key group they are a constant
+number, however many keys it holds.
 
 Watermarks: Spark's watermark ``W`` (``max event time of earlier batches - delay``) means
 "rows with ``ts < W`` are late", which is Flink's watermark ``W - 1``, the value the batch
@@ -77,15 +81,24 @@ from windowing.spark.batch import (
 )
 from windowing.spark.columnar import (
     ColumnarAggregation,
+    ColumnarStep,
     OpenWindows,
     columnar_plan,
     from_ipc,
     key_state_of,
     open_windows_of,
+    rows_needing_the_operator,
     step_open_windows,
     to_ipc,
 )
-from windowing.spark.keys import KEY_GROUP, key_group, key_segments, key_value, state_key
+from windowing.spark.keys import (
+    KEY_GROUP,
+    group_codes,
+    key_group,
+    key_segments,
+    key_value,
+    state_key,
+)
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -538,6 +551,21 @@ def _flink_watermark(spark_watermark_ms: int) -> int:
     return spark_watermark_ms - WATERMARK_SHIFT_MS - 1
 
 
+def _concat_windows(windows: OpenWindows | None, joining: list[OpenWindows]) -> OpenWindows | None:
+    """The group's columnar windows with those of the keys ``joining`` it (all fired up to
+    the same watermark; no key in two of them)."""
+    parts = [w for w in (windows, *joining) if w is not None and len(w)]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return OpenWindows(
+        np.concatenate([w.starts for w in parts]),
+        pa.concat_tables([w.rows for w in parts]),
+        parts[0].fired_upto,
+    )
+
+
 def _split_keys(table: pa.Table, keys: Sequence[str]) -> Iterator[tuple[Any, pa.Table]]:
     """``(key, rows)`` for each key of ``table`` (rows kept in their order)."""
     if table.num_rows == 0:
@@ -553,8 +581,8 @@ def _split_keys(table: pa.Table, keys: Sequence[str]) -> Iterator[tuple[Any, pa.
 #: One key of a key group: ``(key, Spark timer due, pickled key state, clock)``.
 _Entry = tuple[Any, int | None, bytes, int | None]
 #: The layout of a key group's state value (bumped when it changes; 2: Spark timers in the
-#: shifted watermark domain).
-_STATE_VERSION = 2
+#: shifted watermark domain; 3: the group's columnar windows).
+_STATE_VERSION = 3
 
 
 class _WindowProcessor(StatefulProcessor):
@@ -562,15 +590,17 @@ class _WindowProcessor(StatefulProcessor):
     (:meth:`~windowing.stream.WindowedStream.max_parallelism`), with one ValueState and one
     timer.
 
-    The state is the pickled ``(version, key groups, registered timer, entries)``, where
-    ``entries`` maps each key of the group (:func:`~windowing.spark.keys.state_key`) to an
-    :data:`_Entry`: the key, the Spark time at which it is next due, its pickled key state,
-    and its clock. The key state is the operator's :class:`~windowing.operator.KeyState`, or
-    with a columnar plan the key's :class:`~windowing.spark.columnar.OpenWindows` (each form
-    converts to the other when a call needs it); only the keys a call touches are
-    unpickled. The clock is the
-    key's largest ``processing_time`` value so far (``None`` without that column). The
-    registered timer is the earliest due time of the group's keys."""
+    The state is the pickled ``(version, key groups, registered timer, entries, windows)``,
+    where ``entries`` maps each key of the group run by the operator
+    (:func:`~windowing.spark.keys.state_key`) to an :data:`_Entry`: the key, the Spark time
+    at which it is next due, its pickled key state, and its clock; ``windows`` (a columnar
+    plan only; ``None`` without) are the open windows of all other keys, as one
+    :class:`~windowing.spark.columnar.OpenWindows`. The key state of an entry is the
+    operator's :class:`~windowing.operator.KeyState`, or the key's own ``OpenWindows``
+    (each form converts to the other when a call needs it; a key whose call ends with its
+    windows in columnar form joins the group's windows); only the entries a call touches are
+    unpickled. The clock is the key's largest ``processing_time`` value so far (``None``
+    without that column). The registered timer is the earliest due time of the group."""
 
     def __init__(self, config: _Config) -> None:
         self.config = config
@@ -590,6 +620,7 @@ class _WindowProcessor(StatefulProcessor):
         )
         self.spark_watermark = 0
         self.now = 0
+        self._opened: OpenWindows | None = None  # the windows the last key call left
         schema = c.layout.input_schema
         names = schema.names
         self.record_type = row_class(tuple(names))
@@ -598,19 +629,22 @@ class _WindowProcessor(StatefulProcessor):
         self.key_encoders = [value_encoder(schema[k].dataType) for k in c.layout.keys]
 
     # -- state ---------------------------------------------------------------------------
-    def _load(self) -> tuple[int | None, dict[Any, _Entry]]:
-        """``(registered timer, entries)`` of this key group."""
+    def _load(self) -> tuple[int | None, dict[Any, _Entry], OpenWindows | None]:
+        """``(registered timer, entries, columnar windows)`` of this key group."""
         value = self.state.get()
         if value is None or value[0] is None:
-            return None, {}
+            return None, {}, None
         stored = pickle.loads(value[0])
-        if not (isinstance(stored, tuple) and len(stored) == 4):
+        if isinstance(stored, tuple) and len(stored) == 4 and stored[0] == 2:
+            stored = (*stored, None)  # layout 2: no columnar windows of the group
+            stored = (_STATE_VERSION, *stored[1:])
+        if not (isinstance(stored, tuple) and len(stored) == 5):
             msg = (
                 "the checkpoint's state was not written by this version of the streaming "
                 "runtime; start the query with a new checkpoint location"
             )
             raise ValueError(msg)
-        version, key_groups, timer, entries = stored
+        version, key_groups, timer, entries, windows = stored
         expected = self.config.key_groups
         if version != _STATE_VERSION or key_groups != expected:
             msg = (
@@ -619,20 +653,32 @@ class _WindowProcessor(StatefulProcessor):
                 "restart with the max_parallelism the checkpoint was written with"
             )
             raise ValueError(msg)
-        return timer, entries
+        return timer, entries, windows
 
-    def _save(self, registered: int | None, entries: dict[Any, _Entry], *, alive: bool) -> None:
-        """Write the group's state once (or clear it when no key holds anything) and keep
-        one Spark timer at the earliest due time of its keys; ``alive``: the registered
-        timer has not fired."""
+    def _save(
+        self,
+        registered: int | None,
+        entries: dict[Any, _Entry],
+        windows: OpenWindows | None,
+        *,
+        alive: bool,
+    ) -> None:
+        """Write the group's state once (or clear it when nothing is left) and keep one
+        Spark timer at the earliest due time of its windows; ``alive``: the registered timer
+        has not fired."""
         due = [e[1] for e in entries.values() if e[1] is not None]
+        if windows is not None:
+            assert self.config.columnar is not None
+            windows_due = self._spark_timer(windows.next_event_time(self.config.columnar))
+            if windows_due is not None:
+                due.append(windows_due)
         timer = min(due) if due else None
         if alive and registered is not None and registered != timer:
             self.handle.deleteTimer(registered)
         if timer is not None and timer != (registered if alive else None):
             self.handle.registerTimer(timer)
-        if entries:
-            state = (_STATE_VERSION, self.config.key_groups, timer, entries)
+        if entries or windows is not None:
+            state = (_STATE_VERSION, self.config.key_groups, timer, entries, windows)
             self.state.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
         else:
             self.state.clear()
@@ -653,17 +699,23 @@ class _WindowProcessor(StatefulProcessor):
             nxt = ks.next_event_time(plan)
         else:
             nxt = ks.next_event_time()
-        if self.config.wall_clock:
-            floor, shift = self.now + 1, 0
-        else:
-            floor, shift = self.spark_watermark + 1, WATERMARK_SHIFT_MS + 1
-        timer = None
-        if nxt is not None and nxt < MAX_TIMESTAMP - shift:
-            timer = max(nxt + shift, floor)
+        timer = self._spark_timer(nxt)
         if (ks is None or (isinstance(ks, KeyState) and ks.is_empty())) and timer is None:
             return None
         clock = self.op.processing_time if _PT in self.config.internal else None
         return (key, timer, _dumps(ks), clock)
+
+    def _spark_timer(self, nxt: int | None) -> int | None:
+        """The operator timer ``nxt`` as a Spark timer (``None``: none): in event time no
+        earlier than ``W + 1`` (Spark watermark ``W``), in processing time no earlier than
+        the next millisecond."""
+        if self.config.wall_clock:
+            floor, shift = self.now + 1, 0
+        else:
+            floor, shift = self.spark_watermark + 1, WATERMARK_SHIFT_MS + 1
+        if nxt is not None and nxt < MAX_TIMESTAMP - shift:
+            return max(nxt + shift, floor)
+        return None
 
     def _key_state(self, ks: Any) -> KeyState:
         """The operator's form of the key state ``ks``."""
@@ -726,18 +778,22 @@ class _WindowProcessor(StatefulProcessor):
         table = _input_table(pdf, c.input_table_schema, order)
         if c.nan_masks:
             table = _restore_nans(table, c.nan_masks)
-        registered, entries = self._load()
+        registered, entries, windows = self._load()
         self._set_clocks(timerValues)
         outputs: list[pa.RecordBatch] = []
+        if c.columnar is not None:
+            table, windows = self._group_call(table, entries, windows, outputs)
+        joining: list[OpenWindows] = []
         touched = set()
         for k, key_rows in _split_keys(table, c.layout.keys):
             skey = state_key(k)
             touched.add(skey)
             self._store(entries, skey, self._key_call(k, entries.get(skey), key_rows, outputs))
+            self._join(entries, skey, joining)
         # keys of the group without rows whose timers are due fire now, as their own
         # timers would at the end of this micro-batch
-        self._fire_due(entries, self._clock(), outputs, skip=touched)
-        self._save(registered, entries, alive=True)
+        self._fire_due(entries, self._clock(), outputs, skip=touched, joining=joining)
+        self._save(registered, entries, _concat_windows(windows, joining), alive=True)
         if outputs:
             yield _pack(outputs)
 
@@ -747,12 +803,15 @@ class _WindowProcessor(StatefulProcessor):
         timerValues: Any,  # noqa: N803
         expiredTimerInfo: Any,  # noqa: N803
     ) -> Any:
-        registered, entries = self._load()
+        registered, entries, windows = self._load()
         self._set_clocks(timerValues)
         outputs: list[pa.RecordBatch] = []
+        if windows is not None:
+            _, windows = self._group_call(None, entries, windows, outputs)
         due = max(self._clock(), int(expiredTimerInfo.getExpiryTimeInMs()))
-        self._fire_due(entries, due, outputs, skip=())
-        self._save(registered, entries, alive=False)
+        joining: list[OpenWindows] = []
+        self._fire_due(entries, due, outputs, skip=(), joining=joining)
+        self._save(registered, entries, _concat_windows(windows, joining), alive=False)
         if outputs:
             yield _pack(outputs)
 
@@ -774,6 +833,7 @@ class _WindowProcessor(StatefulProcessor):
         outputs: list[pa.RecordBatch],
         *,
         skip: Collection[Any],
+        joining: list[OpenWindows],
     ) -> None:
         """Run the timers of the keys due by ``clock`` (except those in ``skip``)."""
         due = [
@@ -783,6 +843,16 @@ class _WindowProcessor(StatefulProcessor):
         ]
         for skey, entry in due:
             self._store(entries, skey, self._key_call(entry[0], entry, None, outputs))
+            self._join(entries, skey, joining)
+
+    def _join(self, entries: dict[Any, _Entry], skey: Any, joining: list[OpenWindows]) -> None:
+        """Move the key ``skey`` from ``entries`` to ``joining`` (the windows that join the
+        group's columnar windows) when its call left its windows in columnar form."""
+        opened = self._opened
+        self._opened = None
+        if opened is not None and skey in entries and opened.fired_upto == self.op.watermark:
+            del entries[skey]
+            joining.append(opened)
 
     def _key_call(
         self, k: Any, entry: _Entry | None, table: pa.Table | None, outputs: list[pa.RecordBatch]
@@ -791,6 +861,7 @@ class _WindowProcessor(StatefulProcessor):
         (``table``; ``None``: a timer call); its output goes to ``outputs``. Returns the key's
         new entry."""
         c = self.config
+        self._opened = None
         stored = None if entry is None else pickle.loads(entry[2])
         self._set_key_clock(None if entry is None else entry[3])
         if c.columnar is not None:
@@ -856,6 +927,161 @@ class _WindowProcessor(StatefulProcessor):
         self._emit(k, table, late, (table.num_rows, null_ts, null_arr), outputs)
         return self._entry(k, ks)
 
+    def _group_call(
+        self,
+        table: pa.Table | None,
+        entries: dict[Any, _Entry],
+        windows: OpenWindows | None,
+        outputs: list[pa.RecordBatch],
+    ) -> tuple[pa.Table | None, OpenWindows | None]:
+        """Run the keys of the group that the columns can take on whole columns, together:
+        fire and clean up the group's windows ``windows`` at the watermark, then add the
+        rows of ``table`` (the group's rows in replay order; ``None``: a timer call) of the
+        keys that have no entry and no row needing the operator
+        (:func:`~windowing.spark.columnar.rows_needing_the_operator`). The windows of the
+        other keys with rows move to ``entries``. Returns the rows left for the key-by-key
+        calls and the group's new windows (when the columns cannot take the call at all,
+        every key moves to ``entries`` and all rows are left)."""
+        c = self.config
+        plan = c.columnar
+        assert plan is not None
+        keys = c.layout.keys
+        watermark = self.op.watermark
+        n_held = 0 if windows is None else len(windows)
+        rows = table if table is not None and table.num_rows else None
+        # key codes common to the group's windows and the rows
+        if rows is None:
+            key_table = None if windows is None else windows.rows.select(keys)
+        elif windows is None:
+            key_table = rows.select(keys)
+        else:
+            key_table = pa.concat_tables([windows.rows.select(keys), rows.select(keys)])
+        if key_table is None or not keys:
+            codes = np.zeros(n_held + (0 if rows is None else rows.num_rows), np.int64)
+        else:
+            codes = group_codes(key_table, keys)
+        held_codes, row_codes = codes[:n_held], codes[n_held:]
+        if rows is not None:
+            needs = rows_needing_the_operator(plan, watermark, rows, rows.column(_TS))
+            if _ARR in c.internal and rows.column(_ARR).null_count:
+                needs |= rows.column(_ARR).is_null().to_numpy(zero_copy_only=False)
+            if entries:  # keys with an entry stay with the operator
+                distinct, first = np.unique(row_codes, return_index=True)
+                values = [arrow_to_python(rows.column(k).take(first)) for k in keys]
+                has_entry = [
+                    state_key(key_value([v[i] for v in values])) in entries
+                    for i in range(len(first))
+                ]
+                needs |= np.isin(row_codes, distinct[np.array(has_entry, np.bool_)])
+            if needs.any():
+                by_operator = np.isin(row_codes, np.unique(row_codes[needs]))
+                moving = np.isin(held_codes, np.unique(row_codes[by_operator]))
+                if moving.any() and windows is not None:
+                    self._to_entries(entries, windows.take(np.flatnonzero(moving)))
+                    windows = windows.take(np.flatnonzero(~moving))
+                    held_codes = held_codes[~moving]
+                left = rows.filter(pa.array(by_operator))
+                rows = rows.filter(pa.array(~by_operator))
+                row_codes = row_codes[~by_operator]
+            else:
+                left = rows.schema.empty_table()
+        else:
+            left = table
+        step = step_open_windows(
+            plan,
+            windows,
+            watermark,
+            None if rows is None else rows.select(c.layout.input_schema.names),
+            None if rows is None else rows.column(_TS).to_numpy(),
+            (held_codes, row_codes),
+        )
+        if step is None:  # the operator runs every key
+            if windows is not None:
+                self._to_entries(entries, windows)
+            return table, None
+        n_input = 0 if rows is None else rows.num_rows
+        fired = step.fired_rows
+
+        def fired_keys(n: int) -> list[pa.Array]:
+            return [] if fired is None else [fired.column(k).combine_chunks() for k in keys]
+
+        def late_keys(n: int) -> list[pa.Array]:
+            # the late rows' keys, then the metrics row's (of several keys: null)
+            types = c.key_arrow_types
+            if rows is None or n == 1:
+                return [pa.nulls(n, t) for t in types]
+            late = pa.array(step.late)
+            return [
+                pa.concat_arrays([rows.column(k).take(late).combine_chunks(), pa.nulls(1, t)])
+                for k, t in zip(keys, types, strict=True)
+            ]
+
+        self._emit_columnar(step, n_input, rows, fired_keys, outputs, late_keys)
+        return left, step.state
+
+    def _to_entries(self, entries: dict[Any, _Entry], windows: OpenWindows) -> None:
+        """Give each key of the group's ``windows`` its own entry."""
+        keys = self.config.layout.keys
+        segments = key_segments(windows.rows.select(keys), keys)
+        order = np.arange(len(windows))  # key_segments keeps contiguous keys in place
+        first_rows = pa.array(segments.starts[:-1], pa.int64())
+        values = [arrow_to_python(segments.table.column(k).take(first_rows)) for k in keys]
+        for i, (lo, hi) in enumerate(itertools.pairwise(segments.starts)):
+            key = key_value([v[i] for v in values])
+            own = windows.take(order[lo:hi])
+            self._store(entries, state_key(key), self._entry(key, own))
+
+    def _emit_columnar(
+        self,
+        step: ColumnarStep,
+        n_input: int,
+        source: pa.Table | None,
+        key_columns: Callable[[int], list[pa.Array]],
+        outputs: list[pa.RecordBatch],
+        other_key_columns: Callable[[int], list[pa.Array]] | None = None,
+    ) -> None:
+        """Add the tagged output of a call on whole columns to ``outputs``: the windows
+        ``step`` fired (their key columns ``key_columns(n)``), its late rows of ``source``
+        and the call's metrics row (key columns ``other_key_columns``, by default
+        ``key_columns``)."""
+        c = self.config
+        plan = c.columnar
+        assert plan is not None
+        n_late = len(step.late)
+        fired = len(step.fired_starts)
+        if not (n_input or fired):
+            return
+        tag = c.late_output_tag
+        late = LateRows()
+        if tag is not None:
+            watermark = self.op.watermark
+            for i in step.late.tolist():
+                late.add(i, watermark, REASON_LATE)
+        counters = {
+            "num_input_rows": n_input,
+            "num_elements": n_input,
+            "num_late_records_side_output": n_late if tag is not None else 0,
+            "num_late_records_dropped": 0 if tag is not None else n_late,
+            "num_windows_fired": fired,
+            "num_results": fired,
+        }
+        starts = step.fired_starts
+        ends = starts + plan.size
+        bounds = (pa.array(starts), pa.array(ends), pa.array(ends - 1))
+        records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
+        columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
+        outputs.extend(
+            c.layout.tagged_result_batches(
+                key_columns=key_columns,
+                bounds=bounds,
+                columns=columns,
+                counters=counters,
+                late_source=source,
+                late=late,
+                other_key_columns=other_key_columns,
+            )
+        )
+
     def _columnar_call(
         self, key: Any, stored: Any, table: pa.Table | None, outputs: list[pa.RecordBatch]
     ) -> tuple[bool, _Entry | None]:
@@ -881,40 +1107,9 @@ class _WindowProcessor(StatefulProcessor):
         if step is None:
             return False, None
         entry = self._entry(key, step.state)
+        self._opened = step.state
         n_input = 0 if table is None else table.num_rows
-        n_late = len(step.late)
-        fired = len(step.fired_starts)
-        if not (n_input or fired):
-            return True, entry
-        tag = c.late_output_tag
-        late = LateRows()
-        if tag is not None:
-            watermark = self.op.watermark
-            for i in step.late.tolist():
-                late.add(i, watermark, REASON_LATE)
-        counters = {
-            "num_input_rows": n_input,
-            "num_elements": n_input,
-            "num_late_records_side_output": n_late if tag is not None else 0,
-            "num_late_records_dropped": 0 if tag is not None else n_late,
-            "num_windows_fired": fired,
-            "num_results": fired,
-        }
-        starts = step.fired_starts
-        ends = starts + plan.size
-        bounds = (pa.array(starts), pa.array(ends), pa.array(ends - 1))
-        records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
-        columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
-        outputs.extend(
-            c.layout.tagged_result_batches(
-                key_columns=self._key_columns(key),
-                bounds=bounds,
-                columns=columns,
-                counters=counters,
-                late_source=table,
-                late=late,
-            )
-        )
+        self._emit_columnar(step, n_input, table, self._key_columns(key), outputs)
         return True, entry
 
     def close(self) -> None:
