@@ -49,6 +49,7 @@ from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFuncti
 from triggers.base import Trigger, TriggerResult
 from triggers.emit import OnWindowCloseTrigger
 from triggers.event_time import EventTimeTrigger
+from windowing import rules
 from windowing import sliding as sliding_module
 from windowing.due import compact, put_back, take_due
 from windowing.java_order import hash_set_order
@@ -58,7 +59,7 @@ from windowing.slicing import SlicedHopping, Slices
 from windowing.sliding import Partials, Timeline, TimelineExpiry
 from windowing.sliding_derived import DerivedSliding
 from windowing.state import StateTable
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, java_add, to_millis
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.windows import TimestampedValue, TimeWindow
 
 __all__ = [
@@ -713,32 +714,29 @@ class WindowOperator:
 
     # ------------------------------------------------------------------ time helpers
     def cleanup_time(self, window: Any) -> int:
-        """When ``window`` is removed: ``max_timestamp + allowed_lateness`` (saturating) for
-        event time, ``max_timestamp`` for processing time."""
-        max_ts: int = window.max_timestamp()
-        if self.is_event_time:
-            t = max_ts + self.allowed_lateness
-            return t if t < MAX_TIMESTAMP else MAX_TIMESTAMP
-        return max_ts
+        """When ``window`` is removed (:func:`windowing.rules.cleanup_time`)."""
+        return rules.cleanup_time(
+            window.max_timestamp(), self.allowed_lateness, event_time=self.is_event_time
+        )
 
     def is_window_late(self, window: Any) -> bool:
-        """Whether ``window`` is already past its cleanup time (event time only)."""
-        return self.is_event_time and self.cleanup_time(window) <= self.watermark
+        """Whether ``window`` is already past its cleanup time (event time only;
+        :func:`windowing.rules.is_window_late`)."""
+        return self.is_event_time and rules.is_window_late(
+            window.max_timestamp(), self.allowed_lateness, self.watermark
+        )
 
     def is_element_late(self, timestamp: int | None) -> bool:
-        """Whether an element is late: ``timestamp + allowed_lateness <= watermark``, in
-        Java's ``long`` arithmetic as Flink computes it (near ``MAX_TIMESTAMP`` the sum wraps
-        negative, so an element whose windows are all late goes to the late output), and an
-        element without timestamp counts as ``MIN_TIMESTAMP`` (Flink's "no timestamp"
-        marker)."""
-        if not self.is_event_time:
-            return False
-        ts = MIN_TIMESTAMP if timestamp is None else timestamp
-        return java_add(ts, self.allowed_lateness) <= self.watermark
+        """Whether an element is late (event time only; :func:`windowing.rules.is_element_late`:
+        near ``MAX_TIMESTAMP`` the sum wraps negative, so an element whose windows are all
+        late goes to the late output)."""
+        return self.is_event_time and rules.is_element_late(
+            timestamp, self.allowed_lateness, self.watermark
+        )
 
     def _register_cleanup_timer(self, ks: KeyState, window: Any) -> None:
         t = self.cleanup_time(window)
-        if t == MAX_TIMESTAMP:
+        if not rules.has_cleanup_timer(t):
             return
         if self.is_event_time:
             _register(ks.evt_timers, ks.evt_heap, ks, t, window)

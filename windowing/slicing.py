@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from windowing.due import put_back, take_due
 from windowing.records import WindowResult
+from windowing.rules import cleanup_time, has_cleanup_timer, keeps_state
 from windowing.sliding import Partials
 from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimeWindow
@@ -95,8 +96,7 @@ class SlicedHopping:
         return (end if end < _END_OF_TIME else _END_OF_TIME) - 1
 
     def _cleanup(self, start: int) -> int:
-        t = self._max_ts(start) + self.lateness
-        return t if t < MAX_TIMESTAMP else MAX_TIMESTAMP
+        return cleanup_time(self._max_ts(start), self.lateness)
 
     def _align_up(self, t: int) -> int:
         """The smallest window start >= t."""
@@ -406,7 +406,16 @@ class SlicedHopping:
                 # contents, whichever is earlier.
                 k = 0
                 drop = max_timestamp
-                while k < n:
+                if upto == max_timestamp:
+                    # Every timer has fired: a pane stays where a window containing it keeps
+                    # its state (a saturated cleanup time without a timer at the end of time).
+                    kept = [p for p in starts if self._keeps_pane(p, upto)]
+                    if len(kept) < n:
+                        for p in set(starts).difference(kept):
+                            del contents[p]
+                        starts[:] = kept
+                        n = len(kept)
+                while k < n and upto < max_timestamp:
                     p = starts[k]
                     end = p - (p - offset) % slide + size  # end of the last window with p
                     if end > end_of_time:
@@ -425,6 +434,9 @@ class SlicedHopping:
                     sl.due = None
                     if remove is not None and ks.is_empty():
                         remove(key)
+                    continue
+                if upto == max_timestamp:
+                    sl.due = None  # fired everything; what is left is never cleaned up
                     continue
                 s = upto - size + 2
                 s += (offset - s) % slide
@@ -489,10 +501,20 @@ class SlicedHopping:
         found: set[int] = set()
         for p in sl.starts:
             s = self._last_start(p)
-            while s > p - self.size and self._cleanup(s) > watermark:
-                found.add(s)
+            while s > p - self.size:
+                if keeps_state(self._max_ts(s), self._cleanup(s), watermark):
+                    found.add(s)
                 s -= self.slide
         return [TimeWindow(s, self._max_ts(s) + 1) for s in sorted(found)]
+
+    def _keeps_pane(self, p: int, watermark: int) -> bool:
+        """Whether a window containing the pane at ``p`` still holds its state."""
+        s = self._last_start(p)
+        while s > p - self.size:
+            if keeps_state(self._max_ts(s), self._cleanup(s), watermark):
+                return True
+            s -= self.slide
+        return False
 
     def num_timers(self, ks: KeyState, watermark: int) -> int:
         """The event-time timers Flink would hold for the key: an end-of-window timer per
@@ -502,7 +524,7 @@ class SlicedHopping:
         for w in self.live_windows(ks, watermark):
             max_ts = w.end - 1
             cleanup = self._cleanup(w.start)
-            count += (max_ts > watermark) + (cleanup != max_ts and cleanup != MAX_TIMESTAMP)
+            count += (max_ts > watermark) + (cleanup != max_ts and has_cleanup_timer(cleanup))
         return count
 
 
