@@ -255,6 +255,7 @@ class GenericCloseTrigger(OnWindowCloseTrigger):
     function=st.sampled_from(["process", "reduce", "aggregate", "aggregate_process"]),
     close=st.booleans(),
     cursor_only=st.booleans(),
+    base=st.sampled_from([0, 0, MAX_TIMESTAMP - 66]),  # also at the end of time
 )
 def test_lazy_windows_match_materialised_windows(
     steps: list[tuple[str, int]],
@@ -263,6 +264,7 @@ def test_lazy_windows_match_materialised_windows(
     function: str,
     close: bool,
     cursor_only: bool,
+    base: int,
 ) -> None:
     def run(trigger: Any, bulk: bool = False, per_key: bool = False) -> tuple[Any, ...]:
         fn = {
@@ -278,11 +280,11 @@ def test_lazy_windows_match_materialised_windows(
             late_output_tag=LATE,
             slicing=True,  # the built-in triggers take the timeline (lazy) layout
         )
-        wm = -30
+        wm = base - 30
         pending: list[tuple[int, int, str]] = []
         for i, (kind, x) in enumerate(steps):
             if kind != "w":
-                pending.append((i, x if kind == "e" else wm + x, "k" if i % 3 else "j"))
+                pending.append((i, base + x if kind == "e" else wm + x, "k" if i % 3 else "j"))
                 if not bulk:
                     h.process_elements(pending)
                     pending.clear()
@@ -301,9 +303,13 @@ def test_lazy_windows_match_materialised_windows(
         mid = sorted(h.extract_output())
         h.process_watermark(MAX_TIMESTAMP)
         late = sorted(h.extract_side_output(LATE))
-        # Firing key by key leaves emptied keys to the runtime: no key count then.
-        keys = None if per_key else h.num_keys()
-        return (mid, sorted(h.extract_output()), late, h.metrics, keys)
+        # Firing key by key leaves emptied keys to the runtime: no key count then. At the end
+        # of time the store of Kafka's algorithm keeps windows its retention has not passed
+        # while the timeline drops them: results equal, state counts not (left as is).
+        counted = not per_key and base == 0
+        keys = h.num_keys() if counted else None
+        state = (h.num_state_entries(), h.num_event_time_timers()) if counted else None
+        return (mid, sorted(h.extract_output()), late, h.metrics, keys, state)
 
     trigger = OnWindowCloseTrigger() if close else EventTimeTrigger()
     general = run(GenericCloseTrigger() if close else GenericEventTimeTrigger())
