@@ -58,7 +58,7 @@ from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.slicing import SlicedHopping, Slices
 from windowing.sliding import Partials, Timeline, TimelineExpiry
 from windowing.sliding_derived import DerivedSliding
-from windowing.state import StateTable
+from windowing.state import StateTable, merge_namespaces
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.windows import TimestampedValue, TimeWindow
 
@@ -1252,7 +1252,7 @@ class WindowOperator:
         if merged_state_windows:
             merge_values = self._merge_values
             assert merge_values is not None
-            _merge_namespaces(ks.contents, state_window, merged_state_windows, merge_values)
+            merge_namespaces(ks.contents, state_window, merged_state_windows, merge_values)
 
     def _state_window(self, ks: KeyState, window: Any) -> Any:
         if ks.merging is None:
@@ -2306,24 +2306,6 @@ def _window_sort_key(window: Any) -> tuple[int, int, str]:
     if isinstance(start, int) and isinstance(end, int):
         return (start, end, "")
     return (MAX_TIMESTAMP, MAX_TIMESTAMP, repr(window))
-
-
-def _merge_namespaces(
-    table: dict[Any, Any],
-    target: Any,
-    sources: Iterable[Any],
-    merge: Callable[[Any, Any], Any],
-) -> None:
-    """Flink's heap ``mergeNamespaces``: the sources' values (removed) are merged in order,
-    then the result into the target's value: ``merge(target, merge(merge(s1, s2), s3))``."""
-    merged = _MISSING
-    for source in sources:
-        value = table.pop(source, _MISSING)
-        if value is not _MISSING:
-            merged = value if merged is _MISSING else merge(merged, value)
-    if merged is not _MISSING:
-        current = table.get(target, _MISSING)
-        table[target] = merged if current is _MISSING else merge(current, merged)
 
 
 def _check_evicted(kept: Any, what: str) -> list[Any]:

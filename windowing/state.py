@@ -34,6 +34,7 @@ __all__ = [
     "StateTable",
     "ValueState",
     "ValueStateDescriptor",
+    "merge_namespaces",
 ]
 
 T = TypeVar("T")
@@ -306,15 +307,7 @@ class StateTable:
             combine = _concat
         else:
             combine = descriptor.aggregate_function.merge
-        # Flink's heap state: the sources (removed) merged in order, then into the target.
-        merged = _MISSING
-        for source in sources:
-            value = table.pop(source, _MISSING)
-            if value is not _MISSING:
-                merged = value if merged is _MISSING else combine(merged, value)
-        if merged is not _MISSING:
-            current = table.get(target, _MISSING)
-            table[target] = merged if current is _MISSING else combine(current, merged)
+        merge_namespaces(table, target, sources, combine)
 
     def clear_namespace(self, namespace: Any) -> None:
         """Remove every state value of ``namespace``."""
@@ -346,3 +339,21 @@ _DESCRIPTOR_TYPES = (
     AggregatingStateDescriptor,
     MapStateDescriptor,
 )
+
+
+def merge_namespaces(
+    table: dict[Any, Any],
+    target: Any,
+    sources: Iterable[Any],
+    merge: Callable[[Any, Any], Any],
+) -> None:
+    """Flink's heap ``mergeNamespaces``: the sources' values (removed) are merged in order,
+    then the result into the target's value: ``merge(target, merge(merge(s1, s2), s3))``."""
+    merged = _MISSING
+    for source in sources:
+        value = table.pop(source, _MISSING)
+        if value is not _MISSING:
+            merged = value if merged is _MISSING else merge(merged, value)
+    if merged is not _MISSING:
+        current = table.get(target, _MISSING)
+        table[target] = merged if current is _MISSING else merge(current, merged)
