@@ -1,21 +1,21 @@
 """Window assigners: which windows an element belongs to."""
 
-from assigners.base import MergingWindowAssigner, WindowAssigner, WindowAssignerContext
-from assigners.global_windows import GlobalWindows
-from assigners.hopping import (
+from windowing.assigners.base import MergingWindowAssigner, WindowAssigner, WindowAssignerContext
+from windowing.assigners.global_windows import GlobalWindows
+from windowing.assigners.hopping import (
     HoppingEventTimeWindows,
     HoppingProcessingTimeWindows,
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
 )
-from assigners.session import (
+from windowing.assigners.session import (
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
     EventTimeSessionWindows,
     ProcessingTimeSessionWindows,
 )
-from assigners.sliding_distinct import SlidingDistinctAssigner
-from assigners.tumbling import (
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.assigners.tumbling import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
     WindowStagger,

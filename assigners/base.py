@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from triggers.base import Trigger
+    from windowing.triggers.base import Trigger
 
 __all__ = ["MergingWindowAssigner", "WindowAssigner", "WindowAssignerContext"]
 

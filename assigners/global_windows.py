@@ -6,9 +6,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from assigners.base import WindowAssigner, WindowAssignerContext
-from triggers.base import Trigger
-from triggers.never import NeverTrigger
+from windowing.assigners.base import WindowAssigner, WindowAssignerContext
+from windowing.triggers.base import Trigger
+from windowing.triggers.never import NeverTrigger
 from windowing.windows import GLOBAL_WINDOW, GlobalWindow
 
 __all__ = ["GlobalWindows"]

@@ -6,13 +6,17 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assigners._validate import positive, require_timestamp
-from assigners.base import MergingWindowAssigner, WindowAssignerContext, merge_time_windows
-from assigners.tumbling import _window
-from triggers.base import Trigger
-from triggers.event_time import EventTimeTrigger
-from triggers.processing_time import ProcessingTimeTrigger
+from windowing.assigners._validate import positive, require_timestamp
+from windowing.assigners.base import (
+    MergingWindowAssigner,
+    WindowAssignerContext,
+    merge_time_windows,
+)
+from windowing.assigners.tumbling import _window
 from windowing.time import Duration, to_millis
+from windowing.triggers.base import Trigger
+from windowing.triggers.event_time import EventTimeTrigger
+from windowing.triggers.processing_time import ProcessingTimeTrigger
 from windowing.windows import TimeWindow
 
 __all__ = [

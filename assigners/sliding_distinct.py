@@ -44,11 +44,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from assigners._validate import require_timestamp
-from assigners.base import WindowAssigner, WindowAssignerContext
-from triggers.base import Trigger
-from triggers.event_time import EventTimeTrigger
+from windowing.assigners._validate import require_timestamp
+from windowing.assigners.base import WindowAssigner, WindowAssignerContext
 from windowing.time import MAX_TIMESTAMP, Duration, to_millis
+from windowing.triggers.base import Trigger
+from windowing.triggers.event_time import EventTimeTrigger
 from windowing.windows import TimeWindow
 
 __all__ = ["SlidingDistinctAssigner", "left_window", "right_window"]

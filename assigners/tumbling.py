@@ -8,12 +8,12 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from assigners._validate import offset_within, positive, require_timestamp
-from assigners.base import WindowAssigner, WindowAssignerContext
-from triggers.base import Trigger
-from triggers.event_time import EventTimeTrigger
-from triggers.processing_time import ProcessingTimeTrigger
+from windowing.assigners._validate import offset_within, positive, require_timestamp
+from windowing.assigners.base import WindowAssigner, WindowAssignerContext
 from windowing.time import MAX_TIMESTAMP, Duration, java_remainder
+from windowing.triggers.base import Trigger
+from windowing.triggers.event_time import EventTimeTrigger
+from windowing.triggers.processing_time import ProcessingTimeTrigger
 from windowing.windows import TimeWindow
 
 __all__ = [

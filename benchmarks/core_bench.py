@@ -23,16 +23,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from assigners import (
+from windowing.assigners import (
     EventTimeSessionWindows,
     GlobalWindows,
     HoppingEventTimeWindows,
     TumblingEventTimeWindows,
 )
-from functions import AggregateFunction
-from triggers import CountTrigger
+from windowing.functions import AggregateFunction
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP
+from windowing.triggers import CountTrigger
 
 HOUR_MS = 3_600_000
 

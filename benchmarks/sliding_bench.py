@@ -28,14 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from core_bench import add, make_events
 
-from assigners import (
+from windowing.assigners import (
     HoppingEventTimeWindows,
     SlidingDistinctAssigner,
     TumblingEventTimeWindows,
 )
-from triggers.emit import OnWindowCloseTrigger
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP
+from windowing.triggers.emit import OnWindowCloseTrigger
 
 
 def run(harness: WindowOperatorHarness, events: list[Any]) -> tuple[float, int, int]:

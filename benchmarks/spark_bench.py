@@ -87,13 +87,13 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from assigners import (
+from windowing.assigners import (
     EventTimeSessionWindows,
     SlidingDistinctAssigner,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
-from functions import AggregateFunction
+from windowing.functions import AggregateFunction
 from windowing.spark.schema import arrow_to_python, rows_of
 from windowing.spark.streaming import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, DataStream

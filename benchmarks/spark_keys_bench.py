@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-from assigners import TumblingEventTimeWindows
-from functions import AggregateFunction
+from windowing.assigners import TumblingEventTimeWindows
+from windowing.functions import AggregateFunction
 from windowing.stream import BoundedOutOfOrderness, DataStream
 
 T0_MS = 1_714_521_600_000  # 2024-05-01 00:00 UTC

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evictors.base import OneSidedEvictor, check_after_flag
+from windowing.evictors.base import OneSidedEvictor, check_after_flag
 from windowing.windows import TimestampedValue
 
 __all__ = ["CountEvictor"]
@@ -49,8 +49,8 @@ class CountEvictor(OneSidedEvictor[Any, Any]):
     A sliding count window (keep the last 3, fire every 2 elements) sums ``1 + 2``, then
     ``2 + 3 + 4``:
 
-    >>> from assigners import GlobalWindows
-    >>> from triggers import CountTrigger
+    >>> from windowing.assigners import GlobalWindows
+    >>> from windowing.triggers import CountTrigger
     >>> from windowing.testing import WindowOperatorHarness
     >>> h = WindowOperatorHarness(
     ...     GlobalWindows(), lambda a, b: a + b, trigger=CountTrigger(2), evictor=CountEvictor(3)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evictors.base import OneSidedEvictor, check_after_flag
+from windowing.evictors.base import OneSidedEvictor, check_after_flag
 from windowing.windows import TimestampedValue
 
 __all__ = ["DeltaEvictor", "check_delta_config"]

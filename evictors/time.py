@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evictors.base import OneSidedEvictor, check_after_flag
+from windowing.evictors.base import OneSidedEvictor, check_after_flag
 from windowing.time import Duration, to_millis
 from windowing.windows import TimestampedValue
 

@@ -23,13 +23,13 @@ from typing import Any, NamedTuple
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import Row, SparkSession
 
-from assigners import TumblingEventTimeWindows
-from functions import ProcessWindowFunction
-from triggers import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from windowing.assigners import TumblingEventTimeWindows
+from windowing.functions import ProcessWindowFunction
 from windowing.state import ReducingStateDescriptor
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP
+from windowing.triggers import OnMergeContext, Trigger, TriggerContext, TriggerResult
 
 if __name__ != "__main__":
     # Classes of the script's __main__ module are shipped by value automatically. When this

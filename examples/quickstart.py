@@ -24,9 +24,9 @@ from typing import NamedTuple
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-from assigners import TumblingEventTimeWindows
-from functions import AggregateFunction
 from windowing import OutputTag
+from windowing.assigners import TumblingEventTimeWindows
+from windowing.functions import AggregateFunction
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 START = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -21,11 +21,11 @@ from typing import NamedTuple
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-from assigners import SlidingDistinctAssigner
-from functions import AggregateFunction
-from triggers import OnWindowCloseTrigger
 from windowing import OutputTag
+from windowing.assigners import SlidingDistinctAssigner
+from windowing.functions import AggregateFunction
 from windowing.stream import BoundedOutOfOrderness, DataStream
+from windowing.triggers import OnWindowCloseTrigger
 
 
 class Burst(NamedTuple):

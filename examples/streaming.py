@@ -25,8 +25,8 @@ from pathlib import Path
 
 from pyspark.sql import Row, SparkSession
 
-from assigners import TumblingEventTimeWindows
 from windowing import OutputTag
+from windowing.assigners import TumblingEventTimeWindows
 from windowing.spark.streaming import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 

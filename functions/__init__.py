@@ -1,8 +1,8 @@
 """Window functions: reduce, aggregate, fold, process and apply, and Flink's built-in
 field aggregations (sum, min, max, min_by, max_by)."""
 
-from functions.aggregations import AggregationType, FieldAggregation
-from functions.base import (
+from windowing.functions.aggregations import AggregationType, FieldAggregation
+from windowing.functions.base import (
     AggregateFunction,
     FoldFunction,
     ProcessWindowFunction,
@@ -10,7 +10,15 @@ from functions.base import (
     ReduceFunction,
     WindowFunction,
 )
-from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec, as_spec
+from windowing.functions.spec import (
+    Aggregate,
+    Apply,
+    Fold,
+    Process,
+    Reduce,
+    WindowFunctionSpec,
+    as_spec,
+)
 
 __all__ = [
     "Aggregate",

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from functions.base import ReduceFunction
+from windowing.functions.base import ReduceFunction
 
 __all__ = ["AggregationType", "FieldAggregation"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from functions.base import (
+from windowing.functions.base import (
     AggregateFunction,
     FoldFunction,
     ProcessWindowFunction,

@@ -1,16 +1,19 @@
 """Triggers: when a window is evaluated and when its contents are purged."""
 
-from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
-from triggers.composite import AfterWatermark, AllOf, AnyOf, OrFinally, Repeatedly
-from triggers.continuous import ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger
-from triggers.count import CountTrigger
-from triggers.delta import DeltaTrigger
-from triggers.emit import OnWindowCloseTrigger, OnWindowUpdateTrigger
-from triggers.event_time import EventTimeTrigger
-from triggers.never import NeverTrigger
-from triggers.processing_time import ProcessingTimeTrigger
-from triggers.purging import PurgingTrigger
-from triggers.timeout import ProcessingTimeoutTrigger
+from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from windowing.triggers.composite import AfterWatermark, AllOf, AnyOf, OrFinally, Repeatedly
+from windowing.triggers.continuous import (
+    ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
+)
+from windowing.triggers.count import CountTrigger
+from windowing.triggers.delta import DeltaTrigger
+from windowing.triggers.emit import OnWindowCloseTrigger, OnWindowUpdateTrigger
+from windowing.triggers.event_time import EventTimeTrigger
+from windowing.triggers.never import NeverTrigger
+from windowing.triggers.processing_time import ProcessingTimeTrigger
+from windowing.triggers.purging import PurgingTrigger
+from windowing.triggers.timeout import ProcessingTimeoutTrigger
 
 __all__ = [
     "AfterWatermark",

@@ -39,7 +39,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 from windowing.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -47,6 +46,7 @@ from windowing.state import (
     ReducingStateDescriptor,
     ValueStateDescriptor,
 )
+from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 
 __all__ = ["AfterWatermark", "AllOf", "AnyOf", "OrFinally", "Repeatedly"]
 
@@ -292,7 +292,7 @@ class AnyOf(_Composite):
     --------
     Fire every 3 elements or when the processing-time window ends, whichever comes first:
 
-    >>> from triggers import CountTrigger, ProcessingTimeTrigger
+    >>> from windowing.triggers import CountTrigger, ProcessingTimeTrigger
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import TimeWindow
     >>> h = TriggerHarness(AnyOf(CountTrigger(3), ProcessingTimeTrigger()))
@@ -377,7 +377,7 @@ class AllOf(_Composite):
     --------
     Fire when at least 2 elements arrived *and* the watermark passed the window end:
 
-    >>> from triggers import CountTrigger, EventTimeTrigger
+    >>> from windowing.triggers import CountTrigger, EventTimeTrigger
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import TimeWindow
     >>> h = TriggerHarness(AllOf(CountTrigger(2), EventTimeTrigger()))
@@ -466,7 +466,7 @@ class Repeatedly(_Composite):
     --------
     A delta trigger that measures from the element after each firing:
 
-    >>> from triggers import DeltaTrigger
+    >>> from windowing.triggers import DeltaTrigger
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import GLOBAL_WINDOW as W
     >>> h = TriggerHarness(Repeatedly(DeltaTrigger(5, lambda old, new: new - old)))
@@ -551,7 +551,7 @@ class OrFinally(_Composite):
     --------
     Fire every 2 elements, until 5 elements arrived:
 
-    >>> from triggers import CountTrigger
+    >>> from windowing.triggers import CountTrigger
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import GLOBAL_WINDOW as W
     >>> h = TriggerHarness(OrFinally(CountTrigger(2), CountTrigger(5)))
@@ -663,7 +663,7 @@ class AfterWatermark(_Composite):
     --------
     Early firing every 2 elements, the on-time pane, and one late firing per 2 late elements:
 
-    >>> from triggers import CountTrigger
+    >>> from windowing.triggers import CountTrigger
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import TimeWindow
     >>> h = TriggerHarness(AfterWatermark(early=CountTrigger(2), late=CountTrigger(2)))

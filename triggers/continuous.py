@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 from windowing.state import ReducingStateDescriptor
 from windowing.time import Duration, java_remainder, to_millis
+from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 
 __all__ = ["ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger", "positive_millis"]
 

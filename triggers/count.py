@@ -7,8 +7,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 from windowing.state import ReducingStateDescriptor
+from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 
 __all__ = ["CountTrigger"]
 

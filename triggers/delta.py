@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evictors.delta import check_delta_config
-from triggers.base import Trigger, TriggerContext, TriggerResult
+from windowing.evictors.delta import check_delta_config
 from windowing.state import ValueStateDescriptor
+from windowing.triggers.base import Trigger, TriggerContext, TriggerResult
 
 __all__ = ["DeltaTrigger"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from triggers.base import StatelessTrigger, TriggerContext, TriggerResult
+from windowing.triggers.base import StatelessTrigger, TriggerContext, TriggerResult
 
 __all__ = ["OnWindowCloseTrigger", "OnWindowUpdateTrigger"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 
 __all__ = ["EventTimeTrigger"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 
 __all__ = ["PurgingTrigger"]
 
@@ -20,7 +20,7 @@ class PurgingTrigger(Trigger[Any, Any]):
 
     Known elsewhere as: Flink ``PurgingTrigger.of(trigger)``; Beam's discarding accumulation.
 
-    >>> from triggers.count import CountTrigger
+    >>> from windowing.triggers.count import CountTrigger
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import GLOBAL_WINDOW
     >>> h = TriggerHarness(PurgingTrigger(CountTrigger(1)))

@@ -6,9 +6,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from triggers.base import Trigger, TriggerContext, TriggerResult
 from windowing.state import ValueStateDescriptor
 from windowing.time import Duration, to_millis
+from windowing.triggers.base import Trigger, TriggerContext, TriggerResult
 
 __all__ = ["ProcessingTimeoutTrigger"]
 
@@ -67,7 +67,7 @@ class ProcessingTimeoutTrigger(Trigger[Any, Any]):
     --------
     "Every 3 elements, or 50 ms after the first element of a batch":
 
-    >>> from triggers import CountTrigger
+    >>> from windowing.triggers import CountTrigger
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import GLOBAL_WINDOW as W
     >>> h = TriggerHarness(ProcessingTimeoutTrigger(CountTrigger(3), 50, clear_on_timeout=True))

@@ -1,9 +1,45 @@
-"""Apache Flink's window model for PySpark: the core (pure Python) API.
+"""Apache Flink's window model for PySpark.
 
-The Spark runtime lives in :mod:`windowing.spark`; everything importable from here runs
-without Spark.
+Everything is importable from ``windowing``: the common names from here, the rest from its
+subpackages (``windowing.assigners``, ``windowing.triggers``, ``windowing.evictors``,
+``windowing.functions``). The Spark runtime lives in :mod:`windowing.spark`; everything
+importable from here runs without Spark.
+
+>>> from windowing import DataStream, TumblingEventTimeWindows, WindowOperator
+>>> op = WindowOperator(TumblingEventTimeWindows(10), lambda a, b: a + b)
+
+Modules import in layers, downward only (``docs/design.md``); this module is the top of the
+pure-Python layers and imports them in that order.
 """
 
+from windowing._version import __version__
+from windowing.assigners import (
+    DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+    EventTimeSessionWindows,
+    GlobalWindows,
+    HoppingEventTimeWindows,
+    HoppingProcessingTimeWindows,
+    MergingWindowAssigner,
+    ProcessingTimeSessionWindows,
+    SlidingDistinctAssigner,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowAssigner,
+    WindowStagger,
+)
+from windowing.count_windows import CountWindowSpec, count_window
+from windowing.evictors import CountEvictor, DeltaEvictor, Evictor, TimeEvictor
+from windowing.functions import (
+    AggregateFunction,
+    FoldFunction,
+    ProcessWindowFunction,
+    ReduceFunction,
+    WindowFunction,
+)
+from windowing.operator import InMemoryStateBackend, KeyState, OperatorMetrics, WindowOperator
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.state import (
     AggregatingStateDescriptor,
@@ -12,51 +48,105 @@ from windowing.state import (
     ReducingStateDescriptor,
     ValueStateDescriptor,
 )
+from windowing.stream import (
+    BoundedOutOfOrderness,
+    DataStream,
+    KeyedStream,
+    MonotonousTimestamps,
+    WindowedStream,
+)
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
+from windowing.triggers import (
+    AfterWatermark,
+    AllOf,
+    AnyOf,
+    ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
+    CountTrigger,
+    DeltaTrigger,
+    EventTimeTrigger,
+    NeverTrigger,
+    OnWindowCloseTrigger,
+    OnWindowUpdateTrigger,
+    OrFinally,
+    ProcessingTimeoutTrigger,
+    ProcessingTimeTrigger,
+    PurgingTrigger,
+    Repeatedly,
+    Trigger,
+    TriggerResult,
+)
 from windowing.windows import GLOBAL_WINDOW, GlobalWindow, TimestampedValue, TimeWindow
-
-# The operator imports assigners/, triggers/ and functions/, which import windowing.* modules:
-# load it lazily so that any package can be imported first.
-_LAZY = {"InMemoryStateBackend", "KeyState", "OperatorMetrics", "WindowOperator"}
-
-
-_LAZY_COUNT = {"CountWindowSpec", "count_window"}
-
-
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        from windowing import operator
-
-        return getattr(operator, name)
-    if name in _LAZY_COUNT:
-        from windowing import count_windows
-
-        return getattr(count_windows, name)
-    msg = f"module 'windowing' has no attribute {name!r}"
-    raise AttributeError(msg)
-
 
 __all__ = [
     "GLOBAL_WINDOW",
     "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
+    "AfterWatermark",
+    "AggregateFunction",
     "AggregatingStateDescriptor",
+    "AllOf",
+    "AnyOf",
+    "BoundedOutOfOrderness",
+    "ContinuousEventTimeTrigger",
+    "ContinuousProcessingTimeTrigger",
+    "CountEvictor",
+    "CountTrigger",
     "CountWindowSpec",
+    "DataStream",
+    "DeltaEvictor",
+    "DeltaTrigger",
     "Duration",
+    "DynamicEventTimeSessionWindows",
+    "DynamicProcessingTimeSessionWindows",
+    "EventTimeSessionWindows",
+    "EventTimeTrigger",
+    "Evictor",
+    "FoldFunction",
     "GlobalWindow",
+    "GlobalWindows",
+    "HoppingEventTimeWindows",
+    "HoppingProcessingTimeWindows",
     "InMemoryStateBackend",
     "KeyState",
+    "KeyedStream",
     "LateElement",
     "ListStateDescriptor",
     "MapStateDescriptor",
+    "MergingWindowAssigner",
+    "MonotonousTimestamps",
+    "NeverTrigger",
+    "OnWindowCloseTrigger",
+    "OnWindowUpdateTrigger",
     "OperatorMetrics",
+    "OrFinally",
     "OutputTag",
+    "ProcessWindowFunction",
+    "ProcessingTimeSessionWindows",
+    "ProcessingTimeTrigger",
+    "ProcessingTimeoutTrigger",
+    "PurgingTrigger",
+    "ReduceFunction",
     "ReducingStateDescriptor",
+    "Repeatedly",
+    "SlidingDistinctAssigner",
+    "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows",
+    "TimeEvictor",
     "TimeWindow",
     "TimestampedValue",
+    "Trigger",
+    "TriggerResult",
+    "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows",
     "ValueStateDescriptor",
+    "WindowAssigner",
+    "WindowFunction",
     "WindowOperator",
     "WindowResult",
+    "WindowStagger",
+    "WindowedStream",
+    "__version__",
     "count_window",
     "to_millis",
 ]

@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from assigners.global_windows import GlobalWindows
-from evictors.base import Evictor
-from evictors.count import CountEvictor
-from triggers.base import Trigger
-from triggers.count import CountTrigger
-from triggers.purging import PurgingTrigger
+from windowing.assigners.global_windows import GlobalWindows
+from windowing.evictors.base import Evictor
+from windowing.evictors.count import CountEvictor
+from windowing.triggers.base import Trigger
+from windowing.triggers.count import CountTrigger
+from windowing.triggers.purging import PurgingTrigger
 
 __all__ = ["CountWindowSpec", "count_window"]
 

@@ -42,8 +42,8 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from triggers.base import TriggerResult
 from windowing.time import MAX_TIMESTAMP
+from windowing.triggers.base import TriggerResult
 from windowing.windows import TimeWindow
 
 if TYPE_CHECKING:
@@ -321,7 +321,7 @@ class _Run:
 def _copier(op: WindowOperator) -> Callable[[Any], Any]:
     """A copy of a window's contents that adding to another window cannot change (Kafka
     deserializes a fresh aggregate from its store)."""
-    from functions.spec import Aggregate, Fold, Reduce
+    from windowing.functions.spec import Aggregate, Fold, Reduce
 
     spec = op.spec
     if op.evictor is not None or not isinstance(spec, Reduce | Aggregate | Fold):

@@ -38,20 +38,25 @@ from typing import Any, Protocol
 
 import cloudpickle
 
-from assigners.base import MergingWindowAssigner, WindowAssigner
-from assigners.hopping import HoppingEventTimeWindows
-from assigners.session import EventTimeSessionWindows
-from assigners.sliding_distinct import SlidingDistinctAssigner, left_window, right_window
-from assigners.tumbling import TumblingEventTimeWindows, WindowStagger
-from evictors.base import Evictor
-from functions.base import ProcessWindowFunction
-from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec, as_spec
-from triggers.base import Trigger, TriggerResult
-from triggers.emit import OnWindowCloseTrigger
-from triggers.event_time import EventTimeTrigger
 from windowing import rules
 from windowing import sliding as sliding_module
+from windowing.assigners.base import MergingWindowAssigner, WindowAssigner
+from windowing.assigners.hopping import HoppingEventTimeWindows
+from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner, left_window, right_window
+from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.due import compact, put_back, take_due
+from windowing.evictors.base import Evictor
+from windowing.functions.base import ProcessWindowFunction
+from windowing.functions.spec import (
+    Aggregate,
+    Apply,
+    Fold,
+    Process,
+    Reduce,
+    WindowFunctionSpec,
+    as_spec,
+)
 from windowing.java_order import hash_set_order
 from windowing.kip450 import KafkaSliding, KafkaWindowStore
 from windowing.records import LateElement, OutputTag, WindowResult
@@ -60,6 +65,9 @@ from windowing.sliding import Partials, Timeline, TimelineExpiry
 from windowing.sliding_derived import DerivedSliding
 from windowing.state import StateTable, merge_namespaces
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
+from windowing.triggers.base import Trigger, TriggerResult
+from windowing.triggers.emit import OnWindowCloseTrigger
+from windowing.triggers.event_time import EventTimeTrigger
 from windowing.windows import TimestampedValue, TimeWindow
 
 __all__ = [
@@ -464,7 +472,7 @@ class WindowOperator:
 
     Examples
     --------
-    >>> from assigners import TumblingEventTimeWindows
+    >>> from windowing.assigners import TumblingEventTimeWindows
     >>> op = WindowOperator(TumblingEventTimeWindows(10), lambda a, b: a + b)
     >>> for ts in (1, 5, 12):
     ...     op.process_element(1, ts, key="k")

@@ -6,7 +6,7 @@ Known elsewhere as: Flink ``DataStream.keyBy(...).window(...)`` / ``windowAll(..
 Every builder object is an immutable (frozen) dataclass, and every call returns a new one
 (``dataclasses.replace``), so a half-configured stream can be shared and reused::
 
-    from assigners import TumblingEventTimeWindows
+    from windowing.assigners import TumblingEventTimeWindows
     from windowing import OutputTag
     from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
@@ -43,16 +43,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from assigners.base import WindowAssigner
-from assigners.hopping import HoppingProcessingTimeWindows
-from assigners.session import DynamicProcessingTimeSessionWindows, ProcessingTimeSessionWindows
-from assigners.tumbling import TumblingProcessingTimeWindows
-from evictors.base import Evictor
-from functions.aggregations import AggregationType, FieldAggregation
-from functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
-from triggers.base import Trigger
+from windowing.assigners.base import WindowAssigner
+from windowing.assigners.hopping import HoppingProcessingTimeWindows
+from windowing.assigners.session import (
+    DynamicProcessingTimeSessionWindows,
+    ProcessingTimeSessionWindows,
+)
+from windowing.assigners.tumbling import TumblingProcessingTimeWindows
+from windowing.evictors.base import Evictor
+from windowing.functions.aggregations import AggregationType, FieldAggregation
+from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
 from windowing.records import OutputTag
 from windowing.time import MIN_TIMESTAMP, Duration, to_millis
+from windowing.triggers.base import Trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame  # noqa: TID251 - type-only, never imported at runtime

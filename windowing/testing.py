@@ -6,7 +6,7 @@ elements, watermarks and processing time (Flink ``KeyedOneInputStreamOperatorTes
 ``TriggerTestHarness``). Both expose timer and state counters, so a test can prove that
 everything was cleaned up.
 
->>> from assigners import TumblingEventTimeWindows
+>>> from windowing.assigners import TumblingEventTimeWindows
 >>> h = WindowOperatorHarness(TumblingEventTimeWindows(10), lambda a, b: a + b)
 >>> h.process_element(3, timestamp=1, key="a")
 >>> h.process_element(4, timestamp=8, key="a")
@@ -23,11 +23,11 @@ import heapq
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from evictors.base import Evictor
-from triggers.base import Trigger, TriggerResult
+from windowing.evictors.base import Evictor
 from windowing.operator import KeyState, OperatorMetrics, WindowOperator, _Context, _register
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.time import MIN_TIMESTAMP, Duration
+from windowing.triggers.base import Trigger, TriggerResult
 
 __all__ = ["TriggerHarness", "WindowOperatorHarness"]
 
@@ -133,7 +133,7 @@ class WindowOperatorHarness:
 class TriggerHarness:
     """Drives one trigger for one key against explicit windows (Flink ``TriggerTestHarness``).
 
-    >>> from triggers import EventTimeTrigger
+    >>> from windowing.triggers import EventTimeTrigger
     >>> from windowing.windows import TimeWindow
     >>> h = TriggerHarness(EventTimeTrigger())
     >>> h.process_element("x", 2, TimeWindow(0, 4)).name

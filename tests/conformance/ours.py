@@ -12,16 +12,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from assigners import (
+from windowing import OutputTag
+from windowing.assigners import (
     DynamicEventTimeSessionWindows,
     EventTimeSessionWindows,
     GlobalWindows,
     HoppingEventTimeWindows,
     TumblingEventTimeWindows,
 )
-from evictors import CountEvictor, DeltaEvictor, Evictor, TimeEvictor
-from functions import AggregateFunction, ProcessWindowFunction, WindowFunction
-from triggers import (
+from windowing.count_windows import count_window
+from windowing.evictors import CountEvictor, DeltaEvictor, Evictor, TimeEvictor
+from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
+from windowing.testing import WindowOperatorHarness
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers import (
     ContinuousEventTimeTrigger,
     CountTrigger,
     DeltaTrigger,
@@ -29,10 +33,6 @@ from triggers import (
     PurgingTrigger,
     Trigger,
 )
-from windowing import OutputTag
-from windowing.count_windows import count_window
-from windowing.testing import WindowOperatorHarness
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
 from .scenarios import Scenario

@@ -11,14 +11,14 @@ from itertools import combinations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from assigners import (
+from windowing.assigners import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
     HoppingProcessingTimeWindows,
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from assigners.base import merge_time_windows
+from windowing.assigners.base import merge_time_windows
 from windowing.time import MAX_TIMESTAMP
 from windowing.windows import GLOBAL_WINDOW, GlobalWindow, TimeWindow
 

@@ -10,9 +10,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assigners import TumblingEventTimeWindows
-from functions import AggregationType, FieldAggregation, Reduce
 from windowing import OutputTag
+from windowing.assigners import TumblingEventTimeWindows
+from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.operator import KeyState, WindowOperator
 from windowing.spark.columnar import (
     OpenWindows,

@@ -19,7 +19,8 @@ from typing import Any
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from triggers import (
+from windowing.testing import TriggerHarness
+from windowing.triggers import (
     AfterWatermark,
     AllOf,
     AnyOf,
@@ -37,7 +38,6 @@ from triggers import (
     Trigger,
     TriggerResult,
 )
-from windowing.testing import TriggerHarness
 from windowing.windows import TimeWindow
 
 W = TimeWindow

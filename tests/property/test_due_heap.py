@@ -14,15 +14,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assigners import (
+from windowing import MAX_TIMESTAMP, OutputTag
+from windowing.assigners import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
     SlidingDistinctAssigner,
     TumblingEventTimeWindows,
 )
-from functions import AggregateFunction
-from windowing import MAX_TIMESTAMP, OutputTag
 from windowing.due import compact
+from windowing.functions import AggregateFunction
 from windowing.testing import WindowOperatorHarness
 
 LATE = OutputTag("late")

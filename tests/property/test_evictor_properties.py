@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from assigners import GlobalWindows
-from evictors import CountEvictor, DeltaEvictor, Evictor, TimeEvictor
-from functions import ProcessWindowFunction
-from triggers import CountTrigger
+from windowing.assigners import GlobalWindows
+from windowing.evictors import CountEvictor, DeltaEvictor, Evictor, TimeEvictor
+from windowing.functions import ProcessWindowFunction
 from windowing.testing import WindowOperatorHarness
+from windowing.triggers import CountTrigger
 from windowing.windows import GLOBAL_WINDOW, TimestampedValue
 
 TV = TimestampedValue

@@ -14,16 +14,16 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from assigners import (
+from windowing import MAX_TIMESTAMP, MIN_TIMESTAMP, OutputTag
+from windowing.assigners import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
     SlidingDistinctAssigner,
     TumblingEventTimeWindows,
 )
-from functions import Aggregate, AggregateFunction, Process, ProcessWindowFunction, Reduce
-from triggers import EventTimeTrigger
-from windowing import MAX_TIMESTAMP, MIN_TIMESTAMP, OutputTag
+from windowing.functions import Aggregate, AggregateFunction, Process, ProcessWindowFunction, Reduce
 from windowing.testing import WindowOperatorHarness
+from windowing.triggers import EventTimeTrigger
 
 LATE = OutputTag("late")
 

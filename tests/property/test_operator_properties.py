@@ -14,14 +14,14 @@ from typing import Any
 from hypothesis import event, given, note
 from hypothesis import strategies as st
 
-from assigners import (
+from windowing.assigners import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
     ProcessingTimeSessionWindows,
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from functions import Aggregate, AggregateFunction, Process, ProcessWindowFunction, Reduce
+from windowing.functions import Aggregate, AggregateFunction, Process, ProcessWindowFunction, Reduce
 from windowing.records import OutputTag, WindowResult
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP

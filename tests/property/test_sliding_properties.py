@@ -10,14 +10,14 @@ from unittest.mock import patch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assigners.sliding_distinct import SlidingDistinctAssigner
-from evictors import Evictor
-from functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce
-from triggers import EventTimeTrigger
-from triggers.emit import OnWindowCloseTrigger
 from windowing import MAX_TIMESTAMP, OutputTag, sliding_derived
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.evictors import Evictor
+from windowing.functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce
 from windowing.sliding_derived import _SMALL_RANGE
 from windowing.testing import WindowOperatorHarness
+from windowing.triggers import EventTimeTrigger
+from windowing.triggers.emit import OnWindowCloseTrigger
 
 LATE = OutputTag("late")
 

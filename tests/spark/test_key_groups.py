@@ -23,9 +23,19 @@ from pyspark.sql import Row
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from assigners import EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows
-from functions import Aggregate, AggregateFunction, AggregationType, FieldAggregation, Reduce
 from windowing import OutputTag
+from windowing.assigners import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
+from windowing.functions import (
+    Aggregate,
+    AggregateFunction,
+    AggregationType,
+    FieldAggregation,
+    Reduce,
+)
 from windowing.spark import streaming
 from windowing.spark.columnar import columnar_plan
 from windowing.spark.output import METRIC_NAMES, OutputLayout

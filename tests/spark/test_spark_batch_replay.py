@@ -18,7 +18,8 @@ from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-from assigners import (
+from windowing import OutputTag
+from windowing.assigners import (
     EventTimeSessionWindows,
     GlobalWindows,
     HoppingEventTimeWindows,
@@ -27,15 +28,14 @@ from assigners import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
-from evictors import Evictor
-from functions import AggregateFunction, ProcessWindowFunction
-from triggers import CountTrigger, Trigger, TriggerResult
-from windowing import OutputTag
+from windowing.evictors import Evictor
+from windowing.functions import AggregateFunction, ProcessWindowFunction
 from windowing.spark.batch import WindowedResult
 from windowing.state import ReducingStateDescriptor
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers import CountTrigger, Trigger, TriggerResult
 from windowing.windows import TimestampedValue
 
 pytestmark = pytest.mark.spark

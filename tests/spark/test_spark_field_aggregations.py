@@ -18,8 +18,8 @@ import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from assigners import HoppingEventTimeWindows, TumblingEventTimeWindows
-from functions import AggregationType, FieldAggregation, Reduce
+from windowing.assigners import HoppingEventTimeWindows, TumblingEventTimeWindows
+from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.spark.columnar import columnar_plan, columnar_results
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
@@ -103,7 +103,7 @@ def test_columnar_results_equal_the_operators(
 
 
 def test_the_plan_applies_only_to_built_in_tumbling_aggregations() -> None:
-    from triggers import CountTrigger, EventTimeTrigger
+    from windowing.triggers import CountTrigger, EventTimeTrigger
 
     total = FieldAggregation(AggregationType.SUM, "amount")
     tumbling = TumblingEventTimeWindows(10)

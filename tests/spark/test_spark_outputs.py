@@ -15,11 +15,11 @@ from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-from assigners import GlobalWindows, TumblingEventTimeWindows
-from functions import AggregateFunction, ProcessWindowFunction, WindowFunction
-from triggers import CountTrigger, PurgingTrigger
 from windowing import OutputTag
+from windowing.assigners import GlobalWindows, TumblingEventTimeWindows
+from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
+from windowing.triggers import CountTrigger, PurgingTrigger
 
 pytestmark = pytest.mark.spark
 spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
@@ -362,7 +362,7 @@ def test_count_window_on_the_builder_matches_the_harness(spark: Any) -> None:
 
 
 def test_without_a_late_tag_late_rows_are_counted_and_carry_no_columns(clicks: DataFrame) -> None:
-    from functions import Aggregate
+    from windowing.functions import Aggregate
     from windowing.spark.batch import build_layout
 
     windowed = click_stream(clicks).key_by("user").window(TumblingEventTimeWindows("10 seconds"))

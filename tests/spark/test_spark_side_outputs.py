@@ -13,9 +13,9 @@ from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from assigners import TumblingEventTimeWindows
-from functions import AggregateFunction, ProcessWindowFunction
 from windowing import OutputTag
+from windowing.assigners import TumblingEventTimeWindows
+from windowing.functions import AggregateFunction, ProcessWindowFunction
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP

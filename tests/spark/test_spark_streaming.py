@@ -28,20 +28,20 @@ import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from assigners import (
+from windowing import OutputTag
+from windowing.assigners import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
     SlidingDistinctAssigner,
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from evictors import Evictor
-from functions import AggregateFunction, ProcessWindowFunction, WindowFunction
-from triggers import Trigger, TriggerResult
-from windowing import OutputTag
+from windowing.evictors import Evictor
+from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
 from windowing.spark.keys import NAN_KEY, state_key
 from windowing.spark.streaming import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
+from windowing.triggers import Trigger, TriggerResult
 
 pytestmark = pytest.mark.spark
 

@@ -23,13 +23,13 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import TimestampType
 
-from assigners import (
+from windowing import OutputTag
+from windowing.assigners import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
     TumblingEventTimeWindows,
 )
-from functions import ProcessWindowFunction
-from windowing import OutputTag
+from windowing.functions import ProcessWindowFunction
 from windowing.spark.streaming import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from assigners import (
+from windowing import OutputTag
+from windowing.assigners import (
     EventTimeSessionWindows,
     GlobalWindows,
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from functions import AggregateFunction, ProcessWindowFunction
-from triggers import CountTrigger
-from windowing import OutputTag
+from windowing.functions import AggregateFunction, ProcessWindowFunction
 from windowing.stream import BoundedOutOfOrderness, DataStream, WindowedStream
+from windowing.triggers import CountTrigger
 
 pytestmark = pytest.mark.spark
 

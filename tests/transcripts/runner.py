@@ -57,10 +57,8 @@ from typing import Any, Protocol
 
 import yaml
 
-import assigners
-import evictors
-import triggers
-from functions import Aggregate, AggregateFunction, Process, ProcessWindowFunction, Reduce
+from windowing import assigners, evictors, triggers
+from windowing.functions import Aggregate, AggregateFunction, Process, ProcessWindowFunction, Reduce
 from windowing.records import OutputTag
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP

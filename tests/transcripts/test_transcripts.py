@@ -22,8 +22,7 @@ from runner import (
     shuffle_seed,
 )
 
-import assigners
-import triggers
+from windowing import assigners, triggers
 from windowing.time import MAX_TIMESTAMP
 
 SPECS = load_specs()

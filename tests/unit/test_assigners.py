@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from assigners import (
+from windowing.assigners import (
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
     EventTimeSessionWindows,
@@ -25,11 +25,17 @@ from assigners import (
     WindowAssignerContext,
     WindowStagger,
 )
-from assigners.base import merge_time_windows
-from assigners.tumbling import window_start
-from triggers import CountTrigger, EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, Trigger
+from windowing.assigners.base import merge_time_windows
+from windowing.assigners.tumbling import window_start
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP
+from windowing.triggers import (
+    CountTrigger,
+    EventTimeTrigger,
+    NeverTrigger,
+    ProcessingTimeTrigger,
+    Trigger,
+)
 from windowing.windows import GLOBAL_WINDOW, TimeWindow
 
 W = TimeWindow

@@ -14,15 +14,16 @@ from typing import Any
 import cloudpickle
 import pytest
 
-import triggers
-from assigners import (
+from windowing import triggers
+from windowing.assigners import (
     EventTimeSessionWindows,
     GlobalWindows,
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from functions import ProcessWindowFunction
-from triggers import (
+from windowing.functions import ProcessWindowFunction
+from windowing.testing import TriggerHarness, WindowOperatorHarness
+from windowing.triggers import (
     AfterWatermark,
     AllOf,
     AnyOf,
@@ -38,7 +39,6 @@ from triggers import (
     Trigger,
     TriggerResult,
 )
-from windowing.testing import TriggerHarness, WindowOperatorHarness
 from windowing.windows import GLOBAL_WINDOW, TimeWindow
 
 W = TimeWindow

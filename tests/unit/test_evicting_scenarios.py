@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from assigners import EventTimeSessionWindows, GlobalWindows, TumblingEventTimeWindows
-from evictors import CountEvictor, DeltaEvictor, TimeEvictor
-from functions import AggregateFunction, ProcessWindowFunction, Reduce
-from triggers import CountTrigger, EventTimeTrigger
+from windowing.assigners import EventTimeSessionWindows, GlobalWindows, TumblingEventTimeWindows
 from windowing.count_windows import count_window
+from windowing.evictors import CountEvictor, DeltaEvictor, TimeEvictor
+from windowing.functions import AggregateFunction, ProcessWindowFunction, Reduce
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP
+from windowing.triggers import CountTrigger, EventTimeTrigger
 
 Pair = tuple[str, int]
 

@@ -17,12 +17,12 @@ from typing import Any
 import cloudpickle
 import pytest
 
-import evictors
-from assigners import GlobalWindows, TumblingEventTimeWindows
-from evictors import CountEvictor, DeltaEvictor, Evictor, EvictorContext, TimeEvictor
-from functions import ProcessWindowFunction
-from triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
+from windowing import evictors
+from windowing.assigners import GlobalWindows, TumblingEventTimeWindows
+from windowing.evictors import CountEvictor, DeltaEvictor, Evictor, EvictorContext, TimeEvictor
+from windowing.functions import ProcessWindowFunction
 from windowing.testing import WindowOperatorHarness
+from windowing.triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
 from windowing.windows import GLOBAL_WINDOW, TimestampedValue, TimeWindow
 
 TV = TimestampedValue

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assigners import TumblingEventTimeWindows
-from functions import AggregationType, FieldAggregation
+from windowing.assigners import TumblingEventTimeWindows
+from windowing.functions import AggregationType, FieldAggregation
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP
 

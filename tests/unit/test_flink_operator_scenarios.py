@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from assigners import (
+from windowing.assigners import (
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
     EventTimeSessionWindows,
@@ -41,16 +41,14 @@ from assigners import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
-from evictors import Evictor
-from functions import (
+from windowing.evictors import Evictor
+from windowing.functions import (
     Aggregate,
     AggregateFunction,
     ProcessWindowFunction,
     Reduce,
     WindowFunction,
 )
-from triggers import CountTrigger, EventTimeTrigger, NeverTrigger, PurgingTrigger, Trigger
-from triggers.base import TriggerResult
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.state import (
     AggregatingStateDescriptor,
@@ -61,6 +59,8 @@ from windowing.state import (
 )
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers import CountTrigger, EventTimeTrigger, NeverTrigger, PurgingTrigger, Trigger
+from windowing.triggers.base import TriggerResult
 from windowing.windows import GLOBAL_WINDOW, TimestampedValue
 from windowing.windows import TimeWindow as W
 

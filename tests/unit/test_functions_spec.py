@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from functions import (
+from windowing.functions import (
     Aggregate,
     AggregateFunction,
     Apply,

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from assigners.sliding_distinct import SlidingDistinctAssigner
-from functions import Fold, Reduce
-from triggers.emit import OnWindowCloseTrigger, OnWindowUpdateTrigger
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.functions import Fold, Reduce
 from windowing.testing import WindowOperatorHarness
+from windowing.triggers.emit import OnWindowCloseTrigger, OnWindowUpdateTrigger
 
 Record = tuple[str, str, int]  # key, value, timestamp
 

@@ -6,12 +6,16 @@ from typing import Any
 
 import pytest
 
-from assigners import HoppingEventTimeWindows, SlidingEventTimeWindows, TumblingEventTimeWindows
-from evictors import CountEvictor
-from functions import AggregateFunction, ProcessWindowFunction
-from triggers import CountTrigger, EventTimeTrigger
 from windowing import MAX_TIMESTAMP, MIN_TIMESTAMP, OutputTag, TimeWindow
+from windowing.assigners import (
+    HoppingEventTimeWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
+from windowing.evictors import CountEvictor
+from windowing.functions import AggregateFunction, ProcessWindowFunction
 from windowing.testing import WindowOperatorHarness
+from windowing.triggers import CountTrigger, EventTimeTrigger
 
 LATE = OutputTag("late")
 

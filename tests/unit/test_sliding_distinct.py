@@ -7,14 +7,20 @@ from unittest.mock import patch
 
 import pytest
 
-from assigners import HoppingEventTimeWindows
-from assigners.sliding_distinct import SlidingDistinctAssigner
-from functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce, ReduceFunction
-from triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
-from triggers.emit import OnWindowCloseTrigger, OnWindowUpdateTrigger
 from windowing import MAX_TIMESTAMP, OutputTag, sliding_derived
+from windowing.assigners import HoppingEventTimeWindows
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.functions import (
+    Aggregate,
+    AggregateFunction,
+    ProcessWindowFunction,
+    Reduce,
+    ReduceFunction,
+)
 from windowing.sliding_derived import _SMALL_RANGE
 from windowing.testing import WindowOperatorHarness
+from windowing.triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
+from windowing.triggers.emit import OnWindowCloseTrigger, OnWindowUpdateTrigger
 
 LATE = OutputTag("late")
 

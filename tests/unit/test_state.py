@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from functions import AggregateFunction, ReduceFunction
+from windowing.functions import AggregateFunction, ReduceFunction
 from windowing.state import (
     AggregatingState,
     AggregatingStateDescriptor,

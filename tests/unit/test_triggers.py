@@ -11,15 +11,6 @@ from typing import Any
 
 import pytest
 
-from triggers import (
-    CountTrigger,
-    EventTimeTrigger,
-    NeverTrigger,
-    ProcessingTimeTrigger,
-    PurgingTrigger,
-    Trigger,
-    TriggerResult,
-)
 from windowing.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -29,6 +20,15 @@ from windowing.state import (
 )
 from windowing.testing import TriggerHarness
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers import (
+    CountTrigger,
+    EventTimeTrigger,
+    NeverTrigger,
+    ProcessingTimeTrigger,
+    PurgingTrigger,
+    Trigger,
+    TriggerResult,
+)
 from windowing.windows import GLOBAL_WINDOW, TimeWindow
 
 W = TimeWindow

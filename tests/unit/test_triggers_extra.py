@@ -15,15 +15,17 @@ from typing import Any
 import cloudpickle
 import pytest
 
-import triggers
-from assigners import (
+from windowing import triggers
+from windowing.assigners import (
     EventTimeSessionWindows,
     GlobalWindows,
     ProcessingTimeSessionWindows,
     TumblingProcessingTimeWindows,
 )
-from functions import WindowFunction
-from triggers import (
+from windowing.functions import WindowFunction
+from windowing.testing import TriggerHarness, WindowOperatorHarness
+from windowing.time import MAX_TIMESTAMP
+from windowing.triggers import (
     ContinuousEventTimeTrigger,
     ContinuousProcessingTimeTrigger,
     CountTrigger,
@@ -35,8 +37,6 @@ from triggers import (
     Trigger,
     TriggerResult,
 )
-from windowing.testing import TriggerHarness, WindowOperatorHarness
-from windowing.time import MAX_TIMESTAMP
 from windowing.windows import GLOBAL_WINDOW, TimeWindow
 
 W = TimeWindow

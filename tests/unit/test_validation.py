@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from assigners import (
+from windowing.assigners import (
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
     EventTimeSessionWindows,
@@ -19,8 +19,8 @@ from assigners import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from evictors.base import Evictor
-from functions import (
+from windowing.evictors.base import Evictor
+from windowing.functions import (
     AggregateFunction,
     Fold,
     FoldFunction,
@@ -29,7 +29,11 @@ from functions import (
     ReduceFunction,
     WindowFunction,
 )
-from triggers import (
+from windowing.operator import WindowOperator
+from windowing.records import OutputTag
+from windowing.state import ReducingStateDescriptor, StateTable
+from windowing.testing import TriggerHarness, WindowOperatorHarness
+from windowing.triggers import (
     CountTrigger,
     EventTimeTrigger,
     NeverTrigger,
@@ -38,10 +42,6 @@ from triggers import (
     Trigger,
     TriggerResult,
 )
-from windowing.operator import WindowOperator
-from windowing.records import OutputTag
-from windowing.state import ReducingStateDescriptor, StateTable
-from windowing.testing import TriggerHarness, WindowOperatorHarness
 from windowing.windows import GLOBAL_WINDOW
 
 # --------------------------------------------------------------------------- helpers

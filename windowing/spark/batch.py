@@ -37,8 +37,8 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
-from functions.spec import WindowFunctionSpec
+from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
+from windowing.functions.spec import WindowFunctionSpec
 from windowing.operator import WindowOperator
 from windowing.records import OutputTag
 from windowing.spark.columnar import ColumnarAggregation, columnar_plan, columnar_results

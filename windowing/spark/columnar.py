@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from assigners.tumbling import TumblingEventTimeWindows, WindowStagger
-from functions.aggregations import AggregationType, FieldAggregation
-from functions.spec import Reduce
-from triggers.event_time import EventTimeTrigger
+from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.functions.aggregations import AggregationType, FieldAggregation
+from windowing.functions.spec import Reduce
 from windowing.operator import KeyState, WindowOperator, _register
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers.event_time import EventTimeTrigger
 from windowing.windows import TimeWindow
 
 __all__ = [

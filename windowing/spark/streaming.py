@@ -121,7 +121,7 @@ from windowing.stream import is_processing_time_assigner
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 if TYPE_CHECKING:
-    from functions.spec import WindowFunctionSpec
+    from windowing.functions.spec import WindowFunctionSpec
     from windowing.stream import WindowedStream
 
 __all__ = [
