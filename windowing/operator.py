@@ -41,10 +41,7 @@ import cloudpickle
 from windowing import rules
 from windowing import sliding as sliding_module
 from windowing.assigners.base import MergingWindowAssigner, WindowAssigner
-from windowing.assigners.hopping import HoppingEventTimeWindows
-from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner, left_window, right_window
-from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.due import compact, put_back, take_due
 from windowing.evictors.base import Evictor
 from windowing.functions.base import ProcessWindowFunction
@@ -59,6 +56,7 @@ from windowing.functions.spec import (
 )
 from windowing.java_order import hash_set_order
 from windowing.kip450 import KafkaSliding, KafkaWindowStore
+from windowing.plan import Plan, Strategy, aligned_shape, plan_operator
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.slicing import SlicedHopping, Slices
 from windowing.sliding import Partials, Timeline, TimelineExpiry
@@ -66,7 +64,6 @@ from windowing.sliding_derived import DerivedSliding
 from windowing.state import StateTable, merge_namespaces
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.triggers.base import Trigger, TriggerResult
-from windowing.triggers.emit import OnWindowCloseTrigger
 from windowing.triggers.event_time import EventTimeTrigger
 from windowing.windows import TimestampedValue, TimeWindow
 
@@ -523,20 +520,11 @@ class WindowOperator:
             msg = f"slicing must be a bool or None, got {type(slicing).__name__} {slicing!r}"
             raise ValueError(msg)
         spec = as_spec(function, window_function)
-        if slicing is None:  # shared partials only where they give the per-window results
-            slicing = (
-                isinstance(spec, Reduce | Aggregate)
-                and spec.order_insensitive
-                and not isinstance(assigner, SlidingDistinctAssigner)
-            )
-        self.slicing = slicing
+        self.plan: Plan = plan_operator(assigner, trigger, evictor, spec, lateness, slicing)
+        strategy = self.plan.strategy
+        self.slicing = strategy in _SHARED_PARTIALS
         # Lazy sliding-distinct windows: contents computed from the timeline at firing time.
-        self._sliding_lazy = (
-            slicing
-            and self._sliding_size is not None
-            and evictor is None
-            and type(trigger) in (EventTimeTrigger, OnWindowCloseTrigger)
-        )
+        self._sliding_lazy = strategy in (Strategy.TIMELINE_LAZY, Strategy.TIMELINE_DERIVED)
         self._sliding_fires_on_element = type(trigger) is EventTimeTrigger
         if late_output_tag is not None and not isinstance(late_output_tag, OutputTag):
             msg = f"late_output_tag must be an OutputTag, got {late_output_tag!r}"
@@ -586,35 +574,23 @@ class WindowOperator:
         self._pwf = self._process_function()
         # Lazy sliding-distinct windows without a process function need no per-window
         # timers: the windows to fire are derived from the timeline (one timer per key).
-        self._sliding_derived = self._sliding_lazy and self._pwf is None
-        self._fast_event_timers = (
-            type(trigger) is EventTimeTrigger and self.is_event_time and self._sliding_size is None
-        )
+        self._sliding_derived = strategy is Strategy.TIMELINE_DERIVED
+        self._fast_event_timers = self.plan.inline_event_timers
         self._partials = self._make_partials()
+        shape = aligned_shape(assigner, trigger, evictor)
         # Inlined element loop for aligned event-time windows with the default trigger.
-        self._aligned: tuple[int, int, int] | None = None
-        if type(trigger) is EventTimeTrigger and evictor is None:
-            if (
-                type(assigner) is TumblingEventTimeWindows
-                and assigner.stagger is WindowStagger.ALIGNED
-            ):
-                self._aligned = (assigner.size, assigner.size, assigner.offset)
-            elif type(assigner) is HoppingEventTimeWindows:
-                self._aligned = (assigner.size, assigner.slide, assigner.offset)
+        self._aligned = shape if strategy is Strategy.ALIGNED else None
         self._inline_reducer: Callable[[Any, Any], Any] | None = (
             spec.reducer() if isinstance(spec, Reduce) and evictor is None else None
         )
-        self._session_gap: int | None = None
-        if (
-            type(trigger) is EventTimeTrigger
-            and evictor is None
-            and type(assigner) is EventTimeSessionWindows
-        ):
-            self._session_gap = assigner.gap
+        self._session_gap: int | None = (
+            assigner.gap  # type: ignore[attr-defined]
+            if strategy is Strategy.SESSIONS
+            else None
+        )
         # Incremental results emitted as they are (no window function, no evictor).
         self._direct_result: Callable[[Any], Any] | None = None
-        incremental = isinstance(spec, Reduce | Fold | Aggregate)
-        if evictor is None and incremental and spec.window_function is None:  # type: ignore[union-attr]
+        if self.plan.direct_result:
             if isinstance(spec, Aggregate):
                 self._direct_result = spec.function.get_result
             else:
@@ -633,18 +609,12 @@ class WindowOperator:
             )
         # Hopping windows kept as panes (windowing.slicing).
         self._slicer: SlicedHopping | None = None
-        aligned = self._aligned
-        if (
-            slicing
-            and aligned is not None
-            and aligned[1] < aligned[0]
-            and self._direct_result is not None
-            and isinstance(spec, Reduce | Aggregate)
-        ):
+        if strategy is Strategy.PANES:
+            assert shape is not None and self._direct_result is not None
             self._slicer = SlicedHopping(
-                aligned[0],
-                aligned[1],
-                aligned[2],
+                shape[0],
+                shape[1],
+                shape[2],
                 lateness,
                 partials=self._partials,
                 result=self._direct_result,
@@ -652,7 +622,8 @@ class WindowOperator:
             )
         # KIP-450 windows without shared partials: Kafka's own algorithm (windowing.kip450).
         self._kafka: KafkaSliding | None = None
-        if self._sliding_size is not None and not slicing:
+        if strategy is Strategy.KAFKA_SLIDING:
+            assert self._sliding_size is not None
             self._kafka = KafkaSliding(self, self._sliding_size, lateness)
 
     def _register_store_expiry(self, ks: KeyState, time: int) -> None:
@@ -2261,6 +2232,9 @@ class WindowOperator:
 
 
 _EXPIRY = TimelineExpiry()
+_SHARED_PARTIALS = frozenset(
+    {Strategy.PANES, Strategy.TIMELINE, Strategy.TIMELINE_LAZY, Strategy.TIMELINE_DERIVED}
+)
 _COMPACT_MIN = 4096
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from windowing.evictors.base import Evictor
 from windowing.operator import KeyState, OperatorMetrics, WindowOperator, _Context, _register
+from windowing.plan import Plan
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.time import MIN_TIMESTAMP, Duration
 from windowing.triggers.base import Trigger, TriggerResult
@@ -65,6 +66,15 @@ class WindowOperatorHarness:
         )
 
     # -- input ---------------------------------------------------------------------------
+    @property
+    def plan(self) -> Plan:
+        """The strategy the operator runs and why (:mod:`windowing.plan`)."""
+        return self.operator.plan
+
+    def explain(self) -> str:
+        """:attr:`plan` in words."""
+        return str(self.operator.plan)
+
     def process_element(self, value: Any, timestamp: int | None = None, key: Any = None) -> None:
         """Process one element of ``key`` (``None``: a non-keyed stream)."""
         self.operator.process_element(value, timestamp, key)

@@ -14,6 +14,7 @@ from windowing.assigners import (
 )
 from windowing.evictors import CountEvictor
 from windowing.functions import AggregateFunction, ProcessWindowFunction
+from windowing.plan import Strategy
 from windowing.testing import WindowOperatorHarness
 from windowing.triggers import CountTrigger, EventTimeTrigger
 
@@ -116,7 +117,7 @@ SCRIPT = [
 def test_sliced_matches_per_window_layout(lateness: int, function: Any) -> None:
     sliced = harness(function(), slicing=True, lateness=lateness)
     plain = harness(function(), slicing=False, lateness=lateness)
-    assert sliced.operator._slicer is not None and plain.operator._slicer is None
+    assert sliced.plan.strategy is Strategy.PANES and plain.plan.strategy is Strategy.ALIGNED
     assert drive(sliced, SCRIPT) == drive(plain, SCRIPT)
     assert sliced.metrics == plain.metrics
     assert sliced.num_state_entries() == 0 and sliced.num_keys() == 0
@@ -250,9 +251,9 @@ def test_slicing_only_where_it_applies(kwargs: dict[str, Any]) -> None:
     function = kwargs.pop("function")
     assigner = kwargs.pop("assigner", HoppingEventTimeWindows(10, 2))
     h = WindowOperatorHarness(assigner, function, slicing=kwargs.pop("slicing", True), **kwargs)
-    assert h.operator._slicer is None
+    assert h.plan.strategy is not Strategy.PANES
     control = WindowOperatorHarness(HoppingEventTimeWindows(10, 2), SumCount(), slicing=True)
-    assert control.operator._slicer is not None
+    assert control.plan.strategy is Strategy.PANES
 
 
 class DeclaredSumCount(SumCount):
@@ -291,10 +292,10 @@ def test_default_combines_an_order_sensitive_reduce_in_arrival_order_as_flink() 
 )
 def test_default_uses_panes_only_for_declared_functions(function: Any, sliced: bool) -> None:
     h = WindowOperatorHarness(HoppingEventTimeWindows(10, 2), function)
-    assert (h.operator._slicer is not None) == sliced
+    assert (h.plan.strategy is Strategy.PANES) == sliced
     assert h.operator.slicing is sliced
     opted_out = WindowOperatorHarness(HoppingEventTimeWindows(10, 2), function, slicing=False)
-    assert opted_out.operator._slicer is None
+    assert opted_out.plan.strategy is not Strategy.PANES
 
 
 def test_slicing_must_be_a_bool_or_none() -> None:

@@ -17,6 +17,7 @@ from windowing.functions import (
     Reduce,
     ReduceFunction,
 )
+from windowing.plan import Strategy
 from windowing.sliding_derived import _SMALL_RANGE
 from windowing.testing import WindowOperatorHarness
 from windowing.triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
@@ -445,10 +446,9 @@ def test_default_is_kafkas_algorithm_even_for_declared_functions() -> None:
 
     for function in (Sum(), lambda a, b: a + b):
         h = WindowOperatorHarness(SlidingDistinctAssigner(3, grace=0), function)
-        assert not h.operator.slicing and h.operator._kafka is not None
-        assert h.operator._derived is None
+        assert not h.operator.slicing and h.plan.strategy is Strategy.KAFKA_SLIDING
     opted_in = WindowOperatorHarness(SlidingDistinctAssigner(3, grace=0), Sum(), slicing=True)
-    assert opted_in.operator._derived is not None and opted_in.operator._kafka is None
+    assert opted_in.plan.strategy is Strategy.TIMELINE_DERIVED
 
 
 def test_size_zero_groups_equal_timestamps() -> None:
