@@ -47,7 +47,8 @@ from windowing.triggers.base import TriggerResult
 from windowing.windows import TimeWindow
 
 if TYPE_CHECKING:
-    from windowing.operator import KeyState, WindowOperator
+    from windowing.engine.keystate import KeyState
+    from windowing.operator import WindowOperator
 
 __all__ = ["KafkaSliding", "KafkaWindowStore"]
 

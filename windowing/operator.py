@@ -33,8 +33,7 @@ import heapq
 import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import cloudpickle
 
@@ -43,6 +42,14 @@ from windowing import sliding as sliding_module
 from windowing.assigners.base import MergingWindowAssigner, WindowAssigner
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner, left_window, right_window
 from windowing.due import compact, put_back, take_due
+from windowing.engine.context import Clock, ProcessContext, WindowContext, check_outputs
+from windowing.engine.keystate import (
+    InMemoryStateBackend,
+    KeyState,
+    StateBackend,
+    register_timer,
+)
+from windowing.engine.metrics import OperatorMetrics
 from windowing.evictors.base import Evictor
 from windowing.functions.base import ProcessWindowFunction
 from windowing.functions.spec import (
@@ -55,13 +62,13 @@ from windowing.functions.spec import (
     as_spec,
 )
 from windowing.java_order import hash_set_order
-from windowing.kip450 import KafkaSliding, KafkaWindowStore
+from windowing.kip450 import KafkaSliding
 from windowing.plan import Plan, Strategy, aligned_shape, plan_operator
 from windowing.records import LateElement, OutputTag, WindowResult
-from windowing.slicing import SlicedHopping, Slices
+from windowing.slicing import SlicedHopping
 from windowing.sliding import Partials, Timeline, TimelineExpiry
 from windowing.sliding_derived import DerivedSliding
-from windowing.state import StateTable, merge_namespaces
+from windowing.state import merge_namespaces
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.triggers.base import Trigger, TriggerResult
 from windowing.triggers.event_time import EventTimeTrigger
@@ -78,354 +85,6 @@ __all__ = [
 _MISSING: Any = object()
 _CONTINUE = TriggerResult.CONTINUE
 _FIRE = TriggerResult.FIRE
-
-
-class KeyState:
-    """Everything the operator keeps for one key.
-
-    ``contents`` maps a state namespace (the window, or for merging windows the window's state
-    window) to the window contents: a reduced value, an accumulator, or a list of elements.
-    Timers are a set of ``(time, window)`` plus a heap for time order (lazy deletion).
-    """
-
-    __slots__ = (
-        "_global_state",
-        "_trigger_state",
-        "_window_state",
-        "contents",
-        "evt_heap",
-        "evt_timers",
-        "kafka",
-        "merging",
-        "proc_heap",
-        "proc_timers",
-        "recent",
-        "seq",
-        "slices",
-        "timeline",
-    )
-
-    def __init__(self, merging: bool = False) -> None:
-        self.contents: dict[Any, Any] = {}
-        # Partitioned state tables, created on first use (most keys never need them).
-        self._trigger_state: StateTable | None = None
-        self._window_state: StateTable | None = None
-        self._global_state: StateTable | None = None
-        self.evt_timers: set[tuple[int, Any]] = set()
-        self.evt_heap: list[tuple[int, int, Any]] = []
-        self.proc_timers: set[tuple[int, Any]] = set()
-        self.proc_heap: list[tuple[int, int, Any]] = []
-        self.seq = 0
-        self.merging: dict[Any, Any] | None = {} if merging else None
-        # Aligned windows of the key's latest element: (last start, first start, smallest
-        # max_timestamp, windows); lets the next element in the same windows skip the timer
-        # bookkeeping.
-        self.recent: tuple[int, int, int, tuple[Any, ...]] | None = None
-        # Records of the key by timestamp, for KIP-450 sliding windows (shared layout).
-        self.timeline: Timeline | None = None
-        # The key's KIP-450 windows as Kafka's window store holds them (per-window layout).
-        self.kafka: KafkaWindowStore | None = None
-        # Pane bookkeeping of sliced hopping windows (the panes are in ``contents``).
-        self.slices: Slices | None = None
-
-    def _table(self, slot: str) -> StateTable:
-        table: StateTable | None = getattr(self, slot)
-        if table is None:
-            table = StateTable()
-            setattr(self, slot, table)
-        return table
-
-    @property
-    def trigger_state(self) -> StateTable:
-        """Trigger state, by window."""
-        return self._table("_trigger_state")
-
-    @property
-    def window_state(self) -> StateTable:
-        """Per-window state of the process function, by window."""
-        return self._table("_window_state")
-
-    @property
-    def global_state(self) -> StateTable:
-        """Per-key state of the process function (namespace ``None``)."""
-        return self._table("_global_state")
-
-    def is_empty(self) -> bool:
-        """Whether nothing at all is kept for this key (it can be dropped)."""
-        if self.contents or self.evt_timers or self.proc_timers or self.merging:
-            return False
-        if self.timeline is not None and not self.timeline.is_empty():
-            return False
-        if self.kafka is not None and len(self.kafka):
-            return False
-        for table in (self._trigger_state, self._window_state, self._global_state):
-            if table is not None and not table.is_empty():
-                return False
-        return True
-
-    def num_state_entries(self, window: Any = _MISSING) -> int:
-        """Live state entries: window contents, trigger state and per-window function state
-        (all windows, or one window's), plus global function state when counting all."""
-        if window is _MISSING:
-            return (
-                (0 if self.timeline is None else len(self.timeline))
-                + (0 if self.kafka is None else len(self.kafka))
-                + len(self.contents)
-                + self.trigger_state.num_entries()
-                + self.window_state.num_entries()
-                + self.global_state.num_entries()
-            )
-        ns = self.merging.get(window, window) if self.merging else window
-        return (
-            (1 if ns in self.contents else 0)
-            + self.trigger_state.num_entries(window)
-            + self.window_state.num_entries(window)
-        )
-
-    def next_event_time(self) -> int | None:
-        """The earliest pending event-time timer, if any."""
-        if self.slices is not None:
-            return self.slices.due  # sliced windows: the key's one timer
-        if self.timeline is not None and self.timeline.due is not None:
-            return self.timeline.due  # derived sliding-distinct windows: the key's one timer
-        return _next_time(self.evt_heap, self.evt_timers)
-
-    def next_processing_time(self) -> int | None:
-        """The earliest pending processing-time timer, if any."""
-        return _next_time(self.proc_heap, self.proc_timers)
-
-
-def _next_time(heap: list[tuple[int, int, Any]], live: set[tuple[int, Any]]) -> int | None:
-    while heap:
-        time, _, window = heap[0]
-        if (time, window) in live:
-            return time
-        heapq.heappop(heap)
-    return None
-
-
-class StateBackend(Protocol):
-    """Where :class:`KeyState` values live between calls (a dict, or Spark's state store)."""
-
-    def get(self, key: Any) -> KeyState | None: ...
-
-    def put(self, key: Any, state: KeyState) -> None: ...
-
-    def remove(self, key: Any) -> None: ...
-
-    def items(self) -> Iterable[tuple[Any, KeyState]]: ...
-
-
-class InMemoryStateBackend:
-    """A dict of key -> :class:`KeyState`."""
-
-    def __init__(self) -> None:
-        self.states: dict[Any, KeyState] = {}
-
-    def get(self, key: Any) -> KeyState | None:
-        return self.states.get(key)
-
-    def put(self, key: Any, state: KeyState) -> None:
-        self.states[key] = state
-
-    def remove(self, key: Any) -> None:
-        self.states.pop(key, None)
-
-    def items(self) -> Iterable[tuple[Any, KeyState]]:
-        return list(self.states.items())
-
-
-@dataclass
-class OperatorMetrics:
-    """Counters the user can read; together with the outputs they account for every element.
-
-    Attributes
-    ----------
-    num_elements
-        Elements processed.
-    num_late_records_dropped
-        Late elements added to no window, with no late-data side output configured
-        (Flink ``numLateRecordsDropped``).
-    num_late_records_side_output
-        Late elements added to no window and emitted to the late-data side output.
-    num_records_in_no_window
-        Elements added to no window although not late (the assigner returned no window, or
-        only windows already closed); Flink drops these silently.
-    num_windows_fired
-        Window evaluations that had contents (each may emit zero or more results).
-    num_null_results
-        Firings of a window with contents whose incremental result (a reduce, or
-        ``AggregateFunction.get_result``) was ``None``: as in Flink, they emit nothing (and
-        are not in ``num_windows_fired``).
-    num_orphaned_state_windows
-        Merging windows only: times a new window equal to an in-flight merged window was
-        mapped to itself, as Flink's ``MergingWindowSet`` does, so that the elements in its
-        former state window are no longer reached (Flink keeps them unreachable; so does
-        this operator, and counts it here). Only possible with dynamic session gaps.
-    """
-
-    num_elements: int = 0
-    num_late_records_dropped: int = 0
-    num_late_records_side_output: int = 0
-    num_records_in_no_window: int = 0
-    num_windows_fired: int = 0
-    num_null_results: int = 0
-    num_orphaned_state_windows: int = 0
-
-
-class _Clocks(Protocol):
-    """What contexts read from their owner (the operator, or a trigger harness)."""
-
-    watermark: int
-    processing_time: int
-    is_merging: bool
-    side_outputs: dict[OutputTag, list[Any]]
-
-
-class _Clock:
-    """Assigner context: exposes the operator's processing-time clock."""
-
-    __slots__ = ("op",)
-
-    def __init__(self, op: WindowOperator) -> None:
-        self.op = op
-
-    def get_current_processing_time(self) -> int:
-        return self.op.processing_time
-
-
-class _StateStore:
-    """A keyed state store bound to one state table and namespace."""
-
-    __slots__ = ("namespace", "table")
-
-    def __init__(self, table: StateTable, namespace: Any) -> None:
-        self.table = table
-        self.namespace = namespace
-
-    def get_state(self, descriptor: Any) -> Any:
-        return self.table.state(descriptor, self.namespace)
-
-
-class _MergingWindowStateStore:
-    __slots__ = ()
-
-    def get_state(self, descriptor: Any) -> Any:
-        msg = "Per-window state is not allowed when using merging windows."
-        raise RuntimeError(msg)
-
-
-class _Context:
-    """The context handed to triggers, evictors and process functions for one key and window.
-
-    One instance is reused (its fields are set before each callback), as in Flink.
-    """
-
-    __slots__ = ("key", "ks", "merged_windows", "op", "window")
-
-    def __init__(self, op: _Clocks) -> None:
-        self.op = op
-        self.key: Any = None
-        self.ks: KeyState = KeyState()
-        self.window: Any = None
-        self.merged_windows: list[Any] = []
-
-    # -- trigger / evictor context -------------------------------------------------------
-    def get_current_watermark(self) -> int:
-        return self.op.watermark
-
-    def get_current_processing_time(self) -> int:
-        return self.op.processing_time
-
-    def register_event_time_timer(self, time: int) -> None:
-        _register(self.ks.evt_timers, self.ks.evt_heap, self.ks, time, self.window)
-
-    def register_processing_time_timer(self, time: int) -> None:
-        _register(self.ks.proc_timers, self.ks.proc_heap, self.ks, time, self.window)
-
-    def delete_event_time_timer(self, time: int) -> None:
-        self.ks.evt_timers.discard((time, self.window))
-
-    def delete_processing_time_timer(self, time: int) -> None:
-        self.ks.proc_timers.discard((time, self.window))
-
-    def get_partitioned_state(self, descriptor: Any) -> Any:
-        return self.ks.trigger_state.state(descriptor, self.window)
-
-    def merge_partitioned_state(self, descriptor: Any) -> None:
-        if self.merged_windows:
-            self.ks.trigger_state.merge_namespaces(descriptor, self.window, self.merged_windows)
-
-    # -- process window function context -------------------------------------------------
-    def current_watermark(self) -> int:
-        return self.op.watermark
-
-    def current_processing_time(self) -> int:
-        return self.op.processing_time
-
-    def window_state(self) -> Any:
-        if self.op.is_merging:
-            return _MergingWindowStateStore()
-        return _StateStore(self.ks.window_state, self.window)
-
-    def global_state(self) -> Any:
-        return _StateStore(self.ks.global_state, None)
-
-    def output(self, tag: OutputTag, value: Any) -> None:
-        if not isinstance(tag, OutputTag):
-            msg = f"output: tag must be an OutputTag, got {tag!r}"
-            raise ValueError(msg)
-        w = self.window
-        self.op.side_outputs.setdefault(tag, []).append(
-            WindowResult(self.key, w, value, w.max_timestamp())
-        )
-
-
-# The context passed to process functions exposes ``window()`` as a method (PyFlink).
-class _ProcessContext:
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx: _Context) -> None:
-        self.ctx = ctx
-
-    def window(self) -> Any:
-        return self.ctx.window
-
-    def current_watermark(self) -> int:
-        return self.ctx.op.watermark
-
-    def current_processing_time(self) -> int:
-        return self.ctx.op.processing_time
-
-    def window_state(self) -> Any:
-        return self.ctx.window_state()
-
-    def global_state(self) -> Any:
-        return self.ctx.global_state()
-
-    def output(self, tag: OutputTag, value: Any) -> None:
-        self.ctx.output(tag, value)
-
-
-def _register(
-    timers: set[tuple[int, Any]], heap: list[tuple[int, int, Any]], ks: KeyState, time: int, w: Any
-) -> None:
-    entry = (time, w)
-    if entry in timers:
-        return
-    timers.add(entry)
-    ks.seq = seq = ks.seq + 1
-    heapq.heappush(heap, (time, seq, w))
-
-
-def _check_outputs(outputs: Any, what: str, key: Any, window: Any) -> Iterable[Any]:
-    if outputs is None or isinstance(outputs, str | bytes) or not isinstance(outputs, Iterable):
-        msg = (
-            f"{what} must return an iterable of outputs (a list, or yield them), got "
-            f"{type(outputs).__name__} {outputs!r} for key {key!r} and window {window!r}"
-        )
-        raise TypeError(msg)
-    return outputs
 
 
 class WindowOperator:
@@ -559,9 +218,9 @@ class WindowOperator:
         self.side_outputs: dict[OutputTag, list[Any]] = {}
         self.metrics = OperatorMetrics()
 
-        self._clock = _Clock(self)
-        self._ctx = _Context(self)
-        self._pctx = _ProcessContext(self._ctx)
+        self._clock = Clock(self)
+        self._ctx = WindowContext(self)
+        self._pctx = ProcessContext(self._ctx)
         # Scheduling across keys for the in-memory driver: (time, seq, key) heaps.
         self._evt_due: list[tuple[int, int, Any]] = []
         self._proc_due: list[tuple[int, int, Any]] = []
@@ -628,7 +287,7 @@ class WindowOperator:
 
     def _register_store_expiry(self, ks: KeyState, time: int) -> None:
         """The key's one timer that forgets its Kafka window store (:mod:`windowing.kip450`)."""
-        _register(ks.evt_timers, ks.evt_heap, ks, time, _EXPIRY)
+        register_timer(ks.evt_timers, ks.evt_heap, ks, time, _EXPIRY)
 
     def _make_partials(self) -> Partials:
         spec = self.spec
@@ -718,9 +377,9 @@ class WindowOperator:
         if not rules.has_cleanup_timer(t):
             return
         if self.is_event_time:
-            _register(ks.evt_timers, ks.evt_heap, ks, t, window)
+            register_timer(ks.evt_timers, ks.evt_heap, ks, t, window)
         else:
-            _register(ks.proc_timers, ks.proc_heap, ks, t, window)
+            register_timer(ks.proc_timers, ks.proc_heap, ks, t, window)
 
     def _delete_cleanup_timer(self, ks: KeyState, window: Any) -> None:
         t = self.cleanup_time(window)
@@ -790,7 +449,7 @@ class WindowOperator:
                     result = _FIRE
                 else:
                     result = _CONTINUE
-                    _register(ks.evt_timers, ks.evt_heap, ks, max_ts, window)
+                    register_timer(ks.evt_timers, ks.evt_heap, ks, max_ts, window)
             else:
                 ctx.window = window
                 result = trigger.on_element(value, timestamp, window, ctx)
@@ -801,9 +460,9 @@ class WindowOperator:
                     contents.pop(window, None)
             if cleanup != MAX_TIMESTAMP:
                 if is_event_time:
-                    _register(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
+                    register_timer(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
                 else:
-                    _register(ks.proc_timers, ks.proc_heap, ks, cleanup, window)
+                    register_timer(ks.proc_timers, ks.proc_heap, ks, cleanup, window)
         return added
 
     def _on_element_sliding(self, key: Any, ks: KeyState, value: Any, ts: int | None) -> bool:
@@ -965,7 +624,7 @@ class WindowOperator:
         if timeline.stamps:
             expiry = timeline.stamps[-1] + size + self.allowed_lateness + 3
             if expiry < MAX_TIMESTAMP:
-                _register(ks.evt_timers, ks.evt_heap, ks, expiry, _EXPIRY)
+                register_timer(ks.evt_timers, ks.evt_heap, ks, expiry, _EXPIRY)
                 timeline.expiry_at = expiry
 
     def _expire_timeline(self, ks: KeyState, time: int) -> None:
@@ -1111,9 +770,9 @@ class WindowOperator:
                 if max_ts <= wm:
                     fired = self._emit(key, ks, window, window)  # EventTimeTrigger: FIRE
                 else:
-                    _register(ks.evt_timers, ks.evt_heap, ks, max_ts, window)
+                    register_timer(ks.evt_timers, ks.evt_heap, ks, max_ts, window)
             if fired and cleanup != MAX_TIMESTAMP:
-                _register(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
+                register_timer(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
         for window in sorted(late_fired):
             max_ts = window.end - 1
             if window.start in live and max_ts <= wm < min(max_ts + lateness, MAX_TIMESTAMP):
@@ -1142,7 +801,7 @@ class WindowOperator:
                 # EventTimeTrigger.on_element, inlined (identical behaviour).
                 max_ts = actual.max_timestamp()
                 if max_ts > self.watermark:
-                    _register(ks.evt_timers, ks.evt_heap, ks, max_ts, actual)
+                    register_timer(ks.evt_timers, ks.evt_heap, ks, max_ts, actual)
                     self._register_cleanup_timer(ks, actual)
                     continue
                 result = _FIRE
@@ -1380,19 +1039,19 @@ class WindowOperator:
             return (result,)
         if isinstance(wf, ProcessWindowFunction):
             out = wf.process(key, self._pctx, [result])
-            return _check_outputs(out, "ProcessWindowFunction.process", key, window)
+            return check_outputs(out, "ProcessWindowFunction.process", key, window)
         out = wf.apply(key, window, [result])
-        return _check_outputs(out, "WindowFunction.apply", key, window)
+        return check_outputs(out, "WindowFunction.apply", key, window)
 
     def _evaluate_all(self, key: Any, window: Any, values: list[Any]) -> Iterable[Any]:
         """Evaluate over all buffered values (process/apply, or any kind with an evictor)."""
         spec = self.spec
         if isinstance(spec, Process):
             out = spec.function.process(key, self._pctx, values)
-            return _check_outputs(out, "ProcessWindowFunction.process", key, window)
+            return check_outputs(out, "ProcessWindowFunction.process", key, window)
         if isinstance(spec, Apply):
             out = spec.function.apply(key, window, values)
-            return _check_outputs(out, "WindowFunction.apply", key, window)
+            return check_outputs(out, "WindowFunction.apply", key, window)
         if isinstance(spec, Reduce):
             # Everything evicted: Flink's ReduceApplyWindowFunction passes on a null.
             result = functools.reduce(spec.reducer(), values) if values else None

@@ -33,7 +33,8 @@ from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
 if TYPE_CHECKING:
-    from windowing.operator import KeyState, WindowOperator
+    from windowing.engine.keystate import KeyState
+    from windowing.operator import WindowOperator
 
 __all__ = ["DerivedSliding"]
 

@@ -23,8 +23,11 @@ import heapq
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from windowing.engine.context import WindowContext
+from windowing.engine.keystate import KeyState, register_timer
+from windowing.engine.metrics import OperatorMetrics
 from windowing.evictors.base import Evictor
-from windowing.operator import KeyState, OperatorMetrics, WindowOperator, _Context, _register
+from windowing.operator import WindowOperator
 from windowing.plan import Plan
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.time import MIN_TIMESTAMP, Duration
@@ -167,9 +170,9 @@ class TriggerHarness:
         self.side_outputs: dict[Any, list[Any]] = {}
         self.key: Any = "key"
         self._ks = KeyState()
-        self._ctx = _Context(self)
+        self._ctx = WindowContext(self)
 
-    def _at(self, window: Any) -> _Context:
+    def _at(self, window: Any) -> WindowContext:
         ctx = self._ctx
         ctx.key, ctx.ks, ctx.window = self.key, self._ks, window
         return ctx
@@ -232,7 +235,7 @@ class TriggerHarness:
 
     def register_event_time_timer(self, time: int, window: Any) -> None:
         """Register a timer as the operator's cleanup timer would."""
-        _register(self._ks.evt_timers, self._ks.evt_heap, self._ks, time, window)
+        register_timer(self._ks.evt_timers, self._ks.evt_heap, self._ks, time, window)
 
     def _fire(
         self,

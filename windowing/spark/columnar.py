@@ -30,9 +30,10 @@ import numpy as np
 import pyarrow as pa
 
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.engine.keystate import KeyState, register_timer
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.spec import Reduce
-from windowing.operator import KeyState, WindowOperator, _register
+from windowing.operator import WindowOperator
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 from windowing.windows import TimeWindow
@@ -444,8 +445,8 @@ def key_state_of(
         ks.contents[window] = record
         end = start + size - 1
         if end > state.fired_upto:
-            _register(ks.evt_timers, ks.evt_heap, ks, end, window)
-        _register(ks.evt_timers, ks.evt_heap, ks, end + plan.allowed_lateness, window)
+            register_timer(ks.evt_timers, ks.evt_heap, ks, end, window)
+        register_timer(ks.evt_timers, ks.evt_heap, ks, end + plan.allowed_lateness, window)
     return ks
 
 

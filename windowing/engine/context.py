@@ -1,0 +1,157 @@
+"""The contexts handed to triggers, evictors and process functions (Flink's
+``WindowOperator.Context`` and ``WindowContext``), bound to one key and window at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from windowing.engine.keystate import KeyState, register_timer
+from windowing.records import OutputTag, WindowResult
+from windowing.state import StateTable
+
+__all__ = ["Clock", "Clocks", "ProcessContext", "WindowContext", "check_outputs"]
+
+
+class Clocks(Protocol):
+    """What contexts read from their owner (the operator, or a trigger harness)."""
+
+    watermark: int
+    processing_time: int
+    is_merging: bool
+    side_outputs: dict[OutputTag, list[Any]]
+
+
+class Clock:
+    """Assigner context: exposes the operator's processing-time clock."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: Clocks) -> None:
+        self.op = op
+
+    def get_current_processing_time(self) -> int:
+        return self.op.processing_time
+
+
+class _StateStore:
+    """A keyed state store bound to one state table and namespace."""
+
+    __slots__ = ("namespace", "table")
+
+    def __init__(self, table: StateTable, namespace: Any) -> None:
+        self.table = table
+        self.namespace = namespace
+
+    def get_state(self, descriptor: Any) -> Any:
+        return self.table.state(descriptor, self.namespace)
+
+
+class _MergingWindowStateStore:
+    __slots__ = ()
+
+    def get_state(self, descriptor: Any) -> Any:
+        msg = "Per-window state is not allowed when using merging windows."
+        raise RuntimeError(msg)
+
+
+class WindowContext:
+    """The context handed to triggers, evictors and process functions for one key and window.
+
+    One instance is reused (its fields are set before each callback), as in Flink.
+    """
+
+    __slots__ = ("key", "ks", "merged_windows", "op", "window")
+
+    def __init__(self, op: Clocks) -> None:
+        self.op = op
+        self.key: Any = None
+        self.ks: KeyState = KeyState()
+        self.window: Any = None
+        self.merged_windows: list[Any] = []
+
+    # -- trigger / evictor context -------------------------------------------------------
+    def get_current_watermark(self) -> int:
+        return self.op.watermark
+
+    def get_current_processing_time(self) -> int:
+        return self.op.processing_time
+
+    def register_event_time_timer(self, time: int) -> None:
+        register_timer(self.ks.evt_timers, self.ks.evt_heap, self.ks, time, self.window)
+
+    def register_processing_time_timer(self, time: int) -> None:
+        register_timer(self.ks.proc_timers, self.ks.proc_heap, self.ks, time, self.window)
+
+    def delete_event_time_timer(self, time: int) -> None:
+        self.ks.evt_timers.discard((time, self.window))
+
+    def delete_processing_time_timer(self, time: int) -> None:
+        self.ks.proc_timers.discard((time, self.window))
+
+    def get_partitioned_state(self, descriptor: Any) -> Any:
+        return self.ks.trigger_state.state(descriptor, self.window)
+
+    def merge_partitioned_state(self, descriptor: Any) -> None:
+        if self.merged_windows:
+            self.ks.trigger_state.merge_namespaces(descriptor, self.window, self.merged_windows)
+
+    # -- process window function context -------------------------------------------------
+    def current_watermark(self) -> int:
+        return self.op.watermark
+
+    def current_processing_time(self) -> int:
+        return self.op.processing_time
+
+    def window_state(self) -> Any:
+        if self.op.is_merging:
+            return _MergingWindowStateStore()
+        return _StateStore(self.ks.window_state, self.window)
+
+    def global_state(self) -> Any:
+        return _StateStore(self.ks.global_state, None)
+
+    def output(self, tag: OutputTag, value: Any) -> None:
+        if not isinstance(tag, OutputTag):
+            msg = f"output: tag must be an OutputTag, got {tag!r}"
+            raise ValueError(msg)
+        w = self.window
+        self.op.side_outputs.setdefault(tag, []).append(
+            WindowResult(self.key, w, value, w.max_timestamp())
+        )
+
+
+# The context passed to process functions exposes ``window()`` as a method (PyFlink).
+class ProcessContext:
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: WindowContext) -> None:
+        self.ctx = ctx
+
+    def window(self) -> Any:
+        return self.ctx.window
+
+    def current_watermark(self) -> int:
+        return self.ctx.op.watermark
+
+    def current_processing_time(self) -> int:
+        return self.ctx.op.processing_time
+
+    def window_state(self) -> Any:
+        return self.ctx.window_state()
+
+    def global_state(self) -> Any:
+        return self.ctx.global_state()
+
+    def output(self, tag: OutputTag, value: Any) -> None:
+        self.ctx.output(tag, value)
+
+
+def check_outputs(outputs: Any, what: str, key: Any, window: Any) -> Iterable[Any]:
+    if outputs is None or isinstance(outputs, str | bytes) or not isinstance(outputs, Iterable):
+        msg = (
+            f"{what} must return an iterable of outputs (a list, or yield them), got "
+            f"{type(outputs).__name__} {outputs!r} for key {key!r} and window {window!r}"
+        )
+        raise TypeError(msg)
+    return outputs

@@ -1,0 +1,186 @@
+"""Everything the operator keeps for one key (:class:`KeyState`), its timers, and where key
+states live between calls (:class:`StateBackend`)."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from windowing.state import StateTable
+
+if TYPE_CHECKING:  # the strategies' per-key structures (they import this module)
+    from windowing.kip450 import KafkaWindowStore
+    from windowing.slicing import Slices
+    from windowing.sliding import Timeline
+
+__all__ = ["InMemoryStateBackend", "KeyState", "StateBackend", "register_timer"]
+
+_MISSING: Any = object()
+
+
+class KeyState:
+    """Everything the operator keeps for one key.
+
+    ``contents`` maps a state namespace (the window, or for merging windows the window's state
+    window) to the window contents: a reduced value, an accumulator, or a list of elements.
+    Timers are a set of ``(time, window)`` plus a heap for time order (lazy deletion).
+    """
+
+    __slots__ = (
+        "_global_state",
+        "_trigger_state",
+        "_window_state",
+        "contents",
+        "evt_heap",
+        "evt_timers",
+        "kafka",
+        "merging",
+        "proc_heap",
+        "proc_timers",
+        "recent",
+        "seq",
+        "slices",
+        "timeline",
+    )
+
+    def __init__(self, merging: bool = False) -> None:
+        self.contents: dict[Any, Any] = {}
+        # Partitioned state tables, created on first use (most keys never need them).
+        self._trigger_state: StateTable | None = None
+        self._window_state: StateTable | None = None
+        self._global_state: StateTable | None = None
+        self.evt_timers: set[tuple[int, Any]] = set()
+        self.evt_heap: list[tuple[int, int, Any]] = []
+        self.proc_timers: set[tuple[int, Any]] = set()
+        self.proc_heap: list[tuple[int, int, Any]] = []
+        self.seq = 0
+        self.merging: dict[Any, Any] | None = {} if merging else None
+        # Aligned windows of the key's latest element: (last start, first start, smallest
+        # max_timestamp, windows); lets the next element in the same windows skip the timer
+        # bookkeeping.
+        self.recent: tuple[int, int, int, tuple[Any, ...]] | None = None
+        # Records of the key by timestamp, for KIP-450 sliding windows (shared layout).
+        self.timeline: Timeline | None = None
+        # The key's KIP-450 windows as Kafka's window store holds them (per-window layout).
+        self.kafka: KafkaWindowStore | None = None
+        # Pane bookkeeping of sliced hopping windows (the panes are in ``contents``).
+        self.slices: Slices | None = None
+
+    def _table(self, slot: str) -> StateTable:
+        table: StateTable | None = getattr(self, slot)
+        if table is None:
+            table = StateTable()
+            setattr(self, slot, table)
+        return table
+
+    @property
+    def trigger_state(self) -> StateTable:
+        """Trigger state, by window."""
+        return self._table("_trigger_state")
+
+    @property
+    def window_state(self) -> StateTable:
+        """Per-window state of the process function, by window."""
+        return self._table("_window_state")
+
+    @property
+    def global_state(self) -> StateTable:
+        """Per-key state of the process function (namespace ``None``)."""
+        return self._table("_global_state")
+
+    def is_empty(self) -> bool:
+        """Whether nothing at all is kept for this key (it can be dropped)."""
+        if self.contents or self.evt_timers or self.proc_timers or self.merging:
+            return False
+        if self.timeline is not None and not self.timeline.is_empty():
+            return False
+        if self.kafka is not None and len(self.kafka):
+            return False
+        for table in (self._trigger_state, self._window_state, self._global_state):
+            if table is not None and not table.is_empty():
+                return False
+        return True
+
+    def num_state_entries(self, window: Any = _MISSING) -> int:
+        """Live state entries: window contents, trigger state and per-window function state
+        (all windows, or one window's), plus global function state when counting all."""
+        if window is _MISSING:
+            return (
+                (0 if self.timeline is None else len(self.timeline))
+                + (0 if self.kafka is None else len(self.kafka))
+                + len(self.contents)
+                + self.trigger_state.num_entries()
+                + self.window_state.num_entries()
+                + self.global_state.num_entries()
+            )
+        ns = self.merging.get(window, window) if self.merging else window
+        return (
+            (1 if ns in self.contents else 0)
+            + self.trigger_state.num_entries(window)
+            + self.window_state.num_entries(window)
+        )
+
+    def next_event_time(self) -> int | None:
+        """The earliest pending event-time timer, if any."""
+        if self.slices is not None:
+            return self.slices.due  # sliced windows: the key's one timer
+        if self.timeline is not None and self.timeline.due is not None:
+            return self.timeline.due  # derived sliding-distinct windows: the key's one timer
+        return _next_time(self.evt_heap, self.evt_timers)
+
+    def next_processing_time(self) -> int | None:
+        """The earliest pending processing-time timer, if any."""
+        return _next_time(self.proc_heap, self.proc_timers)
+
+
+def _next_time(heap: list[tuple[int, int, Any]], live: set[tuple[int, Any]]) -> int | None:
+    while heap:
+        time, _, window = heap[0]
+        if (time, window) in live:
+            return time
+        heapq.heappop(heap)
+    return None
+
+
+class StateBackend(Protocol):
+    """Where :class:`KeyState` values live between calls (a dict, or Spark's state store)."""
+
+    def get(self, key: Any) -> KeyState | None: ...
+
+    def put(self, key: Any, state: KeyState) -> None: ...
+
+    def remove(self, key: Any) -> None: ...
+
+    def items(self) -> Iterable[tuple[Any, KeyState]]: ...
+
+
+class InMemoryStateBackend:
+    """A dict of key -> :class:`KeyState`."""
+
+    def __init__(self) -> None:
+        self.states: dict[Any, KeyState] = {}
+
+    def get(self, key: Any) -> KeyState | None:
+        return self.states.get(key)
+
+    def put(self, key: Any, state: KeyState) -> None:
+        self.states[key] = state
+
+    def remove(self, key: Any) -> None:
+        self.states.pop(key, None)
+
+    def items(self) -> Iterable[tuple[Any, KeyState]]:
+        return list(self.states.items())
+
+
+def register_timer(
+    timers: set[tuple[int, Any]], heap: list[tuple[int, int, Any]], ks: KeyState, time: int, w: Any
+) -> None:
+    """Register a timer at ``time`` for window ``w`` (deduplicated per time and window)."""
+    entry = (time, w)
+    if entry in timers:
+        return
+    timers.add(entry)
+    ks.seq = seq = ks.seq + 1
+    heapq.heappush(heap, (time, seq, w))
