@@ -38,4 +38,17 @@ __all__ = [
     "WindowAssigner",
     "WindowAssignerContext",
     "WindowStagger",
+    "is_processing_time_assigner",
 ]
+
+_PROCESSING_TIME_ASSIGNERS = (
+    TumblingProcessingTimeWindows,
+    HoppingProcessingTimeWindows,
+    ProcessingTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+)
+
+
+def is_processing_time_assigner(assigner: object) -> bool:
+    """Whether ``assigner`` assigns windows by the processing-time clock."""
+    return isinstance(assigner, _PROCESSING_TIME_ASSIGNERS)

@@ -42,6 +42,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from windowing.functions.spec import Aggregate, Fold, Reduce
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.base import TriggerResult
 from windowing.windows import TimeWindow
@@ -322,8 +323,6 @@ class _Run:
 def _copier(op: WindowOperator) -> Callable[[Any], Any]:
     """A copy of a window's contents that adding to another window cannot change (Kafka
     deserializes a fresh aggregate from its store)."""
-    from windowing.functions.spec import Aggregate, Fold, Reduce
-
     spec = op.spec
     if op.evictor is not None or not isinstance(spec, Reduce | Aggregate | Fold):
         return lambda v: v if v is _MISSING else list(v)

@@ -37,8 +37,8 @@ from typing import Any
 
 import cloudpickle
 
-from windowing import rules
-from windowing import sliding as sliding_module
+import windowing.rules as rules
+import windowing.sliding as sliding_module
 from windowing.assigners.base import MergingWindowAssigner, WindowAssigner
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner, left_window, right_window
 from windowing.due import compact, put_back, take_due
@@ -50,6 +50,7 @@ from windowing.engine.keystate import (
     register_timer,
 )
 from windowing.engine.metrics import OperatorMetrics
+from windowing.engine.notes import END_OF_INPUT_NOTE, note_element
 from windowing.evictors.base import Evictor
 from windowing.functions.base import ProcessWindowFunction
 from windowing.functions.spec import (
@@ -412,7 +413,7 @@ class WindowOperator:
                 else:
                     added = self._on_element_plain(key, ks, value, timestamp, windows)
         except Exception as exc:
-            _note_element(exc, key, timestamp, windows)
+            note_element(exc, key, timestamp, windows)
             raise
         if not added:
             self._not_added(key, ks, value, timestamp)
@@ -1364,7 +1365,7 @@ class WindowOperator:
                 add(contents, start, value, ts)
                 adding = False
         except Exception as exc:
-            _note_element(exc, key, ts, [TimeWindow(start, start + size)] if adding else None)
+            note_element(exc, key, ts, [TimeWindow(start, start + size)] if adding else None)
             raise
         finally:
             self.metrics.num_elements += count
@@ -1400,7 +1401,7 @@ class WindowOperator:
                     start, end, started = ts, ts + gap, True
                 add(contents, start, value, ts)
         except Exception as exc:
-            _note_element(exc, key, ts, [TimeWindow(ts, ts + gap)])
+            note_element(exc, key, ts, [TimeWindow(ts, ts + gap)])
             raise
         finally:
             self.metrics.num_elements += count
@@ -1450,7 +1451,7 @@ class WindowOperator:
                     self._not_added(key, ks, value, ts)
                 self._schedule(key, ks)
         except Exception as exc:
-            _note_element(exc, key, ts)
+            note_element(exc, key, ts)
             raise
         finally:
             self.metrics.num_elements += count
@@ -1586,7 +1587,7 @@ class WindowOperator:
                     self._due_seq += 1
                     push(evt_due, (t, self._due_seq, key))
         except Exception as exc:
-            _note_element(exc, key, ts)
+            note_element(exc, key, ts)
             raise
         finally:
             self.metrics.num_elements += count
@@ -1730,7 +1731,7 @@ class WindowOperator:
                         self._due_seq += 1
                         push(evt_due, (t, self._due_seq, key))
         except Exception as exc:
-            _note_element(exc, key, ts)
+            note_element(exc, key, ts)
             raise
         finally:
             self.metrics.num_elements += count
@@ -1898,20 +1899,6 @@ _COMPACT_MIN = 4096
 
 
 _SLIDING_EMPTY: Any = sliding_module._MISSING
-
-
-def _note_element(exc: Exception, key: Any, timestamp: int | None, windows: Any = None) -> None:
-    """Name the key, timestamp and windows of the element being added in a user error (unless
-    the error happened while evaluating a window, which is noted already)."""
-    if any(n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())):
-        return
-    where = "" if windows is None else f" to windows {list(windows)!r}"
-    exc.add_note(f"while adding the element with timestamp {timestamp!r}{where} of key {key!r}")
-
-
-#: The note on an error raised while the end of input fires the remaining windows and timers
-#: (:meth:`WindowOperator.process_to_end`).
-END_OF_INPUT_NOTE = "at the end of input (watermark and processing time at MAX_TIMESTAMP)"
 
 
 def _ends_before_end_of_time(

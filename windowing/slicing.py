@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from windowing.due import put_back, take_due
+from windowing.engine.keystate import KeyState
+from windowing.engine.notes import note_element
 from windowing.records import WindowResult
 from windowing.rules import cleanup_time, has_cleanup_timer, keeps_state
 from windowing.sliding import Partials
@@ -39,7 +41,6 @@ from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimeWindow
 
 if TYPE_CHECKING:
-    from windowing.engine.keystate import KeyState
     from windowing.operator import WindowOperator
 
 __all__ = ["SlicedHopping", "Slices"]
@@ -172,7 +173,6 @@ class SlicedHopping:
         pane; any other element takes :meth:`add`."""
         states = op._states
         assert states is not None
-        from windowing.operator import KeyState, _note_element
 
         size, slide, offset, pane = self.size, self.slide, self.offset, self.pane
         wm = op.watermark
@@ -219,7 +219,7 @@ class SlicedHopping:
                 else:
                     op._not_added(key, ks, value, ts)
         except Exception as exc:
-            _note_element(exc, key, ts)
+            note_element(exc, key, ts)
             raise
         finally:
             op.metrics.num_elements += count

@@ -26,14 +26,15 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from windowing import sliding as sliding_module
+import windowing.sliding as sliding_module
+from windowing.engine.keystate import KeyState
+from windowing.engine.notes import note_element
 from windowing.records import WindowResult
 from windowing.sliding import Partials, Timeline
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
 if TYPE_CHECKING:
-    from windowing.engine.keystate import KeyState
     from windowing.operator import WindowOperator
 
 __all__ = ["DerivedSliding"]
@@ -102,7 +103,6 @@ class DerivedSliding:
         neither due yet; any other record takes the operator's sliding element path."""
         states = op._states
         assert states is not None
-        from windowing.operator import KeyState, _note_element  # import cycle
 
         size, lateness = self.size, self.lateness
         wm = op.watermark
@@ -167,7 +167,7 @@ class DerivedSliding:
                     op._not_added(key, ks, value, ts)
                 op._schedule(key, ks)
         except Exception as exc:
-            _note_element(exc, key, ts)
+            note_element(exc, key, ts)
             raise
         finally:
             if min_due < self.min_due:  # the generic path may have lowered it meanwhile

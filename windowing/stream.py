@@ -43,13 +43,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from windowing.assigners import is_processing_time_assigner
 from windowing.assigners.base import WindowAssigner
-from windowing.assigners.hopping import HoppingProcessingTimeWindows
-from windowing.assigners.session import (
-    DynamicProcessingTimeSessionWindows,
-    ProcessingTimeSessionWindows,
-)
-from windowing.assigners.tumbling import TumblingProcessingTimeWindows
+from windowing.count_windows import count_window
 from windowing.evictors.base import Evictor
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
@@ -73,13 +69,6 @@ __all__ = [
     "WindowedStream",
     "is_processing_time_assigner",
 ]
-
-_PROCESSING_TIME_ASSIGNERS = (
-    TumblingProcessingTimeWindows,
-    HoppingProcessingTimeWindows,
-    ProcessingTimeSessionWindows,
-    DynamicProcessingTimeSessionWindows,
-)
 
 
 # ---------------------------------------------------------------------------- watermarks
@@ -169,11 +158,6 @@ class WindowConfig:
 
 #: The largest number of key groups (Flink's upper bound for ``maxParallelism``).
 MAX_KEY_GROUPS = 32768
-
-
-def is_processing_time_assigner(assigner: Any) -> bool:
-    """Whether ``assigner`` assigns windows by the processing-time clock."""
-    return isinstance(assigner, _PROCESSING_TIME_ASSIGNERS)
 
 
 def _check_assigner(source: StreamSource, assigner: Any, method: str) -> None:
@@ -325,8 +309,6 @@ class KeyedStream:
         """Windows of ``size`` rows per key, sliding by ``slide`` rows (Flink
         ``KeyedStream.countWindow``): global windows with a count trigger (and a count
         evictor when sliding). Rows count in replay order (arrival order when given)."""
-        from windowing.count_windows import count_window
-
         spec = count_window(size, slide)
         stream = self.window(spec.assigner).trigger(spec.trigger)
         return stream if spec.evictor is None else stream.evictor(spec.evictor)

@@ -10,22 +10,8 @@
 * :mod:`windowing.spark.watermark`: the arrival-order watermark, computed without moving all
   rows to one partition.
 * :mod:`windowing.spark.schema`: input validation, output schemas, Arrow <-> Python values.
-
-This ``__init__`` imports nothing from Spark, so ``import windowing.spark`` stays cheap; the
-names below load their module on first use.
 """
 
-from __future__ import annotations
-
-from typing import Any
+from windowing.spark.batch import BatchMetrics, WindowedResult, run_batch
 
 __all__ = ["BatchMetrics", "WindowedResult", "run_batch"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from windowing.spark import batch
-
-        return getattr(batch, name)
-    msg = f"module 'windowing.spark' has no attribute {name!r}"
-    raise AttributeError(msg)

@@ -30,7 +30,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from windowing.operator import END_OF_INPUT_NOTE
+from windowing.engine.notes import END_OF_INPUT_NOTE
 from windowing.records import OutputTag
 from windowing.spark.schema import make_columns_encoder, make_row_encoder, parse_output_schema
 from windowing.time import MIN_TIMESTAMP

@@ -69,7 +69,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from windowing.operator import KeyState, WindowOperator
+from windowing.assigners import is_processing_time_assigner
+from windowing.engine.keystate import KeyState
+from windowing.operator import WindowOperator
 from windowing.records import OutputTag
 from windowing.spark.batch import (
     _ARR,
@@ -117,7 +119,6 @@ from windowing.spark.schema import (
     table_rows,
     value_encoder,
 )
-from windowing.stream import is_processing_time_assigner
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 if TYPE_CHECKING:

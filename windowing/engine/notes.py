@@ -1,0 +1,21 @@
+"""Notes added to a user function's error: which key, element, window or phase it was in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["END_OF_INPUT_NOTE", "note_element"]
+
+
+def note_element(exc: Exception, key: Any, timestamp: int | None, windows: Any = None) -> None:
+    """Name the key, timestamp and windows of the element being added in a user error (unless
+    the error happened while evaluating a window, which is noted already)."""
+    if any(n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())):
+        return
+    where = "" if windows is None else f" to windows {list(windows)!r}"
+    exc.add_note(f"while adding the element with timestamp {timestamp!r}{where} of key {key!r}")
+
+
+#: The note on an error raised while the end of input fires the remaining windows and timers
+#: (:meth:`WindowOperator.process_to_end`).
+END_OF_INPUT_NOTE = "at the end of input (watermark and processing time at MAX_TIMESTAMP)"
