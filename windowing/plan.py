@@ -37,7 +37,7 @@ from windowing.triggers.base import Trigger
 from windowing.triggers.emit import OnWindowCloseTrigger
 from windowing.triggers.event_time import EventTimeTrigger
 
-__all__ = ["Plan", "Strategy", "aligned_shape", "plan_operator"]
+__all__ = ["Plan", "Strategy", "aligned_shape", "plan_operator", "process_function"]
 
 
 class Strategy(enum.Enum):
@@ -195,7 +195,7 @@ def _plan_sliding(
             direct_result=direct,
             time_order=True,
         )
-    if _process_function(spec) is None:
+    if process_function(spec) is None:
         return Plan(
             Strategy.TIMELINE_DERIVED,
             "KIP-450 sliding windows, slicing=True, built-in end-of-window trigger, no process "
@@ -228,7 +228,7 @@ def aligned_shape(
     return None
 
 
-def _process_function(spec: WindowFunctionSpec) -> ProcessWindowFunction[Any, Any, Any, Any] | None:
+def process_function(spec: WindowFunctionSpec) -> ProcessWindowFunction[Any, Any, Any, Any] | None:
     """The job's process function (a ``process()``, or the window function of an incremental
     one), whose ``clear`` must run when a window is cleaned up."""
     if isinstance(spec, Process):

@@ -56,7 +56,7 @@ def run(assigner: str, steps: list[tuple[str, str, int]], *, compact: bool) -> t
             h.process_elements([(i, wm + x // 4 if x % 3 else x, key)])
         else:
             wm += x
-            op._evt_compact_at = -1 if compact else MAX_TIMESTAMP
+            op.scheduler.compact_at = -1 if compact else MAX_TIMESTAMP
             h.process_watermark(wm)
             outputs.append(h.extract_output())  # in emission order
     h.process_watermark(MAX_TIMESTAMP)

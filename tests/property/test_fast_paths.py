@@ -2,7 +2,7 @@
 
 The operator inlines the built-in ``EventTimeTrigger`` (element and timer paths) and the
 tumbling/hopping assigners (bulk element loop), and keeps hopping windows with a reduce or
-aggregate as panes (``windowing.slicing``). A subclass of ``EventTimeTrigger`` has the same
+aggregate as panes (``windowing.engine.panes``). A subclass of ``EventTimeTrigger`` has the same
 behaviour but takes the generic path, so every observable result must be identical.
 """
 
@@ -110,7 +110,7 @@ def run(
         allowed_lateness=lateness,
         late_output_tag=LATE,
         # Slicing combines a window's elements pane by pane: only for order-insensitive
-        # functions (see windowing/slicing.py).
+        # functions (see windowing/engine/panes.py).
         slicing=function != "reduce",
     )
     wm = base - 50
@@ -255,7 +255,9 @@ def run_per_key(assigner: str, function: str, lateness: int, steps: list[Any]) -
     op.output.clear()
     op.watermark = MAX_TIMESTAMP
     flush()
-    assert not op._evt_due and not op._evt_sched  # nothing left in the multi-key driver
+    assert (
+        not op.scheduler.evt_due and not op.scheduler.evt_sched
+    )  # nothing left in the multi-key driver
     return mid, sorted(op.output), sorted(op.side_outputs.get(LATE, [])), op.metrics
 
 

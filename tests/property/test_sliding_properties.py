@@ -10,11 +10,12 @@ from unittest.mock import patch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from windowing import MAX_TIMESTAMP, OutputTag, sliding_derived
+from windowing import MAX_TIMESTAMP, OutputTag
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.engine import timeline_derived as sliding_derived
+from windowing.engine.timeline_derived import _SMALL_RANGE
 from windowing.evictors import Evictor
 from windowing.functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce
-from windowing.sliding_derived import _SMALL_RANGE
 from windowing.testing import WindowOperatorHarness
 from windowing.triggers import EventTimeTrigger
 from windowing.triggers.emit import OnWindowCloseTrigger

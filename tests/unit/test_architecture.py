@@ -20,10 +20,11 @@ PACKAGE = ROOT / "windowing"
 # a function.
 DEFERRED = {"windowing/stream.py": "windowing.spark"}
 
-# Engine modules above the size the design allows, at their current size: they may shrink,
-# never grow (the split of the operator is under way: docs/design.md).
+# Modules above the size the design allows, at their current size: they may shrink, never
+# grow (the streaming runtime's split is still to come: docs/design.md).
 MAX_LINES = 800
-OVER = {"windowing/operator.py": 1951, "windowing/spark/streaming.py": 1192}
+OVER = {"windowing/spark/streaming.py": 1192}
+MAX_CLASS_LINES = {"windowing/spark/streaming.py:_WindowProcessor": 604}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:
@@ -124,7 +125,7 @@ def test_import_layers_contract() -> None:
         text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 kept, 0 broken" in done.stdout
+    assert "2 kept, 0 broken" in done.stdout
 
 
 def test_core_imports_without_spark() -> None:
@@ -142,3 +143,14 @@ def test_core_imports_without_spark() -> None:
 def test_module_size(rel: str) -> None:
     lines = (ROOT / rel).read_text().count("\n")
     assert lines <= OVER.get(rel, MAX_LINES), f"{rel} has {lines} lines"
+
+
+def test_class_size() -> None:
+    large = []
+    for rel, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_CLASS_LINES.get(f"{rel}:{node.name}", 500):
+                    large.append(f"{rel}:{node.name} has {lines} lines")
+    assert large == []

@@ -7,9 +7,11 @@ from unittest.mock import patch
 
 import pytest
 
-from windowing import MAX_TIMESTAMP, OutputTag, sliding_derived
+from windowing import MAX_TIMESTAMP, OutputTag
 from windowing.assigners import HoppingEventTimeWindows
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.engine import timeline_derived as sliding_derived
+from windowing.engine.timeline_derived import _SMALL_RANGE
 from windowing.functions import (
     Aggregate,
     AggregateFunction,
@@ -18,7 +20,6 @@ from windowing.functions import (
     ReduceFunction,
 )
 from windowing.plan import Strategy
-from windowing.sliding_derived import _SMALL_RANGE
 from windowing.testing import WindowOperatorHarness
 from windowing.triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
 from windowing.triggers.emit import OnWindowCloseTrigger, OnWindowUpdateTrigger

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from windowing.state import StateTable
 
 if TYPE_CHECKING:  # the strategies' per-key structures (they import this module)
-    from windowing.kip450 import KafkaWindowStore
-    from windowing.slicing import Slices
+    from windowing.engine.kafka import KafkaWindowStore
+    from windowing.engine.panes import Slices
     from windowing.sliding import Timeline
 
 __all__ = ["InMemoryStateBackend", "KeyState", "StateBackend", "register_timer"]

@@ -24,18 +24,16 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import windowing.sliding as sliding_module
 from windowing.engine.keystate import KeyState
 from windowing.engine.notes import note_element
+from windowing.engine.strategy import Engine
 from windowing.records import WindowResult
 from windowing.sliding import Partials, Timeline
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
-
-if TYPE_CHECKING:
-    from windowing.operator import WindowOperator
 
 __all__ = ["DerivedSliding"]
 
@@ -96,18 +94,22 @@ class DerivedSliding:
         if current is None or due < current:
             timeline.due = due
 
-    def process(self, op: WindowOperator, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
+    def process(
+        self,
+        op: Engine,
+        elements: Iterable[tuple[Any, int | None, Any]],
+        on_element: Callable[[Any, KeyState, Any, int | None], bool],
+    ) -> None:
         """The bulk element loop: a record later than every record of its key (after those no
         window needs any more are forgotten, as the operator's element path does) and than
         the watermark creates its left window and maybe the previous record's right window,
         neither due yet; any other record takes the operator's sliding element path."""
-        states = op._states
+        states = op.states
         assert states is not None
 
         size, lateness = self.size, self.lateness
         wm = op.watermark
-        on_element = op._on_element_sliding
-        evt_sched = op._evt_sched
+        evt_sched = op.scheduler.evt_sched
         min_due = self.min_due
         limit = MAX_TIMESTAMP - size - lateness - 3
         horizon = wm - size - lateness - 1  # records before it are in no live window
@@ -164,8 +166,8 @@ class DerivedSliding:
                             min_due = due
                         continue
                 if not on_element(key, ks, value, ts):
-                    op._not_added(key, ks, value, ts)
-                op._schedule(key, ks)
+                    op.not_added(key, ks, value, ts)
+                op.schedule(key, ks)
         except Exception as exc:
             note_element(exc, key, ts)
             raise
@@ -175,17 +177,17 @@ class DerivedSliding:
             op.metrics.num_elements += count
 
     # ------------------------------------------------------------------ firing
-    def fire(self, op: WindowOperator, key: Any, ks: KeyState, upto: int) -> None:
+    def fire(self, op: Engine, key: Any, ks: KeyState, upto: int) -> None:
         """Fire the due windows of one key (a runtime that loads keys one at a time)."""
         timeline = ks.timeline
         if timeline is not None and timeline.due is not None and timeline.due <= upto:
             self._drain(op, upto, {key: timeline.due}, {key: ks}.get)
 
-    def drain(self, op: WindowOperator, upto: int) -> None:
+    def drain(self, op: Engine, upto: int) -> None:
         """The operator's event-time drain: fire every key whose timer is due by ``upto``,
         in the order of their timers.
 
-        The schedule is ``op._evt_sched`` alone, ``{key: time of its one timer}``, kept in
+        The schedule is ``op.scheduler.evt_sched`` alone, ``{key: time of its one timer}``, kept in
         the order the keys were (re)scheduled: a key whose timer moves earlier is moved to the
         end. Keys due at the same time are visited in that order. With nearly every key due
         at every watermark, selecting the due keys from the dict is cheaper than keeping a
@@ -194,20 +196,20 @@ class DerivedSliding:
         no key due costs O(1)."""
         if upto < self.min_due:
             return
-        states = op._states
+        states = op.states
         get = states.get if states is not None else op.backend.get
         try:
-            self._drain(op, upto, op._evt_sched, get, op)
+            self._drain(op, upto, op.scheduler.evt_sched, get, op)
         finally:
-            self.min_due = min(op._evt_sched.values(), default=MAX_TIMESTAMP)
+            self.min_due = min(op.scheduler.evt_sched.values(), default=MAX_TIMESTAMP)
 
     def _drain(
         self,
-        op: WindowOperator,
+        op: Engine,
         upto: int,
         sched: dict[Any, int],
         get: Callable[[Any], KeyState | None],
-        driver: WindowOperator | None = None,
+        driver: Engine | None = None,
     ) -> None:
         """For each due key: emit its windows firing in ``(timeline.upto, upto]`` in order of
         end, forget the records no window needs any more, and schedule its next timer (in
@@ -339,7 +341,7 @@ class DerivedSliding:
                                 if contents is none:
                                     continue
                                 if direct is None:
-                                    op._emit_contents(key, ks, window, window, contents)
+                                    op.emit_contents(key, ks, window, window, contents)
                                     continue
                                 result = contents if identity else direct(contents)
                                 if result is not None:  # None: an empty window (Flink)
@@ -387,7 +389,7 @@ class DerivedSliding:
                                     due = None
                 if due is not None:
                     sched[key] = due
-                elif driver is not None and driver._schedule(key, ks) is False and ks.is_empty():
+                elif driver is not None and driver.schedule(key, ks) is False and ks.is_empty():
                     driver.backend.remove(key)
         except Exception as exc:
             if window is not None and not any(

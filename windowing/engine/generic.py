@@ -1,0 +1,338 @@
+"""The generic strategy: Flink's ``WindowOperator`` / ``EvictingWindowOperator``, element by
+element, for any assigner, trigger, evictor and function. The reference for every other
+strategy (their differential tests compare them with this one).
+
+With the built-in ``EventTimeTrigger`` its calls are inlined (``inline_timers``): identical
+behaviour, checked by the differential tests.
+"""
+
+from __future__ import annotations
+
+import heapq
+import operator
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from windowing.engine.keystate import KeyState, register_timer
+from windowing.engine.merging import MergingWindowSet
+from windowing.engine.notes import note_element
+from windowing.engine.strategy import Element, Engine, WindowStrategy
+from windowing.records import WindowResult
+from windowing.state import merge_namespaces
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers.base import TriggerResult
+from windowing.triggers.event_time import EventTimeTrigger
+
+__all__ = ["GenericStrategy", "ends_before_end_of_time"]
+
+_MISSING: Any = object()
+_CONTINUE = TriggerResult.CONTINUE
+_FIRE = TriggerResult.FIRE
+
+
+class GenericStrategy(WindowStrategy):
+    """Flink's operator, element by element (:class:`~windowing.plan.Strategy` ``GENERIC``);
+    the base of the strategies that keep per-window state."""
+
+    def __init__(self, op: Engine) -> None:
+        super().__init__(op)
+        self.inline_timers = op.plan.inline_event_timers
+
+    def add_element(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> bool:
+        op = self.op
+        windows: Any = None
+        try:
+            windows = op.assigner.assign_windows(value, timestamp, op.clock)
+            if op.is_merging:
+                return self.on_element_merging(key, ks, value, timestamp, windows)
+            return self.on_element_plain(key, ks, value, timestamp, windows)
+        except Exception as exc:
+            note_element(exc, key, timestamp, windows)
+            raise
+
+    def on_element_plain(
+        self, key: Any, ks: KeyState, value: Any, timestamp: int | None, windows: Iterable[Any]
+    ) -> bool:
+        added = False
+        contents = ks.contents
+        add = self.op.add_contents
+        trigger = self.op.trigger
+        ctx = self.op.ctx
+        ctx.key, ctx.ks = key, ks
+        is_event_time = self.op.is_event_time
+        lateness = self.op.allowed_lateness
+        wm = self.op.watermark
+        fast_event_trigger = type(trigger) is EventTimeTrigger
+        for window in windows:
+            max_ts = window.max_timestamp()
+            if is_event_time:
+                cleanup = max_ts + lateness
+                if cleanup >= MAX_TIMESTAMP:
+                    cleanup = MAX_TIMESTAMP
+                if cleanup <= wm:
+                    continue  # the window is late
+            else:
+                cleanup = max_ts
+            added = True
+            add(contents, window, value, timestamp)
+            if fast_event_trigger:
+                # EventTimeTrigger.on_element, inlined (identical behaviour).
+                if max_ts <= wm:
+                    result = _FIRE
+                else:
+                    result = _CONTINUE
+                    register_timer(ks.evt_timers, ks.evt_heap, ks, max_ts, window)
+            else:
+                ctx.window = window
+                result = trigger.on_element(value, timestamp, window, ctx)
+            if result is not _CONTINUE:
+                if result.is_fire() and not self.op.emit(key, ks, window, window):
+                    continue
+                if result.is_purge():
+                    contents.pop(window, None)
+            if cleanup != MAX_TIMESTAMP:
+                if is_event_time:
+                    register_timer(ks.evt_timers, ks.evt_heap, ks, cleanup, window)
+                else:
+                    register_timer(ks.proc_timers, ks.proc_heap, ks, cleanup, window)
+        return added
+
+    def on_element_merging(
+        self, key: Any, ks: KeyState, value: Any, timestamp: int | None, windows: Iterable[Any]
+    ) -> bool:
+        added = False
+        mapping = ks.merging
+        assert mapping is not None
+        windows_set = MergingWindowSet(self.op.assigner, mapping)  # type: ignore[arg-type]
+
+        def merge(result: Any, merged: list[Any], state: Any, merged_states: list[Any]) -> None:
+            self.on_merge(key, ks, result, merged, state, merged_states)
+
+        ctx = self.op.ctx
+        fast_event_trigger = self.inline_timers
+        for window in windows:
+            actual = windows_set.add_window(window, merge)
+            if self.op.is_window_late(actual):
+                mapping.pop(actual, None)  # retire
+                continue
+            added = True
+            state_window = mapping.get(actual)
+            if state_window is None:
+                msg = f"Window {actual!r} is not in the in-flight window set"
+                raise RuntimeError(msg)
+            self.op.add_contents(ks.contents, state_window, value, timestamp)
+            if fast_event_trigger:
+                # EventTimeTrigger.on_element, inlined (identical behaviour).
+                max_ts = actual.max_timestamp()
+                if max_ts > self.op.watermark:
+                    register_timer(ks.evt_timers, ks.evt_heap, ks, max_ts, actual)
+                    self.op.register_cleanup_timer(ks, actual)
+                    continue
+                result = _FIRE
+            else:
+                ctx.key, ctx.ks, ctx.window = key, ks, actual
+                result = self.op.trigger.on_element(value, timestamp, actual, ctx)
+            if result.is_fire() and not self.op.emit(key, ks, actual, state_window):
+                continue
+            if result.is_purge():
+                ks.contents.pop(state_window, None)
+            self.op.register_cleanup_timer(ks, actual)
+        if windows_set.orphaned:
+            self.op.metrics.num_orphaned_state_windows += windows_set.orphaned
+        return added
+
+    def on_merge(
+        self,
+        key: Any,
+        ks: KeyState,
+        merge_result: Any,
+        merged_windows: list[Any],
+        state_window: Any,
+        merged_state_windows: list[Any],
+    ) -> None:
+        if self.op.is_event_time:
+            if merge_result.max_timestamp() + self.op.allowed_lateness <= self.op.watermark:
+                msg = (
+                    "The end timestamp of an event-time window cannot become earlier than the "
+                    f"current watermark by merging. Current watermark: {self.op.watermark} "
+                    f"window: {merge_result!r}"
+                )
+                raise RuntimeError(msg)
+        elif merge_result.max_timestamp() <= self.op.processing_time:
+            msg = (
+                "The end timestamp of a processing-time window cannot become earlier than the "
+                f"current processing time by merging. Current processing time: "
+                f"{self.op.processing_time} window: {merge_result!r}"
+            )
+            raise RuntimeError(msg)
+        ctx = self.op.ctx
+        ctx.key, ctx.ks, ctx.window = key, ks, merge_result
+        ctx.merged_windows = merged_windows
+        try:
+            self.op.trigger.on_merge(merge_result, ctx)
+        finally:
+            ctx.merged_windows = []
+        for m in merged_windows:
+            ctx.window = m
+            self.op.trigger.clear(m, ctx)
+            self.op.delete_cleanup_timer(ks, m)
+        if merged_state_windows:
+            merge_values = self.op.merge_values
+            assert merge_values is not None
+            merge_namespaces(ks.contents, state_window, merged_state_windows, merge_values)
+
+    def state_window(self, ks: KeyState, window: Any) -> Any:
+        if ks.merging is None:
+            return window
+        return ks.merging.get(window)
+
+    def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
+        """An event-time timer of ``key`` fired (Flink ``onEventTime``)."""
+        state_window = self.state_window(ks, window)
+        if state_window is None:
+            return  # a timer of a window that was merged away
+        ctx = self.op.ctx
+        ctx.key, ctx.ks, ctx.window = key, ks, window
+        result = self.op.trigger.on_event_time(time, window, ctx)
+        self.after_timer(key, ks, window, state_window, result)
+        if self.op.is_event_time and time == self.op.cleanup_time(window):
+            self.clear_all_state(key, ks, window, state_window)
+
+    def on_processing_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
+        """A processing-time timer of ``key`` fired (Flink ``onProcessingTime``)."""
+        state_window = self.state_window(ks, window)
+        if state_window is None:
+            return
+        ctx = self.op.ctx
+        ctx.key, ctx.ks, ctx.window = key, ks, window
+        result = self.op.trigger.on_processing_time(time, window, ctx)
+        self.after_timer(key, ks, window, state_window, result)
+        if not self.op.is_event_time and time == self.op.cleanup_time(window):
+            self.clear_all_state(key, ks, window, state_window)
+
+    def after_timer(
+        self, key: Any, ks: KeyState, window: Any, state_window: Any, result: TriggerResult
+    ) -> None:
+        if result is _CONTINUE:
+            return
+        if result.is_fire():
+            self.op.emit(key, ks, window, state_window)
+        if result.is_purge():
+            ks.contents.pop(state_window, None)
+
+    def clear_all_state(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> None:
+        ks.contents.pop(state_window, None)
+        if ks.timeline is not None:
+            ks.timeline.live.discard(window.start)
+        ctx = self.op.ctx
+        ctx.key, ctx.ks, ctx.window = key, ks, window
+        self.op.trigger.clear(window, ctx)
+        wf = self.op.pwf
+        if wf is not None:
+            ctx.window = window
+            wf.clear(self.op.pctx)
+        if ks.merging is not None:
+            ks.merging.pop(window, None)
+
+    def fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
+        heap, live = ks.evt_heap, ks.evt_timers
+        if self.inline_timers:
+            self.fire_event_timers_fast(key, ks, upto)
+            return
+        while heap and heap[0][0] <= upto:
+            time, _, window = heapq.heappop(heap)
+            entry = (time, window)
+            if entry not in live:
+                continue
+            live.remove(entry)
+            self.on_event_time(key, ks, time, window)
+        if not live:
+            heap.clear()
+
+    def fire_event_timers_fast(self, key: Any, ks: KeyState, upto: int) -> None:
+        """``_fire_event_timers`` for a non-merging event-time assigner with the built-in
+        ``EventTimeTrigger``: the trigger's ``on_event_time`` and ``clear`` inlined."""
+        heap, live = ks.evt_heap, ks.evt_timers
+        contents = ks.contents
+        mapping = ks.merging
+        lateness = self.op.allowed_lateness
+        pwf = self.op.pwf
+        direct = self.op.direct_result
+        append = self.op.output.append
+        new_tuple = tuple.__new__
+        result_type = WindowResult
+        pop = heapq.heappop
+        fired = 0
+        while heap and heap[0][0] <= upto:
+            time, _, window = pop(heap)
+            entry = (time, window)
+            if entry not in live:
+                continue
+            live.remove(entry)
+            if mapping is None:
+                state_window = window
+            else:
+                state_window = mapping.get(window)
+                if state_window is None:
+                    continue  # a timer of a window that was merged away
+            max_ts = window.max_timestamp()
+            if time == max_ts:  # EventTimeTrigger.on_event_time -> FIRE
+                value = contents.get(state_window, _MISSING)
+                if value is not _MISSING:
+                    if direct is None:
+                        self.op.emit_contents(key, ks, window, state_window, value)
+                    else:
+                        try:
+                            value = direct(value)
+                        except Exception as exc:
+                            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+                            raise
+                        if value is not None:  # a None result is an empty window (Flink)
+                            fired += 1
+                            append(new_tuple(result_type, (key, window, value, max_ts)))
+                        else:
+                            self.op.metrics.num_null_results += 1
+            cleanup = max_ts + lateness
+            if cleanup >= MAX_TIMESTAMP:
+                cleanup = MAX_TIMESTAMP
+            if time == cleanup:
+                contents.pop(state_window, None)
+                live.discard((max_ts, window))  # EventTimeTrigger.clear
+                if pwf is not None:
+                    ctx = self.op.ctx
+                    ctx.key, ctx.ks, ctx.window = key, ks, window
+                    pwf.clear(self.op.pctx)
+                if mapping is not None:
+                    mapping.pop(window, None)
+        self.op.metrics.num_windows_fired += fired
+        if not live:
+            heap.clear()
+
+    def fire_processing_timers(self, key: Any, ks: KeyState, upto: int) -> None:
+        heap, live = ks.proc_heap, ks.proc_timers
+        while heap and heap[0][0] <= upto:
+            time, _, window = heapq.heappop(heap)
+            entry = (time, window)
+            if entry not in live:
+                continue
+            live.remove(entry)
+            self.on_processing_time(key, ks, time, window)
+        if not live:
+            heap.clear()
+
+
+def ends_before_end_of_time(elements: Sequence[Element], span: int, *, ordered: bool) -> bool:
+    """Whether the elements all have timestamps above ``MIN_TIMESTAMP`` (so none can be late
+    before a watermark exists), in non-decreasing order when ``ordered``, and every window (at
+    most ``span`` ms from an element's timestamp to its cleanup time) is cleaned up before the
+    end of time: at ``MAX_TIMESTAMP`` the operator keeps the state of a window whose cleanup
+    time saturates there, as Flink does."""
+    stamps = list(map(operator.itemgetter(1), elements))
+    if not stamps:
+        return True
+    try:
+        if ordered and not all(map(operator.le, stamps, stamps[1:])):
+            return False
+        return bool(min(stamps) > MIN_TIMESTAMP and max(stamps) < MAX_TIMESTAMP - span)
+    except TypeError:  # a None timestamp: the generic path raises the assigner's error
+        return False
