@@ -406,7 +406,7 @@ class WindowOperator:
         self.scheduler.drain(
             watermark,
             event_time=True,
-            fire=self.strategy.fire_event_timers,
+            fire=self.strategy.event_timer_firing(),
             get=states.get if states is not None else self.backend.get,
             remove=self.backend.remove,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from windowing.engine.keystate import KeyState, register_timer
@@ -37,6 +37,9 @@ class GenericStrategy(WindowStrategy):
     def __init__(self, op: Engine) -> None:
         super().__init__(op)
         self.inline_timers = op.plan.inline_event_timers
+
+    def event_timer_firing(self) -> Callable[[Any, KeyState, int], None]:
+        return self.fire_event_timers_fast if self.inline_timers else self.fire_event_timers
 
     def add_element(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> bool:
         op = self.op

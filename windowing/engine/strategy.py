@@ -126,6 +126,11 @@ class WindowStrategy(abc.ABC):
     def fire_processing_timers(self, key: Any, ks: KeyState, upto: int) -> None:
         """Fire the processing-time timers of ``key`` up to ``upto``, in time order."""
 
+    def event_timer_firing(self) -> Callable[[Any, KeyState, int], None]:
+        """The function that fires a key's event-time timers, picked once per watermark
+        (:meth:`fire_event_timers`, or a specialised form of it)."""
+        return self.fire_event_timers
+
     def drain_event_time(self, upto: int) -> bool:
         """Fire every key's event-time timers up to ``upto`` if this strategy orders keys
         itself; ``False`` lets the operator's scheduler visit the due keys."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import windowing.sliding as sliding_module
@@ -81,6 +81,11 @@ class TimelineStrategy(GenericStrategy):
                 self.expire_timeline(ks, time)
             return
         super().on_event_time(key, ks, time, window)
+
+    def event_timer_firing(self) -> Callable[[Any, KeyState, int], None]:
+        if self.lazy and self.derived is None:
+            return self._fire_lazy_timers
+        return self.fire_event_timers
 
     def fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
         if self.derived is not None:
