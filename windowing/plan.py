@@ -37,7 +37,7 @@ from windowing.triggers.base import Trigger
 from windowing.triggers.emit import OnWindowCloseTrigger
 from windowing.triggers.event_time import EventTimeTrigger
 
-__all__ = ["Plan", "Strategy", "aligned_shape", "plan_operator", "process_function"]
+__all__ = ["JobPlan", "Plan", "Strategy", "aligned_shape", "plan_operator", "process_function"]
 
 
 class Strategy(enum.Enum):
@@ -105,6 +105,26 @@ class Plan:
             lines.append("  bounded input without a watermark: one pass, fired at the end")
         order = "time order (panes / timeline)" if self.time_order else "arrival order, as Flink"
         lines.append(f"  element order: {order}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """How a Spark job runs: the runtime, a columnar path if any, and the operator's plan.
+
+    ``result.plan`` holds it and ``result.explain()`` prints it (``WindowedStream.explain()``
+    before a terminal call).
+    """
+
+    runtime: str
+    operator: Plan
+    columnar: str | None = None
+
+    def __str__(self) -> str:
+        lines = ["== windowing plan ==", f"runtime: {self.runtime}"]
+        if self.columnar is not None:
+            lines.append(f"columnar: {self.columnar}")
+        lines.append(str(self.operator))
         return "\n".join(lines)
 
 

@@ -48,15 +48,32 @@ from windowing.assigners.base import WindowAssigner
 from windowing.count_windows import count_window
 from windowing.evictors.base import Evictor
 from windowing.functions.aggregations import AggregationType, FieldAggregation
-from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
+from windowing.functions.spec import (
+    Aggregate,
+    Apply,
+    Fold,
+    Process,
+    Reduce,
+    WindowFunctionSpec,
+    as_spec,
+)
+from windowing.job import (
+    MAX_KEY_GROUPS,
+    BoundedOutOfOrderness,
+    Job,
+    MonotonousTimestamps,
+    StreamSource,
+    WatermarkStrategy,
+    WindowConfig,
+)
+from windowing.plan import JobPlan
 from windowing.records import OutputTag
-from windowing.time import MIN_TIMESTAMP, Duration, to_millis
+from windowing.results import WindowingResult
+from windowing.time import Duration, to_millis
 from windowing.triggers.base import Trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame  # noqa: TID251 - type-only, never imported at runtime
-
-    from windowing.spark.batch import WindowedResult
 
 __all__ = [
     "BoundedOutOfOrderness",
@@ -67,97 +84,9 @@ __all__ = [
     "WatermarkStrategy",
     "WindowConfig",
     "WindowedStream",
+    "WindowingResult",
     "is_processing_time_assigner",
 ]
-
-
-# ---------------------------------------------------------------------------- watermarks
-@dataclass(frozen=True, init=False)
-class BoundedOutOfOrderness:
-    """Watermarks that trail the largest event time seen by ``delay``.
-
-    Formula: ``watermark = max_event_time_seen - delay - 1`` (Flink's
-    ``BoundedOutOfOrdernessWatermarks``), so an element is late exactly when its event time is
-    ``< max_event_time_seen - delay`` (Spark ``withWatermark(col, delay)`` drops the same
-    rows).
-
-    Known elsewhere as: Flink ``WatermarkStrategy.forBoundedOutOfOrderness``; Spark
-    ``DataFrame.withWatermark``; Kafka Streams grace period (per window, not per stream).
-
-    Parameters
-    ----------
-    delay
-        How far events may be out of order (int ms, ``timedelta`` or e.g. ``"5 seconds"``),
-        ``>= 0``.
-
-    >>> BoundedOutOfOrderness("2 seconds").delay
-    2000
-    """
-
-    delay: int
-
-    def __init__(self, delay: Duration) -> None:
-        ms = to_millis(delay, "BoundedOutOfOrderness delay")
-        if ms < 0:
-            msg = f"BoundedOutOfOrderness: delay must be >= 0, got {delay!r}"
-            raise ValueError(msg)
-        object.__setattr__(self, "delay", ms)
-
-    def current_watermark(self, max_event_time: int) -> int:
-        """The watermark after seeing ``max_event_time`` (saturating at ``MIN_TIMESTAMP``)."""
-        return max(MIN_TIMESTAMP, max_event_time - self.delay - 1)
-
-
-@dataclass(frozen=True)
-class MonotonousTimestamps:
-    """Watermarks for event times that never decrease: ``BoundedOutOfOrderness(0)``.
-
-    Formula: ``watermark = max_event_time_seen - 1``.
-
-    Known elsewhere as: Flink ``WatermarkStrategy.forMonotonousTimestamps``.
-    """
-
-    @property
-    def delay(self) -> int:
-        """Always 0."""
-        return 0
-
-    def current_watermark(self, max_event_time: int) -> int:
-        """The watermark after seeing ``max_event_time``."""
-        return max(MIN_TIMESTAMP, max_event_time - 1)
-
-
-WatermarkStrategy = BoundedOutOfOrderness | MonotonousTimestamps
-
-
-# ---------------------------------------------------------------------------- builder values
-@dataclass(frozen=True, eq=False)
-class StreamSource:
-    """Where the stream comes from and how its time is read (see
-    :meth:`DataStream.from_dataframe`)."""
-
-    df: DataFrame
-    event_time: str
-    watermark: WatermarkStrategy
-    arrival_order: str | None = None
-    processing_time: str | None = None
-
-
-@dataclass(frozen=True)
-class WindowConfig:
-    """Everything about the windowing of a :class:`WindowedStream` except the function."""
-
-    assigner: WindowAssigner[Any, Any]
-    trigger: Trigger[Any, Any] | None = None
-    evictor: Evictor[Any, Any] | None = None
-    allowed_lateness: int = 0
-    late_output_tag: OutputTag | None = None
-    slicing: bool | None = None
-    max_parallelism: int = 128
-
-
-#: The largest number of key groups (Flink's upper bound for ``maxParallelism``).
-MAX_KEY_GROUPS = 32768
 
 
 def _check_assigner(source: StreamSource, assigner: Any, method: str) -> None:
@@ -441,16 +370,37 @@ class WindowedStream:
     # -- terminal calls --------------------------------------------------------------------
     def _run(
         self, spec: WindowFunctionSpec, output_schema: Any, side_output_schemas: Any
-    ) -> WindowedResult:
+    ) -> WindowingResult:
         """Build the Spark plan: batch replay for a static DataFrame, a stateful streaming
         query plan (``transformWithStateInPandas``) for a streaming one."""
         if self.source.df.isStreaming:
             from windowing.spark.streaming import run_streaming
 
-            return run_streaming(self, spec, output_schema, side_output_schemas)  # type: ignore[return-value]
+            return run_streaming(self.job(), spec, output_schema, side_output_schemas)
         from windowing.spark.batch import run_batch
 
-        return run_batch(self, spec, output_schema, side_output_schemas)
+        return run_batch(self.job(), spec, output_schema, side_output_schemas)
+
+    def job(self) -> Job:
+        """The compiled job description the runtime receives."""
+        return Job(self.source, self.keys, self.config)
+
+    def explain(self, function: Any = None) -> None:
+        """Print how a terminal call with ``function`` (a reduce callable, an
+        ``AggregateFunction``, a ``ProcessWindowFunction``, ...; a plain reduce by default)
+        would run: the runtime, a columnar path if any, and the operator's strategy. The
+        result of a terminal call has the exact plan (``result.explain()``)::
+
+            stream.key_by("user").window(TumblingEventTimeWindows("1 minute")).explain()
+        """
+        print(self.plan(function))
+
+    def plan(self, function: Any = None) -> JobPlan:
+        """The plan :meth:`explain` prints (no Spark job runs)."""
+        from windowing.spark.plans import plan_job
+
+        spec = as_spec(function if function is not None else _reduce_placeholder)
+        return plan_job(self.job(), spec)
 
     def reduce(
         self,
@@ -459,7 +409,7 @@ class WindowedStream:
         *,
         output_schema: Any = None,
         side_output_schemas: Mapping[OutputTag, Any] | None = None,
-    ) -> WindowedResult:
+    ) -> WindowingResult:
         """Reduce each window's rows pairwise, incrementally (Flink ``reduce``).
 
         ``function(a, b)`` gets two rows (``pyspark.sql.Row``) and returns one row of the same
@@ -477,7 +427,7 @@ class WindowedStream:
 
     def _aggregate_field(
         self, aggregation: AggregationType, field: str | int, first: bool = True
-    ) -> WindowedResult:
+    ) -> WindowingResult:
         """A built-in aggregation of ``field`` (a column name or position), checked against
         the DataFrame's schema before any job runs."""
         from windowing.spark.schema import aggregation_column
@@ -487,7 +437,7 @@ class WindowedStream:
         )
         return self.reduce(FieldAggregation(aggregation, name, first))
 
-    def sum(self, field: str | int) -> WindowedResult:
+    def sum(self, field: str | int) -> WindowingResult:
         """Sum the numeric column ``field`` over each window (Flink ``sum``).
 
         The results have the input columns: those of the window's first row, with ``field``
@@ -499,23 +449,23 @@ class WindowedStream:
         """
         return self._aggregate_field(AggregationType.SUM, field)
 
-    def min(self, field: str | int) -> WindowedResult:
+    def min(self, field: str | int) -> WindowingResult:
         """The smallest value of ``field`` per window (Flink ``min``): the window's first row
         with ``field`` replaced by the minimum (nulls skipped). See :meth:`min_by` for the
         row holding the minimum."""
         return self._aggregate_field(AggregationType.MIN, field)
 
-    def max(self, field: str | int) -> WindowedResult:
+    def max(self, field: str | int) -> WindowingResult:
         """The largest value of ``field`` per window (Flink ``max``); as :meth:`min`."""
         return self._aggregate_field(AggregationType.MAX, field)
 
-    def min_by(self, field: str | int, first: bool = True) -> WindowedResult:
+    def min_by(self, field: str | int, first: bool = True) -> WindowingResult:
         """The row with the smallest value of ``field`` per window (Flink ``minBy``); on a
         tie the first such row (``first=True``) or the last one. Rows whose ``field`` is
         null are picked only when every row's is."""
         return self._aggregate_field(AggregationType.MIN_BY, field, first)
 
-    def max_by(self, field: str | int, first: bool = True) -> WindowedResult:
+    def max_by(self, field: str | int, first: bool = True) -> WindowingResult:
         """The row with the largest value of ``field`` per window (Flink ``maxBy``); as
         :meth:`min_by`."""
         return self._aggregate_field(AggregationType.MAX_BY, field, first)
@@ -527,7 +477,7 @@ class WindowedStream:
         *,
         output_schema: Any = None,
         side_output_schemas: Mapping[OutputTag, Any] | None = None,
-    ) -> WindowedResult:
+    ) -> WindowingResult:
         """Aggregate each window incrementally with an ``AggregateFunction``.
 
         ``output_schema`` (DDL string or ``StructType``) describes ``get_result``'s value (or
@@ -545,7 +495,7 @@ class WindowedStream:
         *,
         output_schema: Any = None,
         side_output_schemas: Mapping[OutputTag, Any] | None = None,
-    ) -> WindowedResult:
+    ) -> WindowingResult:
         """Fold each window's rows into a copy of ``initial_value`` (not for merging
         windows); ``output_schema`` as in :meth:`aggregate`."""
         return self._run(
@@ -558,7 +508,7 @@ class WindowedStream:
         *,
         output_schema: Any = None,
         side_output_schemas: Mapping[OutputTag, Any] | None = None,
-    ) -> WindowedResult:
+    ) -> WindowingResult:
         """Evaluate each window with a ``ProcessWindowFunction`` over all its rows.
 
         ``output_schema`` describes one output (the function returns or yields any number);
@@ -574,6 +524,11 @@ class WindowedStream:
         *,
         output_schema: Any = None,
         side_output_schemas: Mapping[OutputTag, Any] | None = None,
-    ) -> WindowedResult:
+    ) -> WindowingResult:
         """Evaluate each window with a legacy ``WindowFunction``; as :meth:`process`."""
         return self._run(Apply(function), output_schema, side_output_schemas)
+
+
+def _reduce_placeholder(a: Any, b: Any) -> Any:
+    """The reduce :meth:`WindowedStream.explain` plans for when given no function."""
+    return a

@@ -408,3 +408,40 @@ def test_none_results_emit_no_row_and_are_counted(clicks: DataFrame) -> None:
     # windows without a cart view: bob [0, 10), ann [10, 20), bob [10, 20)
     assert m.num_null_results == 3
     assert m.num_windows_fired == m.num_results == 1
+
+
+def test_explain_names_runtime_columnar_path_and_strategy(
+    clicks: DataFrame, spark: SparkSession, tmp_path: Any, capsys: Any
+) -> None:
+    from windowing.plan import Strategy
+    from windowing.results import WindowingResult
+
+    windowed = click_stream(clicks).key_by("user").window(TumblingEventTimeWindows(10_000))
+    result = windowed.aggregate(CountRows())
+    assert isinstance(result, WindowingResult)
+    assert result.plan.operator.strategy is Strategy.ALIGNED
+    assert "batch replay" in result.plan.runtime and "'arrival'" in result.plan.runtime
+    assert result.plan.columnar is None  # arrival order: the operator replays every row
+    result.explain()
+    printed = capsys.readouterr().out
+    assert "strategy: aligned" in printed and "runtime: batch replay" in printed
+    # No arrival order and a built-in sum: whole Arrow columns.
+    in_time_order = WindowedStream.from_dataframe(clicks.withColumn("n", F.lit(1)), event_time="at")
+    summed = in_time_order.key_by("user").window(TumblingEventTimeWindows(10_000))
+    assert "built-in sum of 'n'" in (summed.sum("n").plan.columnar or "")
+    assert summed.plan().operator.strategy is Strategy.ALIGNED  # a plain reduce
+    summed.explain(CountRows())
+    assert "columnar" not in capsys.readouterr().out  # an AggregateFunction: the operator
+    # Streaming: the same protocol.
+    clicks.write.parquet(str(tmp_path / "src"))
+    streaming_df = spark.readStream.schema(clicks.schema).parquet(str(tmp_path / "src"))
+    live = (
+        WindowedStream.from_dataframe(streaming_df, event_time="at")
+        .key_by("user")
+        .window(TumblingEventTimeWindows(10_000))
+        .process(ViewsPerWindow())
+    )
+    assert isinstance(live, WindowingResult)
+    assert live.plan.runtime.startswith("streaming: transformWithStateInPandas over 128")
+    assert live.plan.operator.strategy is Strategy.ALIGNED
+    assert not live.plan.operator.direct_result

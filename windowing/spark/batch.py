@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +39,9 @@ from pyspark.sql.types import StructField, StructType
 
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from windowing.functions.spec import WindowFunctionSpec
+from windowing.job import Job
 from windowing.operator import WindowOperator
+from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.spark.columnar import ColumnarAggregation, columnar_plan, columnar_results
 from windowing.spark.keys import KEY_GROUP, KeySegments, key_group, key_segments, key_value
@@ -59,6 +61,7 @@ from windowing.spark.output import (
     operator_counters,
     parse_side_output_schemas,
 )
+from windowing.spark.plans import plan_job, shuffle_partitions
 from windowing.spark.schema import (
     arrow_to_python,
     column_time_kind,
@@ -69,9 +72,6 @@ from windowing.spark.schema import (
 )
 from windowing.spark.watermark import add_prefix_max
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
-
-if TYPE_CHECKING:
-    from windowing.stream import WindowedStream
 
 __all__ = ["BatchMetrics", "WindowedResult", "run_batch"]
 
@@ -120,16 +120,24 @@ class WindowedResult:
         The tag given to ``side_output_late_data``, if any.
     side_outputs
         The DataFrame of each tag declared in ``side_output_schemas``.
+    plan
+        How the job runs (:class:`~windowing.plan.JobPlan`); :meth:`explain` prints it.
     """
 
     results: DataFrame
     metrics: DataFrame
     output: DataFrame = dataclasses.field(repr=False)
+    plan: JobPlan = dataclasses.field(repr=False)
     late_output_tag: OutputTag | None = None
     late: DataFrame | None = dataclasses.field(default=None, repr=False)
     side_outputs: Mapping[OutputTag, DataFrame] = dataclasses.field(
         default_factory=dict, repr=False
     )
+
+    def explain(self) -> None:
+        """Print how the job runs: the runtime, a columnar path if any, and the strategy the
+        operator runs with its reason (``windowing.plan``)."""
+        print(self.plan)
 
     def get_side_output(self, tag: OutputTag) -> DataFrame:
         """A side output by tag.
@@ -243,21 +251,13 @@ def _output_schema(
     return inferred, False
 
 
-def _shuffle_partitions(spark: SparkSession) -> int:
-    """``spark.sql.shuffle.partitions`` (8 when it is not a number, e.g. ``auto``)."""
-    try:
-        return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    except ValueError:
-        return 8
-
-
 def _bucket_count(spark: SparkSession) -> int:
     """Buckets for the arrival-order watermark: the shuffle partitions, within [1, 1024]."""
-    return min(max(_shuffle_partitions(spark), 1), 1024)
+    return min(max(shuffle_partitions(spark), 1), 1024)
 
 
 def build_layout(
-    stream: WindowedStream,
+    stream: Job,
     spec: WindowFunctionSpec,
     output_schema: Any,
     side_output_schemas: Any,
@@ -333,7 +333,7 @@ def internal_columns(df: DataFrame, source: Any) -> list[Column]:
 
 
 def run_batch(
-    stream: WindowedStream,
+    stream: Job,
     spec: WindowFunctionSpec,
     output_schema: Any,
     side_output_schemas: Any = None,
@@ -380,14 +380,16 @@ def run_batch(
         ),
     )
     # One Python call per key group (Flink's key groups), its keys replayed one by one.
-    groups = max(config.max_parallelism, _shuffle_partitions(df.sparkSession))
+    groups = max(config.max_parallelism, shuffle_partitions(df.sparkSession))
     grouped = prepared.withColumn(KEY_GROUP, key_group(keys, groups)).groupBy(KEY_GROUP)
 
     def replay_group(table: pa.Table) -> pa.Table:
         return replay(table)
 
     combined = grouped.applyInArrow(replay_group, schema=layout.schema)
+    plan = plan_job(stream, spec)
     return WindowedResult(
+        plan=plan,
         results=layout.select_results(combined),
         metrics=layout.select_metric_totals(combined),
         output=combined,

@@ -71,7 +71,9 @@ from pyspark.sql.types import (
 
 from windowing.assigners import is_processing_time_assigner
 from windowing.engine.keystate import KeyState
+from windowing.job import Job
 from windowing.operator import WindowOperator
+from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.spark.batch import (
     _ARR,
@@ -112,6 +114,7 @@ from windowing.spark.output import (
     note_element_error,
     operator_counters,
 )
+from windowing.spark.plans import plan_job
 from windowing.spark.schema import (
     arrow_to_python,
     make_row_encoder,
@@ -123,7 +126,6 @@ from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 if TYPE_CHECKING:
     from windowing.functions.spec import WindowFunctionSpec
-    from windowing.stream import WindowedStream
 
 __all__ = [
     "METRICS_NAME",
@@ -163,10 +165,13 @@ class StreamingWindowedResult:
         ``processing_time`` column (the wall clock).
     metrics_name
         The name of the observed metrics in ``query.lastProgress["observedMetrics"]``.
+    plan
+        How the job runs (:class:`~windowing.plan.JobPlan`); :meth:`explain` prints it.
     """
 
     output: DataFrame
     layout: OutputLayout
+    plan: JobPlan
     time_mode: str = "EventTime"
     metrics_name: str | None = METRICS_NAME
 
@@ -174,6 +179,11 @@ class StreamingWindowedResult:
     def late_output_tag(self) -> OutputTag | None:
         """The tag given to ``side_output_late_data``, if any."""
         return self.layout.late_output_tag
+
+    def explain(self) -> None:
+        """Print how the job runs: the runtime, a columnar path if any, and the strategy the
+        operator runs with its reason (``windowing.plan``)."""
+        print(self.plan)
 
     def select_results(self, df: DataFrame) -> DataFrame:
         """The results of a tagged output ``df`` (streaming, or one ``foreachBatch`` batch):
@@ -209,7 +219,7 @@ class StreamingWindowedResult:
 
 
 def run_streaming(
-    stream: WindowedStream,
+    stream: Job,
     spec: WindowFunctionSpec,
     output_schema: Any = None,
     side_output_schemas: Mapping[OutputTag, Any] | None = None,
@@ -301,7 +311,11 @@ def run_streaming(
     if metrics_name is not None:
         output = output.observe(metrics_name, *layout.metric_totals(STREAMING_METRICS))
     return StreamingWindowedResult(
-        output=output, layout=layout, time_mode=time_mode, metrics_name=metrics_name
+        output=output,
+        layout=layout,
+        plan=plan_job(stream, spec),
+        time_mode=time_mode,
+        metrics_name=metrics_name,
     )
 
 

@@ -1,0 +1,135 @@
+"""The compiled job description a :class:`~windowing.stream.WindowedStream` hands to the runtime:
+where the rows come from and how their time is read (:class:`StreamSource`, the watermark
+strategies), how they are windowed (:class:`WindowConfig`), and the keys (:class:`Job`).
+
+The builder (``windowing.stream``) creates these; the Spark runtime (``windowing.spark``)
+reads them, and never imports the builder.
+
+>>> BoundedOutOfOrderness("5 seconds").current_watermark(60_000)
+54999
+>>> MonotonousTimestamps().current_watermark(60_000)
+59999
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from windowing.assigners.base import WindowAssigner
+from windowing.evictors.base import Evictor
+from windowing.records import OutputTag
+from windowing.time import MIN_TIMESTAMP, Duration, to_millis
+from windowing.triggers.base import Trigger
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame  # noqa: TID251 - type-only, never imported at runtime
+
+__all__ = [
+    "MAX_KEY_GROUPS",
+    "BoundedOutOfOrderness",
+    "Job",
+    "MonotonousTimestamps",
+    "StreamSource",
+    "WatermarkStrategy",
+    "WindowConfig",
+]
+
+
+# ---------------------------------------------------------------------------- watermarks
+@dataclass(frozen=True, init=False)
+class BoundedOutOfOrderness:
+    """Watermarks that trail the largest event time seen by ``delay``.
+
+    Formula: ``watermark = max_event_time_seen - delay - 1`` (Flink's
+    ``BoundedOutOfOrdernessWatermarks``), so an element is late exactly when its event time is
+    ``< max_event_time_seen - delay`` (Spark ``withWatermark(col, delay)`` drops the same
+    rows).
+
+    Known elsewhere as: Flink ``WatermarkStrategy.forBoundedOutOfOrderness``; Spark
+    ``DataFrame.withWatermark``; Kafka Streams grace period (per window, not per stream).
+
+    Parameters
+    ----------
+    delay
+        How far events may be out of order (int ms, ``timedelta`` or e.g. ``"5 seconds"``),
+        ``>= 0``.
+
+    >>> BoundedOutOfOrderness("2 seconds").delay
+    2000
+    """
+
+    delay: int
+
+    def __init__(self, delay: Duration) -> None:
+        ms = to_millis(delay, "BoundedOutOfOrderness delay")
+        if ms < 0:
+            msg = f"BoundedOutOfOrderness: delay must be >= 0, got {delay!r}"
+            raise ValueError(msg)
+        object.__setattr__(self, "delay", ms)
+
+    def current_watermark(self, max_event_time: int) -> int:
+        """The watermark after seeing ``max_event_time`` (saturating at ``MIN_TIMESTAMP``)."""
+        return max(MIN_TIMESTAMP, max_event_time - self.delay - 1)
+
+
+@dataclass(frozen=True)
+class MonotonousTimestamps:
+    """Watermarks for event times that never decrease: ``BoundedOutOfOrderness(0)``.
+
+    Formula: ``watermark = max_event_time_seen - 1``.
+
+    Known elsewhere as: Flink ``WatermarkStrategy.forMonotonousTimestamps``.
+    """
+
+    @property
+    def delay(self) -> int:
+        """Always 0."""
+        return 0
+
+    def current_watermark(self, max_event_time: int) -> int:
+        """The watermark after seeing ``max_event_time``."""
+        return max(MIN_TIMESTAMP, max_event_time - 1)
+
+
+WatermarkStrategy = BoundedOutOfOrderness | MonotonousTimestamps
+
+
+# ---------------------------------------------------------------------------- builder values
+@dataclass(frozen=True, eq=False)
+class StreamSource:
+    """Where the stream comes from and how its time is read (see
+    :meth:`DataStream.from_dataframe`)."""
+
+    df: DataFrame
+    event_time: str
+    watermark: WatermarkStrategy
+    arrival_order: str | None = None
+    processing_time: str | None = None
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    """Everything about the windowing of a :class:`WindowedStream` except the function."""
+
+    assigner: WindowAssigner[Any, Any]
+    trigger: Trigger[Any, Any] | None = None
+    evictor: Evictor[Any, Any] | None = None
+    allowed_lateness: int = 0
+    late_output_tag: OutputTag | None = None
+    slicing: bool | None = None
+    max_parallelism: int = 128
+
+
+#: The largest number of key groups (Flink's upper bound for ``maxParallelism``).
+MAX_KEY_GROUPS = 32768
+
+
+@dataclass(frozen=True, eq=False)
+class Job:
+    """A windowed job without its function: the source, the key columns (``None`` for a
+    non-keyed stream) and the windowing."""
+
+    source: StreamSource
+    keys: tuple[str, ...] | None
+    config: WindowConfig
