@@ -27,6 +27,7 @@ Semantics (Flink's, see ``docs/semantics.md``):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.engine.aligned import AlignedStrategy
 from windowing.engine.contents import make_adder, make_partials
 from windowing.engine.context import Clock, ProcessContext, WindowContext
+from windowing.engine.encoding import MAGIC, decode_snapshot, encode_snapshot
 from windowing.engine.evaluation import WindowEvaluator
 from windowing.engine.generic import GenericStrategy
 from windowing.engine.keystate import (
@@ -465,27 +467,25 @@ class WindowOperator:
         return iter(sorted(ks.contents, key=_window_sort_key))
 
     def snapshot(self) -> bytes:
-        """All key states and the clocks, as bytes (outputs are not included)."""
-        payload = {
-            "version": 1,
-            "watermark": self.watermark,
-            "processing_time": self.processing_time,
-            "states": dict(self.backend.items()),
-        }
-        return bytes(cloudpickle.dumps(payload))
+        """All key states and the clocks, as bytes (outputs are not included), in the
+        versioned state encoding (:mod:`windowing.engine.encoding`): plain data plus the
+        cloudpickled user objects (contents, state values, keys)."""
+        return encode_snapshot(self.watermark, self.processing_time, self.backend.items())
 
     def restore(self, data: bytes) -> None:
-        """Load a :meth:`snapshot` into this (fresh) operator, replacing its state."""
-        payload = cloudpickle.loads(data)
-        if not isinstance(payload, dict) or payload.get("version") != 1:
-            msg = "restore: data is not a WindowOperator snapshot"
-            raise ValueError(msg)
+        """Load a :meth:`snapshot` into this (fresh) operator, replacing its state. Snapshots
+        of earlier versions (pickles, without the format header) still load, with a
+        ``DeprecationWarning``."""
+        if bytes(data[:4]) == MAGIC:
+            watermark, processing_time, states = decode_snapshot(data)
+        else:
+            watermark, processing_time, states = _legacy_snapshot(data)
         for key, _ in list(self.backend.items()):
             self.backend.remove(key)
         self.scheduler.clear()
-        self.watermark = payload["watermark"]
-        self.processing_time = payload["processing_time"]
-        for key, ks in payload["states"].items():
+        self.watermark = watermark
+        self.processing_time = processing_time
+        for key, ks in states:
             if ks.merging is None and self.is_merging:
                 msg = "restore: the snapshot was taken with a non-merging assigner"
                 raise ValueError(msg)
@@ -528,3 +528,22 @@ def _window_sort_key(window: Any) -> tuple[int, int, str]:
     if isinstance(start, int) and isinstance(end, int):
         return (start, end, "")
     return (MAX_TIMESTAMP, MAX_TIMESTAMP, repr(window))
+
+
+def _legacy_snapshot(data: bytes) -> tuple[int, int, list[tuple[Any, KeyState]]]:
+    """A snapshot of version 0.1 (a cloudpickled dict)."""
+    try:
+        payload = cloudpickle.loads(data)
+    except Exception as exc:
+        msg = "restore: data is not a WindowOperator snapshot"
+        raise ValueError(msg) from exc
+    if not isinstance(payload, dict) or payload.get("version") != 1:
+        msg = "restore: data is not a WindowOperator snapshot"
+        raise ValueError(msg)
+    warnings.warn(
+        "restoring a pickled snapshot of an earlier version; take a new snapshot to store "
+        "state in the versioned encoding",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return payload["watermark"], payload["processing_time"], list(payload["states"].items())

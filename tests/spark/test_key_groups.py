@@ -36,8 +36,10 @@ from windowing.functions import (
     FieldAggregation,
     Reduce,
 )
+from windowing.spark import processor as runtime_processor
 from windowing.spark import streaming
-from windowing.spark.columnar import columnar_plan
+from windowing.spark.columnar import columnar_plan, from_ipc
+from windowing.spark.frames import PACKED
 from windowing.spark.output import METRIC_NAMES, OutputLayout
 
 KEYS = ["a", "b", "c", None]
@@ -104,7 +106,7 @@ def make_config(function: str, assigner: str, lateness: int, tag: bool) -> Any:
         ts_kind="integral",
         late_output_tag=late_tag,
     )
-    return streaming._Config(
+    return runtime_processor.ProcessorConfig(
         assigner=windows,
         spec=spec,
         trigger=None,
@@ -201,8 +203,8 @@ def outputs(frames: Any) -> tuple[Counter[Any], Counter[str]]:
     rows: Counter[Any] = Counter()
     counters: Counter[str] = Counter()
     for f in frames:
-        for blob in f[streaming._PACKED]:
-            for row in streaming.from_ipc(blob).to_pylist():
+        for blob in f[PACKED]:
+            for row in from_ipc(blob).to_pylist():
                 if row["__pw_kind"] == 2:  # the metrics row
                     counters.update(dict(zip(METRIC_NAMES, row["__pw_metrics"], strict=True)))
                 else:
@@ -213,7 +215,7 @@ def outputs(frames: Any) -> tuple[Counter[Any], Counter[str]]:
 def run(config: Any, batches: list[tuple[int, list[dict[str, Any]]]], group_of: Any) -> list[Any]:
     """Per micro-batch ``(watermark, rows)``: the outputs of Spark's calls with the keys
     grouped by ``group_of`` (one processor instance for all groups)."""
-    processor = streaming._WindowProcessor(config)
+    processor = runtime_processor.WindowProcessor(config)
     handle = _Handle()
     processor.init(handle)  # type: ignore[arg-type]
     groups: dict[int, _Group] = {}

@@ -38,6 +38,7 @@ from windowing.assigners import (
 )
 from windowing.evictors import Evictor
 from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
+from windowing.spark.columnar import from_ipc
 from windowing.spark.keys import NAN_KEY, state_key
 from windowing.spark.streaming import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
@@ -857,30 +858,30 @@ def test_large_call_outputs_are_packed_in_slices() -> None:
     several rows so that no Arrow batch of the binary column nears its 2 GiB offsets."""
     import pyarrow as pa
 
-    from windowing.spark import streaming
+    from windowing.spark import frames
 
     small = pa.table({"a": pa.array(range(10)), "b": pa.array(["x"] * 10)})
-    assert len(streaming._pack(small)) == 1
+    assert len(frames.pack(small)) == 1
     big = pa.table({"a": pa.array(range(40_000)), "b": pa.array(["y" * 10] * 40_000)})
-    packed = streaming._pack(big)
+    packed = frames.pack(big)
     assert len(packed) > 1
-    assert all(len(blob) <= 2 * streaming._PACK_LIMIT for blob in packed[streaming._PACKED])
+    assert all(len(blob) <= 2 * frames._PACK_LIMIT for blob in packed[frames.PACKED])
     batch = pa.RecordBatch.from_pandas(packed, preserve_index=False)
-    unpacked = pa.Table.from_batches(list(streaming._unpack(iter([batch, batch.slice(0, 0)]))))
+    unpacked = pa.Table.from_batches(list(frames.unpack(iter([batch, batch.slice(0, 0)]))))
     assert unpacked.equals(big)
 
 
 def test_large_outputs_of_record_batches_are_packed_in_slices() -> None:
     import pyarrow as pa
 
-    from windowing.spark import streaming
+    from windowing.spark import frames
 
     big = pa.table({"a": pa.array(range(40_000)), "b": pa.array(["y" * 10] * 40_000)})
     batches = big.to_batches(max_chunksize=15_000)
-    packed = streaming._pack(batches)
+    packed = frames.pack(batches)
     assert len(packed) > 1
     batch = pa.RecordBatch.from_pandas(packed, preserve_index=False)
-    assert pa.Table.from_batches(list(streaming._unpack(iter([batch])))).equals(big)
+    assert pa.Table.from_batches(list(frames.unpack(iter([batch])))).equals(big)
 
 
 @pytest.mark.parametrize("nulls", [False, True])
@@ -892,7 +893,7 @@ def test_input_frames_become_tables_in_replay_order(nulls: bool) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from windowing.spark import streaming
+    from windowing.spark import frames
     from windowing.spark.batch import replay_order
     from windowing.time import MIN_TIMESTAMP
 
@@ -929,7 +930,7 @@ def test_input_frames_become_tables_in_replay_order(nulls: bool) -> None:
     expected = expected.take(pc.sort_indices(expected, sort_keys=order))
     # Spark's frame: the timestamps as micros, MIN_TIMESTAMP for null (never null itself)
     pdf = pd.DataFrame({**frame, "ts": [MIN_TIMESTAMP if m is None else m for m in micros]})
-    got = streaming._input_table(pdf, schema, order)
+    got = frames.input_table(pdf, schema, order)
     assert got.equals(expected)
     assert got.column("x").null_count == expected.column("x").null_count > 0  # NaN -> null
     assert got.column("ts").null_count == (2 if nulls else 0)
@@ -940,7 +941,7 @@ def test_rows_of_a_key_group_split_by_key() -> None:
     -0.0 == 0.0, several columns, a struct column) and keep their order within a key."""
     import pyarrow as pa
 
-    from windowing.spark import streaming
+    from windowing.spark import frames
 
     table = pa.table(
         {
@@ -949,13 +950,9 @@ def test_rows_of_a_key_group_split_by_key() -> None:
             "n": pa.array(range(7)),
         }
     )
-    split = {
-        repr(k): rows.column("n").to_pylist() for k, rows in streaming._split_keys(table, ["k"])
-    }
+    split = {repr(k): rows.column("n").to_pylist() for k, rows in frames.split_keys(table, ["k"])}
     assert split == {"2.0": [0, 4], "0.0": [1, 3, 6], "None": [2, 5]}  # 0.0, as Spark shows it
-    split = {
-        k: rows.column("n").to_pylist() for k, rows in streaming._split_keys(table, ["k", "s"])
-    }
+    split = {k: rows.column("n").to_pylist() for k, rows in frames.split_keys(table, ["k", "s"])}
     assert split == {(2.0, "x"): [0], (2.0, "z"): [4], (-0.0, "y"): [1, 3, 6], (None, "x"): [2, 5]}
     nested = pa.table(
         {
@@ -963,11 +960,9 @@ def test_rows_of_a_key_group_split_by_key() -> None:
             "n": pa.array(range(4)),
         }
     )
-    split = {
-        repr(k): rows.column("n").to_pylist() for k, rows in streaming._split_keys(nested, ["p"])
-    }
+    split = {repr(k): rows.column("n").to_pylist() for k, rows in frames.split_keys(nested, ["p"])}
     assert sorted(split.values()) == [[0, 2], [1], [3]]
-    assert [(k, t.num_rows) for k, t in streaming._split_keys(table, [])] == [(None, 7)]
+    assert [(k, t.num_rows) for k, t in frames.split_keys(table, [])] == [(None, 7)]
     assert state_key(float("nan")) == state_key(float("nan"))
     assert state_key((1, [float("nan"), -0.0])) == (1, (NAN_KEY, 0.0))
 
@@ -1092,22 +1087,22 @@ def processor_of(
 ) -> tuple[Any, _FakeHandle]:
     """The streaming processor the builder makes for ``finish(windowed stream)`` (keyed by
     user, tumbling windows), initialised with a fake state handle."""
-    from windowing.spark import streaming
+    from windowing.spark import processor as runtime_processor
 
     configs: list[Any] = []
-    original = streaming._WindowProcessor.__init__
+    original = runtime_processor.WindowProcessor.__init__
 
     def capture(self: Any, config: Any) -> None:
         configs.append(config)
         original(self, config)
 
-    monkeypatch.setattr(streaming._WindowProcessor, "__init__", capture)
+    monkeypatch.setattr(runtime_processor.WindowProcessor, "__init__", capture)
     write_files(tmp_path / "src", [[{"user": "a", "amount": 1, "ts": T0, "batch": 0}]])
     df = spark.readStream.schema(SCHEMA).json(str(tmp_path / "src"))
     keyed = WindowedStream.from_dataframe(df, event_time="ts", watermark=BoundedOutOfOrderness(0))
     finish(keyed.key_by("user").window(TumblingEventTimeWindows(SIZE)))
     (config,) = configs
-    processor = streaming._WindowProcessor(config)
+    processor = runtime_processor.WindowProcessor(config)
     handle = _FakeHandle()
     processor.init(handle)  # type: ignore[arg-type]
     return processor, handle
@@ -1120,7 +1115,7 @@ def call_processor(
     results as (user, window start, amount)."""
     import pandas as pd
 
-    from windowing.spark import streaming
+    from windowing.spark import frames
 
     frame = pd.DataFrame(
         {
@@ -1134,7 +1129,7 @@ def call_processor(
         }
     )
     out = processor.handleInputRows((0,), iter([frame]), _TimerValues(watermark))
-    tables = [streaming.from_ipc(blob) for f in out for blob in f[streaming._PACKED]]
+    tables = [from_ipc(blob) for f in out for blob in f[frames.PACKED]]
     results = []
     for t in tables:
         kinds = t.column("__pw_kind").to_pylist()
@@ -1266,7 +1261,7 @@ def test_timestamps_in_the_repeated_hour_keep_their_instants() -> None:
     import pandas as pd
     import pyarrow as pa
 
-    from windowing.spark import streaming
+    from windowing.spark import frames
     from windowing.spark.batch import replay_order
 
     zone = "America/New_York"
@@ -1295,7 +1290,7 @@ def test_timestamps_in_the_repeated_hour_keep_their_instants() -> None:
         ]
     )
     order = replay_order(arrival=False, processing_time=False)
-    table = streaming._input_table(pdf, schema, order)
+    table = frames.input_table(pdf, schema, order)
     assert table.schema == schema
     # as UTC: Python never finds a time of a repeated hour equal to one of another zone
     ts, other = ([t.astimezone(UTC) for t in table.column(c).to_pylist()] for c in ("ts", "other"))

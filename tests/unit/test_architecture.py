@@ -23,8 +23,8 @@ DEFERRED = {"windowing/stream.py": "windowing.spark"}
 # Modules above the size the design allows, at their current size: they may shrink, never
 # grow (the streaming runtime's split is still to come: docs/design.md).
 MAX_LINES = 800
-OVER = {"windowing/spark/streaming.py": 1192}
-MAX_CLASS_LINES = {"windowing/spark/streaming.py:_WindowProcessor": 604}
+OVER: dict[str, int] = {}
+MAX_CLASS_LINES = {"windowing/spark/processor.py:WindowProcessor": 604}
 
 
 def _modules() -> list[tuple[str, ast.Module]]:

@@ -89,6 +89,20 @@ class KeyState:
         """Per-key state of the process function (namespace ``None``)."""
         return self._table("_global_state")
 
+    @property
+    def state_tables(self) -> tuple[StateTable | None, StateTable | None, StateTable | None]:
+        """The trigger, per-window and per-key state tables (``None``: never used)."""
+        return (self._trigger_state, self._window_state, self._global_state)
+
+    def set_state_tables(
+        self,
+        trigger: StateTable | None,
+        window: StateTable | None,
+        global_: StateTable | None,
+    ) -> None:
+        """Replace the state tables (a decoded state)."""
+        self._trigger_state, self._window_state, self._global_state = trigger, window, global_
+
     def is_empty(self) -> bool:
         """Whether nothing at all is kept for this key (it can be dropped)."""
         if self.contents or self.evt_timers or self.proc_timers or self.merging:

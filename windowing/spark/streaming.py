@@ -8,12 +8,12 @@ The plan::
           ──► withWatermark on a COPY of the event time (__pw_wm), projected away again, so
               Spark tracks the watermark but never drops a late row before the operator
           ──► the key group (__pw_kg): pmod(hash(keys), max_parallelism), 0 for window_all
-          ──► groupBy(__pw_kg).transformWithStateInPandas(_WindowProcessor, Append,
+          ──► groupBy(__pw_kg).transformWithStateInPandas(WindowProcessor, Append,
               EventTime | ProcessingTime)
           ──► one row per call: the call's tagged output (results, side outputs, late rows,
               metrics rows; the batch path's layout) as an Arrow IPC stream in one binary
               column
-          ──► mapInArrow(_unpack): the tagged output, observed as summed counters
+          ──► mapInArrow(unpack): the tagged output, observed as summed counters
               (``METRICS_NAME``)
 
 A call handles one key group (Flink's key groups): its rows are split by key and each key
@@ -43,86 +43,49 @@ times before 1970 get the watermark the batch replay gives them.
 from __future__ import annotations
 
 import functools
-import itertools
-import pickle
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark import cloudpickle
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.streaming.query import StreamingQuery
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import (
-    BinaryType,
     DoubleType,
     FloatType,
-    StructField,
-    StructType,
-    TimestampType,
 )
 
 from windowing.assigners import is_processing_time_assigner
-from windowing.engine.keystate import KeyState
 from windowing.job import Job
-from windowing.operator import WindowOperator
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.spark.batch import (
-    _ARR,
-    _PT,
     _TS,
     build_layout,
     internal_columns,
-    replay_order,
 )
 from windowing.spark.columnar import (
-    ColumnarAggregation,
-    ColumnarStep,
-    OpenWindows,
     columnar_plan,
-    from_ipc,
-    key_state_of,
-    open_windows_of,
-    rows_needing_the_operator,
-    step_open_windows,
-    to_ipc,
 )
 from windowing.spark.keys import (
     KEY_GROUP,
-    group_codes,
     key_group,
-    key_segments,
-    key_value,
-    state_key,
 )
 from windowing.spark.output import (
-    REASON_LATE,
-    REASON_NULL_ARRIVAL_ORDER,
-    REASON_NULL_EVENT_TIME,
     STREAMING_METRICS,
-    LateRows,
     OutputLayout,
     col,
-    note_element_error,
-    operator_counters,
 )
 from windowing.spark.plans import plan_job
-from windowing.spark.schema import (
-    arrow_to_python,
-    make_row_encoder,
-    row_class,
-    table_rows,
-    value_encoder,
+from windowing.spark.processor import (
+    PACKED_SCHEMA,
+    WATERMARK_SHIFT_MS,
+    ProcessorConfig,
+    WindowProcessor,
+    timestamps_as_micros,
+    unpack,
 )
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 if TYPE_CHECKING:
     from windowing.functions.spec import WindowFunctionSpec
@@ -143,10 +106,6 @@ _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 _WM = "__pw_wm"
 _GROUP = KEY_GROUP  # the key group: Spark's grouping column
 _NAN = "__pw_nan"  # prefix of the NaN masks of float columns
-_STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
-_PACKED = "__pw_packed"
-_PACKED_SCHEMA = StructType([StructField(_PACKED, BinaryType(), False)])
-_PACKED_COLUMNS = pd.Index([_PACKED])
 
 
 @dataclass(frozen=True, eq=False)
@@ -266,8 +225,8 @@ def run_streaming(
     internal = tuple(prepared.columns[len(df.columns) :])  # __pw_ts, __pw_tb[, ...][, __pw_nan0]
     tz = layout.timezone
     input_arrow = to_arrow_schema(layout.input_schema, timezone=tz)
-    processor = _WindowProcessor(
-        _Config(
+    processor = WindowProcessor(
+        ProcessorConfig(
             assigner=config.assigner,
             spec=spec,
             trigger=config.trigger,
@@ -300,14 +259,14 @@ def run_streaming(
     # Grouped by key group, after the columns the processor reads by position. window_all
     # has one group (a stateful operator needs a grouping column: Spark rejects an empty one).
     keyed = prepared.withColumn(_GROUP, key_group(keys, key_groups))
-    grouped = _timestamps_as_micros(keyed).groupBy(_GROUP)
+    grouped = timestamps_as_micros(keyed).groupBy(_GROUP)
     packed = grouped.transformWithStateInPandas(
         statefulProcessor=processor,
-        outputStructType=_PACKED_SCHEMA,
+        outputStructType=PACKED_SCHEMA,
         outputMode="Append",
         timeMode=time_mode,
     )
-    output = packed.mapInArrow(_unpack, schema=layout.schema)
+    output = packed.mapInArrow(unpack, schema=layout.schema)
     if metrics_name is not None:
         output = output.observe(metrics_name, *layout.metric_totals(STREAMING_METRICS))
     return StreamingWindowedResult(
@@ -332,23 +291,6 @@ def _nan_mask(names: Sequence[str]) -> Column:
     """Bit ``i`` set where the column ``names[i]`` holds NaN."""
     bits = [F.when(F.isnan(col(n)), F.lit(1 << i)).otherwise(F.lit(0)) for i, n in enumerate(names)]
     return functools.reduce(lambda a, b: a + b, bits).cast("long")
-
-
-def _restore_nans(table: pa.Table, masks: Sequence[tuple[str, Sequence[str]]]) -> pa.Table:
-    """``table`` with NaN back where the masks say a float value was NaN (the frame from
-    Spark gave it as a null)."""
-    for mask_name, names in masks:
-        mask = table.column(mask_name).to_numpy()
-        if not mask.any():
-            continue
-        for bit, name in enumerate(names):
-            hit = (mask >> bit) & 1 == 1
-            if hit.any():
-                i = table.schema.get_field_index(name)
-                column = table.column(i)
-                nan = pa.scalar(float("nan"), column.type)
-                table = table.set_column(i, name, pc.if_else(pa.array(hit), nan, column))
-    return table
 
 
 def write_results_and_late(
@@ -415,792 +357,3 @@ def write_results_and_late(
 
 
 # ---------------------------------------------------------------------------- executor side
-@dataclass(frozen=True, eq=False)
-class _Config:
-    assigner: Any
-    spec: Any
-    trigger: Any
-    evictor: Any
-    allowed_lateness: int
-    late_output_tag: OutputTag | None
-    slicing: bool | None
-    layout: OutputLayout
-    internal: tuple[str, ...]  # the internal input columns after the input columns
-    input_arrow: pa.Schema
-    key_arrow_types: list[pa.DataType]
-    wall_clock: bool  # ProcessingTime mode: processing time is the micro-batch's clock
-    key_groups: int  # the number of key groups (Spark's grouping key)
-    # (mask column, the float columns of its bits): which values are NaN, not null
-    nan_masks: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # Built-in aggregations of tumbling windows computed on whole columns (event time, no
-    # processing_time column); None: the operator alone.
-    columnar: ColumnarAggregation | None = None
-
-    @functools.cached_property
-    def input_table_schema(self) -> pa.Schema:
-        """The Arrow schema of a key's rows: the input columns, then the internal ones."""
-        return pa.schema([*self.input_arrow, *[pa.field(n, pa.int64()) for n in self.internal]])
-
-
-#: The largest packed row: Spark batches up to ``maxRecordsPerBatch`` (10,000) rows of the
-#: binary column into one Arrow batch, whose offsets are 32-bit (2 GiB in all).
-_PACK_LIMIT = 128 * 1024
-
-
-def _pack(output: pa.Table | list[pa.RecordBatch]) -> pd.DataFrame:
-    """One processor call's tagged output (a table, or record batches of one schema) as the
-    frame the processor yields: Arrow IPC streams in one binary column, one row (or, for a
-    large output, one row per slice of about ``_PACK_LIMIT`` bytes). Spark converts each
-    yielded pandas frame back to Arrow column by column (a fixed cost per column); one
-    binary column keeps that cost to one column whatever the layout."""
-    blob = to_ipc(output)
-    rows = output.num_rows if isinstance(output, pa.Table) else sum(b.num_rows for b in output)
-    if len(blob) <= _PACK_LIMIT or rows < 2:
-        blobs = [blob]
-    else:
-        table = output if isinstance(output, pa.Table) else pa.Table.from_batches(output)
-        step = max(1, rows * _PACK_LIMIT // len(blob))
-        blobs = [to_ipc(table.slice(i, step)) for i in range(0, rows, step)]
-    column = np.empty((len(blobs), 1), dtype=object)
-    column[:, 0] = blobs
-    # a 2-d block and a prebuilt column index: the cheapest frames pandas builds
-    return pd.DataFrame(
-        column, columns=_PACKED_COLUMNS, index=pd.RangeIndex(len(blobs)), dtype=object, copy=False
-    )
-
-
-def _unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function after the processor: the tagged tables of the packed
-    rows of each input batch, concatenated."""
-    for batch in batches:
-        tables = [from_ipc(data) for data in batch.column(0).to_pylist()]
-        if tables:
-            yield from pa.concat_tables(tables).combine_chunks().to_batches()
-
-
-def _input_table(
-    pdf: pd.DataFrame,
-    schema: pa.Schema,
-    order: list[tuple[str, str, str]],
-) -> pa.Table:
-    """A key's rows as Spark hands them to the processor (a pandas frame whose columns are
-    those of ``schema`` by position: Spark names the internal columns ``_<i>``) as an Arrow
-    table of ``schema``, sorted by the pyarrow sort keys ``order`` (the replay order).
-
-    A top-level ``TimestampType`` column arrives as its epoch microseconds, with
-    ``MIN_TIMESTAMP`` for null (:func:`_timestamps_as_micros`): its exact instants, also in
-    the hour repeated when clocks go back and outside pandas' nanosecond range. Numbers go
-    through numpy, several times faster than ``pa.Array.from_pandas`` for the few hundred
-    rows of a key, with the same result (``NaN`` becomes null); so does the sort when its
-    columns hold no nulls. Timestamps nested in other types keep Spark's own conversion."""
-    # A column's values without building a Series (pandas' block manager, where present).
-    values_at = getattr(getattr(pdf, "_mgr", None), "iget_values", None)
-    columns: list[np.ndarray[Any, Any] | None] = []
-    for i in range(len(schema)):
-        values = values_at(i) if values_at is not None else pdf.iloc[:, i].array
-        ok = isinstance(values, np.ndarray) and values.dtype.kind in "iufb"
-        columns.append(values if ok else None)
-    keys = [columns[schema.get_field_index(name)] for name, _, _ in order]
-    perm = None
-    sortable = all(k is not None and k.dtype.kind in "iu" for k in keys)
-    if keys and sortable and len(pdf) > 1:
-        perm = np.lexsort(keys[::-1])  # last key first; stable
-        if bool((perm[1:] > perm[:-1]).all()):
-            perm = None  # already in order
-    arrays = []
-    for i, (field, values) in enumerate(zip(schema, columns, strict=True)):
-        if values is None:
-            array = pa.Array.from_pandas(pdf.iloc[:, i], type=field.type, safe=False)
-            arrays.append(array if perm is None else array.take(perm))
-            continue
-        if perm is not None:
-            values = values[perm]
-        if pa.types.is_timestamp(field.type) and values.dtype.kind == "i":
-            micros = pa.array(values, pa.int64(), mask=values == MIN_TIMESTAMP)
-            arrays.append(micros.cast(pa.timestamp("us", tz="UTC")).cast(field.type))
-        else:
-            # safe=False as pa.Array.from_pandas: a long column with nulls arrives as floats
-            arrays.append(pa.array(values, field.type, from_pandas=True, safe=False))
-    table = pa.Table.from_arrays(arrays, schema=schema)
-    if keys and not sortable and len(pdf) > 1:
-        table = table.take(pc.sort_indices(table, sort_keys=order))  # nulls last
-    return table
-
-
-def _timestamps_as_micros(df: DataFrame) -> DataFrame:
-    """``df`` with each top-level ``TimestampType`` column replaced by its epoch
-    microseconds, ``MIN_TIMESTAMP`` for null (outside Spark's timestamp range): Spark's
-    pandas frames would give naive wall-clock times of the session time zone (ambiguous
-    when clocks go back) in nanoseconds (years 1678-2261 only)."""
-    return df.select(
-        *[
-            F.coalesce(F.unix_micros(col(f.name)), F.lit(MIN_TIMESTAMP)).alias(f.name)
-            if isinstance(f.dataType, TimestampType)
-            else col(f.name)
-            for f in df.schema.fields
-        ]
-    )
-
-
-def _dumps(value: Any) -> bytes:
-    """``value`` pickled by the C pickler; with cloudpickle when it holds objects only
-    cloudpickle can write (e.g. instances of classes defined in the driver's ``__main__``,
-    which reach the executors by value). ``pickle.loads`` reads both."""
-    try:
-        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[no-untyped-call,no-any-return]
-
-
-#: How far Spark's watermark column is ahead of the event time: the milliseconds from
-#: 0001-01-01T00:00:00Z to the epoch, so that every timestamp Spark accepts has a positive
-#: watermark (Spark keeps its watermark at 0 until event times pass the delay).
-WATERMARK_SHIFT_MS = 62_135_596_800_000
-
-
-def _flink_watermark(spark_watermark_ms: int) -> int:
-    """Spark's watermark over the shifted event time (late when ``ts + shift < W``; ``0`` =
-    none yet) as the operator's (Flink's: late when ``ts <= W``)."""
-    if spark_watermark_ms <= 0:
-        return MIN_TIMESTAMP
-    return spark_watermark_ms - WATERMARK_SHIFT_MS - 1
-
-
-def _concat_windows(windows: OpenWindows | None, joining: list[OpenWindows]) -> OpenWindows | None:
-    """The group's columnar windows with those of the keys ``joining`` it (all fired up to
-    the same watermark; no key in two of them)."""
-    parts = [w for w in (windows, *joining) if w is not None and len(w)]
-    if not parts:
-        return None
-    if len(parts) == 1:
-        return parts[0]
-    return OpenWindows(
-        np.concatenate([w.starts for w in parts]),
-        pa.concat_tables([w.rows for w in parts]),
-        parts[0].fired_upto,
-    )
-
-
-def _split_keys(table: pa.Table, keys: Sequence[str]) -> Iterator[tuple[Any, pa.Table]]:
-    """``(key, rows)`` for each key of ``table`` (rows kept in their order)."""
-    if table.num_rows == 0:
-        return
-    segments = key_segments(table, keys)
-    table = segments.table
-    first_rows = pa.array(segments.starts[:-1], pa.int64())
-    values = [arrow_to_python(table.column(k).take(first_rows)) for k in keys]
-    for i, (lo, hi) in enumerate(itertools.pairwise(segments.starts)):
-        yield key_value([v[i] for v in values]), table.slice(lo, hi - lo)
-
-
-#: One key of a key group: ``(key, Spark timer due, pickled key state, clock)``.
-_Entry = tuple[Any, int | None, bytes, int | None]
-#: The layout of a key group's state value (bumped when it changes; 2: Spark timers in the
-#: shifted watermark domain; 3: the group's columnar windows).
-_STATE_VERSION = 3
-
-
-class _WindowProcessor(StatefulProcessor):
-    """One ``WindowOperator`` per Python worker; Spark's grouping key is a key group
-    (:meth:`~windowing.stream.WindowedStream.max_parallelism`), with one ValueState and one
-    timer.
-
-    The state is the pickled ``(version, key groups, registered timer, entries, windows)``,
-    where ``entries`` maps each key of the group run by the operator
-    (:func:`~windowing.spark.keys.state_key`) to an :data:`_Entry`: the key, the Spark time
-    at which it is next due, its pickled key state, and its clock; ``windows`` (a columnar
-    plan only; ``None`` without) are the open windows of all other keys, as one
-    :class:`~windowing.spark.columnar.OpenWindows`. The key state of an entry is the
-    operator's :class:`~windowing.operator.KeyState`, or the key's own ``OpenWindows``
-    (each form converts to the other when a call needs it; a key whose call ends with its
-    windows in columnar form joins the group's windows); only the entries a call touches are
-    unpickled. The clock is the key's largest ``processing_time`` value so far (``None``
-    without that column). The registered timer is the earliest due time of the group."""
-
-    def __init__(self, config: _Config) -> None:
-        self.config = config
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        c = self.config
-        self.handle = handle
-        self.state = handle.getValueState("key_group", _STATE_SCHEMA)
-        self.op = WindowOperator(
-            c.assigner,
-            c.spec,
-            trigger=c.trigger,
-            evictor=c.evictor,
-            allowed_lateness=c.allowed_lateness,
-            late_output_tag=c.late_output_tag,
-            slicing=c.slicing,
-        )
-        self.spark_watermark = 0
-        self.now = 0
-        self._opened: OpenWindows | None = None  # the windows the last key call left
-        schema = c.layout.input_schema
-        names = schema.names
-        self.record_type = row_class(tuple(names))
-        self.record_names = list(names)
-        self.encode_record = make_row_encoder(schema)
-        self.key_encoders = [value_encoder(schema[k].dataType) for k in c.layout.keys]
-
-    # -- state ---------------------------------------------------------------------------
-    def _load(self) -> tuple[int | None, dict[Any, _Entry], OpenWindows | None]:
-        """``(registered timer, entries, columnar windows)`` of this key group."""
-        value = self.state.get()
-        if value is None or value[0] is None:
-            return None, {}, None
-        stored = pickle.loads(value[0])
-        if isinstance(stored, tuple) and len(stored) == 4 and stored[0] == 2:
-            stored = (*stored, None)  # layout 2: no columnar windows of the group
-            stored = (_STATE_VERSION, *stored[1:])
-        if not (isinstance(stored, tuple) and len(stored) == 5):
-            msg = (
-                "the checkpoint's state was not written by this version of the streaming "
-                "runtime; start the query with a new checkpoint location"
-            )
-            raise ValueError(msg)
-        version, key_groups, timer, entries, windows = stored
-        expected = self.config.key_groups
-        if version != _STATE_VERSION or key_groups != expected:
-            msg = (
-                f"the checkpoint's state has {key_groups} key groups (state layout {version}), "
-                f"but the query has max_parallelism {expected} (layout {_STATE_VERSION}); "
-                "restart with the max_parallelism the checkpoint was written with"
-            )
-            raise ValueError(msg)
-        return timer, entries, windows
-
-    def _save(
-        self,
-        registered: int | None,
-        entries: dict[Any, _Entry],
-        windows: OpenWindows | None,
-        *,
-        alive: bool,
-    ) -> None:
-        """Write the group's state once (or clear it when nothing is left) and keep one
-        Spark timer at the earliest due time of its windows; ``alive``: the registered timer
-        has not fired."""
-        due = [e[1] for e in entries.values() if e[1] is not None]
-        if windows is not None:
-            assert self.config.columnar is not None
-            windows_due = self._spark_timer(windows.next_event_time(self.config.columnar))
-            if windows_due is not None:
-                due.append(windows_due)
-        timer = min(due) if due else None
-        if alive and registered is not None and registered != timer:
-            self.handle.deleteTimer(registered)
-        if timer is not None and timer != (registered if alive else None):
-            self.handle.registerTimer(timer)
-        if entries or windows is not None:
-            state = (_STATE_VERSION, self.config.key_groups, timer, entries, windows)
-            self.state.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
-        else:
-            self.state.clear()
-
-    def _entry(self, key: Any, ks: Any) -> _Entry | None:
-        """The key's entry after a call, ``None`` when it holds nothing. Its due time is the
-        key's next operator timer as a Spark timer: in event time no earlier than ``W + 1``
-        (Spark watermark ``W``), in processing time no earlier than the next millisecond, so
-        operator timers already due fire at the next watermark advance / micro-batch, as in
-        Flink and the batch replay."""
-        plan = self.config.columnar
-        if ks is None:
-            nxt = None
-        elif self.config.wall_clock:
-            nxt = ks.next_processing_time()
-        elif isinstance(ks, OpenWindows):
-            assert plan is not None
-            nxt = ks.next_event_time(plan)
-        else:
-            nxt = ks.next_event_time()
-        timer = self._spark_timer(nxt)
-        if (ks is None or (isinstance(ks, KeyState) and ks.is_empty())) and timer is None:
-            return None
-        clock = self.op.processing_time if _PT in self.config.internal else None
-        return (key, timer, _dumps(ks), clock)
-
-    def _spark_timer(self, nxt: int | None) -> int | None:
-        """The operator timer ``nxt`` as a Spark timer (``None``: none): in event time no
-        earlier than ``W + 1`` (Spark watermark ``W``), in processing time no earlier than
-        the next millisecond."""
-        if self.config.wall_clock:
-            floor, shift = self.now + 1, 0
-        else:
-            floor, shift = self.spark_watermark + 1, WATERMARK_SHIFT_MS + 1
-        if nxt is not None and nxt < MAX_TIMESTAMP - shift:
-            return max(nxt + shift, floor)
-        return None
-
-    def _key_state(self, ks: Any) -> KeyState:
-        """The operator's form of the key state ``ks``."""
-        if ks is None:
-            return self.op.new_key_state()
-        if isinstance(ks, OpenWindows):
-            plan = self.config.columnar
-            assert plan is not None
-            names = self.config.layout.input_schema.names
-            return key_state_of(plan, self.op, ks, table_rows(ks.rows, names))
-        assert isinstance(ks, KeyState)
-        return ks
-
-    def _open_windows(self, ks: Any) -> tuple[bool, OpenWindows | None]:
-        """The columnar form of the key state ``ks``: ``(False, None)`` when it has none."""
-        if ks is None or isinstance(ks, OpenWindows):
-            return True, ks
-        if ks.is_empty():
-            return True, None
-        plan = self.config.columnar
-        assert plan is not None
-        found = open_windows_of(plan, ks, self._records_table)
-        return found is not None, found
-
-    def _records_table(self, records: list[Any]) -> pa.Table | None:
-        """Input records as a table of the input columns; ``None`` when one is not an input
-        record (a ``Row`` of the input columns: the runtime's, or a plain ``Row`` as
-        unpickling gives back) or a value does not fit its column (e.g. a sum beyond the
-        column's type)."""
-        c = self.config
-        names = self.record_names
-        for r in records:
-            if type(r) is not self.record_type and not (
-                type(r) is Row and getattr(r, "__fields__", None) == names
-            ):
-                return None
-        try:
-            encoded = [self.encode_record(r) for r in records]
-            arrays = [
-                pa.array([values[i] for values in encoded], field.type)
-                for i, field in enumerate(c.input_arrow)
-            ]
-        except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            return None
-        return pa.Table.from_arrays(arrays, schema=c.input_arrow)
-
-    # -- callbacks -------------------------------------------------------------------------
-    def handleInputRows(  # noqa: N802 - Spark's name
-        self,
-        key: Any,
-        rows: Iterator[pd.DataFrame],
-        timerValues: Any,  # noqa: N803
-    ) -> Any:
-        c = self.config
-        frames = list(rows)
-        pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        # The batch replay's order inside a key: arrival order, else processing time, then
-        # event time and the content hash, nulls last; deterministic across re-executions.
-        order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
-        table = _input_table(pdf, c.input_table_schema, order)
-        if c.nan_masks:
-            table = _restore_nans(table, c.nan_masks)
-        registered, entries, windows = self._load()
-        self._set_clocks(timerValues)
-        outputs: list[pa.RecordBatch] = []
-        if c.columnar is not None:
-            table, windows = self._group_call(table, entries, windows, outputs)
-        joining: list[OpenWindows] = []
-        touched = set()
-        for k, key_rows in _split_keys(table, c.layout.keys):
-            skey = state_key(k)
-            touched.add(skey)
-            self._store(entries, skey, self._key_call(k, entries.get(skey), key_rows, outputs))
-            self._join(entries, skey, joining)
-        # keys of the group without rows whose timers are due fire now, as their own
-        # timers would at the end of this micro-batch
-        self._fire_due(entries, self._clock(), outputs, skip=touched, joining=joining)
-        self._save(registered, entries, _concat_windows(windows, joining), alive=True)
-        if outputs:
-            yield _pack(outputs)
-
-    def handleExpiredTimer(  # noqa: N802 - Spark's name; called with keyword arguments
-        self,
-        key: Any,
-        timerValues: Any,  # noqa: N803
-        expiredTimerInfo: Any,  # noqa: N803
-    ) -> Any:
-        registered, entries, windows = self._load()
-        self._set_clocks(timerValues)
-        outputs: list[pa.RecordBatch] = []
-        if windows is not None:
-            _, windows = self._group_call(None, entries, windows, outputs)
-        due = max(self._clock(), int(expiredTimerInfo.getExpiryTimeInMs()))
-        joining: list[OpenWindows] = []
-        self._fire_due(entries, due, outputs, skip=(), joining=joining)
-        self._save(registered, entries, _concat_windows(windows, joining), alive=False)
-        if outputs:
-            yield _pack(outputs)
-
-    def _clock(self) -> int:
-        """The Spark clock timers are due by: the watermark, or processing time."""
-        return self.now if self.config.wall_clock else self.spark_watermark
-
-    @staticmethod
-    def _store(entries: dict[Any, _Entry], skey: Any, entry: _Entry | None) -> None:
-        if entry is None:
-            entries.pop(skey, None)
-        else:
-            entries[skey] = entry
-
-    def _fire_due(
-        self,
-        entries: dict[Any, _Entry],
-        clock: int,
-        outputs: list[pa.RecordBatch],
-        *,
-        skip: Collection[Any],
-        joining: list[OpenWindows],
-    ) -> None:
-        """Run the timers of the keys due by ``clock`` (except those in ``skip``)."""
-        due = [
-            (skey, e)
-            for skey, e in entries.items()
-            if e[1] is not None and e[1] <= clock and skey not in skip
-        ]
-        for skey, entry in due:
-            self._store(entries, skey, self._key_call(entry[0], entry, None, outputs))
-            self._join(entries, skey, joining)
-
-    def _join(self, entries: dict[Any, _Entry], skey: Any, joining: list[OpenWindows]) -> None:
-        """Move the key ``skey`` from ``entries`` to ``joining`` (the windows that join the
-        group's columnar windows) when its call left its windows in columnar form."""
-        opened = self._opened
-        self._opened = None
-        if opened is not None and skey in entries and opened.fired_upto == self.op.watermark:
-            del entries[skey]
-            joining.append(opened)
-
-    def _key_call(
-        self, k: Any, entry: _Entry | None, table: pa.Table | None, outputs: list[pa.RecordBatch]
-    ) -> _Entry | None:
-        """One key's call: fire its due timers, then process its rows of this micro-batch
-        (``table``; ``None``: a timer call); its output goes to ``outputs``. Returns the key's
-        new entry."""
-        c = self.config
-        self._opened = None
-        stored = None if entry is None else pickle.loads(entry[2])
-        self._set_key_clock(None if entry is None else entry[3])
-        if c.columnar is not None:
-            done, new_entry = self._columnar_call(k, stored, table, outputs)
-            if done:
-                return new_entry
-        ks = self._key_state(stored)
-        op = self.op
-        self._reset()
-        self._fire(k, ks)
-        if table is None:
-            self._emit(k, None, LateRows(), (0, 0, 0), outputs)
-            return self._entry(k, ks)
-        elements = table_rows(table, c.layout.input_schema.names)
-        ts = table.column(_TS).to_pylist()
-        arrival = table.column(_ARR).to_pylist() if _ARR in c.internal else None
-        pts = table.column(_PT).to_pylist() if _PT in c.internal else None
-        event_time = op.is_event_time
-        tag = c.late_output_tag
-        late = LateRows()
-        null_ts = null_arr = 0
-        pending: list[tuple[Any, Any, Any]] = []
-
-        def flush(ks: Any) -> Any:
-            before = op.metrics.num_elements  # counted as each element starts
-            try:
-                ks = op.process_key_elements(k, ks, pending)
-            except Exception as exc:
-                failed = op.metrics.num_elements - before - 1
-                note_element_error(exc, failed, pending, k, "the Spark streaming runtime")
-                raise
-            pending.clear()
-            return ks
-
-        no_nulls = table.column(_TS).null_count == 0 or not event_time
-        if arrival is None and pts is None and no_nulls:
-            pending.extend(zip(elements, ts, repeat(k, len(elements)), strict=True))
-        else:
-            for i, row in enumerate(elements):
-                if arrival is not None and arrival[i] is None:
-                    null_arr += 1
-                    if tag is not None:
-                        late.add(i, None, REASON_NULL_ARRIVAL_ORDER)
-                    continue
-                if pts is not None:
-                    pt = pts[i]
-                    if pt is not None and pt > op.processing_time:
-                        ks = flush(ks)
-                        op.processing_time = pt  # the batch replay's advance before the row
-                        self._fire(k, ks)
-                t = ts[i]
-                if t is None and event_time:
-                    null_ts += 1
-                    if tag is not None:
-                        late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
-                    continue
-                pending.append((row, t, k))
-        ks = flush(ks)
-        if tag is not None:
-            lates = op.side_outputs.get(tag, [])
-            if lates:
-                late.add_late_elements(lates, {id(r): i for i, r in enumerate(elements)})
-        self._emit(k, table, late, (table.num_rows, null_ts, null_arr), outputs)
-        return self._entry(k, ks)
-
-    def _group_call(
-        self,
-        table: pa.Table | None,
-        entries: dict[Any, _Entry],
-        windows: OpenWindows | None,
-        outputs: list[pa.RecordBatch],
-    ) -> tuple[pa.Table | None, OpenWindows | None]:
-        """Run the keys of the group that the columns can take on whole columns, together:
-        fire and clean up the group's windows ``windows`` at the watermark, then add the
-        rows of ``table`` (the group's rows in replay order; ``None``: a timer call) of the
-        keys that have no entry and no row needing the operator
-        (:func:`~windowing.spark.columnar.rows_needing_the_operator`). The windows of the
-        other keys with rows move to ``entries``. Returns the rows left for the key-by-key
-        calls and the group's new windows (when the columns cannot take the call at all,
-        every key moves to ``entries`` and all rows are left)."""
-        c = self.config
-        plan = c.columnar
-        assert plan is not None
-        keys = c.layout.keys
-        watermark = self.op.watermark
-        n_held = 0 if windows is None else len(windows)
-        rows = table if table is not None and table.num_rows else None
-        # key codes common to the group's windows and the rows
-        if rows is None:
-            key_table = None if windows is None else windows.rows.select(keys)
-        elif windows is None:
-            key_table = rows.select(keys)
-        else:
-            key_table = pa.concat_tables([windows.rows.select(keys), rows.select(keys)])
-        if key_table is None or not keys:
-            codes = np.zeros(n_held + (0 if rows is None else rows.num_rows), np.int64)
-        else:
-            codes = group_codes(key_table, keys)
-        held_codes, row_codes = codes[:n_held], codes[n_held:]
-        if rows is not None:
-            needs = rows_needing_the_operator(plan, watermark, rows, rows.column(_TS))
-            if _ARR in c.internal and rows.column(_ARR).null_count:
-                needs |= rows.column(_ARR).is_null().to_numpy(zero_copy_only=False)
-            if entries:  # keys with an entry stay with the operator
-                distinct, first = np.unique(row_codes, return_index=True)
-                values = [arrow_to_python(rows.column(k).take(first)) for k in keys]
-                has_entry = [
-                    state_key(key_value([v[i] for v in values])) in entries
-                    for i in range(len(first))
-                ]
-                needs |= np.isin(row_codes, distinct[np.array(has_entry, np.bool_)])
-            if needs.any():
-                by_operator = np.isin(row_codes, np.unique(row_codes[needs]))
-                moving = np.isin(held_codes, np.unique(row_codes[by_operator]))
-                if moving.any() and windows is not None:
-                    self._to_entries(entries, windows.take(np.flatnonzero(moving)))
-                    windows = windows.take(np.flatnonzero(~moving))
-                    held_codes = held_codes[~moving]
-                left = rows.filter(pa.array(by_operator))
-                rows = rows.filter(pa.array(~by_operator))
-                row_codes = row_codes[~by_operator]
-            else:
-                left = rows.schema.empty_table()
-        else:
-            left = table
-        step = step_open_windows(
-            plan,
-            windows,
-            watermark,
-            None if rows is None else rows.select(c.layout.input_schema.names),
-            None if rows is None else rows.column(_TS).to_numpy(),
-            (held_codes, row_codes),
-        )
-        if step is None:  # the operator runs every key
-            if windows is not None:
-                self._to_entries(entries, windows)
-            return table, None
-        n_input = 0 if rows is None else rows.num_rows
-        fired = step.fired_rows
-
-        def fired_keys(n: int) -> list[pa.Array]:
-            return [] if fired is None else [fired.column(k).combine_chunks() for k in keys]
-
-        def late_keys(n: int) -> list[pa.Array]:
-            # the late rows' keys, then the metrics row's (of several keys: null)
-            types = c.key_arrow_types
-            if rows is None or n == 1:
-                return [pa.nulls(n, t) for t in types]
-            late = pa.array(step.late)
-            return [
-                pa.concat_arrays([rows.column(k).take(late).combine_chunks(), pa.nulls(1, t)])
-                for k, t in zip(keys, types, strict=True)
-            ]
-
-        self._emit_columnar(step, n_input, rows, fired_keys, outputs, late_keys)
-        return left, step.state
-
-    def _to_entries(self, entries: dict[Any, _Entry], windows: OpenWindows) -> None:
-        """Give each key of the group's ``windows`` its own entry."""
-        keys = self.config.layout.keys
-        segments = key_segments(windows.rows.select(keys), keys)
-        order = np.arange(len(windows))  # key_segments keeps contiguous keys in place
-        first_rows = pa.array(segments.starts[:-1], pa.int64())
-        values = [arrow_to_python(segments.table.column(k).take(first_rows)) for k in keys]
-        for i, (lo, hi) in enumerate(itertools.pairwise(segments.starts)):
-            key = key_value([v[i] for v in values])
-            own = windows.take(order[lo:hi])
-            self._store(entries, state_key(key), self._entry(key, own))
-
-    def _emit_columnar(
-        self,
-        step: ColumnarStep,
-        n_input: int,
-        source: pa.Table | None,
-        key_columns: Callable[[int], list[pa.Array]],
-        outputs: list[pa.RecordBatch],
-        other_key_columns: Callable[[int], list[pa.Array]] | None = None,
-    ) -> None:
-        """Add the tagged output of a call on whole columns to ``outputs``: the windows
-        ``step`` fired (their key columns ``key_columns(n)``), its late rows of ``source``
-        and the call's metrics row (key columns ``other_key_columns``, by default
-        ``key_columns``)."""
-        c = self.config
-        plan = c.columnar
-        assert plan is not None
-        n_late = len(step.late)
-        fired = len(step.fired_starts)
-        if not (n_input or fired):
-            return
-        tag = c.late_output_tag
-        late = LateRows()
-        if tag is not None:
-            watermark = self.op.watermark
-            for i in step.late.tolist():
-                late.add(i, watermark, REASON_LATE)
-        counters = {
-            "num_input_rows": n_input,
-            "num_elements": n_input,
-            "num_late_records_side_output": n_late if tag is not None else 0,
-            "num_late_records_dropped": 0 if tag is not None else n_late,
-            "num_windows_fired": fired,
-            "num_results": fired,
-        }
-        starts = step.fired_starts
-        ends = starts + plan.size
-        bounds = (pa.array(starts), pa.array(ends), pa.array(ends - 1))
-        records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
-        columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
-        outputs.extend(
-            c.layout.tagged_result_batches(
-                key_columns=key_columns,
-                bounds=bounds,
-                columns=columns,
-                counters=counters,
-                late_source=source,
-                late=late,
-                other_key_columns=other_key_columns,
-            )
-        )
-
-    def _columnar_call(
-        self, key: Any, stored: Any, table: pa.Table | None, outputs: list[pa.RecordBatch]
-    ) -> tuple[bool, _Entry | None]:
-        """Run one key's call on whole columns
-        (:func:`~windowing.spark.columnar.step_open_windows`), its output to ``outputs``:
-        ``(True, the key's new entry)``, or ``(False, None)`` (nothing done) when the
-        operator must run it."""
-        c = self.config
-        plan = c.columnar
-        assert plan is not None
-        times = None
-        rows = None
-        if table is not None:
-            ts = table.column(_TS)
-            if ts.null_count or (_ARR in c.internal and table.column(_ARR).null_count):
-                return False, None
-            times = ts.to_numpy()
-            rows = table.select(c.layout.input_schema.names)
-        convertible, state = self._open_windows(stored)
-        if not convertible:
-            return False, None
-        step = step_open_windows(plan, state, self.op.watermark, rows, times)
-        if step is None:
-            return False, None
-        entry = self._entry(key, step.state)
-        self._opened = step.state
-        n_input = 0 if table is None else table.num_rows
-        self._emit_columnar(step, n_input, table, self._key_columns(key), outputs)
-        return True, entry
-
-    def close(self) -> None:
-        pass
-
-    # -- helpers ---------------------------------------------------------------------------
-    def _set_clocks(self, timer_values: Any) -> None:
-        """The micro-batch's watermark (EventTime mode) and processing time."""
-        self.now = int(timer_values.getCurrentProcessingTimeInMs())
-        if not self.config.wall_clock:
-            self.spark_watermark = int(timer_values.getCurrentWatermarkInMs())
-            op = self.op
-            op.watermark = max(op.watermark, _flink_watermark(self.spark_watermark))
-
-    def _set_key_clock(self, clock: int | None) -> None:
-        """The operator's processing time for a key: its clock from its state with a
-        ``processing_time`` column, else the micro-batch's."""
-        if _PT in self.config.internal:
-            self.op.processing_time = 0 if clock is None else clock
-        else:
-            self.op.processing_time = self.now
-
-    def _reset(self) -> None:
-        op = self.op
-        op.output.clear()
-        op.side_outputs.clear()
-        op.metrics = type(op.metrics)()
-
-    def _fire(self, key: Any, ks: Any) -> None:
-        try:
-            self.op.fire_timers(key, ks)
-        except Exception as exc:
-            exc.add_note(
-                f"while firing timers at watermark {self.op.watermark} / processing time "
-                f"{self.op.processing_time} for key {key!r} in the Spark streaming runtime"
-            )
-            raise
-
-    def _key_columns(self, key: Any) -> Callable[[int], list[pa.Array]]:
-        """The key column(s) of ``key`` for ``n`` output rows (none for ``window_all``)."""
-        encoders = self.key_encoders
-        values = [key] if len(encoders) == 1 else list(key or ())
-        values = [v if enc is None else enc(v) for v, enc in zip(values, encoders, strict=True)]
-        types = self.config.key_arrow_types
-
-        def key_columns(total: int) -> list[pa.Array]:
-            return [pa.array([v] * total, t) for v, t in zip(values, types, strict=True)]
-
-        return key_columns
-
-    def _emit(
-        self,
-        key: Any,
-        table: pa.Table | None,
-        late: LateRows,
-        counts: tuple[int, int, int],
-        outputs: list[pa.RecordBatch],
-    ) -> None:
-        """Add this key's tagged output to ``outputs``; ``counts`` = (input rows, rows
-        without event time, rows without arrival order)."""
-        c = self.config
-        op = self.op
-        m = op.metrics
-        n_input, null_ts, null_arr = counts
-        has_side = any(records for records in op.side_outputs.values())
-        fired = m.num_windows_fired or m.num_null_results
-        if not (op.output or late.rows or n_input or fired or has_side):
-            return
-        counters = operator_counters(op, n_input, null_ts, null_arr)
-        out = c.layout.tagged_table(
-            key=key,
-            key_columns=self._key_columns(key),
-            results=op.output,
-            side_outputs=op.side_outputs,
-            late_source=table,
-            late=late,
-            counters=counters,
-        )
-        outputs.extend(out.to_batches())

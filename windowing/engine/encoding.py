@@ -1,0 +1,327 @@
+"""The versioned encoding of operator state: snapshots and streaming checkpoints.
+
+A key's state is written as *plain data* (``None``, ``bool``, ``int``, ``str``, ``bytes``,
+tuples and lists of them) plus one blob holding the user's objects: window contents (reduced
+values, accumulators, buffered elements), partitioned state values, keys and windows of
+custom assigners. The plain part names no class and is read by an unpickler that refuses any
+global, so renaming or moving an internal class never breaks a checkpoint, and the plain part
+can never run code. The user objects are cloudpickled, as Spark ships user code; they are the
+one part whose loading can run code (authenticate them: ``docs/design.md``).
+
+Layout: ``MAGIC`` (4 bytes), the format version (1 byte), then a pickle of
+``(plain, users)`` where ``users`` is the pickled list of user objects. A later version of
+this module must read every earlier format, or fail with a clear error naming both versions.
+
+>>> from windowing.engine.keystate import KeyState
+>>> from windowing.windows import TimeWindow
+>>> ks = KeyState()
+>>> ks.contents[TimeWindow(0, 10)] = 3
+>>> decode_key_state(encode_key_state(ks)).contents
+{TimeWindow(start=0, end=10): 3}
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from collections.abc import Iterable
+from typing import Any
+
+import cloudpickle
+
+from windowing.engine.kafka import KafkaWindowStore
+from windowing.engine.keystate import KeyState
+from windowing.engine.panes import Slices
+from windowing.sliding import _EMPTY, _MISSING, RangeCursor, Timeline, TimelineExpiry
+from windowing.state import _DESCRIPTOR_TYPES, StateTable
+from windowing.windows import GLOBAL_WINDOW, GlobalWindow, TimeWindow
+
+__all__ = [
+    "FORMAT",
+    "MAGIC",
+    "StateFormatError",
+    "decode_key_state",
+    "decode_snapshot",
+    "encode_key_state",
+    "encode_snapshot",
+]
+
+#: The first bytes of every encoded state.
+MAGIC = b"PWST"
+#: The format this version writes (and the newest it reads).
+FORMAT = 1
+
+_SENTINELS = {"_MISSING": _MISSING, "_EMPTY": _EMPTY}
+_SENTINEL_NAMES = {id(v): k for k, v in _SENTINELS.items()}
+_DESCRIPTORS = {cls.__name__: cls for cls in _DESCRIPTOR_TYPES}
+_TIMELINE_EXPIRY = TimelineExpiry()
+
+
+class StateFormatError(ValueError):
+    """Encoded state this version cannot read (another format, or not state at all)."""
+
+
+# ---------------------------------------------------------------------------- writing
+class _Writer:
+    """Collects the user objects of one encoded value; refers to them by index."""
+
+    __slots__ = ("users",)
+
+    def __init__(self) -> None:
+        self.users: list[Any] = []
+
+    def value(self, value: Any) -> Any:
+        """A user value: its index in the blob, or a sentinel's name."""
+        name = _SENTINEL_NAMES.get(id(value))
+        if name is not None:
+            return ("s", name)
+        self.users.append(value)
+        return len(self.users) - 1
+
+    def window(self, window: Any) -> Any:
+        """A window or state namespace, as plain data when it is one of ours."""
+        if window is None or type(window) is int:
+            return window
+        if type(window) is TimeWindow:
+            return ("t", window.start, window.end)
+        if type(window) is GlobalWindow:
+            return ("g",)
+        if type(window) is TimelineExpiry:
+            return ("x",)
+        return ("u", self.value(window))
+
+    def table(self, table: StateTable | None) -> Any:
+        if table is None or table.is_empty():
+            return None
+        return (
+            [(name, kind.__name__) for name, kind in table.kinds.items()],
+            [
+                (name, [(self.window(ns), self.value(v)) for ns, v in entries.items()])
+                for name, entries in table.tables.items()
+            ],
+        )
+
+    def timers(self, live: set[tuple[int, Any]], heap: list[tuple[int, int, Any]]) -> Any:
+        # A live timer fires in the order of its first (smallest) heap entry.
+        order: dict[tuple[int, Any], int] = {}
+        for time, seq, window in heap:
+            entry = (time, window)
+            if entry in live and seq < order.get(entry, seq + 1):
+                order[entry] = seq
+        ordered = sorted((t, order[(t, w)], w) for t, w in live)
+        return [(t, seq, self.window(w)) for t, seq, w in ordered]
+
+    def key_state(self, ks: KeyState) -> Any:
+        timeline = ks.timeline
+        kafka = ks.kafka
+        slices = ks.slices
+        return (
+            [(self.window(ns), self.value(v)) for ns, v in ks.contents.items()],
+            *(self.table(t) for t in ks.state_tables),
+            self.timers(ks.evt_timers, ks.evt_heap),
+            self.timers(ks.proc_timers, ks.proc_heap),
+            ks.seq,
+            None
+            if ks.merging is None
+            else [(self.window(w), self.window(s)) for w, s in ks.merging.items()],
+            None if timeline is None else self.timeline(timeline),
+            None
+            if kafka is None
+            else (
+                list(kafka.starts),
+                [(s, self.value(v)) for s, v in kafka.values.items()],
+                list(kafka.max_ts.items()),
+                kafka.expiry_at,
+            ),
+            None if slices is None else (list(slices.starts), slices.upto, slices.due),
+        )
+
+    def timeline(self, t: Timeline) -> Any:
+        c = t.cursor
+        cursor = (
+            None
+            if c is None
+            else (
+                c.front,
+                c.split,
+                c.hi,
+                [self.value(v) for v in c.suffix],
+                self.value(c.back_agg),
+                c.back_owned,
+            )
+        )
+        return (
+            list(t.stamps),
+            [self.value(p) for p in t.partials],
+            t.empties,
+            sorted(t.live),
+            cursor,
+            t.offset,
+            t.expiry_at,
+            t.upto,
+            t.due,
+        )
+
+    def finish(self, plain: Any) -> bytes:
+        users = _dumps_users(self.users)
+        return MAGIC + bytes((FORMAT,)) + pickle.dumps((plain, users), protocol=5)
+
+
+def _dumps_users(users: list[Any]) -> bytes:
+    try:
+        return pickle.dumps(users, protocol=5)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        # Objects only cloudpickle can write (classes defined in a driver's __main__).
+        return bytes(cloudpickle.dumps(users, protocol=5))
+
+
+def encode_key_state(ks: KeyState) -> bytes:
+    """One key's state, encoded."""
+    writer = _Writer()
+    return writer.finish(writer.key_state(ks))
+
+
+def encode_snapshot(
+    watermark: int, processing_time: int, states: Iterable[tuple[Any, KeyState]]
+) -> bytes:
+    """An operator's clocks and every key's state, encoded."""
+    writer = _Writer()
+    plain = (
+        "snapshot",
+        watermark,
+        processing_time,
+        [(writer.value(key), writer.key_state(ks)) for key, ks in states],
+    )
+    return writer.finish(plain)
+
+
+# ---------------------------------------------------------------------------- reading
+class _PlainUnpickler(pickle.Unpickler):
+    """Reads plain data only: any class or function reference is an error, never a call."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        msg = f"encoded state names {module}.{name}; the plain part of state holds no objects"
+        raise StateFormatError(msg)
+
+
+class _Reader:
+    __slots__ = ("users",)
+
+    def __init__(self, users: list[Any]) -> None:
+        self.users = users
+
+    def value(self, ref: Any) -> Any:
+        if type(ref) is int:
+            return self.users[ref]
+        return _SENTINELS[ref[1]]
+
+    def window(self, ref: Any) -> Any:
+        if ref is None or type(ref) is int:
+            return ref
+        kind = ref[0]
+        if kind == "t":
+            return TimeWindow(ref[1], ref[2])
+        if kind == "g":
+            return GLOBAL_WINDOW
+        if kind == "x":
+            return _TIMELINE_EXPIRY
+        return self.value(ref[1])
+
+    def table(self, plain: Any) -> StateTable | None:
+        if plain is None:
+            return None
+        kinds, tables = plain
+        table = StateTable()
+        table.kinds = {name: _DESCRIPTORS[kind] for name, kind in kinds}
+        table.tables = {
+            name: {self.window(ns): self.value(v) for ns, v in entries} for name, entries in tables
+        }
+        return table
+
+    def timers(
+        self, plain: Any, live: set[tuple[int, Any]], heap: list[tuple[int, int, Any]]
+    ) -> None:
+        for time, seq, ref in plain:
+            window = self.window(ref)
+            live.add((time, window))
+            heap.append((time, seq, window))
+        heap.sort(key=lambda entry: (entry[0], entry[1]))
+
+    def key_state(self, plain: Any) -> KeyState:
+        (contents, trigger, window, global_, evt, proc, seq, merging, timeline, kafka, slices) = (
+            plain
+        )
+        ks = KeyState(merging is not None)
+        ks.contents = {self.window(ns): self.value(v) for ns, v in contents}
+        ks.set_state_tables(self.table(trigger), self.table(window), self.table(global_))
+        self.timers(evt, ks.evt_timers, ks.evt_heap)
+        self.timers(proc, ks.proc_timers, ks.proc_heap)
+        ks.seq = seq
+        if merging is not None:
+            ks.merging = {self.window(w): self.window(s) for w, s in merging}
+        if timeline is not None:
+            ks.timeline = self.timeline(timeline)
+        if kafka is not None:
+            starts, values, max_ts, expiry_at = kafka
+            store = KafkaWindowStore()
+            store.starts = list(starts)
+            store.values = {s: self.value(v) for s, v in values}
+            store.max_ts = dict(max_ts)
+            store.expiry_at = expiry_at
+            ks.kafka = store
+        if slices is not None:
+            starts, upto, due = slices
+            sl = Slices(upto)
+            sl.starts = list(starts)
+            sl.due = due
+            ks.slices = sl
+        return ks
+
+    def timeline(self, plain: Any) -> Timeline:
+        stamps, partials, empties, live, cursor, offset, expiry_at, upto, due = plain
+        t = Timeline(upto)
+        t.stamps = list(stamps)
+        t.partials = [self.value(p) for p in partials]
+        t.empties = empties
+        t.live = set(live)
+        t.offset = offset
+        t.expiry_at = expiry_at
+        t.due = due
+        if cursor is not None:
+            c = RangeCursor()
+            c.front, c.split, c.hi, suffix, back, c.back_owned = cursor
+            c.suffix = [self.value(v) for v in suffix]
+            c.back_agg = self.value(back)
+            t.cursor = c
+        return t
+
+
+def _open(data: bytes) -> tuple[Any, _Reader]:
+    if not isinstance(data, bytes | bytearray | memoryview) or bytes(data[:4]) != MAGIC:
+        msg = "not encoded operator state (no format header)"
+        raise StateFormatError(msg)
+    version = data[4]
+    if version != FORMAT:
+        msg = (
+            f"operator state in format {version}, but this version of windowing reads format "
+            f"{FORMAT}; use the version that wrote it"
+        )
+        raise StateFormatError(msg)
+    plain, users = _PlainUnpickler(io.BytesIO(bytes(data[5:]))).load()
+    return plain, _Reader(pickle.loads(users))
+
+
+def decode_key_state(data: bytes) -> KeyState:
+    """One key's state from :func:`encode_key_state`."""
+    plain, reader = _open(data)
+    return reader.key_state(plain)
+
+
+def decode_snapshot(data: bytes) -> tuple[int, int, list[tuple[Any, KeyState]]]:
+    """``(watermark, processing_time, [(key, state)])`` from :func:`encode_snapshot`."""
+    plain, reader = _open(data)
+    if not (isinstance(plain, tuple) and plain and plain[0] == "snapshot"):
+        msg = "encoded state is not an operator snapshot"
+        raise StateFormatError(msg)
+    _, watermark, processing_time, states = plain
+    return watermark, processing_time, [(reader.value(k), reader.key_state(s)) for k, s in states]
