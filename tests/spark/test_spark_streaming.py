@@ -1146,13 +1146,15 @@ def stored_key_states(handle: _FakeHandle) -> dict[Any, Any]:
     """The key states in the fake handle's key group value: each key run by the operator's
     own state, and for the keys in the group's columnar windows, those windows (one
     OpenWindows for all of them)."""
-    import pickle
+    from windowing.spark import checkpoint
 
     assert handle.state.value is not None
-    version, key_groups, timer, entries, windows = pickle.loads(handle.state.value[0])
-    assert (version, key_groups) == (3, 128)
+    data = handle.state.value[0]
+    assert data[:4] == b"PWST"  # the versioned encoding, not a pickle
+    version, key_groups, timer, entries, windows = checkpoint.decode_group(data)
+    assert (version, key_groups) == (4, 128)
     assert handle.timers == ({timer} if timer is not None else set())
-    states = {k: pickle.loads(e[2]) for k, e in entries.items()}
+    states = {k: checkpoint.decode_entry(e[2]) for k, e in entries.items()}
     if windows is not None:
         in_columns = set(windows.rows.column("user").to_pylist())
         assert not in_columns & set(states), "a key in both forms"
@@ -1182,6 +1184,31 @@ def test_a_key_returns_to_columns_after_an_operator_call(
     assert got == [("a", T0, 3), ("a", T0 + SIZE, 4)]
     assert isinstance(stored_key_states(handle)["a"], OpenWindows)
     assert handle.timers == {T0 + 3 * SIZE + SHIFT}
+
+
+def test_checkpoints_of_the_pickled_layout_still_load(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key group's state written by the previous layout (3: a pickle, key states pickled)
+    continues as it would have; the next write is the versioned encoding."""
+    import pickle
+
+    from windowing.spark import checkpoint
+
+    processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.reduce(add))
+    call = functools.partial(call_processor, processor)
+    assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
+    version, key_groups, timer, entries, windows = checkpoint.decode_group(handle.state.value[0])
+    assert version == 4
+    legacy_entries = {
+        k: (key, due, pickle.dumps(checkpoint.decode_entry(blob)), clock)
+        for k, (key, due, blob, clock) in entries.items()
+    }
+    handle.state.value = (pickle.dumps((3, key_groups, timer, legacy_entries, windows)),)
+    got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
+    assert got == [("a", T0, (1 * 31 + 3) % 1_000_003)]
+    assert handle.state.value[0][:4] == b"PWST"
+    assert set(stored_key_states(handle)) == {"b"}
 
 
 @pytest.mark.parametrize("function", ["sum", "reduce"])

@@ -40,10 +40,13 @@ __all__ = [
     "FORMAT",
     "MAGIC",
     "StateFormatError",
+    "StateReader",
+    "StateWriter",
     "decode_key_state",
     "decode_snapshot",
     "encode_key_state",
     "encode_snapshot",
+    "open_state",
 ]
 
 #: The first bytes of every encoded state.
@@ -62,8 +65,10 @@ class StateFormatError(ValueError):
 
 
 # ---------------------------------------------------------------------------- writing
-class _Writer:
-    """Collects the user objects of one encoded value; refers to them by index."""
+class StateWriter:
+    """Writes one encoded value: plain data built with :meth:`value`, :meth:`window` and
+    :meth:`key_state`, then :meth:`finish`; the user objects are collected and referred to
+    by index."""
 
     __slots__ = ("users",)
 
@@ -177,7 +182,7 @@ def _dumps_users(users: list[Any]) -> bytes:
 
 def encode_key_state(ks: KeyState) -> bytes:
     """One key's state, encoded."""
-    writer = _Writer()
+    writer = StateWriter()
     return writer.finish(writer.key_state(ks))
 
 
@@ -185,7 +190,7 @@ def encode_snapshot(
     watermark: int, processing_time: int, states: Iterable[tuple[Any, KeyState]]
 ) -> bytes:
     """An operator's clocks and every key's state, encoded."""
-    writer = _Writer()
+    writer = StateWriter()
     plain = (
         "snapshot",
         watermark,
@@ -204,7 +209,10 @@ class _PlainUnpickler(pickle.Unpickler):
         raise StateFormatError(msg)
 
 
-class _Reader:
+class StateReader:
+    """Reads the plain data of :func:`open_state` back: the user objects by index, windows,
+    key states."""
+
     __slots__ = ("users",)
 
     def __init__(self, users: list[Any]) -> None:
@@ -296,7 +304,9 @@ class _Reader:
         return t
 
 
-def _open(data: bytes) -> tuple[Any, _Reader]:
+def open_state(data: bytes) -> tuple[Any, StateReader]:
+    """The plain part of an encoded value (read without running code) and a reader of its
+    user objects (unpickled here)."""
     if not isinstance(data, bytes | bytearray | memoryview) or bytes(data[:4]) != MAGIC:
         msg = "not encoded operator state (no format header)"
         raise StateFormatError(msg)
@@ -308,18 +318,18 @@ def _open(data: bytes) -> tuple[Any, _Reader]:
         )
         raise StateFormatError(msg)
     plain, users = _PlainUnpickler(io.BytesIO(bytes(data[5:]))).load()
-    return plain, _Reader(pickle.loads(users))
+    return plain, StateReader(pickle.loads(users))
 
 
 def decode_key_state(data: bytes) -> KeyState:
     """One key's state from :func:`encode_key_state`."""
-    plain, reader = _open(data)
+    plain, reader = open_state(data)
     return reader.key_state(plain)
 
 
 def decode_snapshot(data: bytes) -> tuple[int, int, list[tuple[Any, KeyState]]]:
     """``(watermark, processing_time, [(key, state)])`` from :func:`encode_snapshot`."""
-    plain, reader = _open(data)
+    plain, reader = open_state(data)
     if not (isinstance(plain, tuple) and plain and plain[0] == "snapshot"):
         msg = "encoded state is not an operator snapshot"
         raise StateFormatError(msg)

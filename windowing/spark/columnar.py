@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.engine.encoding import StateWriter
 from windowing.engine.keystate import KeyState, register_timer
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.spec import Reduce
@@ -45,6 +46,8 @@ __all__ = [
     "OpenWindows",
     "columnar_plan",
     "columnar_results",
+    "decode_open_windows",
+    "encode_open_windows",
     "from_ipc",
     "key_state_of",
     "open_windows_of",
@@ -283,6 +286,20 @@ class OpenWindows:
 
     def slice(self, lo: int, hi: int) -> OpenWindows:
         return OpenWindows(self.starts[lo:hi], self.rows.slice(lo, hi - lo), self.fired_upto)
+
+
+def encode_open_windows(windows: OpenWindows) -> bytes:
+    """Open windows in the versioned state encoding (plain bytes: the starts, the rows as
+    Arrow IPC, the fired watermark)."""
+    plain = ("open", windows.starts.tobytes(), to_ipc(windows.rows), windows.fired_upto)
+    return StateWriter().finish(plain)
+
+
+def decode_open_windows(plain: Any) -> OpenWindows | None:
+    """The open windows of an :func:`encode_open_windows` plain part, else ``None``."""
+    if isinstance(plain, tuple) and len(plain) == 4 and plain[0] == "open":
+        return _open_windows(plain[1], plain[2], plain[3])
+    return None
 
 
 def _open_windows(starts: bytes, rows: bytes, fired_upto: int) -> OpenWindows:

@@ -56,6 +56,8 @@ PACKED_SCHEMA = StructType([StructField(PACKED, BinaryType(), False)])
 _PACKED_COLUMNS = pd.Index([PACKED])
 
 
+#: The largest packed row: Spark batches up to ``maxRecordsPerBatch`` (10,000) rows of the
+#: binary column into one Arrow batch, whose offsets are 32-bit (2 GiB in all).
 _PACK_LIMIT = 128 * 1024
 
 

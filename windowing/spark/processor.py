@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import pickle
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from itertools import repeat
@@ -16,14 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark import cloudpickle
 from pyspark.sql import Row
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import (
-    BinaryType,
-    StructField,
-    StructType,
-)
 
 from windowing.engine.keystate import KeyState
 from windowing.operator import WindowOperator
@@ -71,6 +64,14 @@ if TYPE_CHECKING:
     pass
 
 
+from windowing.spark.checkpoint import (
+    STATE_SCHEMA,
+    Entry,
+    decode_entry,
+    encode_entry,
+    encode_group,
+    load_group,
+)
 from windowing.spark.frames import (
     PACKED,
     PACKED_SCHEMA,
@@ -91,8 +92,6 @@ __all__ = [
     "timestamps_as_micros",
     "unpack",
 ]
-
-_STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,20 +119,6 @@ class ProcessorConfig:
     def input_table_schema(self) -> pa.Schema:
         """The Arrow schema of a key's rows: the input columns, then the internal ones."""
         return pa.schema([*self.input_arrow, *[pa.field(n, pa.int64()) for n in self.internal]])
-
-
-#: The largest packed row: Spark batches up to ``maxRecordsPerBatch`` (10,000) rows of the
-#: binary column into one Arrow batch, whose offsets are 32-bit (2 GiB in all).
-
-
-def _dumps(value: Any) -> bytes:
-    """``value`` pickled by the C pickler; with cloudpickle when it holds objects only
-    cloudpickle can write (e.g. instances of classes defined in the driver's ``__main__``,
-    which reach the executors by value). ``pickle.loads`` reads both."""
-    try:
-        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[no-untyped-call,no-any-return]
 
 
 #: How far Spark's watermark column is ahead of the event time: the milliseconds from
@@ -165,13 +150,6 @@ def _concat_windows(windows: OpenWindows | None, joining: list[OpenWindows]) -> 
     )
 
 
-#: One key of a key group: ``(key, Spark timer due, pickled key state, clock)``.
-_Entry = tuple[Any, int | None, bytes, int | None]
-#: The layout of a key group's state value (bumped when it changes; 2: Spark timers in the
-#: shifted watermark domain; 3: the group's columnar windows).
-_STATE_VERSION = 3
-
-
 class WindowProcessor(StatefulProcessor):
     """One ``WindowOperator`` per Python worker; Spark's grouping key is a key group
     (:meth:`~windowing.stream.WindowedStream.max_parallelism`), with one ValueState and one
@@ -179,7 +157,7 @@ class WindowProcessor(StatefulProcessor):
 
     The state is the pickled ``(version, key groups, registered timer, entries, windows)``,
     where ``entries`` maps each key of the group run by the operator
-    (:func:`~windowing.spark.keys.state_key`) to an :data:`_Entry`: the key, the Spark time
+    (:func:`~windowing.spark.keys.state_key`) to an :data:`Entry`: the key, the Spark time
     at which it is next due, its pickled key state, and its clock; ``windows`` (a columnar
     plan only; ``None`` without) are the open windows of all other keys, as one
     :class:`~windowing.spark.columnar.OpenWindows`. The key state of an entry is the
@@ -195,7 +173,7 @@ class WindowProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         c = self.config
         self.handle = handle
-        self.state = handle.getValueState("key_group", _STATE_SCHEMA)
+        self.state = handle.getValueState("key_group", STATE_SCHEMA)
         self.op = WindowOperator(
             c.assigner,
             c.spec,
@@ -216,36 +194,17 @@ class WindowProcessor(StatefulProcessor):
         self.key_encoders = [value_encoder(schema[k].dataType) for k in c.layout.keys]
 
     # -- state ---------------------------------------------------------------------------
-    def _load(self) -> tuple[int | None, dict[Any, _Entry], OpenWindows | None]:
+    def _load(self) -> tuple[int | None, dict[Any, Entry], OpenWindows | None]:
         """``(registered timer, entries, columnar windows)`` of this key group."""
         value = self.state.get()
         if value is None or value[0] is None:
             return None, {}, None
-        stored = pickle.loads(value[0])
-        if isinstance(stored, tuple) and len(stored) == 4 and stored[0] == 2:
-            stored = (*stored, None)  # layout 2: no columnar windows of the group
-            stored = (_STATE_VERSION, *stored[1:])
-        if not (isinstance(stored, tuple) and len(stored) == 5):
-            msg = (
-                "the checkpoint's state was not written by this version of the streaming "
-                "runtime; start the query with a new checkpoint location"
-            )
-            raise ValueError(msg)
-        version, key_groups, timer, entries, windows = stored
-        expected = self.config.key_groups
-        if version != _STATE_VERSION or key_groups != expected:
-            msg = (
-                f"the checkpoint's state has {key_groups} key groups (state layout {version}), "
-                f"but the query has max_parallelism {expected} (layout {_STATE_VERSION}); "
-                "restart with the max_parallelism the checkpoint was written with"
-            )
-            raise ValueError(msg)
-        return timer, entries, windows
+        return load_group(value[0], self.config.key_groups)
 
     def _save(
         self,
         registered: int | None,
-        entries: dict[Any, _Entry],
+        entries: dict[Any, Entry],
         windows: OpenWindows | None,
         *,
         alive: bool,
@@ -265,12 +224,12 @@ class WindowProcessor(StatefulProcessor):
         if timer is not None and timer != (registered if alive else None):
             self.handle.registerTimer(timer)
         if entries or windows is not None:
-            state = (_STATE_VERSION, self.config.key_groups, timer, entries, windows)
-            self.state.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
+            blob = encode_group(self.config.key_groups, timer, entries, windows)
+            self.state.update((blob,))
         else:
             self.state.clear()
 
-    def _entry(self, key: Any, ks: Any) -> _Entry | None:
+    def _entry(self, key: Any, ks: Any) -> Entry | None:
         """The key's entry after a call, ``None`` when it holds nothing. Its due time is the
         key's next operator timer as a Spark timer: in event time no earlier than ``W + 1``
         (Spark watermark ``W``), in processing time no earlier than the next millisecond, so
@@ -290,7 +249,7 @@ class WindowProcessor(StatefulProcessor):
         if (ks is None or (isinstance(ks, KeyState) and ks.is_empty())) and timer is None:
             return None
         clock = self.op.processing_time if _PT in self.config.internal else None
-        return (key, timer, _dumps(ks), clock)
+        return (key, timer, encode_entry(ks), clock)
 
     def _spark_timer(self, nxt: int | None) -> int | None:
         """The operator timer ``nxt`` as a Spark timer (``None``: none): in event time no
@@ -407,7 +366,7 @@ class WindowProcessor(StatefulProcessor):
         return self.now if self.config.wall_clock else self.spark_watermark
 
     @staticmethod
-    def _store(entries: dict[Any, _Entry], skey: Any, entry: _Entry | None) -> None:
+    def _store(entries: dict[Any, Entry], skey: Any, entry: Entry | None) -> None:
         if entry is None:
             entries.pop(skey, None)
         else:
@@ -415,7 +374,7 @@ class WindowProcessor(StatefulProcessor):
 
     def _fire_due(
         self,
-        entries: dict[Any, _Entry],
+        entries: dict[Any, Entry],
         clock: int,
         outputs: list[pa.RecordBatch],
         *,
@@ -432,7 +391,7 @@ class WindowProcessor(StatefulProcessor):
             self._store(entries, skey, self._key_call(entry[0], entry, None, outputs))
             self._join(entries, skey, joining)
 
-    def _join(self, entries: dict[Any, _Entry], skey: Any, joining: list[OpenWindows]) -> None:
+    def _join(self, entries: dict[Any, Entry], skey: Any, joining: list[OpenWindows]) -> None:
         """Move the key ``skey`` from ``entries`` to ``joining`` (the windows that join the
         group's columnar windows) when its call left its windows in columnar form."""
         opened = self._opened
@@ -442,14 +401,14 @@ class WindowProcessor(StatefulProcessor):
             joining.append(opened)
 
     def _key_call(
-        self, k: Any, entry: _Entry | None, table: pa.Table | None, outputs: list[pa.RecordBatch]
-    ) -> _Entry | None:
+        self, k: Any, entry: Entry | None, table: pa.Table | None, outputs: list[pa.RecordBatch]
+    ) -> Entry | None:
         """One key's call: fire its due timers, then process its rows of this micro-batch
         (``table``; ``None``: a timer call); its output goes to ``outputs``. Returns the key's
         new entry."""
         c = self.config
         self._opened = None
-        stored = None if entry is None else pickle.loads(entry[2])
+        stored = None if entry is None else decode_entry(entry[2])
         self._set_key_clock(None if entry is None else entry[3])
         if c.columnar is not None:
             done, new_entry = self._columnar_call(k, stored, table, outputs)
@@ -517,7 +476,7 @@ class WindowProcessor(StatefulProcessor):
     def _group_call(
         self,
         table: pa.Table | None,
-        entries: dict[Any, _Entry],
+        entries: dict[Any, Entry],
         windows: OpenWindows | None,
         outputs: list[pa.RecordBatch],
     ) -> tuple[pa.Table | None, OpenWindows | None]:
@@ -606,7 +565,7 @@ class WindowProcessor(StatefulProcessor):
         self._emit_columnar(step, n_input, rows, fired_keys, outputs, late_keys)
         return left, step.state
 
-    def _to_entries(self, entries: dict[Any, _Entry], windows: OpenWindows) -> None:
+    def _to_entries(self, entries: dict[Any, Entry], windows: OpenWindows) -> None:
         """Give each key of the group's ``windows`` its own entry."""
         keys = self.config.layout.keys
         segments = key_segments(windows.rows.select(keys), keys)
@@ -671,7 +630,7 @@ class WindowProcessor(StatefulProcessor):
 
     def _columnar_call(
         self, key: Any, stored: Any, table: pa.Table | None, outputs: list[pa.RecordBatch]
-    ) -> tuple[bool, _Entry | None]:
+    ) -> tuple[bool, Entry | None]:
         """Run one key's call on whole columns
         (:func:`~windowing.spark.columnar.step_open_windows`), its output to ``outputs``:
         ``(True, the key's new entry)``, or ``(False, None)`` (nothing done) when the
