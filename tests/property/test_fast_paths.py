@@ -382,3 +382,37 @@ def test_process_to_end_notes_errors_at_the_end_of_input() -> None:
         assert END_OF_INPUT_NOTE in exc.__notes__
     else:
         raise AssertionError("the trigger's error was not raised")
+
+
+def test_every_strategy_is_driven_against_the_generic_operator() -> None:
+    """The differential suites reach every strategy the planner can choose: this file
+    (generic, aligned, sessions, panes: ``run`` above) and ``test_sliding_properties.py``
+    (the KIP-450 timeline strategies against contents kept per window, and Kafka's algorithm
+    through ``test_kafka_sliding_reference.py``)."""
+    from windowing.plan import Strategy
+
+    seen = set()
+    for assigner in ASSIGNERS:
+        for function in FUNCTIONS:
+            for generic in (True, False):
+                harness = WindowOperatorHarness(
+                    ASSIGNERS[assigner](),
+                    FUNCTIONS[function](),
+                    trigger=GenericEventTimeTrigger() if generic else None,
+                    slicing=function != "reduce",
+                )
+                seen.add(harness.plan.strategy)
+    assert seen == {Strategy.GENERIC, Strategy.ALIGNED, Strategy.SESSIONS, Strategy.PANES}
+    # test_sliding_properties.test_lazy_windows_match_materialised_windows: the reference is
+    # the timeline with contents per window (a generic trigger), against the lazy ones.
+    from windowing.triggers import OnWindowCloseTrigger
+
+    sliding = SlidingDistinctAssigner(8, grace=0)
+    kinds = {
+        WindowOperatorHarness(sliding, fn, trigger=trigger, slicing=True).plan.strategy
+        for fn in (Collect(), Reduce(lambda a, b: a + b))
+        for trigger in (EventTimeTrigger(), OnWindowCloseTrigger(), GenericEventTimeTrigger())
+    }
+    assert kinds == {Strategy.TIMELINE, Strategy.TIMELINE_LAZY, Strategy.TIMELINE_DERIVED}
+    assert WindowOperatorHarness(sliding, Collect()).plan.strategy is Strategy.KAFKA_SLIDING
+    assert set(Strategy) == seen | kinds | {Strategy.KAFKA_SLIDING}

@@ -6,20 +6,32 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from windowing.engine.context import check_outputs
+from windowing.engine.context import ProcessContext, WindowContext, check_outputs
 from windowing.engine.keystate import KeyState
+from windowing.engine.metrics import OperatorMetrics
 from windowing.engine.notes import END_OF_INPUT_NOTE
+from windowing.evictors.base import Evictor
 from windowing.functions.base import ProcessWindowFunction
-from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce
+from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
 from windowing.records import WindowResult
 from windowing.windows import TimestampedValue, TimeWindow
 
-if TYPE_CHECKING:
-    from windowing.engine.strategy import Engine
 
-__all__ = ["MISSING", "WindowEvaluator", "check_evicted"]
+class Evaluating(Protocol):
+    """What evaluating a window reads from its operator."""
+
+    spec: WindowFunctionSpec
+    evictor: Evictor[Any, Any] | None
+    direct_result: Callable[[Any], Any] | None
+    metrics: OperatorMetrics
+    output: list[WindowResult]
+    ctx: WindowContext
+    pctx: ProcessContext
+
+
+__all__ = ["MISSING", "Evaluating", "WindowEvaluator", "check_evicted"]
 
 #: No contents (distinct from any value, ``None`` included).
 MISSING: Any = object()
@@ -35,7 +47,7 @@ class WindowEvaluator:
 
     __slots__ = ("op", "window_contents")
 
-    def __init__(self, op: Engine) -> None:
+    def __init__(self, op: Evaluating) -> None:
         self.op = op
         self.window_contents: Callable[[KeyState, Any], Any] | None = None
 

@@ -38,11 +38,10 @@ would fetch them.
 from __future__ import annotations
 
 import copy
-from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable
 from typing import Any
 
-from windowing.engine.keystate import KeyState
+from windowing.engine.keystate import KafkaWindowStore, KeyState
 from windowing.engine.strategy import Engine
 from windowing.functions.spec import Aggregate, Fold, Reduce
 from windowing.time import MAX_TIMESTAMP
@@ -53,42 +52,6 @@ __all__ = ["KafkaSliding", "KafkaWindowStore"]
 
 _MISSING: Any = object()
 _CONTINUE = TriggerResult.CONTINUE
-
-
-class KafkaWindowStore:
-    """One key's windows as Kafka's window store holds them: by start, the aggregate and the
-    largest record timestamp (Kafka's ``ValueAndTimestamp``)."""
-
-    __slots__ = ("expiry_at", "max_ts", "starts", "values")
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []  # ascending
-        self.values: dict[int, Any] = {}
-        self.max_ts: dict[int, int] = {}
-        self.expiry_at: int | None = None  # the key's store-expiry timer, when registered
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def put(self, start: int, value: Any, max_ts: int) -> None:
-        if start not in self.values:
-            insort(self.starts, start)
-        self.values[start] = value
-        self.max_ts[start] = max_ts
-
-    def fetch(self, lo: int, hi: int) -> list[int]:
-        """Starts in ``[lo, hi]``, ascending."""
-        starts = self.starts
-        return starts[bisect_left(starts, lo) : bisect_right(starts, hi)]
-
-    def expire(self, upto: int) -> None:
-        """Forget the windows starting at or before ``upto``."""
-        starts = self.starts
-        n = bisect_right(starts, upto)
-        for s in starts[:n]:
-            del self.values[s]
-            del self.max_ts[s]
-        del starts[:n]
 
 
 class KafkaSliding:

@@ -4,17 +4,21 @@ states live between calls (:class:`StateBackend`)."""
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from windowing.sliding import Timeline
 from windowing.state import StateTable
 
-if TYPE_CHECKING:  # the strategies' per-key structures (they import this module)
-    from windowing.engine.kafka import KafkaWindowStore
-    from windowing.engine.panes import Slices
-    from windowing.sliding import Timeline
-
-__all__ = ["InMemoryStateBackend", "KeyState", "StateBackend", "register_timer"]
+__all__ = [
+    "InMemoryStateBackend",
+    "KafkaWindowStore",
+    "KeyState",
+    "Slices",
+    "StateBackend",
+    "register_timer",
+]
 
 _MISSING: Any = object()
 
@@ -198,3 +202,54 @@ def register_timer(
     timers.add(entry)
     ks.seq = seq = ks.seq + 1
     heapq.heappush(heap, (time, seq, w))
+
+
+# ------------------------------------------------------------ the strategies' per-key data
+class Slices:
+    """Per-key slicing state; the pane partials themselves live in ``KeyState.contents``
+    (pane start -> partial)."""
+
+    __slots__ = ("due", "starts", "upto")
+
+    def __init__(self, upto: int) -> None:
+        self.starts: list[int] = []  # pane starts with contents, ascending
+        # Windows with max_timestamp <= upto have been fired (or were late and fired on
+        # arrival of their elements); the next firing starts after it.
+        self.upto = upto
+        self.due: int | None = None  # time of the key's live slicing timer
+
+
+class KafkaWindowStore:
+    """One key's windows as Kafka's window store holds them: by start, the aggregate and the
+    largest record timestamp (Kafka's ``ValueAndTimestamp``)."""
+
+    __slots__ = ("expiry_at", "max_ts", "starts", "values")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []  # ascending
+        self.values: dict[int, Any] = {}
+        self.max_ts: dict[int, int] = {}
+        self.expiry_at: int | None = None  # the key's store-expiry timer, when registered
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def put(self, start: int, value: Any, max_ts: int) -> None:
+        if start not in self.values:
+            insort(self.starts, start)
+        self.values[start] = value
+        self.max_ts[start] = max_ts
+
+    def fetch(self, lo: int, hi: int) -> list[int]:
+        """Starts in ``[lo, hi]``, ascending."""
+        starts = self.starts
+        return starts[bisect_left(starts, lo) : bisect_right(starts, hi)]
+
+    def expire(self, upto: int) -> None:
+        """Forget the windows starting at or before ``upto``."""
+        starts = self.starts
+        n = bisect_right(starts, upto)
+        for s in starts[:n]:
+            del self.values[s]
+            del self.max_ts[s]
+        del starts[:n]

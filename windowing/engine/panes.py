@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from windowing.due import put_back, take_due
-from windowing.engine.keystate import KeyState
+from windowing.engine.keystate import KeyState, Slices
 from windowing.engine.notes import note_element
 from windowing.engine.strategy import Element, Engine, WindowStrategy
 from windowing.functions.spec import Aggregate
@@ -46,20 +46,6 @@ __all__ = ["PanesStrategy", "SlicedHopping", "Slices"]
 
 _MISSING: Any = object()
 _END_OF_TIME = MAX_TIMESTAMP + 1  # window ends are clamped here
-
-
-class Slices:
-    """Per-key slicing state; the pane partials themselves live in ``KeyState.contents``
-    (pane start -> partial)."""
-
-    __slots__ = ("due", "starts", "upto")
-
-    def __init__(self, upto: int) -> None:
-        self.starts: list[int] = []  # pane starts with contents, ascending
-        # Windows with max_timestamp <= upto have been fired (or were late and fired on
-        # arrival of their elements); the next firing starts after it.
-        self.upto = upto
-        self.due: int | None = None  # time of the key's live slicing timer
 
 
 class SlicedHopping:
