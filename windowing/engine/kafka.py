@@ -44,13 +44,15 @@ from typing import Any
 from windowing.engine.keystate import KafkaWindowStore, KeyState
 from windowing.engine.strategy import Engine
 from windowing.functions.spec import Aggregate, Fold, Reduce
+from windowing.sliding import _MISSING as SLIDING_MISSING
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.base import TriggerResult
 from windowing.windows import TimeWindow
 
 __all__ = ["KafkaSliding", "KafkaWindowStore"]
 
-_MISSING: Any = object()
+# "No aggregate yet": the named sentinel, which stays itself through snapshots.
+_MISSING: Any = SLIDING_MISSING
 _CONTINUE = TriggerResult.CONTINUE
 
 

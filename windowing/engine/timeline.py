@@ -22,6 +22,7 @@ from typing import Any
 
 import windowing.sliding as sliding_module
 from windowing.assigners.sliding_distinct import left_window, right_window
+from windowing.engine.evaluation import MISSING
 from windowing.engine.generic import GenericStrategy
 from windowing.engine.kafka import KafkaSliding
 from windowing.engine.keystate import KeyState, register_timer
@@ -39,7 +40,7 @@ from windowing.windows import TimeWindow
 
 __all__ = ["TimelineStrategy"]
 
-_MISSING: Any = object()
+_MISSING: Any = MISSING  # what the evaluator takes for "no contents"
 _SLIDING_EMPTY: Any = sliding_module._MISSING
 _CONTINUE = TriggerResult.CONTINUE
 _EXPIRY = TimelineExpiry()
@@ -100,6 +101,17 @@ class TimelineStrategy(GenericStrategy):
             return False
         self.derived.drain(self.op, upto)
         return True
+
+    def live_windows(self, ks: KeyState) -> list[Any] | None:
+        """The key's windows that exist and are not cleaned up (by start on the timeline;
+        Kafka's algorithm: its window store)."""
+        size = self.size
+        if self.kafka is not None:
+            store = ks.kafka
+            starts = [] if store is None else store.starts
+        else:
+            starts = [] if ks.timeline is None else sorted(ks.timeline.live)
+        return [TimeWindow(s, s + size + 1) for s in starts]
 
     def num_event_time_timers(self, ks: KeyState) -> int:
         return len(ks.evt_timers) + (ks.timeline is not None and ks.timeline.due is not None)
@@ -165,7 +177,7 @@ class TimelineStrategy(GenericStrategy):
         else:
             self.op.partials.add(timeline, ts, value)
         if self.derived_windows:
-            timeline.schedule(stamps[-1] + size + lateness + 3)
+            timeline.schedule(min(stamps[-1] + size + lateness + 3, MAX_TIMESTAMP))
         elif timeline.expiry_at is None:
             self._schedule_expiry(ks, timeline)
         if self.lazy:

@@ -31,6 +31,7 @@ from windowing.engine.keystate import KeyState
 from windowing.engine.notes import note_element
 from windowing.engine.strategy import Engine
 from windowing.records import WindowResult
+from windowing.rules import cleanup_time, keeps_state
 from windowing.sliding import Partials, Timeline
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
@@ -66,6 +67,21 @@ class DerivedSliding:
         self.first = None if partials.kind == "reduce" else partials.first
         # No key of the operator's schedule is due before this (see drain).
         self.min_due = MIN_TIMESTAMP
+
+    def _kept_at_end(self, live: set[int]) -> set[int]:
+        """The windows (by start) that keep their state at the end of time: no cleanup timer
+        (the cleanup time saturates), and with ``EventTimeTrigger`` no trigger timer at the
+        end of time either (:func:`windowing.rules.keeps_state`)."""
+        size, lateness = self.size, self.lateness
+        kept = set()
+        for start in live:
+            max_ts = start + size
+            cleanup = cleanup_time(max_ts, lateness)
+            if cleanup == MAX_TIMESTAMP and (
+                keeps_state(max_ts, cleanup, MAX_TIMESTAMP) or not self.fires_at_end
+            ):
+                kept.add(start)
+        return kept
 
     # ------------------------------------------------------------------ elements
     def add_in_order(self, timeline: Timeline, value: Any, ts: int) -> None:
@@ -265,7 +281,10 @@ class DerivedSliding:
                             ri = bisect_right(stamps, after - delay - 1 - size)
                             li = bisect_right(stamps, after - delay, ri)
                             if end_of_time and self.fires_at_end:
-                                lj = rj = n  # every window, also those ending at the end
+                                # Every window, also those ending at the end; a record past
+                                # the end of time opens none that fires.
+                                lj = bisect_right(stamps, MAX_TIMESTAMP, li)
+                                rj = bisect_left(stamps, MAX_TIMESTAMP, ri, lj)
                             elif end_of_time:
                                 # OnWindowCloseTrigger: a window whose cleanup time reaches
                                 # the end of time is never cleaned up, so it never fires.
@@ -355,7 +374,14 @@ class DerivedSliding:
                             next_left = bisect_right(stamps, left_upto)
                             next_right = bisect_right(stamps, right_upto)
                         if end_of_time:
-                            ks.timeline = None  # every window has fired (or never will)
+                            # Every window has fired (or never will); those whose cleanup
+                            # time saturates keep their state, as in Flink (rules).
+                            kept = self._kept_at_end(timeline.live)
+                            if kept:
+                                timeline.live = kept
+                                timeline.due = None
+                            else:
+                                ks.timeline = None
                         else:
                             if n and stamps[0] < horizon:
                                 # Timeline.expire, inlined: nearly every visit forgets one.
@@ -377,8 +403,9 @@ class DerivedSliding:
                                 ks.timeline = None
                             else:
                                 # The next timer: the next left window, the next right window,
-                                # or forgetting the timeline.
-                                due = stamps[-1] + forget
+                                # or forgetting the timeline (at the latest at the end of time,
+                                # where windows whose cleanup time is before it are cleaned).
+                                due = min(stamps[-1] + forget, MAX_TIMESTAMP)
                                 if next_left < n and stamps[next_left] + delay < due:
                                     due = stamps[next_left] + delay
                                 if next_right < n and stamps[next_right] + right_delay < due:
