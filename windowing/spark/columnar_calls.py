@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import Row
 
+from windowing.operator import WindowOperator
 from windowing.spark.batch import (
     _ARR,
     _TS,
+)
+from windowing.spark.checkpoint import (
+    Entry,
 )
 from windowing.spark.columnar import (
     ColumnarStep,
@@ -38,20 +42,22 @@ from windowing.spark.schema import (
     arrow_to_python,
 )
 
-if TYPE_CHECKING:
-    pass
-
-
-from windowing.spark.checkpoint import (
-    Entry,
-)
-
 __all__ = ["ColumnarCalls"]
 
 
 class ColumnarCalls:
-    """The columnar part of :class:`~windowing.spark.processor.WindowProcessor` (its state:
-    ``config``, ``op``, ``_opened``, the record encoders)."""
+    """The columnar part of :class:`~windowing.spark.processor.WindowProcessor`, which
+    provides the state below."""
+
+    config: Any  # the processor's ProcessorConfig
+    op: WindowOperator
+    _opened: OpenWindows | None
+    record_names: list[str]
+    record_type: Any
+    encode_record: Callable[[Any], Any]
+    key_encoders: list[Callable[[Any], Any] | None]
+    _entry: Callable[[Any, Any], Entry | None]
+    _store: Callable[[dict[Any, Entry], Any, Entry | None], None]
 
     def _open_windows(self, ks: Any) -> tuple[bool, OpenWindows | None]:
         """The columnar form of the key state ``ks``: ``(False, None)`` when it has none."""
