@@ -25,3 +25,7 @@ if _PROFILE not in ("fast", "balanced", "expensive"):
     msg = f"HYPOTHESIS_PROFILE must be one of fast, balanced, expensive; got {_PROFILE!r}"
     raise ValueError(msg)
 settings.load_profile(_PROFILE)
+
+# State is signed and authenticated in the tests (docs/design.md, state encoding); set before
+# any SparkSession starts, so that its Python workers inherit it.
+os.environ.setdefault("WINDOWING_STATE_KEY", "the test suite's state key")

@@ -40,7 +40,12 @@ from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.engine.aligned import AlignedStrategy
 from windowing.engine.contents import make_adder, make_partials
 from windowing.engine.context import Clock, ProcessContext, WindowContext
-from windowing.engine.encoding import MAGIC, decode_snapshot, encode_snapshot
+from windowing.engine.encoding import (
+    MAGIC,
+    decode_snapshot,
+    encode_snapshot,
+    require_unauthenticated_allowed,
+)
 from windowing.engine.evaluation import WindowEvaluator
 from windowing.engine.generic import GenericStrategy
 from windowing.engine.keystate import (
@@ -532,6 +537,7 @@ def _window_sort_key(window: Any) -> tuple[int, int, str]:
 
 def _legacy_snapshot(data: bytes) -> tuple[int, int, list[tuple[Any, KeyState]]]:
     """A snapshot of version 0.1 (a cloudpickled dict)."""
+    require_unauthenticated_allowed("a pickled snapshot of an earlier version")
     try:
         payload = cloudpickle.loads(data)
     except Exception as exc:

@@ -1205,7 +1205,16 @@ def test_checkpoints_of_the_pickled_layout_still_load(
         for k, (key, due, blob, clock) in entries.items()
     }
     handle.state.value = (pickle.dumps((3, key_groups, timer, legacy_entries, windows)),)
-    got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
+    # A pickle cannot be authenticated: refused while a state key is set, loaded (with a
+    # warning) without one.
+    from windowing.engine import encoding
+
+    with pytest.raises(encoding.StateAuthenticationError, match="layout 2 or 3"):
+        call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
+    monkeypatch.delenv(encoding.STATE_KEY_ENV)
+    monkeypatch.setattr(encoding, "_warned", False)
+    with pytest.warns(encoding.UnauthenticatedStateWarning):
+        got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
     assert got == [("a", T0, (1 * 31 + 3) % 1_000_003)]
     assert handle.state.value[0][:4] == b"PWST"
     assert set(stored_key_states(handle)) == {"b"}

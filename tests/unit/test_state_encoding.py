@@ -1,15 +1,17 @@
 """The versioned state encoding (``windowing.engine.encoding``).
 
-``tests/fixtures/state/format1-*.bin`` are snapshots written by format 1, mid-way through the
-scenarios below. Restoring one and running the rest of its scenario must give exactly what a
-run that never stopped gives: a later change must keep these files loading (or bump the
-format with a clear error). Regenerate them only when adding a scenario:
+``tests/fixtures/state/format1-*.bin`` (unsigned) and ``format2-*.bin`` (signed with the test
+suite's state key, ``tests/conftest.py``) are snapshots taken mid-way through the scenarios
+below. Restoring one and running the rest of its scenario must give exactly what a run that
+never stopped gives: a later change must keep these files loading (or bump the format with a
+clear error). Regenerate the current format's files only when adding a scenario:
 
     .venv/bin/python -m tests.unit.test_state_encoding
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections.abc import Callable
 from pathlib import Path
@@ -26,10 +28,14 @@ from windowing.assigners import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
+from windowing.engine import encoding
 from windowing.engine.encoding import (
     FORMAT,
     MAGIC,
+    STATE_KEY_ENV,
+    StateAuthenticationError,
     StateFormatError,
+    UnauthenticatedStateWarning,
     decode_key_state,
     encode_key_state,
 )
@@ -151,8 +157,18 @@ def _cut(script: list[tuple[str, Any, Any]]) -> int:
     return len(script) * 2 // 3
 
 
+@pytest.fixture
+def no_state_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No state key, and the once-per-process warning not given yet."""
+    monkeypatch.delenv(STATE_KEY_ENV)
+    monkeypatch.setattr(encoding, "_warned", False)
+
+
+@pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_fixture_of_format_1_restores_and_continues_as_an_uninterrupted_run(name: str) -> None:
+def test_fixtures_restore_and_continue_as_an_uninterrupted_run(
+    name: str, version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     script = _events(len(name))
     cut = _cut(script)
     uninterrupted = SCENARIOS[name]()
@@ -161,10 +177,19 @@ def test_fixture_of_format_1_restores_and_continues_as_an_uninterrupted_run(name
     uninterrupted.extract_side_output(LATE)
     _drive(uninterrupted, script[cut:])
 
-    data = (FIXTURES / f"format1-{name}.bin").read_bytes()
-    assert data[:4] == MAGIC and data[4] == 1
+    data = (FIXTURES / f"format{version}-{name}.bin").read_bytes()
+    assert data[:4] == MAGIC and data[4] == version
     restored = SCENARIOS[name]()
-    restored.restore(data)
+    if version == 1:  # unsigned: loads only without a key, with a warning
+        with pytest.raises(StateAuthenticationError, match="not authenticated"):
+            restored.restore(data)
+        monkeypatch.delenv(STATE_KEY_ENV)
+        monkeypatch.setattr(encoding, "_warned", False)
+        with pytest.warns(UnauthenticatedStateWarning, match=STATE_KEY_ENV):
+            restored.restore(data)
+    else:
+        assert data[5] == 32  # signed
+        restored.restore(data)
     assert restored.metrics == type(restored.metrics)()  # metrics are not state
     _drive(restored, script[cut:])
     outputs, late, _ = _observed(restored)
@@ -180,7 +205,7 @@ def test_snapshot_of_this_version_equals_the_fixture_state(name: str) -> None:
     h = SCENARIOS[name]()
     _drive(h, script[: _cut(script)])
     fresh = SCENARIOS[name]()
-    fresh.restore((FIXTURES / f"format1-{name}.bin").read_bytes())
+    fresh.restore((FIXTURES / f"format{FORMAT}-{name}.bin").read_bytes())
     assert fresh.snapshot() == h.snapshot()
     assert fresh.num_state_entries() == h.num_state_entries() > 0
     assert fresh.num_event_time_timers() == h.num_event_time_timers()
@@ -195,10 +220,63 @@ def test_the_plain_part_never_runs_code(tmp_path: Path) -> None:
         def __reduce__(self) -> tuple[Any, ...]:
             return (Path.touch, (marker,))
 
-    crafted = MAGIC + bytes((FORMAT,)) + pickle.dumps((Boom(), pickle.dumps([])))
+    payload = pickle.dumps((Boom(), pickle.dumps([])))
+    header = MAGIC + bytes((FORMAT,))
+    key = os.environ[STATE_KEY_ENV].encode()
+    tag = encoding.hmac.new(key, header + payload, "sha256").digest()  # even correctly signed
+    crafted = header + bytes((len(tag),)) + tag + payload
     with pytest.raises(StateFormatError, match="holds no objects"):
         decode_key_state(crafted)
     assert not marker.exists()
+
+
+def test_tampered_user_objects_are_refused_before_unpickling(tmp_path: Path) -> None:
+    """With a state key, user objects that the key does not authenticate are never unpickled:
+    a tampered snapshot whose user part would run code raises a clear error instead."""
+    marker = tmp_path / "ran"
+
+    class Boom:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (Path.touch, (marker,))
+
+    h = SCENARIOS["tumbling-process-state"]()
+    _drive(h, _events(1)[:20])
+    good = h.snapshot()
+    assert good[5] == 32
+    plain, _ = pickle.loads(good[6 + 32 :])
+    evil = good[: 6 + 32] + pickle.dumps((plain, pickle.dumps([Boom()] * 50)), protocol=5)
+    with pytest.raises(StateAuthenticationError, match="tampered"):
+        SCENARIOS["tumbling-process-state"]().restore(evil)
+    flipped = good[:-3] + bytes((good[-3] ^ 1,)) + good[-2:]
+    with pytest.raises(StateAuthenticationError, match="tampered"):
+        SCENARIOS["tumbling-process-state"]().restore(flipped)
+    assert not marker.exists()
+
+
+def test_state_of_another_key_or_none_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = SCENARIOS["kip450-kafka"]()
+    _drive(h, _events(2)[:30])
+    signed = h.snapshot()
+    monkeypatch.setenv(STATE_KEY_ENV, "another key")
+    with pytest.raises(StateAuthenticationError, match="another key"):
+        SCENARIOS["kip450-kafka"]().restore(signed)
+    monkeypatch.delenv(STATE_KEY_ENV)
+    unsigned = h.snapshot()
+    assert unsigned[5] == 0
+    monkeypatch.setenv(STATE_KEY_ENV, "the test suite's state key")
+    with pytest.raises(StateAuthenticationError, match="written without one"):
+        SCENARIOS["kip450-kafka"]().restore(unsigned)
+
+
+def test_without_a_key_state_loads_with_one_warning(no_state_key: None) -> None:
+    h = SCENARIOS["hopping-panes"]()
+    _drive(h, _events(3)[:30])
+    data = h.snapshot()
+    with pytest.warns(UnauthenticatedStateWarning, match="run code"):
+        SCENARIOS["hopping-panes"]().restore(data)
+    restored = SCENARIOS["hopping-panes"]()
+    restored.restore(data)  # once per process: no second warning (warnings are errors here)
+    assert restored.snapshot() == data
 
 
 def test_other_formats_and_foreign_bytes_are_refused_clearly() -> None:
@@ -206,7 +284,9 @@ def test_other_formats_and_foreign_bytes_are_refused_clearly() -> None:
 
     good = encode_key_state(KeyState())
     newer = good[:4] + bytes((FORMAT + 1,)) + good[5:]
-    with pytest.raises(StateFormatError, match=rf"format {FORMAT + 1}.*reads format {FORMAT}"):
+    with pytest.raises(
+        StateFormatError, match=rf"format {FORMAT + 1}.*reads formats 1 to {FORMAT}"
+    ):
         decode_key_state(newer)
     with pytest.raises(StateFormatError, match="no format header"):
         decode_key_state(pickle.dumps({"version": 1}))
@@ -222,7 +302,9 @@ def test_plain_part_names_no_internal_class() -> None:
         assert internal not in data
 
 
-def test_pickled_snapshots_of_earlier_versions_still_load_with_a_warning() -> None:
+def test_pickled_snapshots_of_earlier_versions_still_load_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import cloudpickle
 
     h = SCENARIOS["tumbling-process-state"]()
@@ -237,7 +319,14 @@ def test_pickled_snapshots_of_earlier_versions_still_load_with_a_warning() -> No
         }
     )
     restored = SCENARIOS["tumbling-process-state"]()
-    with pytest.warns(DeprecationWarning, match="pickled snapshot"):
+    with pytest.raises(StateAuthenticationError, match="pickled snapshot"):
+        restored.restore(legacy)  # a pickle cannot be authenticated: refused with a key
+    monkeypatch.delenv(STATE_KEY_ENV)
+    monkeypatch.setattr(encoding, "_warned", False)
+    with (
+        pytest.warns(DeprecationWarning, match="pickled snapshot"),
+        pytest.warns(UnauthenticatedStateWarning),
+    ):
         restored.restore(legacy)
     assert restored.snapshot() == h.snapshot()
 
@@ -248,8 +337,9 @@ def _write_fixtures() -> None:
         script = _events(len(name))
         h = factory()
         _drive(h, script[: _cut(script)])
-        (FIXTURES / f"format1-{name}.bin").write_bytes(h.snapshot())
+        (FIXTURES / f"format{FORMAT}-{name}.bin").write_bytes(h.snapshot())
 
 
 if __name__ == "__main__":
+    os.environ.setdefault(STATE_KEY_ENV, "the test suite's state key")  # as tests/conftest.py
     _write_fixtures()

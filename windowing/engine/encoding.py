@@ -8,9 +8,15 @@ global, so renaming or moving an internal class never breaks a checkpoint, and t
 can never run code. The user objects are cloudpickled, as Spark ships user code; they are the
 one part whose loading can run code (authenticate them: ``docs/design.md``).
 
-Layout: ``MAGIC`` (4 bytes), the format version (1 byte), then a pickle of
-``(plain, users)`` where ``users`` is the pickled list of user objects. A later version of
-this module must read every earlier format, or fail with a clear error naming both versions.
+Layout (format 2): ``MAGIC`` (4 bytes), the format version (1 byte), the length of the tag
+(1 byte: 0 or 32), the tag, then a pickle of ``(plain, users)`` where ``users`` is the pickled
+list of user objects. The tag is an HMAC-SHA256 of the header and payload with the job's
+state key (:func:`state_key`: the environment variable ``WINDOWING_STATE_KEY``, the same
+secret on the driver and the executors). With a key, state without a valid tag is refused
+before anything is unpickled; without one, state loads with an
+:class:`UnauthenticatedStateWarning` (once per process). Format 1 (no tag) still loads. A
+later version of this module must read every earlier format, or fail with a clear error
+naming both versions.
 
 >>> from windowing.engine.keystate import KeyState
 >>> from windowing.windows import TimeWindow
@@ -22,8 +28,12 @@ this module must read every earlier format, or fail with a clear error naming bo
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
+import os
 import pickle
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,20 +49,28 @@ from windowing.windows import GLOBAL_WINDOW, GlobalWindow, TimeWindow
 __all__ = [
     "FORMAT",
     "MAGIC",
+    "STATE_KEY_ENV",
+    "StateAuthenticationError",
     "StateFormatError",
     "StateReader",
     "StateWriter",
+    "UnauthenticatedStateWarning",
     "decode_key_state",
     "decode_snapshot",
     "encode_key_state",
     "encode_snapshot",
     "open_state",
+    "require_unauthenticated_allowed",
+    "state_key",
 ]
 
 #: The first bytes of every encoded state.
 MAGIC = b"PWST"
 #: The format this version writes (and the newest it reads).
-FORMAT = 1
+FORMAT = 2
+#: The environment variable holding the key that authenticates state.
+STATE_KEY_ENV = "WINDOWING_STATE_KEY"
+_TAG = 32  # HMAC-SHA256
 
 _SENTINELS = {"_MISSING": _MISSING, "_EMPTY": _EMPTY}
 _SENTINEL_NAMES = {id(v): k for k, v in _SENTINELS.items()}
@@ -62,6 +80,47 @@ _TIMELINE_EXPIRY = TimelineExpiry()
 
 class StateFormatError(ValueError):
     """Encoded state this version cannot read (another format, or not state at all)."""
+
+
+class StateAuthenticationError(ValueError):
+    """State that a configured state key does not authenticate: tampered with, written with
+    another key, or written without one. Nothing of it was unpickled."""
+
+
+class UnauthenticatedStateWarning(UserWarning):
+    """State loaded without a state key: its user objects were unpickled unauthenticated."""
+
+
+_warned = False
+
+
+def state_key() -> bytes | None:
+    """The key that signs and authenticates state (``WINDOWING_STATE_KEY``), if set."""
+    key = os.environ.get(STATE_KEY_ENV)
+    return key.encode() if key else None
+
+
+def require_unauthenticated_allowed(what: str) -> None:
+    """Allow loading state that carries no tag (written by an earlier version, or without a
+    key): refused when a key is configured, a warning (once per process) otherwise."""
+    if state_key() is not None:
+        msg = (
+            f"{what} is not authenticated, and {STATE_KEY_ENV} is set: refusing to unpickle "
+            "it (it was tampered with, written with another key, or written without one; "
+            "load state written without a key only without the key set)"
+        )
+        raise StateAuthenticationError(msg)
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            f"loading {what} without authentication: its user objects are unpickled, so "
+            "whoever can write the checkpoint or snapshot can run code here; set "
+            f"{STATE_KEY_ENV} (the same secret on the driver and executors) to sign and "
+            "authenticate state",
+            UnauthenticatedStateWarning,
+            stacklevel=3,
+        )
 
 
 # ---------------------------------------------------------------------------- writing
@@ -168,8 +227,13 @@ class StateWriter:
         )
 
     def finish(self, plain: Any) -> bytes:
-        users = _dumps_users(self.users)
-        return MAGIC + bytes((FORMAT,)) + pickle.dumps((plain, users), protocol=5)
+        payload = pickle.dumps((plain, _dumps_users(self.users)), protocol=5)
+        header = MAGIC + bytes((FORMAT,))
+        key = state_key()
+        if key is None:
+            return header + b"\x00" + payload
+        tag = hmac.new(key, header + payload, hashlib.sha256).digest()
+        return header + bytes((_TAG,)) + tag + payload
 
 
 def _dumps_users(users: list[Any]) -> bytes:
@@ -310,14 +374,34 @@ def open_state(data: bytes) -> tuple[Any, StateReader]:
     if not isinstance(data, bytes | bytearray | memoryview) or bytes(data[:4]) != MAGIC:
         msg = "not encoded operator state (no format header)"
         raise StateFormatError(msg)
+    data = bytes(data)
     version = data[4]
-    if version != FORMAT:
+    if version == 1:  # no tag
+        payload = data[5:]
+        require_unauthenticated_allowed("operator state of format 1")
+    elif version == FORMAT:
+        size = data[5]
+        tag, payload = data[6 : 6 + size], data[6 + size :]
+        key = state_key()
+        if size == 0:
+            require_unauthenticated_allowed("operator state written without a state key")
+        elif key is not None:
+            expected = hmac.new(key, data[:5] + payload, hashlib.sha256).digest()
+            if not hmac.compare_digest(tag, expected):
+                msg = (
+                    f"operator state does not match {STATE_KEY_ENV}: it was tampered with or "
+                    "written with another key; nothing of it was loaded"
+                )
+                raise StateAuthenticationError(msg)
+        else:
+            require_unauthenticated_allowed("signed operator state (no key to check it)")
+    else:
         msg = (
-            f"operator state in format {version}, but this version of windowing reads format "
-            f"{FORMAT}; use the version that wrote it"
+            f"operator state in format {version}, but this version of windowing reads formats "
+            f"1 to {FORMAT}; use the version that wrote it"
         )
         raise StateFormatError(msg)
-    plain, users = _PlainUnpickler(io.BytesIO(bytes(data[5:]))).load()
+    plain, users = _PlainUnpickler(io.BytesIO(payload)).load()
     return plain, StateReader(pickle.loads(users))
 
 

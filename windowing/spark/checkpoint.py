@@ -15,6 +15,7 @@ from windowing.engine.encoding import (
     StateWriter,
     encode_key_state,
     open_state,
+    require_unauthenticated_allowed,
 )
 from windowing.spark.columnar import OpenWindows, decode_open_windows, encode_open_windows
 
@@ -88,6 +89,7 @@ def encode_entry(ks: Any) -> bytes:
 
 def decode_entry(blob: bytes) -> Any:
     if bytes(blob[:4]) != MAGIC:
+        require_unauthenticated_allowed("a key state of layout 2 or 3 (a pickle)")
         return pickle.loads(blob)  # a key state of layout 2 or 3
     plain, reader = open_state(blob)
     windows = decode_open_windows(plain)
@@ -99,7 +101,11 @@ def load_group(
 ) -> tuple[int | None, dict[Any, Entry], OpenWindows | None]:
     """``(registered timer, entries, columnar windows)`` of a stored key group; layouts 2 and
     3 (pickles of earlier versions) still load."""
-    stored = decode_group(data) if bytes(data[:4]) == MAGIC else pickle.loads(data)
+    if bytes(data[:4]) == MAGIC:
+        stored = decode_group(data)
+    else:
+        require_unauthenticated_allowed("a key group's state of layout 2 or 3 (a pickle)")
+        stored = pickle.loads(data)
     if isinstance(stored, tuple) and len(stored) == 4 and stored[0] == 2:
         stored = (3, *stored[1:], None)  # layout 2: no columnar windows of the group
     if not (isinstance(stored, tuple) and len(stored) == 5):
