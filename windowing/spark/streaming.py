@@ -43,6 +43,8 @@ times before 1970 get the watermark the batch replay gives them.
 from __future__ import annotations
 
 import functools
+import os
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -94,6 +96,7 @@ __all__ = [
     "METRICS_NAME",
     "ROCKSDB_PROVIDER",
     "StreamingWindowedResult",
+    "check_sink_paths",
     "run_streaming",
     "write_results_and_late",
 ]
@@ -311,8 +314,19 @@ def write_results_and_late(
     replayed after a failure replaces its own earlier partial output (idempotent per batch
     id); ``spark.read.parquet(path)`` reads all batches (with a ``batch_id`` column).
     Restart with the same ``checkpoint`` to continue where the query stopped.
+
+    The paths (results, late rows, each side output, the checkpoint) must differ and none may
+    lie inside another: a ``ValueError`` naming both says so before the query starts.
     """
     sides = dict(side_output_paths or {})
+    check_sink_paths(
+        {
+            "results_path": results_path,
+            "late_path": late_path,
+            "checkpoint": checkpoint,
+            **{f"side_output_paths[{tag.name!r}]": path for tag, path in sides.items()},
+        }
+    )
     for tag in sides:
         if result.layout.side_index(tag) is None:
             msg = (
@@ -354,6 +368,43 @@ def write_results_and_late(
     elif processing_time is not None:
         writer = writer.trigger(processingTime=processing_time)
     return writer.start()
+
+
+def check_sink_paths(paths: Mapping[str, str | None]) -> None:
+    """Raise a ``ValueError`` naming the two parameters when two of ``paths`` (parameter ->
+    path or URI; ``None`` is skipped) are the same folder or one lies inside the other: one
+    output would overwrite or be read as part of the other."""
+    seen: list[tuple[str, str, str]] = []
+    for name, path in paths.items():
+        if path is None:
+            continue
+        if not isinstance(path, str) or not path.strip():
+            msg = f"{name} must be a non-empty path, got {path!r}"
+            raise ValueError(msg)
+        norm = _normal_path(path)
+        for other, other_path, other_norm in seen:
+            if norm == other_norm:
+                msg = f"{name}={path!r} is the same folder as {other}={other_path!r}"
+                raise ValueError(msg)
+            if norm.startswith(other_norm + "/") or other_norm.startswith(norm + "/"):
+                inner, outer = (name, other) if len(norm) > len(other_norm) else (other, name)
+                msg = (
+                    f"{inner}={paths[inner]!r} lies inside {outer}={paths[outer]!r}: each "
+                    "output needs a folder of its own"
+                )
+                raise ValueError(msg)
+        seen.append((name, path, norm))
+
+
+def _normal_path(path: str) -> str:
+    """``path`` without ``.`` / ``..`` steps and trailing slashes; a local path made absolute
+    (``file:`` URIs included), a URI with another scheme kept with its scheme."""
+    scheme, sep, rest = path.partition("://")
+    if not sep:
+        scheme, rest = ("file", path[len("file:") :]) if path.startswith("file:") else ("", path)
+    if scheme in ("", "file"):
+        return "file://" + posixpath.normpath(os.path.abspath(rest))
+    return f"{scheme}://{posixpath.normpath('/' + rest.lstrip('/'))}"
 
 
 # ---------------------------------------------------------------------------- executor side
