@@ -43,7 +43,7 @@ from windowing.job import Job
 from windowing.operator import WindowOperator
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
-from windowing.spark.columnar import ColumnarAggregation, columnar_plan, columnar_results
+from windowing.spark.columnar import ColumnarAggregation, columnar_results
 from windowing.spark.keys import KEY_GROUP, KeySegments, key_group, key_segments, key_value
 from windowing.spark.output import (
     LATE_COLUMNS,
@@ -61,7 +61,7 @@ from windowing.spark.output import (
     operator_counters,
     parse_side_output_schemas,
 )
-from windowing.spark.plans import plan_job, shuffle_partitions
+from windowing.spark.plans import batch_key_groups, job_columnar, plan_job, shuffle_partitions
 from windowing.spark.schema import (
     arrow_to_python,
     column_time_kind,
@@ -370,17 +370,12 @@ def run_batch(
         watermark=source.watermark,
         has_arrival=source.arrival_order is not None,
         has_processing_time=source.processing_time is not None,
-        columnar=columnar_plan(
-            config.assigner,
-            spec,
-            config.trigger,
-            config.evictor,
-            config.allowed_lateness,
-            to_arrow_schema(layout.input_schema, timezone=layout.timezone),
+        columnar=job_columnar(
+            stream, spec, to_arrow_schema(layout.input_schema, timezone=layout.timezone)
         ),
     )
     # One Python call per key group (Flink's key groups), its keys replayed one by one.
-    groups = max(config.max_parallelism, shuffle_partitions(df.sparkSession))
+    groups = batch_key_groups(stream)
     grouped = prepared.withColumn(KEY_GROUP, key_group(keys, groups)).groupBy(KEY_GROUP)
 
     def replay_group(table: pa.Table) -> pa.Table:
@@ -425,7 +420,8 @@ class _Replay:
     watermark: Any  # a windowing.stream watermark strategy
     has_arrival: bool
     has_processing_time: bool
-    columnar: ColumnarAggregation | None = None  # results computed on whole columns
+    # Results computed on whole columns (rows in event-time order only: job_columnar).
+    columnar: ColumnarAggregation | None = None
 
     def __call__(self, table: pa.Table) -> pa.Table:
         order = replay_order(arrival=self.has_arrival, processing_time=self.has_processing_time)
@@ -450,8 +446,8 @@ class _Replay:
 
 def _replay_group(replay: _Replay, segments: KeySegments) -> pa.Table:
     table = segments.table
-    in_order = not replay.has_arrival and not replay.has_processing_time
-    if in_order and replay.columnar is not None and table.column(_TS).null_count == 0:
+    # A columnar plan exists only for rows replayed in event-time order (job_columnar).
+    if replay.columnar is not None and table.column(_TS).null_count == 0:
         columnar = _replay_columnar(replay, segments)
         if columnar is not None:
             return columnar

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -12,7 +13,15 @@ from windowing.job import Job, StreamSource
 from windowing.plan import JobPlan, plan_operator
 from windowing.spark.columnar import ColumnarAggregation, columnar_plan
 
-__all__ = ["columnar_text", "plan_job", "shuffle_partitions"]
+__all__ = [
+    "batch_key_groups",
+    "columnar_text",
+    "job_columnar",
+    "plan_job",
+    "shuffle_partitions",
+    "streaming_key_groups",
+    "uses_wall_clock",
+]
 
 
 def shuffle_partitions(spark: SparkSession) -> int:
@@ -23,10 +32,48 @@ def shuffle_partitions(spark: SparkSession) -> int:
         return 8
 
 
+def uses_wall_clock(job: Job) -> bool:
+    """Whether a streaming job runs on the wall clock (a processing-time assigner without a
+    ``processing_time`` column: Spark's ProcessingTime mode)."""
+    return is_processing_time_assigner(job.config.assigner) and job.source.processing_time is None
+
+
+def streaming_key_groups(job: Job) -> int:
+    """The key groups of a streaming job's state (one for a non-keyed stream)."""
+    return job.config.max_parallelism if job.keys else 1
+
+
+def batch_key_groups(job: Job) -> int:
+    """The key groups of a batch replay: one Python call each."""
+    spark = job.source.df.sparkSession
+    return max(job.config.max_parallelism, shuffle_partitions(spark))
+
+
+def job_columnar(
+    job: Job, spec: WindowFunctionSpec, input_arrow: pa.Schema
+) -> ColumnarAggregation | None:
+    """The aggregation the runtime computes on whole columns, if any: a built-in aggregation
+    of tumbling windows (:func:`~windowing.spark.columnar.columnar_plan`), when the rows are
+    not replayed by a processing-time column, nor in arrival order (batch), nor on the wall
+    clock (streaming)."""
+    source, config = job.source, job.config
+    if source.processing_time is not None:
+        return None
+    if uses_wall_clock(job) if source.df.isStreaming else source.arrival_order is not None:
+        return None
+    return columnar_plan(
+        config.assigner,
+        spec,
+        config.trigger,
+        config.evictor,
+        config.allowed_lateness,
+        input_arrow,
+    )
+
+
 def plan_job(job: Job, spec: WindowFunctionSpec) -> JobPlan:
     """The plan of ``job`` with the window function ``spec``."""
     source, config = job.source, job.config
-    df = source.df
     operator = plan_operator(
         config.assigner,
         config.trigger,
@@ -35,25 +82,16 @@ def plan_job(job: Job, spec: WindowFunctionSpec) -> JobPlan:
         config.allowed_lateness,
         config.slicing,
     )
-    if df.isStreaming:
-        wall_clock = is_processing_time_assigner(config.assigner) and source.processing_time is None
-        groups = config.max_parallelism if job.keys else 1
+    columnar = job_columnar(job, spec, to_arrow_schema(source.df.schema, timezone="UTC"))
+    columnar_words = None if columnar is None else columnar_text(columnar)
+    if source.df.isStreaming:
+        mode = "ProcessingTime" if uses_wall_clock(job) else "EventTime"
         runtime = (
-            f"streaming: transformWithStateInPandas over {groups} key groups, time mode "
-            f"{'ProcessingTime' if wall_clock else 'EventTime'}, the watermark of "
-            f"{source.watermark!r} across micro-batches"
+            f"streaming: transformWithStateInPandas over {streaming_key_groups(job)} key groups, "
+            f"time mode {mode}, the watermark of {source.watermark!r} across micro-batches"
         )
-        columnar = (
-            None if wall_clock or source.processing_time is not None else _columnar(job, spec)
-        )
-        return JobPlan(runtime, operator, None if columnar is None else columnar_text(columnar))
-    groups = max(config.max_parallelism, shuffle_partitions(df.sparkSession))
-    columnar = None if source.arrival_order is not None else _columnar(job, spec)
-    return JobPlan(
-        batch_runtime_text(source, groups),
-        operator,
-        None if columnar is None else columnar_text(columnar),
-    )
+        return JobPlan(runtime, operator, columnar_words)
+    return JobPlan(batch_runtime_text(source, batch_key_groups(job)), operator, columnar_words)
 
 
 def batch_runtime_text(source: StreamSource, groups: int) -> str:
@@ -77,16 +115,4 @@ def columnar_text(plan: ColumnarAggregation) -> str:
         f"built-in {plan.aggregation.value} of {plan.field!r} on tumbling windows of "
         f"{plan.size} ms computed on whole Arrow columns per key group (keys the columns "
         "cannot take, e.g. near the ends of time, run through the operator)"
-    )
-
-
-def _columnar(job: Job, spec: WindowFunctionSpec) -> ColumnarAggregation | None:
-    config = job.config
-    return columnar_plan(
-        config.assigner,
-        spec,
-        config.trigger,
-        config.evictor,
-        config.allowed_lateness,
-        to_arrow_schema(job.source.df.schema, timezone="UTC"),
     )

@@ -58,7 +58,6 @@ from pyspark.sql.types import (
     FloatType,
 )
 
-from windowing.assigners import is_processing_time_assigner
 from windowing.job import Job
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
@@ -66,9 +65,6 @@ from windowing.spark.batch import (
     _TS,
     build_layout,
     internal_columns,
-)
-from windowing.spark.columnar import (
-    columnar_plan,
 )
 from windowing.spark.keys import (
     KEY_GROUP,
@@ -79,7 +75,7 @@ from windowing.spark.output import (
     OutputLayout,
     col,
 )
-from windowing.spark.plans import plan_job
+from windowing.spark.plans import job_columnar, plan_job, streaming_key_groups, uses_wall_clock
 from windowing.spark.processor import (
     PACKED_SCHEMA,
     WATERMARK_SHIFT_MS,
@@ -207,8 +203,8 @@ def run_streaming(
         msg = f"metrics_name must be a non-empty str or None, got {metrics_name!r}"
         raise ValueError(msg)
     layout = build_layout(stream, spec, output_schema, side_output_schemas)
-    key_groups = config.max_parallelism if keys else 1
-    wall_clock = is_processing_time_assigner(config.assigner) and source.processing_time is None
+    key_groups = streaming_key_groups(stream)
+    wall_clock = uses_wall_clock(stream)
     spark = df.sparkSession
     spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
 
@@ -246,16 +242,7 @@ def run_streaming(
             wall_clock=wall_clock,
             key_groups=key_groups,
             nan_masks=tuple(nan_masks),
-            columnar=None
-            if wall_clock or source.processing_time is not None
-            else columnar_plan(
-                config.assigner,
-                spec,
-                config.trigger,
-                config.evictor,
-                config.allowed_lateness,
-                input_arrow,
-            ),
+            columnar=job_columnar(stream, spec, input_arrow),
         )
     )
     time_mode = "ProcessingTime" if wall_clock else "EventTime"
