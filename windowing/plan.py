@@ -110,21 +110,27 @@ class Plan:
 
 @dataclass(frozen=True)
 class JobPlan:
-    """How a Spark job runs: the runtime, a columnar path if any, and the operator's plan.
+    """How a Spark job runs: the runtime, a columnar path if any, and the operator's plan
+    (``None`` for a native Spark plan, which runs no operator).
 
     ``result.plan`` holds it and ``result.explain()`` prints it (``WindowedStream.explain()``
     before a terminal call).
     """
 
     runtime: str
-    operator: Plan
+    operator: Plan | None
     columnar: str | None = None
+
+    @property
+    def native(self) -> bool:
+        """Whether Spark computes the job without the window operator (a native plan)."""
+        return self.operator is None
 
     def __str__(self) -> str:
         lines = ["== windowing plan ==", f"runtime: {self.runtime}"]
         if self.columnar is not None:
             lines.append(f"columnar: {self.columnar}")
-        lines.append(str(self.operator))
+        lines.append("operator: none" if self.operator is None else str(self.operator))
         return "\n".join(lines)
 
 

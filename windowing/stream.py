@@ -470,6 +470,45 @@ class WindowedStream:
         :meth:`min_by`."""
         return self._aggregate_field(AggregationType.MAX_BY, field, first)
 
+    def agg(self, *columns: Any) -> WindowingResult:
+        """Aggregate each window with Spark's own aggregate functions, as
+        ``DataFrame.groupBy(...).agg(...)`` does.
+
+        The results have the key column(s), ``window_start``, ``window_end``, one column per
+        aggregate (Spark's name, or the alias) and ``max_timestamp``. Where the job's shape
+        allows (tumbling event-time windows, default trigger, no evictor, batch, no arrival
+        order) Spark computes it natively and no row reaches Python (``explain()`` says which
+        plan runs); anywhere else the window operator computes the aggregates listed in
+        ``docs/spark.md`` (count, sum, avg, min, max, first, last, min_by, max_by, count_if,
+        bool_and, bool_or), with Spark's results. ``first`` / ``last`` are by event time::
+
+            from pyspark.sql import functions as F
+
+            stream.key_by("shop").window(TumblingEventTimeWindows("1 minute")).agg(
+                F.sum("amount").alias("total"), F.count("*").alias("n"), F.avg("price")
+            )
+        """
+        from windowing.spark.aggregates import compile_aggregates
+
+        compiled = compile_aggregates(self.job(), columns)
+        if self.source.df.isStreaming:
+            from windowing.spark.streaming import run_streaming
+
+            return run_streaming(compiled.job, compiled.spec, compiled.schema, None)
+        from windowing.spark.native import run_aggregates
+
+        return run_aggregates(compiled, self.job())
+
+    def count(self) -> WindowingResult:
+        """The number of rows of each window, in a ``count`` column (``bigint``); as
+        ``agg(F.count("*").alias("count"))``::
+
+            stream.key_by("user").window(EventTimeSessionWindows("30 min")).count()
+        """
+        from windowing.spark.aggregates import count_all
+
+        return self.agg(count_all())
+
     def aggregate(
         self,
         function: Any,

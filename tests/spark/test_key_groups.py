@@ -40,7 +40,8 @@ from windowing.spark import processor as runtime_processor
 from windowing.spark import streaming
 from windowing.spark.columnar import columnar_plan, from_ipc
 from windowing.spark.frames import PACKED
-from windowing.spark.output import METRIC_NAMES, OutputLayout
+from windowing.spark.metrics import METRIC_NAMES
+from windowing.spark.output import OutputLayout
 
 KEYS = ["a", "b", "c", None]
 SCHEMA = StructType(

@@ -32,8 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
@@ -44,18 +43,22 @@ from windowing.operator import WindowOperator
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.spark.columnar import ColumnarAggregation, columnar_results
+from windowing.spark.inputs import ARR as _ARR
+from windowing.spark.inputs import PT as _PT
+from windowing.spark.inputs import TB as _TB
+from windowing.spark.inputs import TS as _TS
+from windowing.spark.inputs import WMAX as _WMAX
+from windowing.spark.inputs import internal_columns
 from windowing.spark.keys import KEY_GROUP, KeySegments, key_group, key_segments, key_value
+from windowing.spark.metrics import METRIC_NAMES, BatchMetrics
 from windowing.spark.output import (
     LATE_COLUMNS,
-    METRIC_NAMES,
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     RESULT_COLUMNS,
-    BatchMetrics,
     LateRows,
     OutputLayout,
     check_names,
-    col,
     no_side_output,
     note_element_error,
     operator_counters,
@@ -65,7 +68,6 @@ from windowing.spark.plans import batch_key_groups, job_columnar, plan_job, shuf
 from windowing.spark.schema import (
     arrow_to_python,
     column_time_kind,
-    contains_map,
     parse_output_schema,
     schema_from_annotation,
     table_rows,
@@ -74,13 +76,6 @@ from windowing.spark.watermark import add_prefix_max
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = ["BatchMetrics", "WindowedResult", "run_batch"]
-
-# Internal input columns (the prefix is reserved, see schema.INTERNAL_PREFIX).
-_TS = "__pw_ts"
-_ARR = "__pw_arr"
-_PT = "__pw_pt"
-_TB = "__pw_tb"
-_WMAX = "__pw_wmax"
 
 
 def replay_order(*, arrival: bool, processing_time: bool) -> list[tuple[str, str, str]]:
@@ -258,26 +253,28 @@ def _bucket_count(spark: SparkSession) -> int:
 
 def build_layout(
     stream: Job,
-    spec: WindowFunctionSpec,
+    spec: WindowFunctionSpec | None,
     output_schema: Any,
     side_output_schemas: Any,
 ) -> OutputLayout:
     """Validate ``stream`` with ``spec`` and the schemas against the DataFrame's schema (no
-    Spark job runs), and return the layout of the tagged output."""
+    Spark job runs), and return the layout of the tagged output. ``spec=None``: a native
+    plan computes ``output_schema``'s fields (no window operator)."""
     source = stream.source
     df = source.df
     config = stream.config
     keys = tuple(stream.keys or ())
-    # The operator validates the assigner / trigger / evictor / function combination.
-    WindowOperator(
-        config.assigner,
-        spec,
-        trigger=config.trigger,
-        evictor=config.evictor,
-        allowed_lateness=config.allowed_lateness,
-        late_output_tag=config.late_output_tag,
-        slicing=config.slicing,
-    )
+    if spec is not None:
+        # The operator validates the assigner / trigger / evictor / function combination.
+        WindowOperator(
+            config.assigner,
+            spec,
+            trigger=config.trigger,
+            evictor=config.evictor,
+            allowed_lateness=config.allowed_lateness,
+            late_output_tag=config.late_output_tag,
+            slicing=config.slicing,
+        )
     input_schema = df.schema
     ts_kind = column_time_kind(df, source.event_time, "event_time")
     for name, parameter in (
@@ -286,7 +283,11 @@ def build_layout(
     ):
         if name is not None:
             column_time_kind(df, name, parameter)
-    out_fields, reduced_rows = _output_schema(spec, output_schema, input_schema, keys)
+    out_fields, reduced_rows = (
+        (parse_output_schema(output_schema, "output_schema"), False)
+        if spec is None
+        else _output_schema(spec, output_schema, input_schema, keys)
+    )
     result_names = [*keys, "window_start", "window_end", *out_fields.names, "max_timestamp"]
     check_names(result_names, "results")
     if config.late_output_tag is not None:
@@ -304,32 +305,6 @@ def build_layout(
         side_outputs=sides,
         timezone=df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC",
     )
-
-
-def internal_columns(df: DataFrame, source: Any) -> list[Column]:
-    """The input columns, then event time in ms (``__pw_ts``), the content hash
-    (``__pw_tb``), and when given arrival order (``__pw_arr``) and processing time in ms
-    (``__pw_pt``)."""
-
-    def millis(name: str) -> Column:
-        kind = column_time_kind(df, name, "time column")
-        return F.unix_millis(col(name)) if kind == "timestamp" else col(name).cast("long")
-
-    hashable = [col(f.name) for f in df.schema.fields if not contains_map(f.dataType)]
-    columns = [
-        *[col(c) for c in df.columns],
-        millis(source.event_time).alias(_TS),
-        (F.xxhash64(*hashable) if hashable else F.lit(0).cast("long")).alias(_TB),
-    ]
-    if source.arrival_order is not None:
-        kind = column_time_kind(df, source.arrival_order, "arrival_order")
-        arr = col(source.arrival_order)
-        columns.append(
-            (F.unix_micros(arr) if kind == "timestamp" else arr.cast("long")).alias(_ARR)
-        )
-    if source.processing_time is not None:
-        columns.append(millis(source.processing_time).alias(_PT))
-    return columns
 
 
 def run_batch(

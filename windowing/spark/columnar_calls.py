@@ -14,10 +14,6 @@ import pyarrow as pa
 from pyspark.sql import Row
 
 from windowing.operator import WindowOperator
-from windowing.spark.batch import (
-    _ARR,
-    _TS,
-)
 from windowing.spark.checkpoint import (
     Entry,
 )
@@ -28,6 +24,8 @@ from windowing.spark.columnar import (
     rows_needing_the_operator,
     step_open_windows,
 )
+from windowing.spark.inputs import ARR as _ARR
+from windowing.spark.inputs import TS as _TS
 from windowing.spark.keys import (
     group_codes,
     key_segments,

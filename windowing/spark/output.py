@@ -32,7 +32,13 @@ from pyspark.sql.types import (
 
 from windowing.engine.notes import END_OF_INPUT_NOTE
 from windowing.records import OutputTag
-from windowing.spark.schema import make_columns_encoder, make_row_encoder, parse_output_schema
+from windowing.spark.metrics import METRIC_NAMES
+from windowing.spark.schema import (
+    INTERNAL_PREFIX,
+    make_columns_encoder,
+    make_row_encoder,
+    parse_output_schema,
+)
 from windowing.time import MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
@@ -42,8 +48,6 @@ __all__ = [
     "REASON_NULL_ARRIVAL_ORDER",
     "REASON_NULL_EVENT_TIME",
     "RESULT_COLUMNS",
-    "STREAMING_METRICS",
-    "BatchMetrics",
     "LateRows",
     "OutputLayout",
     "check_names",
@@ -139,76 +143,12 @@ _SPARK_MAX_MS = 253_402_300_799_999
 _INT64_MAX = 2**63 - 1
 
 
-@dataclass(frozen=True)
-class BatchMetrics:
-    """What happened to every input row of a batch run (sums over all keys).
-
-    Every input row is counted once in ``num_elements``, ``num_null_event_time`` or
-    ``num_null_arrival_order``; every element ends in a window, in
-    ``num_late_records_side_output``, ``num_late_records_dropped`` or
-    ``num_records_in_no_window``.
-
-    Attributes
-    ----------
-    num_input_rows
-        Rows of the input DataFrame.
-    num_elements
-        Rows handed to the window operator.
-    num_late_records_side_output
-        Late elements (added to no window) written to the late side output.
-    num_late_records_dropped
-        Late elements dropped because no late side output was requested.
-    num_null_event_time
-        Rows without event time under an event-time assigner; in the late side output (reason
-        ``null_event_time``) when it is requested, otherwise only counted here.
-    num_null_arrival_order
-        Rows without arrival order; like ``num_null_event_time`` (reason
-        ``null_arrival_order``).
-    num_records_in_no_window
-        Elements added to no window although not late (e.g. all their windows had closed).
-    num_windows_fired
-        Window evaluations with contents.
-    num_null_results
-        Firings whose reduce or ``AggregateFunction.get_result`` gave ``None``: no result row
-        (as in Flink), counted here.
-    num_orphaned_state_windows
-        Merging windows (dynamic session gaps): a new window equal to an in-flight merged
-        window left the merged contents unreached, as in Flink.
-    num_results
-        Rows of the results DataFrame.
-    num_windows_left_at_end
-        Windows still holding contents after the end of input (e.g. global windows whose
-        trigger did not purge, or never fired).
-    num_keys
-        Distinct keys (1 for ``window_all``).
-    """
-
-    num_input_rows: int = 0
-    num_elements: int = 0
-    num_late_records_side_output: int = 0
-    num_late_records_dropped: int = 0
-    num_null_event_time: int = 0
-    num_null_arrival_order: int = 0
-    num_records_in_no_window: int = 0
-    num_windows_fired: int = 0
-    num_null_results: int = 0
-    num_orphaned_state_windows: int = 0
-    num_results: int = 0
-    num_windows_left_at_end: int = 0
-    num_keys: int = 0
-
-
-METRIC_NAMES = tuple(f.name for f in dataclasses.fields(BatchMetrics))
 # The metrics row's counters, in METRIC_NAMES order, in one array column: one column instead
 # of one per counter keeps the (mostly null) tagged output narrow, and a streaming runtime
 # converts every column of every output it yields.
 _COUNTERS = "__pw_metrics"
 _COUNTERS_TYPE = ArrayType(LongType(), False)
 _COUNTERS_ARROW = to_arrow_type(_COUNTERS_TYPE)
-#: The counters a streaming query reports (the others are always 0 there).
-STREAMING_METRICS = tuple(
-    n for n in METRIC_NAMES if n not in ("num_windows_left_at_end", "num_keys")
-)
 
 
 def col(name: str) -> Column:
@@ -458,16 +398,23 @@ class OutputLayout:
     def select_late(self, df: DataFrame) -> DataFrame:
         """The input columns plus ``late_watermark`` and ``late_reason`` (no rows without a
         late-data tag)."""
+        # The runtime's own input columns (``WindowedStream.agg``'s arguments) stay inside.
+        user = [not f.name.startswith(INTERNAL_PREFIX) for f in self.input_schema.fields]
         if not self.has_late:
             return df.where(F.lit(False)).select(
-                *[F.lit(None).cast(f.dataType).alias(f.name) for f in self.input_schema.fields],
+                *[
+                    F.lit(None).cast(f.dataType).alias(f.name)
+                    for f, keep in zip(self.input_schema.fields, user, strict=True)
+                    if keep
+                ],
                 ms_to_time(F.lit(None).cast("long"), self.ts_kind).alias("late_watermark"),
                 F.lit(None).cast("string").alias("late_reason"),
             )
         return df.where(F.col(KIND) == _LATE).select(
             *[
                 F.col(c).alias(f.name)
-                for c, f in zip(self.late_cols, self.input_schema.fields, strict=True)
+                for c, f, keep in zip(self.late_cols, self.input_schema.fields, user, strict=True)
+                if keep
             ],
             ms_to_time(F.col(_LWM), self.ts_kind).alias("late_watermark"),
             F.col(_LREASON).alias("late_reason"),
@@ -512,6 +459,44 @@ class OutputLayout:
     def select_metric_totals(self, df: DataFrame) -> DataFrame:
         """One row: every counter summed over the metrics rows of ``df``."""
         return df.where(F.col(KIND) == _METRICS).agg(*self.metric_totals())
+
+    # -- native plans: build the output with Spark SQL -------------------------------------
+    def _branch(self, kind: int, values: Mapping[str, Column]) -> list[Column]:
+        """One tagged-output row shape: ``values`` by internal column name, nulls elsewhere."""
+        return [
+            (values[f.name] if f.name in values else F.lit(None)).cast(f.dataType).alias(f.name)
+            if f.name != KIND
+            else F.lit(kind).cast(ByteType()).alias(KIND)
+            for f in self.schema.fields
+        ]
+
+    def result_branch(
+        self, bounds: tuple[Column, Column, Column], values: Sequence[Column]
+    ) -> list[Column]:
+        """The columns of result rows: the key columns (by name), window start, end and max
+        timestamp in ms, and the output fields' ``values``."""
+        ws, we, mt = bounds
+        named = {k: col(k) for k in self.keys}
+        named.update({_WS: ws, _WE: we, _MT: mt})
+        named.update(dict(zip(self.result_cols, values, strict=True)))
+        return self._branch(_RESULT, named)
+
+    def late_branch(self, watermark: Column, reason: str) -> list[Column]:
+        """The columns of late rows read from the input (by name)."""
+        named = {k: col(k) for k in self.keys}
+        named.update(
+            {c: col(f.name) for c, f in zip(self.late_cols, self.input_schema.fields, strict=True)}
+        )
+        named.update({_LWM: watermark, _LREASON: F.lit(reason)})
+        return self._branch(_LATE, named)
+
+    def metrics_branch(self, counters: Mapping[str, Column]) -> list[Column]:
+        """The columns of a metrics row: ``counters`` by name (aggregate expressions), 0 for
+        the others."""
+        unknown = set(counters) - set(METRIC_NAMES)
+        assert not unknown, unknown
+        array = F.array(*[counters.get(n, F.lit(0)).cast("long") for n in METRIC_NAMES])
+        return self._branch(_METRICS, {_COUNTERS: array})
 
     # -- executor side: build the output ---------------------------------------------------
     @functools.cached_property

@@ -71,9 +71,13 @@ def job_columnar(
     )
 
 
-def plan_job(job: Job, spec: WindowFunctionSpec) -> JobPlan:
-    """The plan of ``job`` with the window function ``spec``."""
+def plan_job(job: Job, spec: WindowFunctionSpec | None, *, native: str | None = None) -> JobPlan:
+    """The plan of ``job`` with the window function ``spec``; ``native``: the reason a
+    native Spark plan runs it (``windowing.spark.native``), then no operator runs."""
     source, config = job.source, job.config
+    if native is not None:
+        return JobPlan(native, None)
+    assert spec is not None, "a job without a native plan needs a window function"
     operator = plan_operator(
         config.assigner,
         config.trigger,

@@ -20,9 +20,6 @@ from windowing.engine.keystate import KeyState
 from windowing.operator import WindowOperator
 from windowing.records import OutputTag
 from windowing.spark.batch import (
-    _ARR,
-    _PT,
-    _TS,
     replay_order,
 )
 from windowing.spark.columnar import (
@@ -31,6 +28,9 @@ from windowing.spark.columnar import (
     key_state_of,
 )
 from windowing.spark.columnar_calls import ColumnarCalls
+from windowing.spark.inputs import ARR as _ARR
+from windowing.spark.inputs import PT as _PT
+from windowing.spark.inputs import TS as _TS
 from windowing.spark.keys import (
     state_key,
 )

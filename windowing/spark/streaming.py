@@ -62,16 +62,16 @@ from windowing.job import Job
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.spark.batch import (
-    _TS,
     build_layout,
-    internal_columns,
 )
+from windowing.spark.inputs import TS as _TS
+from windowing.spark.inputs import internal_columns
 from windowing.spark.keys import (
     KEY_GROUP,
     key_group,
 )
+from windowing.spark.metrics import STREAMING_METRICS
 from windowing.spark.output import (
-    STREAMING_METRICS,
     OutputLayout,
     col,
 )
@@ -188,7 +188,7 @@ def run_streaming(
     window function ``spec`` (``functions.spec.Reduce(...)``, ``Aggregate(...)``, ...).
 
     ``output_schema`` and ``side_output_schemas`` are those of the builder's terminal calls.
-    The counters of :data:`~windowing.spark.output.STREAMING_METRICS` are observed under
+    The counters of :data:`~windowing.spark.metrics.STREAMING_METRICS` are observed under
     ``metrics_name`` (``None``: not observed). Sets the session's state store provider to
     RocksDB (``ROCKSDB_PROVIDER``), which ``transformWithStateInPandas`` requires.
     """

@@ -1,0 +1,211 @@
+"""WindowedStream.agg / .count: Spark's aggregate functions per window. The native plan
+(tumbling windows, batch, event-time order) against the window operator on random data
+(results, late rows, metrics), and both against Spark's own groupBy(window())."""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from pyspark import cloudpickle as spark_cloudpickle
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+
+from windowing import OutputTag, TumblingEventTimeWindows, WindowedStream
+from windowing.assigners import EventTimeSessionWindows
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers import EventTimeTrigger
+
+spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+
+LATE = OutputTag("late")
+SCHEMA = "k string, t long, i int, d double, s string, m decimal(10,2)"
+
+
+class SameAsDefault(EventTimeTrigger):
+    """The default trigger under another class: the planner must run the window operator."""
+
+
+def aggregates() -> list[Any]:
+    return [
+        F.count("*").alias("n"),
+        F.count("i"),
+        F.count_distinct("i").alias("distinct_i"),
+        F.sum("i").alias("sum_i"),
+        F.sum(F.col("i") * 2 + 1).alias("expr"),
+        F.sum("d").alias("sum_d"),
+        F.sum("m").alias("sum_m"),
+        F.avg("i").alias("avg_i"),
+        F.avg("m").alias("avg_m"),
+        F.min("s"),
+        F.max("d"),
+        F.first("s").alias("first_s"),
+        F.first("s", ignorenulls=True).alias("first_nn"),
+        F.last("i").alias("last_i"),
+        F.min_by("s", "i").alias("min_by"),
+        F.max_by("s", "i").alias("max_by"),
+        F.count_if(F.col("i") > 0).alias("positive"),
+        F.bool_and(F.col("i") > -3).alias("all_big"),
+    ]
+
+
+def random_rows(seed: int, n: int = 400, extreme: bool = False) -> list[tuple[Any, ...]]:
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        t: int | None = rng.randint(-60, 60)
+        if extreme and rng.random() < 0.3:
+            t = rng.choice([MIN_TIMESTAMP, MIN_TIMESTAMP + 2, MAX_TIMESTAMP, MAX_TIMESTAMP - 5])
+        if rng.random() < 0.05:
+            t = None
+        i = None if rng.random() < 0.1 else rng.randint(-5, 5)  # ties for min_by / max_by
+        d = None if rng.random() < 0.1 else rng.choice([0.5, 1.25, -2.0, 3.0])
+        s = None if rng.random() < 0.15 else rng.choice("uvwxyz")
+        m = None if rng.random() < 0.1 else Decimal(rng.randint(-999, 999)) / 100
+        rows.append((rng.choice("abc"), t, i, d, s, m))
+    return rows
+
+
+def rows_of(df: DataFrame) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def assert_same_rows(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> None:
+    """Equal row for row; doubles within 1e-9 (float sums have no specified order)."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert len(g) == len(w)
+        for a, b in zip(g, w, strict=True):
+            if isinstance(a, float) and isinstance(b, float):
+                assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) or (
+                    math.isnan(a) and math.isnan(b)
+                ), (g, w)
+            else:
+                assert a == b, (g, w)
+
+
+def both_plans(stream: Any, columns: list[Any]) -> tuple[Any, Any]:
+    native = stream.agg(*columns)
+    operator = stream.trigger(SameAsDefault()).agg(*columns)
+    assert native.plan.native and native.plan.operator is None
+    assert not operator.plan.native
+    return native, operator
+
+
+@pytest.mark.parametrize(
+    ("seed", "size", "offset", "extreme", "keyed"),
+    [
+        (1, 10, 0, False, True),
+        (2, 7, 3, False, True),
+        (3, 25, -4, False, False),
+        (4, 7, 3, True, True),
+        (5, 2**62, 5, True, True),
+    ],
+    ids=["size 10", "offset 3", "window_all", "ends of time", "huge windows"],
+)
+def test_native_plan_equals_the_window_operator(
+    spark: SparkSession, seed: int, size: int, offset: int, extreme: bool, keyed: bool
+) -> None:
+    df = spark.createDataFrame(random_rows(seed, extreme=extreme), SCHEMA)
+    source = WindowedStream.from_dataframe(df, event_time="t")
+    assigner = TumblingEventTimeWindows(size, offset)
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    stream = windowed.allowed_lateness(2**62 if extreme else 5).side_output_late_data(LATE)
+    native, operator = both_plans(stream, aggregates())
+    with native, operator:
+        assert native.results.columns == operator.results.columns
+        assert native.results.schema == operator.results.schema
+        got, want = rows_of(native.results), rows_of(operator.results)
+        assert_same_rows(got, want)
+        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
+        late_columns = [*df.columns, "late_watermark", "late_reason"]
+        assert native.get_side_output(LATE).columns == late_columns
+        assert operator.get_side_output(LATE).columns == late_columns
+        assert native.collect_metrics() == operator.collect_metrics()
+    assert len(want) > 3
+    if extreme:
+        starts = {r[1 if keyed else 0] for r in want}
+        assert None in starts or size > 10  # the window below the end of time has no start
+
+
+def test_native_plan_runs_no_python(spark: SparkSession) -> None:
+    df = spark.createDataFrame(random_rows(7), SCHEMA)
+    stream = (
+        WindowedStream.from_dataframe(df, event_time="t")
+        .key_by("k")
+        .window(TumblingEventTimeWindows(10))
+        .side_output_late_data(LATE)
+    )
+    result = stream.agg(F.sum("i"), F.first("s"))
+    for frame in (result.results, result.get_side_output(LATE), result.metrics):
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        assert "Python" not in plan and "Arrow" not in plan, plan
+
+
+def test_agg_equals_sparks_own_group_by_window(spark: SparkSession) -> None:
+    rows = [r for r in random_rows(8) if r[1] is not None]
+    df = spark.createDataFrame(rows, SCHEMA).withColumn("ts", F.timestamp_seconds("t"))
+    cols = [F.sum("i").alias("total"), F.count("*").alias("n"), F.max("s").alias("top")]
+    ours = (
+        WindowedStream.from_dataframe(df, event_time="ts")
+        .key_by("k")
+        .window(TumblingEventTimeWindows("10 seconds"))
+        .agg(*cols)
+        .results.select("k", "window_start", "window_end", "total", "n", "top")
+    )
+    spark_own = df.groupBy("k", F.window("ts", "10 seconds")).agg(*cols)
+    spark_own = spark_own.select("k", "window.start", "window.end", "total", "n", "top")
+    assert rows_of(ours) == rows_of(spark_own)
+
+
+def test_count_and_explain(spark: SparkSession, capsys: pytest.CaptureFixture[str]) -> None:
+    df = spark.createDataFrame(
+        [("a", 1, 1, 1.0, "x", None), ("a", 2, 1, 1.0, "x", None), ("b", 12, 1, 1.0, "y", None)],
+        SCHEMA,
+    )
+    stream = WindowedStream.from_dataframe(df, event_time="t").key_by("k")
+    counted = stream.window(TumblingEventTimeWindows(10)).count()
+    assert counted.results.columns == ["k", "window_start", "window_end", "count", "max_timestamp"]
+    assert rows_of(counted.results) == [("a", 0, 10, 2, 9), ("b", 10, 20, 1, 19)]
+    counted.explain()
+    assert "native Spark plan" in capsys.readouterr().out
+    sessions = stream.window(EventTimeSessionWindows(5)).count()
+    assert not sessions.plan.native
+    assert rows_of(sessions.results) == [("a", 1, 7, 2, 6), ("b", 12, 17, 1, 16)]
+
+
+def test_aggregates_the_operator_cannot_compute_run_natively_or_fail_clearly(
+    spark: SparkSession,
+) -> None:
+    df = spark.createDataFrame(random_rows(9, n=50), SCHEMA)
+    stream = WindowedStream.from_dataframe(df, event_time="t").key_by("k")
+    tumbling = stream.window(TumblingEventTimeWindows(10))
+    native = tumbling.agg(F.sort_array(F.collect_list("i")).alias("all_i"), F.sum("i") + 1)
+    assert native.plan.native and native.results.count() > 0
+    with pytest.raises(ValueError, match=r"'collect_list'.*no window-operator equivalent"):
+        stream.window(EventTimeSessionWindows(5)).agg(F.collect_list("i"))
+    with pytest.raises(ValueError, match=r"'\+' has no window-operator equivalent.*bool_and"):
+        tumbling.trigger(SameAsDefault()).agg(F.sum("i") + 1)
+
+
+def test_bad_agg_arguments_are_refused_before_a_job(spark: SparkSession) -> None:
+    df = spark.createDataFrame(random_rows(10, n=5), SCHEMA)
+    tumbling = (
+        WindowedStream.from_dataframe(df, event_time="t")
+        .key_by("k")
+        .window(TumblingEventTimeWindows(10))
+    )
+    with pytest.raises(ValueError, match="at least one aggregate column"):
+        tumbling.agg()
+    with pytest.raises(ValueError, match=r"argument 0 must be a pyspark Column.*'sum'"):
+        tumbling.agg("sum")
+    with pytest.raises(ValueError, match="Spark cannot aggregate"):
+        tumbling.agg(F.col("i"))
+    with pytest.raises(ValueError, match="Spark cannot aggregate"):
+        tumbling.agg(F.sum("no_such_column"))
+    with pytest.raises(ValueError, match="'k' appears twice"):
+        tumbling.agg(F.count("*").alias("k"))

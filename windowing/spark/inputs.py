@@ -1,0 +1,73 @@
+"""The runtime's own input columns, added to the user's DataFrame before the operator reads
+it: event time in ms, the content hash (the replay order's last tie-breaker), arrival order,
+processing time, and the arrival-order watermark. One definition for the batch replay, the
+streaming query and the native plans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+
+from windowing.spark.output import col
+from windowing.spark.schema import INTERNAL_PREFIX, column_time_kind, contains_map
+
+__all__ = [
+    "ARR",
+    "PT",
+    "TB",
+    "TS",
+    "WMAX",
+    "arrival_micros",
+    "content_hash",
+    "internal_columns",
+    "time_millis",
+]
+
+# Internal input columns (the prefix is reserved, see schema.INTERNAL_PREFIX).
+TS = "__pw_ts"
+ARR = "__pw_arr"
+PT = "__pw_pt"
+TB = "__pw_tb"
+WMAX = "__pw_wmax"
+
+
+def time_millis(df: DataFrame, name: str, parameter: str = "time column") -> Column:
+    """The time column ``name`` in epoch milliseconds (a timestamp's, or the integer)."""
+    kind = column_time_kind(df, name, parameter)
+    return F.unix_millis(col(name)) if kind == "timestamp" else col(name).cast("long")
+
+
+def arrival_micros(df: DataFrame, name: str) -> Column:
+    """The arrival-order column as a ``bigint`` (a timestamp's microseconds)."""
+    kind = column_time_kind(df, name, "arrival_order")
+    return F.unix_micros(col(name)) if kind == "timestamp" else col(name).cast("long")
+
+
+def content_hash(df: DataFrame) -> Column:
+    """A row's content hash, the replay order's last tie-breaker: ``xxhash64`` of the input
+    columns (maps left out; so are the runtime's own columns, so it is the same before and
+    after they are added)."""
+    hashable = [
+        col(f.name)
+        for f in df.schema.fields
+        if not contains_map(f.dataType) and not f.name.startswith(INTERNAL_PREFIX)
+    ]
+    return F.xxhash64(*hashable) if hashable else F.lit(0).cast("long")
+
+
+def internal_columns(df: DataFrame, source: Any) -> list[Column]:
+    """The input columns, then event time in ms (``__pw_ts``), the content hash
+    (``__pw_tb``), and when given arrival order (``__pw_arr``) and processing time in ms
+    (``__pw_pt``)."""
+    columns = [
+        *[col(c) for c in df.columns],
+        time_millis(df, source.event_time).alias(TS),
+        content_hash(df).alias(TB),
+    ]
+    if source.arrival_order is not None:
+        columns.append(arrival_micros(df, source.arrival_order).alias(ARR))
+    if source.processing_time is not None:
+        columns.append(time_millis(df, source.processing_time).alias(PT))
+    return columns

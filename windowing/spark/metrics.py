@@ -1,0 +1,74 @@
+"""The counters of a batch run and of a streaming query's micro-batches."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+__all__ = ["METRIC_NAMES", "STREAMING_METRICS", "BatchMetrics"]
+
+
+@dataclass(frozen=True)
+class BatchMetrics:
+    """What happened to every input row of a batch run (sums over all keys).
+
+    Every input row is counted once in ``num_elements``, ``num_null_event_time`` or
+    ``num_null_arrival_order``; every element ends in a window, in
+    ``num_late_records_side_output``, ``num_late_records_dropped`` or
+    ``num_records_in_no_window``.
+
+    Attributes
+    ----------
+    num_input_rows
+        Rows of the input DataFrame.
+    num_elements
+        Rows handed to the window operator.
+    num_late_records_side_output
+        Late elements (added to no window) written to the late side output.
+    num_late_records_dropped
+        Late elements dropped because no late side output was requested.
+    num_null_event_time
+        Rows without event time under an event-time assigner; in the late side output (reason
+        ``null_event_time``) when it is requested, otherwise only counted here.
+    num_null_arrival_order
+        Rows without arrival order; like ``num_null_event_time`` (reason
+        ``null_arrival_order``).
+    num_records_in_no_window
+        Elements added to no window although not late (e.g. all their windows had closed).
+    num_windows_fired
+        Window evaluations with contents.
+    num_null_results
+        Firings whose reduce or ``AggregateFunction.get_result`` gave ``None``: no result row
+        (as in Flink), counted here.
+    num_orphaned_state_windows
+        Merging windows (dynamic session gaps): a new window equal to an in-flight merged
+        window left the merged contents unreached, as in Flink.
+    num_results
+        Rows of the results DataFrame.
+    num_windows_left_at_end
+        Windows still holding contents after the end of input (e.g. global windows whose
+        trigger did not purge, or never fired).
+    num_keys
+        Distinct keys (1 for ``window_all``).
+    """
+
+    num_input_rows: int = 0
+    num_elements: int = 0
+    num_late_records_side_output: int = 0
+    num_late_records_dropped: int = 0
+    num_null_event_time: int = 0
+    num_null_arrival_order: int = 0
+    num_records_in_no_window: int = 0
+    num_windows_fired: int = 0
+    num_null_results: int = 0
+    num_orphaned_state_windows: int = 0
+    num_results: int = 0
+    num_windows_left_at_end: int = 0
+    num_keys: int = 0
+
+
+METRIC_NAMES = tuple(f.name for f in dataclasses.fields(BatchMetrics))
+#: The counters a streaming query reports (the others are always 0 there).
+STREAMING_METRICS = tuple(
+    n for n in METRIC_NAMES if n not in ("num_windows_left_at_end", "num_keys")
+)
