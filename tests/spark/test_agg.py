@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 from windowing import OutputTag, TumblingEventTimeWindows, WindowedStream
-from windowing.assigners import EventTimeSessionWindows
+from windowing.assigners import EventTimeSessionWindows, HoppingEventTimeWindows
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers import EventTimeTrigger
 
@@ -53,11 +53,13 @@ def aggregates() -> list[Any]:
     ]
 
 
-def random_rows(seed: int, n: int = 400, extreme: bool = False) -> list[tuple[Any, ...]]:
+def random_rows(
+    seed: int, n: int = 400, extreme: bool = False, spread: int = 60
+) -> list[tuple[Any, ...]]:
     rng = random.Random(seed)
     rows = []
     for _ in range(n):
-        t: int | None = rng.randint(-60, 60)
+        t: int | None = rng.randint(-spread, spread)
         if extreme and rng.random() < 0.3:
             t = rng.choice([MIN_TIMESTAMP, MIN_TIMESTAMP + 2, MAX_TIMESTAMP, MAX_TIMESTAMP - 5])
         if rng.random() < 0.05:
@@ -174,8 +176,12 @@ def test_count_and_explain(spark: SparkSession, capsys: pytest.CaptureFixture[st
     counted.explain()
     assert "native Spark plan" in capsys.readouterr().out
     sessions = stream.window(EventTimeSessionWindows(5)).count()
-    assert not sessions.plan.native
+    assert sessions.plan.native
     assert rows_of(sessions.results) == [("a", 1, 7, 2, 6), ("b", 12, 17, 1, 16)]
+    hopping = stream.window(HoppingEventTimeWindows(10, 5)).count()
+    assert not hopping.plan.native
+    expected = [("a", -5, 5, 2, 4), ("a", 0, 10, 2, 9), ("b", 5, 15, 1, 14), ("b", 10, 20, 1, 19)]
+    assert rows_of(hopping.results) == sorted(expected, key=repr)
 
 
 def test_aggregates_the_operator_cannot_compute_run_natively_or_fail_clearly(
@@ -187,7 +193,7 @@ def test_aggregates_the_operator_cannot_compute_run_natively_or_fail_clearly(
     native = tumbling.agg(F.sort_array(F.collect_list("i")).alias("all_i"), F.sum("i") + 1)
     assert native.plan.native and native.results.count() > 0
     with pytest.raises(ValueError, match=r"'collect_list'.*no window-operator equivalent"):
-        stream.window(EventTimeSessionWindows(5)).agg(F.collect_list("i"))
+        stream.window(HoppingEventTimeWindows(10, 5)).agg(F.collect_list("i"))
     with pytest.raises(ValueError, match=r"'\+' has no window-operator equivalent.*bool_and"):
         tumbling.trigger(SameAsDefault()).agg(F.sum("i") + 1)
 
@@ -207,5 +213,36 @@ def test_bad_agg_arguments_are_refused_before_a_job(spark: SparkSession) -> None
         tumbling.agg(F.col("i"))
     with pytest.raises(ValueError, match="Spark cannot aggregate"):
         tumbling.agg(F.sum("no_such_column"))
+    with pytest.raises(ValueError, match="'__pw_x' starts with '__pw_'"):
+        tumbling.agg(F.count("*").alias("__pw_x"))
     with pytest.raises(ValueError, match="'k' appears twice"):
         tumbling.agg(F.count("*").alias("k"))
+
+
+@pytest.mark.parametrize(
+    ("seed", "gap", "extreme", "keyed", "spread"),
+    [
+        (11, 4, False, True, 300),
+        (12, 1, False, True, 100),
+        (13, 9, False, False, 2_000),
+        (14, 3, True, True, 300),
+    ],
+    ids=["gap 4", "gap 1", "window_all", "ends of time"],
+)
+def test_native_sessions_equal_the_window_operator(
+    spark: SparkSession, seed: int, gap: int, extreme: bool, keyed: bool, spread: int
+) -> None:
+    df = spark.createDataFrame(random_rows(seed, extreme=extreme, spread=spread), SCHEMA)
+    source = WindowedStream.from_dataframe(df, event_time="t")
+    assigner = EventTimeSessionWindows(gap)
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    stream = windowed.allowed_lateness(2**62 if extreme else 0).side_output_late_data(LATE)
+    native, operator = both_plans(stream, aggregates())
+    with native, operator:
+        want = rows_of(operator.results)
+        assert_same_rows(rows_of(native.results), want)
+        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
+        assert native.collect_metrics() == operator.collect_metrics()
+    assert len(want) > 3
+    lengths = {r[2 if keyed else 1] - r[1 if keyed else 0] for r in want if r[2 if keyed else 1]}
+    assert any(n > gap for n in lengths)  # some sessions merged several rows

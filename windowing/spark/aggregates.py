@@ -40,6 +40,7 @@ from windowing.functions.spec import Aggregate
 from windowing.job import Job
 from windowing.spark.inputs import arrival_micros, content_hash, time_millis
 from windowing.spark.output import col
+from windowing.spark.schema import INTERNAL_PREFIX
 
 __all__ = [
     "SUPPORTED",
@@ -273,6 +274,13 @@ def compile_aggregates(job: Job, columns: Sequence[Any]) -> CompiledAggregates:
             f"{df.columns}: {exc}"
         )
         raise ValueError(msg) from exc
+    for name in schema.names:
+        if name.startswith(INTERNAL_PREFIX):
+            msg = (
+                f"agg: the output column {name!r} starts with {INTERNAL_PREFIX!r}, which is "
+                "reserved for the window runtime; alias it"
+            )
+            raise ValueError(msg)
     ansi = (df.sparkSession.conf.get("spark.sql.ansi.enabled") or "true").lower() == "true"
     calls: list[AggregateCall] = []
     arg_columns: list[Column] = []

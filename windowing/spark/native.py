@@ -4,14 +4,20 @@ Where the window model's outcome is a plain function of each window's rows, Spar
 it with its own aggregation, and the rows never reach Python. :func:`native_reason` decides
 (the one place; ``explain()`` prints its answer), :func:`run_native` builds the plan.
 
-Tumbling event-time windows, replayed in event-time order (no ``arrival_order``, no
-``processing_time`` column), the default trigger, no evictor, any allowed lateness: nothing
-is late (the watermark stays at its start until the end of input, Flink's batch mode), every
-window fires once, at the end of input, over all its rows. So::
+Tumbling event-time windows or event-time sessions, replayed in event-time order (no
+``arrival_order``, no ``processing_time`` column), the default trigger, no evictor, any allowed
+lateness: nothing is late (the watermark stays at its start until the end of input, Flink's
+batch mode), every window fires once, at the end of input, over all its rows. So::
 
-    rows with an event time ──► window start = ts - pmod(ts - offset, size)
-                            ──► groupBy(keys, window start).agg(the user's columns)
+    rows with an event time ──► tumbling: window start = ts - pmod(ts - offset, size)
+                                sessions: per key in event-time order, a row more than the
+                                gap after the previous one starts a session (lag, running sum)
+                            ──► groupBy(keys, window).agg(the user's columns)
     rows without one        ──► the late side output (reason null_event_time) and a metric
+
+Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
+merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
+are exactly the runs of its sorted times without a step above ``gap``.
 
 The output is the batch replay's tagged output (``windowing.spark.output``), built with
 Spark SQL, so results, late rows, metrics and ``persist()`` work as for the replay; Spark
@@ -24,9 +30,10 @@ order (:func:`~windowing.spark.aggregates.order_key`), as the window operator do
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
+from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.functions.columns import AggKind
 from windowing.job import Job
@@ -41,6 +48,8 @@ from windowing.triggers.event_time import EventTimeTrigger
 __all__ = ["native_reason", "run_aggregates", "run_native"]
 
 _WINDOW = "__pw_nw"
+_FIRST = "__pw_nfirst"
+_LAST = "__pw_nlast"
 
 
 def native_reason(job: Job) -> str | None:
@@ -50,10 +59,18 @@ def native_reason(job: Job) -> str | None:
     assigner = config.assigner
     if source.df.isStreaming:
         return None
-    if type(assigner) is not TumblingEventTimeWindows:
+    if type(assigner) is TumblingEventTimeWindows:
+        if assigner.stagger is not WindowStagger.ALIGNED:
+            return None  # the operator's assigner draws the offset
+        shape = "tumbling event-time windows: groupBy(keys, window start)"
+    elif type(assigner) is EventTimeSessionWindows:
+        shape = (
+            "event-time sessions by gaps and islands: per key in event-time order, a row more "
+            "than the gap after the previous one starts a session (lag + running sum over a "
+            "window partitioned by key), then groupBy(keys, session)"
+        )
+    else:
         return None
-    if assigner.stagger is not WindowStagger.ALIGNED:
-        return None  # the operator's assigner draws the offset
     if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
         return None
     if config.evictor is not None:
@@ -61,10 +78,9 @@ def native_reason(job: Job) -> str | None:
     if source.arrival_order is not None or source.processing_time is not None:
         return None
     return (
-        "native Spark plan: tumbling event-time windows with the default trigger and no "
-        "evictor, replayed in event-time order (nothing is late; each window fires once at "
-        "the end of input): groupBy(keys, window start).agg(...), rows without event time to "
-        "the late side output; Python never sees the rows"
+        f"native Spark plan: {shape}, .agg(...); default trigger, no evictor, event-time "
+        "order (nothing is late; each window fires once at the end of input); rows without "
+        "event time to the late side output; Python never sees the rows"
     )
 
 
@@ -83,28 +99,14 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     df = source.df
     layout = build_layout(job, None, compiled.schema, None)
     prepared = df.select(*internal_columns(df, source))
-    ts = F.col(TS)
-    assigner = config.assigner
-    assert isinstance(assigner, TumblingEventTimeWindows), "native_reason chose this plan"
-    size, offset = assigner.size, assigner.offset
-    # Python's floor mod without overflow: (ts - offset) mod size from the two residues.
-    d = F.pmod(F.pmod(ts, F.lit(size)) - F.lit(offset % size), F.lit(size))
-    lowest = MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size  # start of the first window
-    # Grouped by the window start, the first window's (below the end of time) as MIN.
-    start = F.when(ts >= F.lit(MIN_TIMESTAMP) + d, ts - d).otherwise(F.lit(MIN_TIMESTAMP))
     keys = [col(k) for k in layout.keys]
-    valid = prepared.where(ts.isNotNull())
-    grouped = valid.groupBy(*keys, start.alias(_WINDOW)).agg(
-        *[_native_column(call).alias(call.name) for call in compiled.calls]
-    )
-    w = F.col(_WINDOW)
-    first_end = lowest + size
-    end = (
-        F.when(w == F.lit(MIN_TIMESTAMP), _long(first_end if first_end <= MAX_TIMESTAMP else None))
-        .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
-        .otherwise(w + F.lit(size))
-    )
-    window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
+    valid = prepared.where(F.col(TS).isNotNull())
+    assigner = config.assigner
+    if isinstance(assigner, TumblingEventTimeWindows):
+        grouped, window_start, end = _tumbling(assigner, valid, keys, compiled)
+    else:
+        assert isinstance(assigner, EventTimeSessionWindows), "native_reason chose this plan"
+        grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
     max_ts = F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
     results = grouped.select(
         *layout.result_branch(
@@ -145,7 +147,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     ]
     if layout.has_late:
         branches.append(
-            prepared.where(ts.isNull()).select(
+            prepared.where(F.col(TS).isNull()).select(
                 *layout.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
             )
         )
@@ -159,6 +161,61 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         late_output_tag=config.late_output_tag,
         late=None if config.late_output_tag is None else layout.select_late(combined),
     )
+
+
+def _aggregates(compiled: CompiledAggregates) -> list[Column]:
+    return [_native_column(call).alias(call.name) for call in compiled.calls]
+
+
+def _tumbling(
+    assigner: TumblingEventTimeWindows,
+    valid: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+) -> tuple[DataFrame, Column, Column]:
+    """Rows grouped by key and window start; the window start and end (ms, null where the
+    assigner's bounds leave ``bigint``)."""
+    ts = F.col(TS)
+    size, offset = assigner.size, assigner.offset
+    # Python's floor mod without overflow: (ts - offset) mod size from the two residues.
+    d = F.pmod(F.pmod(ts, F.lit(size)) - F.lit(offset % size), F.lit(size))
+    lowest = MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size  # start of the first window
+    # Grouped by the window start, the first window's (below the end of time) as MIN.
+    start = F.when(ts >= F.lit(MIN_TIMESTAMP) + d, ts - d).otherwise(F.lit(MIN_TIMESTAMP))
+    grouped = valid.groupBy(*keys, start.alias(_WINDOW)).agg(*_aggregates(compiled))
+    w = F.col(_WINDOW)
+    first_end = lowest + size
+    end = (
+        F.when(w == F.lit(MIN_TIMESTAMP), _long(first_end if first_end <= MAX_TIMESTAMP else None))
+        .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
+        .otherwise(w + F.lit(size))
+    )
+    window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
+    return grouped, window_start, end
+
+
+def _sessions(
+    gap: int, valid: DataFrame, keys: list[Column], compiled: CompiledAggregates
+) -> tuple[DataFrame, Column, Column]:
+    """Sessions by gaps and islands: in event-time order per key, a row more than ``gap``
+    after the previous one starts a session (Flink merges windows ``[t, t + gap)`` that
+    overlap or touch); sessions grouped by key and their running number."""
+    ts = F.col(TS)
+    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(ts)
+    prev = F.lag(ts).over(order)
+    # (a session's end past the end of time is clamped there: nothing comes after it)
+    starts = F.when(
+        prev.isNull() | ((prev <= F.lit(MAX_TIMESTAMP - gap)) & (ts > prev + F.lit(gap))), 1
+    ).otherwise(0)
+    numbered = valid.withColumn(_WINDOW, starts).withColumn(
+        _WINDOW, F.sum(_WINDOW).over(order.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    grouped = numbered.groupBy(*keys, _WINDOW).agg(
+        *_aggregates(compiled), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
+    )
+    last = F.col(_LAST)
+    end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
+    return grouped, F.col(_FIRST), end
 
 
 def _long(value: int | None) -> Column:
