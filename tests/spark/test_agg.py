@@ -15,7 +15,7 @@ from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-from windowing import OutputTag, TumblingEventTimeWindows, WindowedStream
+from windowing import BoundedOutOfOrderness, OutputTag, TumblingEventTimeWindows, WindowedStream
 from windowing.assigners import EventTimeSessionWindows, HoppingEventTimeWindows
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers import EventTimeTrigger
@@ -246,3 +246,68 @@ def test_native_sessions_equal_the_window_operator(
     assert len(want) > 3
     lengths = {r[2 if keyed else 1] - r[1 if keyed else 0] for r in want if r[2 if keyed else 1]}
     assert any(n > gap for n in lengths)  # some sessions merged several rows
+
+
+def arrival_rows(seed: int, n: int = 400) -> list[tuple[Any, ...]]:
+    """Rows with an arrival column ``a``: event times mostly rising with arrival, some far
+    behind (late, or late within the allowed lateness), ties, null arrival and event times."""
+    rng = random.Random(seed)
+    rows = []
+    for a, base in enumerate(random_rows(seed, n)):
+        arrival: int | None = a // 3 if rng.random() > 0.03 else None  # ties of arrival
+        t = base[1]
+        if t is not None:
+            t = a // 4 - rng.choice([0, 0, 0, 1, 3, 8, 20, 45])
+        rows.append((*base[:1], t, *base[2:], arrival))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("seed", "lateness", "delay", "tag"),
+    [(21, 0, 2, True), (22, 10, 2, True), (23, 30, 0, False), (24, 7, 5, True)],
+    ids=["no lateness", "lateness 10", "no late tag", "lateness 7"],
+)
+def test_native_arrival_order_equals_the_window_operator(
+    spark: SparkSession, seed: int, lateness: int, delay: int, tag: bool
+) -> None:
+    """With arrival order: the watermark each row saw, late rows, and with allowed lateness
+    one result row per firing (the on-time one, then one per row added later)."""
+    df = spark.createDataFrame(arrival_rows(seed), SCHEMA + ", a long")
+    stream = (
+        WindowedStream.from_dataframe(
+            df, event_time="t", arrival_order="a", watermark=BoundedOutOfOrderness(delay)
+        )
+        .key_by("k")
+        .window(TumblingEventTimeWindows(10, 3))
+        .allowed_lateness(lateness)
+    )
+    if tag:
+        stream = stream.side_output_late_data(LATE)
+    columns = [c for c in aggregates() if "distinct" not in repr(c)]
+    native, operator = both_plans(stream, columns)
+    assert "arrival order" in native.plan.runtime
+    with native, operator:
+        want = rows_of(operator.results)
+        assert_same_rows(rows_of(native.results), want)
+        metrics = operator.collect_metrics()
+        assert native.collect_metrics() == metrics
+        if tag:
+            late = rows_of(operator.get_side_output(LATE))
+            assert rows_of(native.get_side_output(LATE)) == late
+            assert {r[-1] for r in late} == {"late", "null_event_time", "null_arrival_order"}
+    assert metrics.num_late_records_side_output + metrics.num_late_records_dropped > 0
+    if lateness:
+        firings = [(r[0], r[1]) for r in want]
+        assert len(firings) > len(set(firings))  # windows fired again with late rows
+
+
+def test_count_distinct_with_late_firings_runs_the_window_operator(spark: SparkSession) -> None:
+    df = spark.createDataFrame(arrival_rows(25, n=60), SCHEMA + ", a long")
+    stream = (
+        WindowedStream.from_dataframe(df, event_time="t", arrival_order="a")
+        .key_by("k")
+        .window(TumblingEventTimeWindows(10))
+    )
+    assert stream.agg(F.count_distinct("i")).plan.native  # no lateness: one groupBy
+    late_firings = stream.allowed_lateness(5).agg(F.count_distinct("i"))
+    assert not late_firings.plan.native and late_firings.results.count() > 0

@@ -93,7 +93,11 @@ class AggregateCall:
     literals: tuple[Any, ...] = ()
     distinct: bool = False
     kind: AggKind | None = None
-    why_not: str | None = None
+    expression: Column | None = None  # the column without its alias (for ``over``)
+
+    def __post_init__(self) -> None:
+        if self.expression is None:
+            object.__setattr__(self, "expression", self.column)
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,6 +140,7 @@ class _Node:
     args: tuple[Column | None, ...]
     literals: tuple[Any, ...]
     distinct: bool
+    expression: Column | None = None
 
 
 def _read_classic(column: Column) -> _Node | None:
@@ -145,9 +150,10 @@ def _read_classic(column: Column) -> _Node | None:
     node = cast(Any, column)._jc.node()
     while node.getClass().getSimpleName() == "Alias":
         node = node.child()
-    if node.getClass().getSimpleName() != "UnresolvedFunction":
-        return _Node(None, (), (), False)
     jvm_column = SparkContext._jvm.org.apache.spark.sql.Column  # type: ignore[union-attr]
+    expression = type(column)(jvm_column(node))
+    if node.getClass().getSimpleName() != "UnresolvedFunction":
+        return _Node(None, (), (), False, expression)
     args: list[Column | None] = []
     literals: list[Any] = []
     arguments = node.arguments()
@@ -161,7 +167,11 @@ def _read_classic(column: Column) -> _Node | None:
         args.append(type(column)(jvm_column(arg)))
         literals.append(arg.value() if kind == "Literal" else None)
     return _Node(
-        str(node.functionName()).lower(), tuple(args), tuple(literals), bool(node.isDistinct())
+        str(node.functionName()).lower(),
+        tuple(args),
+        tuple(literals),
+        bool(node.isDistinct()),
+        expression,
     )
 
 
@@ -171,8 +181,9 @@ def _read_connect(column: Column) -> _Node | None:
     expr: Any = cast(Any, column)._expr
     while type(expr).__name__ == "ColumnAlias":
         expr = expr._parent
+    expression = type(column)(expr)
     if type(expr).__name__ != "UnresolvedFunction":
-        return _Node(None, (), (), False)
+        return _Node(None, (), (), False, expression)
     args: list[Column | None] = []
     literals: list[Any] = []
     for arg in expr._args:
@@ -188,6 +199,7 @@ def _read_connect(column: Column) -> _Node | None:
         tuple(args),
         tuple(literals),
         bool(getattr(expr, "_is_distinct", False)),
+        expression,
     )
 
 
@@ -296,6 +308,7 @@ def compile_aggregates(job: Job, columns: Sequence[Any]) -> CompiledAggregates:
             node.args,
             node.literals,
             node.distinct,
+            expression=node.expression,
         )
         args = [a for a in node.args if a is not None]
         try:

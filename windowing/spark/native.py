@@ -30,6 +30,9 @@ order (:func:`~windowing.spark.aggregates.order_key`), as the window operator do
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
@@ -39,20 +42,31 @@ from windowing.functions.columns import AggKind
 from windowing.job import Job
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout, run_batch
-from windowing.spark.inputs import TB, TS, internal_columns
-from windowing.spark.output import REASON_NULL_EVENT_TIME, OutputLayout, col
-from windowing.spark.plans import plan_job
+from windowing.spark.inputs import ARR, TB, TS, WMAX, internal_columns
+from windowing.spark.output import (
+    REASON_LATE,
+    REASON_NULL_ARRIVAL_ORDER,
+    REASON_NULL_EVENT_TIME,
+    OutputLayout,
+    col,
+)
+from windowing.spark.plans import plan_job, shuffle_partitions
+from windowing.spark.watermark import add_prefix_max
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
 __all__ = ["native_reason", "run_aggregates", "run_native"]
 
 _WINDOW = "__pw_nw"
+_W = "__pw_nwm"
+_MT = "__pw_nmt"
+_LATE = "__pw_nlate"
+_FIRES = "__pw_nfires"
 _FIRST = "__pw_nfirst"
 _LAST = "__pw_nlast"
 
 
-def native_reason(job: Job) -> str | None:
+def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
     """Why ``job`` (a ``WindowedStream.agg``) runs as a native Spark plan, in words, or
     ``None`` when the window operator runs it."""
     source, config = job.source, job.config
@@ -75,19 +89,40 @@ def native_reason(job: Job) -> str | None:
         return None
     if config.evictor is not None:
         return None
-    if source.arrival_order is not None or source.processing_time is not None:
+    if source.processing_time is not None:
         return None
+    arrival = ""
+    if source.arrival_order is not None:
+        if type(assigner) is not TumblingEventTimeWindows:
+            return None  # sessions merge on arrival: the window operator
+        if config.allowed_lateness > 0 and not all(
+            call.kind is not None and not call.distinct for call in calls
+        ):
+            return None  # late firings are running aggregates: Spark's window functions
+        arrival = (
+            "; in arrival order: the watermark each row sees (a prefix maximum of event "
+            "time), rows of windows past their cleanup time to the late side output, "
+            + (
+                "each window's rows added before the watermark passed its end fire once (groupBy)"
+                if config.allowed_lateness == 0
+                else "running aggregates in replay order fire once for the rows added before "
+                "the watermark passed the window's end and again at each later row"
+            )
+        )
     return (
-        f"native Spark plan: {shape}, .agg(...); default trigger, no evictor, event-time "
-        "order (nothing is late; each window fires once at the end of input); rows without "
-        "event time to the late side output; Python never sees the rows"
+        f"native Spark plan: {shape}, .agg(...); default trigger, no evictor"
+        + (
+            arrival
+            or ", event-time order (nothing is late; each window fires once at the end of input)"
+        )
+        + "; rows without event time to the late side output; Python never sees the rows"
     )
 
 
 def run_aggregates(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     """Run ``WindowedStream.agg`` on a static DataFrame: the native plan when
     :func:`native_reason` allows it, else the batch replay of the window operator."""
-    if native_reason(job) is not None:
+    if native_reason(job, compiled.calls) is not None:
         return run_native(compiled, job)
     return run_batch(compiled.job, compiled.spec, compiled.schema)
 
@@ -100,22 +135,46 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     layout = build_layout(job, None, compiled.schema, None)
     prepared = df.select(*internal_columns(df, source))
     keys = [col(k) for k in layout.keys]
-    valid = prepared.where(F.col(TS).isNotNull())
     assigner = config.assigner
-    if isinstance(assigner, TumblingEventTimeWindows):
-        grouped, window_start, end = _tumbling(assigner, valid, keys, compiled)
+    lateness = config.allowed_lateness
+    if source.arrival_order is not None:
+        assert isinstance(assigner, TumblingEventTimeWindows), "native_reason chose this plan"
+        buckets = min(max(shuffle_partitions(df.sparkSession), 1), 1024)
+        prepared = add_prefix_max(prepared, order=ARR, value=TS, out=WMAX, buckets=buckets)
+        parts = _in_arrival_order(assigner, job, prepared, keys, compiled, layout)
     else:
-        assert isinstance(assigner, EventTimeSessionWindows), "native_reason chose this plan"
-        grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
-    max_ts = F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
-    results = grouped.select(
+        valid = prepared.where(F.col(TS).isNotNull())
+        if isinstance(assigner, TumblingEventTimeWindows):
+            bounds = _TumblingBounds(assigner)
+            grouped = valid.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
+                *_aggregates(compiled, arrival=False)
+            )
+            window_start, end = bounds.window_start, bounds.end
+        else:
+            assert isinstance(assigner, EventTimeSessionWindows), "native_reason chose this plan"
+            grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
+        counters = prepared.agg(*_input_counters(layout))
+        late = (
+            [
+                prepared.where(F.col(TS).isNull()).select(
+                    *layout.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
+                )
+            ]
+            if layout.has_late
+            else []
+        )
+        max_ts = F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
+        windows = grouped.select(max_ts.alias("mt"))
+        parts = _Parts(grouped, window_start, end, windows, counters, late)
+    max_ts = F.coalesce(parts.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    results = parts.results.select(
         *layout.result_branch(
-            (window_start, end, max_ts), [F.col(f"`{c.name}`") for c in compiled.calls]
+            (parts.window_start, parts.end, max_ts),
+            [F.col(f"`{c.name}`") for c in compiled.calls],
         )
     )
-    lateness = config.allowed_lateness
-    window_metrics = grouped.select(max_ts.alias("mt")).agg(
-        F.count(F.lit(1)).alias("n"),
+    window_metrics = parts.results.select(F.lit(1).alias("one")).agg(F.count(F.lit(1)).alias("n"))
+    left = parts.windows.agg(
         # no cleanup timer at the end of time: such windows keep their state (rules.py)
         F.count(
             F.when(
@@ -128,31 +187,16 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     branches = [
         results,
         window_metrics.select(
-            *layout.metrics_branch(
-                {
-                    "num_windows_fired": F.col("n"),
-                    "num_results": F.col("n"),
-                    "num_windows_left_at_end": F.col("left"),
-                }
-            )
+            *layout.metrics_branch({"num_windows_fired": F.col("n"), "num_results": F.col("n")})
         ),
-        prepared.agg(*_input_counters(layout)).select(
-            *layout.metrics_branch(
-                {
-                    n: F.col(n)
-                    for n in ("num_input_rows", "num_elements", "num_null_event_time", "num_keys")
-                }
-            )
+        left.select(*layout.metrics_branch({"num_windows_left_at_end": F.col("left")})),
+        parts.counters.select(
+            *layout.metrics_branch({n: F.col(n) for n in parts.counters.columns})
         ),
+        *parts.late,
     ]
-    if layout.has_late:
-        branches.append(
-            prepared.where(F.col(TS).isNull()).select(
-                *layout.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
-            )
-        )
     combined = _union(branches)
-    plan = plan_job(job, None, native=native_reason(job))
+    plan = plan_job(job, None, native=native_reason(job, compiled.calls))
     return WindowedResult(
         plan=plan,
         results=layout.select_results(combined),
@@ -163,35 +207,131 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     )
 
 
-def _aggregates(compiled: CompiledAggregates) -> list[Column]:
-    return [_native_column(call).alias(call.name) for call in compiled.calls]
+@dataclass(frozen=True)
+class _Parts:
+    """A native plan's pieces: result rows (window columns and the aggregates by name) with
+    their window start and end (ms, null where the assigner's bounds leave ``bigint``), one
+    row per window with contents (``mt``: its max timestamp), the input counters (one row),
+    and the late branches (tagged-output columns)."""
+
+    results: DataFrame
+    window_start: Column
+    end: Column
+    windows: DataFrame
+    counters: DataFrame
+    late: list[DataFrame]
 
 
-def _tumbling(
+def _aggregates(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
+    return [_native_column(call, arrival).alias(call.name) for call in compiled.calls]
+
+
+class _TumblingBounds:
+    """A tumbling window as Spark columns: ``start`` groups rows (the first window's, below
+    the end of time, as ``MIN_TIMESTAMP``); ``window_start`` / ``end`` read the grouping
+    column ``__pw_nw``."""
+
+    def __init__(self, assigner: TumblingEventTimeWindows) -> None:
+        ts = F.col(TS)
+        size, offset = assigner.size, assigner.offset
+        # Python's floor mod without overflow: (ts - offset) mod size from the two residues.
+        d = F.pmod(F.pmod(ts, F.lit(size)) - F.lit(offset % size), F.lit(size))
+        lowest = MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size  # the first window's start
+        self.start = F.when(ts >= F.lit(MIN_TIMESTAMP) + d, ts - d).otherwise(F.lit(MIN_TIMESTAMP))
+        w = F.col(_WINDOW)
+        first_end = lowest + size
+        self.end = (
+            F.when(
+                w == F.lit(MIN_TIMESTAMP), _long(first_end if first_end <= MAX_TIMESTAMP else None)
+            )
+            .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
+            .otherwise(w + F.lit(size))
+        )
+        self.window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
+
+
+def _in_arrival_order(
     assigner: TumblingEventTimeWindows,
-    valid: DataFrame,
+    job: Job,
+    prepared: DataFrame,
     keys: list[Column],
     compiled: CompiledAggregates,
-) -> tuple[DataFrame, Column, Column]:
-    """Rows grouped by key and window start; the window start and end (ms, null where the
-    assigner's bounds leave ``bigint``)."""
-    ts = F.col(TS)
-    size, offset = assigner.size, assigner.offset
-    # Python's floor mod without overflow: (ts - offset) mod size from the two residues.
-    d = F.pmod(F.pmod(ts, F.lit(size)) - F.lit(offset % size), F.lit(size))
-    lowest = MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size  # start of the first window
-    # Grouped by the window start, the first window's (below the end of time) as MIN.
-    start = F.when(ts >= F.lit(MIN_TIMESTAMP) + d, ts - d).otherwise(F.lit(MIN_TIMESTAMP))
-    grouped = valid.groupBy(*keys, start.alias(_WINDOW)).agg(*_aggregates(compiled))
-    w = F.col(_WINDOW)
-    first_end = lowest + size
-    end = (
-        F.when(w == F.lit(MIN_TIMESTAMP), _long(first_end if first_end <= MAX_TIMESTAMP else None))
-        .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
-        .otherwise(w + F.lit(size))
+    layout: OutputLayout,
+) -> _Parts:
+    """Tumbling windows replayed in arrival order (``prepared`` has the prefix maximum of
+    event time over earlier arrivals, ``__pw_wmax``); see the module docstring."""
+    source = job.source
+    lateness = job.config.allowed_lateness
+    delay = source.watermark.delay
+    wmax = F.col(WMAX)
+    # The watermark the row sees: max(MIN, wmax - delay - 1), MIN before any event time.
+    watermark = F.when(wmax >= F.lit(MIN_TIMESTAMP + delay + 1), wmax - F.lit(delay + 1)).otherwise(
+        F.lit(MIN_TIMESTAMP)
     )
-    window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
-    return grouped, window_start, end
+    bounds = _TumblingBounds(assigner)
+    has_arrival, has_time = F.col(ARR).isNotNull(), F.col(TS).isNotNull()
+    windowed = (
+        prepared.where(has_arrival & has_time)
+        .withColumn(_W, watermark)
+        .withColumn(_WINDOW, bounds.start)
+    )
+    max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    cleanup = F.when(max_ts >= F.lit(MAX_TIMESTAMP - lateness), F.lit(MAX_TIMESTAMP)).otherwise(
+        max_ts + F.lit(lateness)
+    )
+    marked = windowed.withColumn(_MT, max_ts).withColumn(_LATE, cleanup <= F.col(_W))
+    added = marked.where(~F.col(_LATE))
+    if lateness == 0:
+        # Without lateness a window's contents are the rows it had when the watermark passed
+        # its end: one firing each.
+        results = added.groupBy(*keys, _WINDOW).agg(*_aggregates(compiled, arrival=True))
+    else:
+        results = _firings(added, keys, compiled)
+    windows = added.groupBy(*keys, _WINDOW).agg(F.max(_MT).alias("mt"))
+    n = F.count(F.lit(1))
+    elements = F.count(F.when(has_arrival & has_time, 1))
+    late_rows = F.count(F.when(F.col(_LATE), 1))
+    counters = marked.select(_LATE).agg(late_rows.alias("late"))
+    late_name = "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
+    input_counts = prepared.agg(
+        n.alias("num_input_rows"),
+        elements.alias("num_elements"),
+        F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
+        F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
+        _keys_counter(layout).alias("num_keys"),
+    ).crossJoin(counters.select(F.col("late").alias(late_name)))
+    late: list[DataFrame] = []
+    if layout.has_late:
+        seen = F.when(F.col(_W) != F.lit(MIN_TIMESTAMP), F.col(_W))
+        late = [
+            marked.where(F.col(_LATE)).select(*layout.late_branch(seen, REASON_LATE)),
+            prepared.where(has_arrival & ~has_time)
+            .withColumn(_W, watermark)
+            .select(*layout.late_branch(seen, REASON_NULL_EVENT_TIME)),
+            prepared.where(~has_arrival).select(
+                *layout.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
+            ),
+        ]
+    return _Parts(results, bounds.window_start, bounds.end, windows, input_counts, late)
+
+
+def _firings(added: DataFrame, keys: list[Column], compiled: CompiledAggregates) -> DataFrame:
+    """With allowed lateness: per window, in replay order, the rows added before the
+    watermark passed its end fire once together (at the last of them), and each row added
+    after that fires with everything so far: running aggregates, kept at those rows."""
+    order = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(F.col(ARR), F.col(TS), F.col(TB))
+    running = order.rowsBetween(Window.unboundedPreceding, 0)
+    on_time = F.col(_W) < F.col(_MT)
+    fires = ~on_time | ~F.coalesce(F.lead(on_time).over(order), F.lit(False))
+    columns = [
+        _native_column(call, True, expression=True).over(running).alias(call.name)
+        for call in compiled.calls
+    ]
+    return (
+        added.select(*keys, F.col(_WINDOW), fires.alias(_FIRES), *columns)
+        .where(F.col(_FIRES))
+        .drop(_FIRES)
+    )
 
 
 def _sessions(
@@ -211,7 +351,7 @@ def _sessions(
         _WINDOW, F.sum(_WINDOW).over(order.rowsBetween(Window.unboundedPreceding, 0))
     )
     grouped = numbered.groupBy(*keys, _WINDOW).agg(
-        *_aggregates(compiled), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
+        *_aggregates(compiled, arrival=False), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
     )
     last = F.col(_LAST)
     end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
@@ -229,32 +369,38 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
+def _keys_counter(layout: OutputLayout) -> Column:
+    """Distinct keys over all input rows (1 for ``window_all`` with any row)."""
+    if layout.keys:
+        return F.count_distinct(F.struct(*[col(k) for k in layout.keys]))
+    return F.when(F.count(F.lit(1)) > 0, F.lit(1)).otherwise(F.lit(0))
+
+
 def _input_counters(layout: OutputLayout) -> list[Column]:
-    """Counters over all input rows: rows, elements (with an event time), rows without one,
-    distinct keys (1 for ``window_all``)."""
+    """Counters over all input rows in event-time order: rows, elements (with an event
+    time), rows without one, distinct keys."""
     n = F.count(F.lit(1))
-    keys = (
-        F.count_distinct(F.struct(*[col(k) for k in layout.keys]))
-        if layout.keys
-        else F.when(n > 0, F.lit(1)).otherwise(F.lit(0))
-    )
     return [
         n.alias("num_input_rows"),
         F.count(F.col(TS)).alias("num_elements"),
         (n - F.count(F.col(TS))).alias("num_null_event_time"),
-        keys.alias("num_keys"),
+        _keys_counter(layout).alias("num_keys"),
     ]
 
 
-def _native_column(call: AggregateCall) -> Column:
+def _native_column(call: AggregateCall, arrival: bool, *, expression: bool = False) -> Column:
     """The user's aggregate column, with the picks (``first`` / ``last`` / ``min_by`` /
-    ``max_by``) made deterministic by the replay order (event time, content hash)."""
+    ``max_by``) made deterministic by the replay order (event time[, arrival order], content
+    hash). ``expression``: without the user's alias (to be used with ``over``)."""
     kind = call.kind
     if kind is None or not kind.ordered:
+        if expression and call.expression is not None:
+            return call.expression
         return call.column
     x = call.args[0]
     assert x is not None
-    order = F.struct(F.col(TS), F.col(TB))
+    parts = [F.col(TS), *([F.col(ARR)] if arrival else []), F.col(TB)]
+    order = F.struct(*parts)
     if kind in (AggKind.FIRST, AggKind.LAST):
         ignore_nulls = len(call.literals) > 1 and bool(call.literals[1])
         key = F.when(x.isNotNull(), order) if ignore_nulls else order
@@ -262,7 +408,7 @@ def _native_column(call: AggregateCall) -> Column:
     o = call.args[1]
     assert o is not None
     if kind is AggKind.MIN_BY:
-        return F.min_by(x, F.when(o.isNotNull(), F.struct(o, F.col(TS), F.col(TB))))
+        return F.min_by(x, F.when(o.isNotNull(), F.struct(o, *parts)))
     # the largest ordering value; on a tie the row first in replay order
-    later = F.struct(o, F.bitwise_not(F.col(TS)), F.bitwise_not(F.col(TB)))
+    later = F.struct(o, *[F.bitwise_not(c) for c in parts])
     return F.max_by(x, F.when(o.isNotNull(), later))
