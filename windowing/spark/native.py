@@ -15,6 +15,16 @@ batch mode), every window fires once, at the end of input, over all its rows. So
                             ──► groupBy(keys, window).agg(the user's columns)
     rows without one        ──► the late side output (reason null_event_time) and a metric
 
+Tumbling windows in arrival order (``arrival_order``; the watermark strategy's delay)::
+
+    rows ──► the watermark each row saw: max(event time of earlier arrivals) - delay - 1
+         ──► late (window cleanup time <= watermark): the late side output, never added
+         ──► no lateness: groupBy(keys, window) of the rows added (they all came before the
+             watermark passed the window's end: one firing each)
+             lateness: per window in replay order (arrival, event time, content hash) running
+             aggregates, kept at the last row added before the watermark passed the window's
+             end (the on-time firing) and at every row added after it (a late firing each)
+
 Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
 merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
 are exactly the runs of its sorted times without a step above ``gap``.
@@ -39,7 +49,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.functions.columns import AggKind
-from windowing.job import Job
+from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout, run_batch
 from windowing.spark.inputs import ARR, TB, TS, WMAX, internal_columns
@@ -95,6 +105,8 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
     if source.arrival_order is not None:
         if type(assigner) is not TumblingEventTimeWindows:
             return None  # sessions merge on arrival: the window operator
+        if type(source.watermark) not in (BoundedOutOfOrderness, MonotonousTimestamps):
+            return None  # a subclass may compute its watermark otherwise
         if config.allowed_lateness > 0 and not all(
             call.kind is not None and not call.distinct for call in calls
         ):
