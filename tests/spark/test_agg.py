@@ -68,7 +68,8 @@ def random_rows(
         d = None if rng.random() < 0.1 else rng.choice([0.5, 1.25, -2.0, 3.0])
         s = None if rng.random() < 0.15 else rng.choice("uvwxyz")
         m = None if rng.random() < 0.1 else Decimal(rng.randint(-999, 999)) / 100
-        rows.append((rng.choice("abc"), t, i, d, s, m))
+        key = None if rng.random() < 0.05 else rng.choice("abc")  # a null key is a key too
+        rows.append((key, t, i, d, s, m))
     return rows
 
 
