@@ -1360,3 +1360,89 @@ def test_agg_streams_as_it_replays(spark: SparkSession, tmp_path: Path) -> None:
     assert all(len(r) == len(SCHEMA.split(",")) + 2 for r in streamed["late"])
     late_firings = Counter(r[:2] for r in streamed["results"])
     assert max(late_firings.values()) >= 2  # a window fired again with a late row
+
+
+def test_bigint_event_times_at_the_ends_of_long_stream_as_they_replay(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Event times near -2**63 and 2**63 (bigint) do not stop the query: Spark's watermark
+    stops at the largest timestamp it holds. Everything equals the batch replay except the
+    window at the end of time, which a streaming run keeps open (no end of input)."""
+    batches = in_order_batches(seed=31, n_batches=3)
+    batches[0].append({"user": "a", "amount": 5, "ts": -(2**63) + 5, "batch": 0})
+    batches[1].append({"user": "b", "amount": 7, "ts": 2**63 - 5, "batch": 1})
+
+    def finish(keyed: Any) -> Any:
+        return keyed.window(TumblingEventTimeWindows(SIZE)).side_output_late_data(LATE).reduce(add)
+
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
+    open_at_end = [r for r in replayed["results"] if r[-1] == 2**63 - 1]
+    assert len(open_at_end) == 1
+    assert sorted(streamed["results"], key=repr) == [
+        r for r in replayed["results"] if r not in open_at_end
+    ]
+    assert any(r[4] == -(2**63) + 5 for r in streamed["results"])  # the window at the start
+    # the same rows are late; the watermark that made them late is Spark's limit in streaming
+    assert [r[:-2] + r[-1:] for r in streamed["late"]] == [
+        r[:-2] + r[-1:] for r in replayed["late"]
+    ]
+    assert streamed["late"]  # the rows after the jump are late in both
+    assert {r[-2] for r in streamed["late"] if r[-1] == "late"} == {
+        (2**63 - 1) // 1_000 - WATERMARK_SHIFT_MS - DELAY - 1
+    }
+
+
+def test_timestamps_of_any_year_stream_as_they_replay(spark: SparkSession, tmp_path: Path) -> None:
+    """Timestamps Spark accepts but pandas' nanoseconds cannot hold (years 1, 1600, 9999), in
+    the event time and in another column, stream as the batch replay computes them (except
+    the window ending after 9999, still open at the end of a stream)."""
+    schema = "user string, ts timestamp, born timestamp, amount bigint, batch bigint"
+    files = [
+        [
+            ("a", "1600-01-01T00:00:00Z", "0001-01-01T00:00:00Z", 1),
+            ("a", "2024-01-01T00:00:01Z", "9999-12-31T23:59:59Z", 2),
+        ],
+        [
+            ("b", "2024-01-01T00:00:20Z", None, 3),
+            ("a", "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", 4),
+        ],
+        [("a", "2024-01-01T00:00:30Z", "1600-06-01T00:00:00Z", 5)],  # late: after 9999
+    ]
+    source = tmp_path / "src"
+    write_files(
+        source,
+        [
+            [{"user": u, "ts": t, "born": b, "amount": n, "batch": i} for u, t, b, n in rows]
+            for i, rows in enumerate(files)
+        ],
+    )
+
+    def windowed(df: DataFrame, **kw: Any) -> Any:
+        stream = WindowedStream.from_dataframe(
+            df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY), **kw
+        )
+        return (
+            stream.key_by("user")
+            .window(TumblingEventTimeWindows(SIZE))
+            .side_output_late_data(LATE)
+            .reduce(lambda a, b: a if a.amount >= b.amount else b)
+        )
+
+    def as_text(df: DataFrame) -> list[str]:
+        cols = [c for c in df.columns if c != "batch_id"]
+        return sorted(r[0] for r in df.selectExpr(f"to_json(struct({', '.join(cols)}))").collect())
+
+    streaming_df = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(source))
+    run(spark, source, tmp_path / "out", windowed(streaming_df))
+    streamed = {
+        n: as_text(spark.read.parquet(str(tmp_path / "out" / n))) for n in ("results", "late")
+    }
+    static = spark.read.schema(schema).json(str(source))
+    result = windowed(static, arrival_order="batch")
+    replayed = {"results": as_text(result.results), "late": as_text(result.get_side_output(LATE))}
+    open_at_end = [r for r in replayed["results"] if '"window_start":"9999-12-31' in r]
+    assert len(open_at_end) == 1
+    assert streamed["results"] == [r for r in replayed["results"] if r not in open_at_end]
+    assert streamed["late"] == replayed["late"] and len(streamed["late"]) == 1
+    assert any('"born":"0001-01-01' in r for r in streamed["results"])
+    assert any('"window_start":"1600-01-01' in r for r in streamed["results"])

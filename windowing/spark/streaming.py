@@ -176,6 +176,24 @@ class StreamingWindowedResult:
         return self.layout.select_side_output(self.output, tag)
 
 
+#: The largest epoch milliseconds ``timestamp_millis`` takes (it multiplies by 1,000).
+_SPARK_MAX_MILLIS = (2**63 - 1) // 1_000
+
+
+def watermark_source(ts: Column) -> Column:
+    """The timestamp Spark's watermark is defined on: the event time (ms) shifted by
+    :data:`WATERMARK_SHIFT_MS`, clamped to what a Spark timestamp holds (about +-292,000
+    years): a bigint event time near the ends of ``long`` then moves Spark's watermark to its
+    limit instead of failing every micro-batch with an overflow."""
+    hi, lo = _SPARK_MAX_MILLIS, -_SPARK_MAX_MILLIS
+    shifted = (
+        F.when(ts > F.lit(hi - WATERMARK_SHIFT_MS), F.lit(hi))
+        .when(ts < F.lit(lo - WATERMARK_SHIFT_MS), F.lit(lo))
+        .otherwise(ts + F.lit(WATERMARK_SHIFT_MS))
+    )
+    return F.timestamp_millis(shifted)
+
+
 def run_streaming(
     stream: Job,
     spec: WindowFunctionSpec,
@@ -217,7 +235,7 @@ def run_streaming(
         # The watermark is defined on a copy of the event time that is projected away, so
         # Spark never drops a late row before the operator (see docs/spark.md).
         prepared = (
-            prepared.withColumn(_WM, F.timestamp_millis(F.col(_TS) + WATERMARK_SHIFT_MS))
+            prepared.withColumn(_WM, watermark_source(F.col(_TS)))
             .withWatermark(_WM, f"{source.watermark.delay} milliseconds")
             .drop(_WM)
         )
