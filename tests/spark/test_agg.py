@@ -100,24 +100,38 @@ def both_plans(stream: Any, columns: list[Any]) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize(
-    ("seed", "size", "offset", "extreme", "keyed"),
+    ("seed", "size", "offset", "extreme", "keyed", "lateness"),
     [
-        (1, 10, 0, False, True),
-        (2, 7, 3, False, True),
-        (3, 25, -4, False, False),
-        (4, 7, 3, True, True),
-        (5, 2**62, 5, True, True),
+        (1, 10, 0, False, True, 5),
+        (2, 7, 3, False, True, 5),
+        (3, 25, -4, False, False, 5),
+        (4, 7, 3, True, True, 2**62),
+        (5, 2**62, 5, True, True, 2**62),
+        (6, 10, 3, True, True, 0),
     ],
-    ids=["size 10", "offset 3", "window_all", "ends of time", "huge windows"],
+    ids=[
+        "size 10",
+        "offset 3",
+        "window_all",
+        "ends of time",
+        "huge windows",
+        "a window ending at MIN + 1 is late",
+    ],
 )
 def test_native_plan_equals_the_window_operator(
-    spark: SparkSession, seed: int, size: int, offset: int, extreme: bool, keyed: bool
+    spark: SparkSession,
+    seed: int,
+    size: int,
+    offset: int,
+    extreme: bool,
+    keyed: bool,
+    lateness: int,
 ) -> None:
     df = spark.createDataFrame(random_rows(seed, extreme=extreme), SCHEMA)
     source = WindowedStream.from_dataframe(df, event_time="t")
     assigner = TumblingEventTimeWindows(size, offset)
     windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
-    stream = windowed.allowed_lateness(2**62 if extreme else 5).side_output_late_data(LATE)
+    stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
     native, operator = both_plans(stream, aggregates())
     with native, operator:
         assert native.results.columns == operator.results.columns
@@ -130,9 +144,12 @@ def test_native_plan_equals_the_window_operator(
         assert operator.get_side_output(LATE).columns == late_columns
         assert native.collect_metrics() == operator.collect_metrics()
     assert len(want) > 3
+    if lateness == 0 and extreme:
+        assert any(r[-1] == "late" for r in rows_of(operator.get_side_output(LATE)))
     if extreme:
         starts = {r[1 if keyed else 0] for r in want}
-        assert None in starts or size > 10  # the window below the end of time has no start
+        # the window below the start of time has no start (unless it was late)
+        assert None in starts or size > 10 or lateness == 0
 
 
 def test_native_plan_runs_no_python(spark: SparkSession) -> None:
@@ -227,8 +244,9 @@ def test_bad_agg_arguments_are_refused_before_a_job(spark: SparkSession) -> None
         (12, 1, False, True, 100),
         (13, 9, False, False, 2_000),
         (14, 3, True, True, 300),
+        (15, 1, True, True, 300),
     ],
-    ids=["gap 4", "gap 1", "window_all", "ends of time"],
+    ids=["gap 4", "gap 1", "window_all", "ends of time", "gap 1 at the start of time"],
 )
 def test_native_sessions_equal_the_window_operator(
     spark: SparkSession, seed: int, gap: int, extreme: bool, keyed: bool, spread: int
@@ -237,7 +255,8 @@ def test_native_sessions_equal_the_window_operator(
     source = WindowedStream.from_dataframe(df, event_time="t")
     assigner = EventTimeSessionWindows(gap)
     windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
-    stream = windowed.allowed_lateness(2**62 if extreme else 0).side_output_late_data(LATE)
+    lateness = 2**62 if extreme and gap > 1 else 0
+    stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
     native, operator = both_plans(stream, aggregates())
     with native, operator:
         want = rows_of(operator.results)

@@ -155,7 +155,16 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         prepared = add_prefix_max(prepared, order=ARR, value=TS, out=WMAX, buckets=buckets)
         parts = _in_arrival_order(assigner, job, prepared, keys, compiled, layout)
     else:
-        valid = prepared.where(F.col(TS).isNotNull())
+        ts = F.col(TS)
+        # A window whose cleanup time is the start of time is late at the first watermark:
+        # with no lateness, the one ending at MIN_TIMESTAMP + 1 (its rows are at MIN).
+        late_first = lateness == 0 and (
+            _TumblingBounds(assigner).first_end == MIN_TIMESTAMP + 1
+            if isinstance(assigner, TumblingEventTimeWindows)
+            else isinstance(assigner, EventTimeSessionWindows) and assigner.gap == 1
+        )
+        is_late = (ts == F.lit(MIN_TIMESTAMP)) if late_first else F.lit(False)
+        valid = prepared.where(ts.isNotNull() & ~is_late)
         if isinstance(assigner, TumblingEventTimeWindows):
             bounds = _TumblingBounds(assigner)
             grouped = valid.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
@@ -165,12 +174,18 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         else:
             assert isinstance(assigner, EventTimeSessionWindows), "native_reason chose this plan"
             grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
-        counters = prepared.agg(*_input_counters(layout))
+        late_name = (
+            "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
+        )
+        counters = prepared.agg(
+            *_input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name)
+        )
         late = (
             [
-                prepared.where(F.col(TS).isNull()).select(
+                prepared.where(ts.isNull()).select(
                     *layout.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
-                )
+                ),
+                prepared.where(is_late).select(*layout.late_branch(F.lit(None), REASON_LATE)),
             ]
             if layout.has_late
             else []
@@ -251,7 +266,7 @@ class _TumblingBounds:
         lowest = MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size  # the first window's start
         self.start = F.when(ts >= F.lit(MIN_TIMESTAMP) + d, ts - d).otherwise(F.lit(MIN_TIMESTAMP))
         w = F.col(_WINDOW)
-        first_end = lowest + size
+        first_end = self.first_end = lowest + size
         self.end = (
             F.when(
                 w == F.lit(MIN_TIMESTAMP), _long(first_end if first_end <= MAX_TIMESTAMP else None)
