@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
 from typing import Any
 
@@ -138,11 +139,31 @@ def _float_key(v: float) -> tuple[int, float]:
     return (1, 0.0) if v != v else (0, v)
 
 
+def _instant(v: datetime) -> datetime:
+    """An aware datetime as UTC: Python compares two datetimes sharing one ``tzinfo`` by
+    their wall-clock times, so the two instants of a repeated hour would tie (or invert)."""
+    return v.astimezone(UTC) if v.tzinfo is not None else v
+
+
 def _distinct_value(v: Any) -> Any:
-    """Values equal for ``count(DISTINCT ...)`` map to one value (NaN to one NaN)."""
+    """Values equal for ``count(DISTINCT ...)`` map to one value (NaN to one NaN; a
+    timestamp to its instant)."""
     if isinstance(v, float) and v != v:
         return "NaN"
+    if isinstance(v, datetime):
+        return _instant(v)
     return v
+
+
+#: Decimal arithmetic of sums: wide enough for any Spark decimal (38 digits) without rounding.
+_EXACT = Context(prec=100)
+
+
+def _plus(a: Any, b: Any) -> Any:
+    """``a + b``, exact for decimals (Python's default context keeps 28 digits)."""
+    if isinstance(a, Decimal) or isinstance(b, Decimal):
+        return _EXACT.add(a, b)
+    return a + b
 
 
 _NO_VALUE = None  # a state with no value yet
@@ -245,9 +266,10 @@ def _add(a: ColumnAggregate, state: Any, row: Any, order: Any) -> Any:
     if v is None:
         return state
     if kind is AggKind.SUM:
-        return v if state is None else state + v
+        return v if state is None else _plus(state, v)
     if kind is AggKind.AVG:
-        state[0] = _sum_term(a, v) if state[0] is None else state[0] + _sum_term(a, v)
+        term = _sum_term(a, v)
+        state[0] = term if state[0] is None else _plus(state[0], term)
         state[1] += 1
         return state
     if kind is AggKind.MIN or kind is AggKind.MAX:
@@ -269,7 +291,9 @@ def _pick(kind: AggKind, state: Any, candidate: tuple[Any, Any]) -> Any:
 
 
 def _key(a: ColumnAggregate, v: Any) -> Any:
-    return _float_key(v) if isinstance(v, float) else v
+    if isinstance(v, float):
+        return _float_key(v)
+    return _instant(v) if isinstance(v, datetime) else v
 
 
 def _pick_by(a: ColumnAggregate, state: Any, candidate: tuple[Any, Any, Any]) -> Any:
@@ -304,7 +328,7 @@ def _merge(a: ColumnAggregate, x: Any, y: Any) -> Any:
             return [y[0], y[1]]
         if y[0] is None:
             return [x[0], x[1]]
-        return [x[0] + y[0], x[1] + y[1]]
+        return [_plus(x[0], y[0]), x[1] + y[1]]
     if y is None:
         return x
     if x is None:
@@ -314,7 +338,7 @@ def _merge(a: ColumnAggregate, x: Any, y: Any) -> Any:
     if kind is AggKind.MIN_BY or kind is AggKind.MAX_BY:
         return _pick_by(a, x, y)
     if kind is AggKind.SUM:
-        return x + y
+        return _plus(x, y)
     if kind is AggKind.MIN or kind is AggKind.MAX:
         return _extreme(a, x, y)
     if kind is AggKind.BOOL_AND:

@@ -228,3 +228,30 @@ def test_with_names_the_result_is_a_dict_by_name() -> None:
     assert f.get_result(f.add((1,), f.create_accumulator())) == {"n": 1}
     with pytest.raises(ValueError, match="2 names for 1 aggregates"):
         ColumnAggregates((ColumnAggregate(AggKind.COUNT, ()),), names=("a", "b"))
+
+
+def test_decimal_sums_are_exact_beyond_28_digits() -> None:
+    a = ColumnAggregate(AggKind.SUM, (0,), value=DEC, precision=38, scale=18)
+    m = ColumnAggregate(AggKind.AVG, (0,), value=DEC, precision=38, scale=22)
+    big = Decimal("10000000000.000000000000000001")
+    total, mean = run([a, m], [(big,), (Decimal("0.000000000000000001"),)])
+    assert total == Decimal("10000000000.000000000000000002")
+    assert mean == Decimal("5000000000.0000000000000000010000")
+
+
+def test_timestamps_compare_as_instants_in_a_repeated_hour() -> None:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    ny = ZoneInfo("America/New_York")
+    edt = datetime(2024, 11, 3, 1, 30, tzinfo=ny)  # 05:30 UTC
+    est = datetime(2024, 11, 3, 1, 15, fold=1, tzinfo=ny)  # 06:15 UTC, later
+    same_wall = datetime(2024, 11, 3, 1, 30, fold=1, tzinfo=ny)  # 06:30 UTC
+    aggs = [
+        ColumnAggregate(AggKind.MAX, (0,), value=ORD),
+        ColumnAggregate(AggKind.MIN, (0,), value=ORD),
+        ColumnAggregate(AggKind.COUNT, (0,), distinct=True),
+    ]
+    hi, lo, n = run(aggs, [(est,), (edt,), (same_wall,)])
+    assert (hi, lo, n) == (same_wall, edt, 3)
+    assert hi.fold == 1 and lo.fold == 0

@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import (
     ArrayType,
+    BooleanType,
     DataType,
     DecimalType,
     DoubleType,
@@ -72,6 +73,9 @@ SUPPORTED: dict[str, AggKind] = {
     "some": AggKind.BOOL_OR,
     "any": AggKind.BOOL_OR,
 }
+
+#: How a star argument was read: ``*`` (all rows for ``count``) or ``s.*`` (expanded).
+_STAR, _QUALIFIED_STAR = "*", "<qualified *>"
 
 #: The order key column: (event time ms[, arrival order], content hash) of each row.
 ORDER = "__pw_agg_order"
@@ -162,7 +166,7 @@ def _read_classic(column: Column) -> _Node | None:
         kind = arg.getClass().getSimpleName()
         if kind == "UnresolvedStar":
             args.append(None)
-            literals.append(None)
+            literals.append(_STAR if arg.unparsedTarget().isEmpty() else _QUALIFIED_STAR)
             continue
         args.append(type(column)(jvm_column(arg)))
         literals.append(arg.value() if kind == "Literal" else None)
@@ -180,7 +184,7 @@ def _read_connect(column: Column) -> _Node | None:
         return None
     expr: Any = cast(Any, column)._expr
     while type(expr).__name__ == "ColumnAlias":
-        expr = expr._parent
+        expr = getattr(expr, "_child", None) or expr._parent
     expression = type(column)(expr)
     if type(expr).__name__ != "UnresolvedFunction":
         return _Node(None, (), (), False, expression)
@@ -190,7 +194,8 @@ def _read_connect(column: Column) -> _Node | None:
         kind = type(arg).__name__
         if kind == "UnresolvedStar":
             args.append(None)
-            literals.append(None)
+            target = getattr(arg, "_unparsed_target", None)
+            literals.append(_STAR if target is None else _QUALIFIED_STAR)
             continue
         args.append(type(column)(arg))
         literals.append(getattr(arg, "_value", None) if kind == "LiteralExpression" else None)
@@ -224,12 +229,29 @@ def _value_kind(dtype: DataType) -> ValueKind:
     return ValueKind.ORDERED
 
 
-def _why_not(call: AggregateCall, kinds: Sequence[ValueKind]) -> str | None:
-    """Why the window operator cannot compute ``call`` (``None`` when it can)."""
+#: The arguments each kind takes (``count`` any number, or ``*``).
+_ARITY = {AggKind.MIN_BY: (2,), AggKind.MAX_BY: (2,), AggKind.FIRST: (1, 2), AggKind.LAST: (1, 2)}
+
+
+def _why_not(
+    call: AggregateCall, kinds: Sequence[ValueKind], types: Sequence[DataType]
+) -> str | None:
+    """Why the window operator cannot compute ``call`` (``None`` when it can); ``kinds`` and
+    ``types`` describe its arguments (a star's kind is ``OTHER``, its type is not listed)."""
     label = f"aggregate column {call.name!r} ({call.column!r})"
     if call.function is None:
         return f"{label} is not one aggregate function call"
     kind = SUPPORTED.get(call.function)
+    if kind is not None and any(a is None for a in call.args):
+        star = kind is AggKind.COUNT and not call.distinct and call.literals == (_STAR,)
+        if not star:
+            return f"{label}: a star argument other than count(*)"
+    if kind is not None and len(call.args) not in _ARITY.get(kind, (len(call.args),)):
+        return f"{label}: {call.function} with {len(call.args)} arguments"
+    if kind in (AggKind.COUNT_IF, AggKind.BOOL_AND, AggKind.BOOL_OR) and not all(
+        isinstance(t, BooleanType) for t in types
+    ):
+        return f"{label}: {call.function} of a non-boolean argument (Spark casts it)"
     if kind is None:
         return (
             f"{label}: {call.function!r} has no window-operator equivalent; this job needs "
@@ -318,7 +340,7 @@ def compile_aggregates(job: Job, columns: Sequence[Any]) -> CompiledAggregates:
         kinds = iter(_value_kind(t) for t in arg_types)
         arg_kinds = [next(kinds) if a is not None else ValueKind.OTHER for a in node.args]
         reason = (
-            _why_not(call, arg_kinds)
+            _why_not(call, arg_kinds, arg_types)
             if len(arg_types) == len(args)
             else (f"aggregate column {field.name!r}: its arguments are not row expressions")
         )

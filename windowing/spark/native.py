@@ -107,9 +107,7 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
             return None  # sessions merge on arrival: the window operator
         if type(source.watermark) not in (BoundedOutOfOrderness, MonotonousTimestamps):
             return None  # a subclass may compute its watermark otherwise
-        if config.allowed_lateness > 0 and not all(
-            call.kind is not None and not call.distinct for call in calls
-        ):
+        if config.allowed_lateness > 0 and not _windowable(calls):
             return None  # late firings are running aggregates: Spark's window functions
         arrival = (
             "; in arrival order: the watermark each row sees (a prefix maximum of event "
@@ -121,6 +119,8 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
                 "the watermark passed the window's end and again at each later row"
             )
         )
+    elif config.allowed_lateness > 0 and _has_min_window(assigner) and not _windowable(calls):
+        return None  # the window at the start of time fires per row: running aggregates
     return (
         f"native Spark plan: {shape}, .agg(...); default trigger, no evictor"
         + (
@@ -129,6 +129,20 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         )
         + "; rows without event time to the late side output; Python never sees the rows"
     )
+
+
+def _windowable(calls: Sequence[AggregateCall]) -> bool:
+    """Whether every aggregate runs as a Spark window function (running aggregates): one
+    function the window operator knows, without DISTINCT."""
+    return all(call.kind is not None and not call.distinct for call in calls)
+
+
+def _has_min_window(assigner: object) -> bool:
+    """Whether a window ends at ``MIN_TIMESTAMP + 1`` (max timestamp MIN, behind the first
+    watermark): the first tumbling window for some offsets, a session of gap 1 at MIN."""
+    if isinstance(assigner, TumblingEventTimeWindows):
+        return _TumblingBounds(assigner).first_end == MIN_TIMESTAMP + 1
+    return isinstance(assigner, EventTimeSessionWindows) and assigner.gap == 1
 
 
 def run_aggregates(compiled: CompiledAggregates, job: Job) -> WindowedResult:
@@ -156,31 +170,37 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         parts = _in_arrival_order(assigner, job, prepared, keys, compiled, layout)
     else:
         ts = F.col(TS)
-        # A window whose cleanup time is the start of time is late at the first watermark:
-        # with no lateness, the one ending at MIN_TIMESTAMP + 1 (its rows are at MIN).
-        late_first = lateness == 0 and (
-            _TumblingBounds(assigner).first_end == MIN_TIMESTAMP + 1
-            if isinstance(assigner, TumblingEventTimeWindows)
-            else isinstance(assigner, EventTimeSessionWindows) and assigner.gap == 1
-        )
-        is_late = (ts == F.lit(MIN_TIMESTAMP)) if late_first else F.lit(False)
+        # The window ending at MIN_TIMESTAMP + 1 (tumbling; a session of gap 1 at MIN) is
+        # behind the first watermark (MIN): without lateness its rows are late; with
+        # lateness each row fires it at once (EventTimeTrigger), with the rows so far, and
+        # it never fires again (a tumbling window; a session unless a row at MIN + 1 merges
+        # it into a later one).
+        assert isinstance(assigner, TumblingEventTimeWindows | EventTimeSessionWindows)
+        min_window = _has_min_window(assigner)
+        at_min = ts == F.lit(MIN_TIMESTAMP)
+        is_late = at_min if min_window and lateness == 0 else F.lit(False)
         valid = prepared.where(ts.isNotNull() & ~is_late)
+        extra: list[DataFrame] = []
+        if min_window and lateness > 0:
+            extra = _firings_at_min(valid.where(at_min), keys, compiled, layout, assigner)
         if isinstance(assigner, TumblingEventTimeWindows):
             bounds = _TumblingBounds(assigner)
-            grouped = valid.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
+            rows = valid.where(~at_min) if min_window else valid
+            grouped = rows.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
                 *_aggregates(compiled, arrival=False)
             )
             window_start, end = bounds.window_start, bounds.end
         else:
-            assert isinstance(assigner, EventTimeSessionWindows), "native_reason chose this plan"
             grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
+            if min_window:
+                grouped = grouped.where(F.col(_LAST) != F.lit(MIN_TIMESTAMP))
         late_name = (
             "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
         )
         counters = prepared.agg(
             *_input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name)
         )
-        late = (
+        late = extra + (
             [
                 prepared.where(ts.isNull()).select(
                     *layout.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
@@ -197,7 +217,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     results = parts.results.select(
         *layout.result_branch(
             (parts.window_start, parts.end, max_ts),
-            [F.col(f"`{c.name}`") for c in compiled.calls],
+            [col(c.name) for c in compiled.calls],
         )
     )
     window_metrics = parts.results.select(F.lit(1).alias("one")).agg(F.count(F.lit(1)).alias("n"))
@@ -383,6 +403,35 @@ def _sessions(
     last = F.col(_LAST)
     end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
     return grouped, F.col(_FIRST), end
+
+
+def _firings_at_min(
+    rows: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+    assigner: TumblingEventTimeWindows | EventTimeSessionWindows,
+) -> list[DataFrame]:
+    """The firings of the window ending at ``MIN_TIMESTAMP + 1`` (its rows are at MIN), with
+    allowed lateness: one per row, over the rows so far in replay order (running
+    aggregates); as tagged result rows, and a metrics row counting them."""
+    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(TS), F.col(TB))
+    running = order.rowsBetween(Window.unboundedPreceding, 0)
+    columns = [
+        _native_column(call, False, expression=True).over(running).alias(call.name)
+        for call in compiled.calls
+    ]
+    start = MIN_TIMESTAMP
+    if isinstance(assigner, TumblingEventTimeWindows):
+        lowest = _TumblingBounds(assigner).first_end - assigner.size
+        start = lowest if lowest >= MIN_TIMESTAMP else None  # type: ignore[assignment]
+    fired = rows.select(*keys, *columns)
+    bounds = (_long(start), _long(MIN_TIMESTAMP + 1), _long(MIN_TIMESTAMP))
+    results = fired.select(*layout.result_branch(bounds, [col(c.name) for c in compiled.calls]))
+    n = rows.agg(F.count(F.lit(1)).alias("n")).select(
+        *layout.metrics_branch({"num_windows_fired": F.col("n"), "num_results": F.col("n")})
+    )
+    return [results, n]
 
 
 def _long(value: int | None) -> Column:
