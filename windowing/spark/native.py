@@ -141,7 +141,7 @@ def _has_min_window(assigner: object) -> bool:
     """Whether a window ends at ``MIN_TIMESTAMP + 1`` (max timestamp MIN, behind the first
     watermark): the first tumbling window for some offsets, a session of gap 1 at MIN."""
     if isinstance(assigner, TumblingEventTimeWindows):
-        return _TumblingBounds(assigner).first_end == MIN_TIMESTAMP + 1
+        return _TumblingBounds.first_end_of(assigner) == MIN_TIMESTAMP + 1
     return isinstance(assigner, EventTimeSessionWindows) and assigner.gap == 1
 
 
@@ -234,12 +234,10 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     branches = [
         results,
         window_metrics.select(
-            *layout.metrics_branch({"num_windows_fired": F.col("n"), "num_results": F.col("n")})
+            *layout.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
         ),
-        left.select(*layout.metrics_branch({"num_windows_left_at_end": F.col("left")})),
-        parts.counters.select(
-            *layout.metrics_branch({n: F.col(n) for n in parts.counters.columns})
-        ),
+        left.select(*layout.metrics_branch({"num_windows_left_at_end": "left"})),
+        parts.counters.select(*layout.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
     combined = _union(branches)
@@ -277,6 +275,12 @@ class _TumblingBounds:
     """A tumbling window as Spark columns: ``start`` groups rows (the first window's, below
     the end of time, as ``MIN_TIMESTAMP``); ``window_start`` / ``end`` read the grouping
     column ``__pw_nw``."""
+
+    @staticmethod
+    def first_end_of(assigner: TumblingEventTimeWindows) -> int:
+        """The end of the first window (the one holding ``MIN_TIMESTAMP``)."""
+        size, offset = assigner.size, assigner.offset
+        return MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size + size
 
     def __init__(self, assigner: TumblingEventTimeWindows) -> None:
         ts = F.col(TS)
@@ -423,13 +427,13 @@ def _firings_at_min(
     ]
     start = MIN_TIMESTAMP
     if isinstance(assigner, TumblingEventTimeWindows):
-        lowest = _TumblingBounds(assigner).first_end - assigner.size
+        lowest = _TumblingBounds.first_end_of(assigner) - assigner.size
         start = lowest if lowest >= MIN_TIMESTAMP else None  # type: ignore[assignment]
     fired = rows.select(*keys, *columns)
     bounds = (_long(start), _long(MIN_TIMESTAMP + 1), _long(MIN_TIMESTAMP))
     results = fired.select(*layout.result_branch(bounds, [col(c.name) for c in compiled.calls]))
     n = rows.agg(F.count(F.lit(1)).alias("n")).select(
-        *layout.metrics_branch({"num_windows_fired": F.col("n"), "num_results": F.col("n")})
+        *layout.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
     )
     return [results, n]
 

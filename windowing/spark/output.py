@@ -24,6 +24,7 @@ from pyspark.sql.types import (
     ArrayType,
     ByteType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -149,6 +150,11 @@ _INT64_MAX = 2**63 - 1
 _COUNTERS = "__pw_metrics"
 _COUNTERS_TYPE = ArrayType(LongType(), False)
 _COUNTERS_ARROW = to_arrow_type(_COUNTERS_TYPE)
+
+
+def _quoted(name: str) -> str:
+    """A column name as SQL text (backticks doubled)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def col(name: str) -> Column:
@@ -382,12 +388,19 @@ class OutputLayout:
 
     # -- driver side: split the output -----------------------------------------------------
     def _windowed(self, df: DataFrame, kind: int, cols: list[str], fields: StructType) -> DataFrame:
-        return df.where(F.col(KIND) == kind).select(
-            *[col(k) for k in self.keys],
-            ms_to_time(F.col(_WS), self.ts_kind).alias("window_start"),
-            ms_to_time(F.col(_WE), self.ts_kind).alias("window_end"),
-            *[F.col(c).alias(f.name) for c, f in zip(cols, fields.fields, strict=True)],
-            ms_to_time(F.col(_MT), self.ts_kind).alias("max_timestamp"),
+        def time(name: str, alias: str) -> str:  # ms_to_time as SQL text
+            if self.ts_kind != "timestamp":
+                return f"{name} AS {alias}"
+            within = f"{name} BETWEEN {_SPARK_MIN_MS} AND {_SPARK_MAX_MS}"
+            return f"CASE WHEN {within} THEN timestamp_millis({name}) END AS {alias}"
+
+        # SQL text: one call to the JVM for the whole projection
+        return df.where(f"{KIND} = {kind}").selectExpr(
+            *[_quoted(k) for k in self.keys],
+            time(_WS, "window_start"),
+            time(_WE, "window_end"),
+            *[f"{c} AS {_quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)],
+            time(_MT, "max_timestamp"),
         )
 
     def select_results(self, df: DataFrame) -> DataFrame:
@@ -451,8 +464,9 @@ class OutputLayout:
         """Aggregate expressions summing the counters ``names`` over a tagged output
         (``bigint`` columns named after the counters; 0 without metrics rows)."""
         index = {n: i for i, n in enumerate(METRIC_NAMES)}
+        # SQL text: one call to the JVM per column (building them from Columns takes ~7)
         return [
-            F.coalesce(F.sum(F.col(_COUNTERS)[index[n]]), F.lit(0)).cast("long").alias(n)
+            F.expr(f"CAST(COALESCE(SUM({_COUNTERS}[{index[n]}]), 0) AS BIGINT) AS {_quoted(n)}")
             for n in names
         ]
 
@@ -461,14 +475,23 @@ class OutputLayout:
         return df.where(F.col(KIND) == _METRICS).agg(*self.metric_totals())
 
     # -- native plans: build the output with Spark SQL -------------------------------------
-    def _branch(self, kind: int, values: Mapping[str, Column]) -> list[Column]:
-        """One tagged-output row shape: ``values`` by internal column name, nulls elsewhere."""
-        return [
-            (values[f.name] if f.name in values else F.lit(None)).cast(f.dataType).alias(f.name)
-            if f.name != KIND
-            else F.lit(kind).cast(ByteType()).alias(KIND)
-            for f in self.schema.fields
-        ]
+    def _branch(self, kind: int, values: Mapping[str, Column | str]) -> list[Column]:
+        """One tagged-output row shape: ``values`` by internal column name (a Column or SQL
+        text), nulls elsewhere. Written as SQL text where it can be (one call to the JVM per
+        column instead of several: a plan has dozens of them)."""
+        out = []
+        for f in self.schema.fields:
+            value = values.get(f.name) if f.name != KIND else str(kind)
+            nested = isinstance(f.dataType, ArrayType | MapType | StructType)
+            if isinstance(value, Column) or (value is None and nested):
+                column = value if isinstance(value, Column) else F.lit(None)
+                out.append(column.cast(f.dataType).alias(f.name))
+            else:
+                sql = "NULL" if value is None else value
+                out.append(
+                    F.expr(f"CAST({sql} AS {f.dataType.simpleString()}) AS {_quoted(f.name)}")
+                )
+        return out
 
     def result_branch(
         self, bounds: tuple[Column, Column, Column], values: Sequence[Column]
@@ -490,13 +513,16 @@ class OutputLayout:
         named.update({_LWM: watermark, _LREASON: F.lit(reason)})
         return self._branch(_LATE, named)
 
-    def metrics_branch(self, counters: Mapping[str, Column]) -> list[Column]:
-        """The columns of a metrics row: ``counters`` by name (aggregate expressions), 0 for
-        the others."""
+    def metrics_branch(self, counters: Mapping[str, str]) -> list[Column]:
+        """The columns of a metrics row: each counter from the column named in ``counters``,
+        0 for the others."""
         unknown = set(counters) - set(METRIC_NAMES)
         assert not unknown, unknown
-        array = F.array(*[counters.get(n, F.lit(0)).cast("long") for n in METRIC_NAMES])
-        return self._branch(_METRICS, {_COUNTERS: array})
+        items = [
+            f"CAST({_quoted(counters[n])} AS BIGINT)" if n in counters else "0L"
+            for n in METRIC_NAMES
+        ]
+        return self._branch(_METRICS, {_COUNTERS: f"array({', '.join(items)})"})
 
     # -- executor side: build the output ---------------------------------------------------
     @functools.cached_property
