@@ -36,6 +36,7 @@ from windowing.functions import (
     FieldAggregation,
     Reduce,
 )
+from windowing.job import WindowConfig
 from windowing.spark import processor as runtime_processor
 from windowing.spark import streaming
 from windowing.spark.columnar import columnar_plan, from_ipc
@@ -108,13 +109,10 @@ def make_config(function: str, assigner: str, lateness: int, tag: bool) -> Any:
         late_output_tag=late_tag,
     )
     return runtime_processor.ProcessorConfig(
-        assigner=windows,
+        window=WindowConfig(
+            windows, allowed_lateness=lateness, late_output_tag=late_tag, slicing=True
+        ),
         spec=spec,
-        trigger=None,
-        evictor=None,
-        allowed_lateness=lateness,
-        late_output_tag=late_tag,
-        slicing=True,
         layout=layout,
         internal=("__pw_ts", "__pw_tb"),
         input_arrow=arrow,

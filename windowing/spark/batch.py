@@ -38,7 +38,7 @@ from pyspark.sql.types import StructField, StructType
 
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from windowing.functions.spec import WindowFunctionSpec
-from windowing.job import Job
+from windowing.job import Job, WindowConfig
 from windowing.operator import WindowOperator
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
@@ -64,7 +64,13 @@ from windowing.spark.output import (
     operator_counters,
     parse_side_output_schemas,
 )
-from windowing.spark.plans import batch_key_groups, job_columnar, plan_job, shuffle_partitions
+from windowing.spark.plans import (
+    batch_key_groups,
+    job_columnar,
+    plan_job,
+    shuffle_partitions,
+    window_operator,
+)
 from windowing.spark.schema import (
     arrow_to_python,
     column_time_kind,
@@ -266,15 +272,7 @@ def build_layout(
     keys = tuple(stream.keys or ())
     if spec is not None:
         # The operator validates the assigner / trigger / evictor / function combination.
-        WindowOperator(
-            config.assigner,
-            spec,
-            trigger=config.trigger,
-            evictor=config.evictor,
-            allowed_lateness=config.allowed_lateness,
-            late_output_tag=config.late_output_tag,
-            slicing=config.slicing,
-        )
+        window_operator(config, spec)
     input_schema = df.schema
     ts_kind = column_time_kind(df, source.event_time, "event_time")
     for name, parameter in (
@@ -332,13 +330,8 @@ def run_batch(
             prepared, order=_ARR, value=_TS, out=_WMAX, buckets=_bucket_count(df.sparkSession)
         )
     replay = _Replay(
-        assigner=config.assigner,
+        window=config,
         spec=spec,
-        trigger=config.trigger,
-        evictor=config.evictor,
-        allowed_lateness=config.allowed_lateness,
-        late_output_tag=config.late_output_tag,
-        slicing=config.slicing,
         keys=keys,
         input_names=list(layout.input_schema.names),
         layout=layout,
@@ -382,13 +375,8 @@ class _Replay:
     Shipped to executors with cloudpickle (with the assigner, trigger, evictor and functions).
     """
 
-    assigner: Any
+    window: WindowConfig
     spec: Any
-    trigger: Any
-    evictor: Any
-    allowed_lateness: int
-    late_output_tag: OutputTag | None
-    slicing: bool | None
     keys: tuple[str, ...]
     input_names: list[str]
     layout: OutputLayout
@@ -408,15 +396,7 @@ class _Replay:
         return out if out.schema.equals(schema) else out.cast(schema)
 
     def operator(self) -> WindowOperator:
-        return WindowOperator(
-            self.assigner,
-            self.spec,
-            trigger=self.trigger,
-            evictor=self.evictor,
-            allowed_lateness=self.allowed_lateness,
-            late_output_tag=self.late_output_tag,
-            slicing=self.slicing,
-        )
+        return window_operator(self.window, self.spec)
 
 
 def _replay_group(replay: _Replay, segments: KeySegments) -> pa.Table:
@@ -533,7 +513,7 @@ class _GroupReplay:
     def _replay_key(self, chunk: _Chunk, key: Any, lo: int, hi: int) -> None:
         """Replay rows ``lo`` to ``hi`` (one key) of the group's table."""
         replay, op = self.replay, self.op
-        tag = replay.late_output_tag
+        tag = replay.window.late_output_tag
         rows, ts = chunk.rows(lo, hi), chunk.ts(lo, hi)
         wmax, arrival, pts = chunk.wmax(lo, hi), chunk.arrival(lo, hi), chunk.pts(lo, hi)
         event_time = op.is_event_time

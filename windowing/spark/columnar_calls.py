@@ -225,7 +225,7 @@ class ColumnarCalls:
         fired = len(step.fired_starts)
         if not (n_input or fired):
             return
-        tag = c.late_output_tag
+        tag = c.window.late_output_tag
         late = LateRows()
         if tag is not None:
             watermark = self.op.watermark

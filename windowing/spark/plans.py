@@ -9,7 +9,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from windowing.assigners import is_processing_time_assigner
 from windowing.functions.spec import WindowFunctionSpec
-from windowing.job import Job, StreamSource
+from windowing.job import Job, StreamSource, WindowConfig
+from windowing.operator import WindowOperator
 from windowing.plan import JobPlan, plan_operator
 from windowing.spark.columnar import ColumnarAggregation, columnar_plan
 
@@ -21,7 +22,22 @@ __all__ = [
     "shuffle_partitions",
     "streaming_key_groups",
     "uses_wall_clock",
+    "window_operator",
 ]
+
+
+def window_operator(window: WindowConfig, spec: WindowFunctionSpec) -> WindowOperator:
+    """The window operator of ``window`` with the function ``spec`` (validates the
+    combination)."""
+    return WindowOperator(
+        window.assigner,
+        spec,
+        trigger=window.trigger,
+        evictor=window.evictor,
+        allowed_lateness=window.allowed_lateness,
+        late_output_tag=window.late_output_tag,
+        slicing=window.slicing,
+    )
 
 
 def shuffle_partitions(spark: SparkSession) -> int:

@@ -17,8 +17,7 @@ import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from windowing.engine.keystate import KeyState
-from windowing.operator import WindowOperator
-from windowing.records import OutputTag
+from windowing.job import WindowConfig
 from windowing.spark.batch import (
     replay_order,
 )
@@ -42,6 +41,7 @@ from windowing.spark.output import (
     note_element_error,
     operator_counters,
 )
+from windowing.spark.plans import window_operator
 from windowing.spark.schema import (
     make_row_encoder,
     row_class,
@@ -86,13 +86,8 @@ __all__ = [
 
 @dataclass(frozen=True, eq=False)
 class ProcessorConfig:
-    assigner: Any
+    window: WindowConfig
     spec: Any
-    trigger: Any
-    evictor: Any
-    allowed_lateness: int
-    late_output_tag: OutputTag | None
-    slicing: bool | None
     layout: OutputLayout
     internal: tuple[str, ...]  # the internal input columns after the input columns
     input_arrow: pa.Schema
@@ -164,15 +159,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         c = self.config
         self.handle = handle
         self.state = handle.getValueState("key_group", STATE_SCHEMA)
-        self.op = WindowOperator(
-            c.assigner,
-            c.spec,
-            trigger=c.trigger,
-            evictor=c.evictor,
-            allowed_lateness=c.allowed_lateness,
-            late_output_tag=c.late_output_tag,
-            slicing=c.slicing,
-        )
+        self.op = window_operator(c.window, c.spec)
         self.spark_watermark = 0
         self.now = 0
         self._opened: OpenWindows | None = None  # the windows the last key call left
@@ -373,7 +360,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         arrival = table.column(_ARR).to_pylist() if _ARR in c.internal else None
         pts = table.column(_PT).to_pylist() if _PT in c.internal else None
         event_time = op.is_event_time
-        tag = c.late_output_tag
+        tag = c.window.late_output_tag
         late = LateRows()
         null_ts = null_arr = 0
         pending: list[tuple[Any, Any, Any]] = []

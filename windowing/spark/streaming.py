@@ -244,13 +244,8 @@ def run_streaming(
     input_arrow = to_arrow_schema(layout.input_schema, timezone=tz)
     processor = WindowProcessor(
         ProcessorConfig(
-            assigner=config.assigner,
+            window=config,
             spec=spec,
-            trigger=config.trigger,
-            evictor=config.evictor,
-            allowed_lateness=config.allowed_lateness,
-            late_output_tag=config.late_output_tag,
-            slicing=config.slicing,
             layout=layout,
             internal=internal,
             input_arrow=input_arrow,
