@@ -290,7 +290,7 @@ def _pick(kind: AggKind, state: Any, candidate: tuple[Any, Any]) -> Any:
     return candidate if candidate[0] > state[0] else state
 
 
-def _key(a: ColumnAggregate, v: Any) -> Any:
+def _key(v: Any) -> Any:
     if isinstance(v, float):
         return _float_key(v)
     return _instant(v) if isinstance(v, datetime) else v
@@ -301,7 +301,7 @@ def _pick_by(a: ColumnAggregate, state: Any, candidate: tuple[Any, Any, Any]) ->
     value, a tie to the smaller order key."""
     if state is None:
         return candidate
-    c, s = _key(a, candidate[0]), _key(a, state[0])
+    c, s = _key(candidate[0]), _key(state[0])
     if c == s:
         return candidate if candidate[1] < state[1] else state
     if a.kind is AggKind.MIN_BY:
@@ -313,8 +313,8 @@ def _extreme(a: ColumnAggregate, state: Any, v: Any) -> Any:
     if state is None:
         return v
     if a.kind is AggKind.MIN:
-        return v if _key(a, v) < _key(a, state) else state
-    return v if _key(a, v) > _key(a, state) else state
+        return v if _key(v) < _key(state) else state
+    return v if _key(v) > _key(state) else state
 
 
 def _merge(a: ColumnAggregate, x: Any, y: Any) -> Any:

@@ -135,6 +135,21 @@ class WindowedResult:
         default_factory=dict, repr=False
     )
 
+    @classmethod
+    def of_output(cls, output: DataFrame, layout: OutputLayout, plan: JobPlan) -> WindowedResult:
+        """The result whose DataFrames are filters of the tagged ``output`` laid out as
+        ``layout`` (the batch replay's, or a native plan's built with Spark SQL)."""
+        tag = layout.late_output_tag
+        return cls(
+            plan=plan,
+            results=layout.select_results(output),
+            metrics=layout.select_metric_totals(output),
+            output=output,
+            late_output_tag=tag,
+            late=None if tag is None else layout.select_late(output),
+            side_outputs={t: layout.select_side_output(output, t) for t in layout.side_tags},
+        )
+
     def explain(self) -> None:
         """Print how the job runs: the runtime, a columnar path if any, and the strategy the
         operator runs with its reason (``windowing.plan``)."""
@@ -350,16 +365,7 @@ def run_batch(
         return replay(table)
 
     combined = grouped.applyInArrow(replay_group, schema=layout.schema)
-    plan = plan_job(stream, spec)
-    return WindowedResult(
-        plan=plan,
-        results=layout.select_results(combined),
-        metrics=layout.select_metric_totals(combined),
-        output=combined,
-        late_output_tag=config.late_output_tag,
-        late=None if config.late_output_tag is None else layout.select_late(combined),
-        side_outputs={t: layout.select_side_output(combined, t) for t in layout.side_tags},
-    )
+    return WindowedResult.of_output(combined, layout, plan_job(stream, spec))
 
 
 # ---------------------------------------------------------------------------- executor side

@@ -220,7 +220,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
             [col(c.name) for c in compiled.calls],
         )
     )
-    window_metrics = parts.results.select(F.lit(1).alias("one")).agg(F.count(F.lit(1)).alias("n"))
+    window_metrics = parts.results.agg(F.count(F.lit(1)).alias("n"))
     left = parts.windows.agg(
         # no cleanup timer at the end of time: such windows keep their state (rules.py)
         F.count(
@@ -242,14 +242,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     ]
     combined = _union(branches)
     plan = plan_job(job, None, native=native_reason(job, compiled.calls))
-    return WindowedResult(
-        plan=plan,
-        results=layout.select_results(combined),
-        metrics=layout.select_metric_totals(combined),
-        output=combined,
-        late_output_tag=config.late_output_tag,
-        late=None if config.late_output_tag is None else layout.select_late(combined),
-    )
+    return WindowedResult.of_output(combined, layout, plan)
 
 
 @dataclass(frozen=True)
