@@ -80,21 +80,19 @@ class SessionStrategy(GenericStrategy):
                     actual = new_tuple(time_window, (start, end))
                     mapping[actual] = actual
                     state_window = actual
-                elif (
-                    len(overlapping) == 1
-                    and overlapping[0][0] <= start
-                    and overlapping[0][1] >= end
-                ):
-                    actual = overlapping[0]  # inside an in-flight window: no merge
-                    state_window = mapping[actual]
-                elif len(overlapping) > 1:
-                    # It bridges sessions: Flink's set order picks the state window and the
-                    # order of the merge (the generic path).
+                elif len(overlapping) > 1 or _equals_merged(mapping, overlapping, start, end):
+                    # It bridges sessions, or equals a merged session (possible at the end of
+                    # time, where sessions are clamped): Flink's set order picks the state
+                    # window and the order of the merge, and an equal window replaces the
+                    # mapping (the generic path).
                     window = new_tuple(time_window, (start, end))
                     if not self.on_element_merging(key, ks, value, ts, (window,)):
                         self.op.not_added(key, ks, value, ts)
                     self.op.schedule(key, ks)
                     continue
+                elif overlapping[0][0] <= start and overlapping[0][1] >= end:
+                    actual = overlapping[0]  # inside an in-flight window: no merge
+                    state_window = mapping[actual]
                 else:
                     # Merge: the result covers the new window and the window it touches.
                     first_window = overlapping[0]
@@ -213,3 +211,11 @@ class SessionStrategy(GenericStrategy):
         self.op.evaluator.fire_in_order(
             key, [(new_tuple(TimeWindow, (s, e)), contents[s]) for s, e in sessions]
         )
+
+
+def _equals_merged(mapping: dict[Any, Any], overlapping: list[Any], start: int, end: int) -> bool:
+    """Whether the new window ``[start, end)`` equals the one in-flight window it overlaps,
+    and that window is a merged one (its state window is another): Flink's merge finds
+    nothing to merge and maps the new window to itself."""
+    w = overlapping[0]
+    return bool(w[0] == start and w[1] == end and mapping[w] != w)
