@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from windowing.assigners.base import WindowAssigner
+from windowing.errors import ErrorPolicy
 from windowing.evictors.base import Evictor
 from windowing.records import OutputTag
 from windowing.time import MIN_TIMESTAMP, Duration, to_millis
@@ -119,6 +120,8 @@ class WindowConfig:
     late_output_tag: OutputTag | None = None
     slicing: bool | None = None
     max_parallelism: int = 128
+    on_error: ErrorPolicy = ErrorPolicy.FAIL
+    show_values: bool = False  # error notes show row values (off: they may be sensitive)
 
 
 #: The largest number of key groups (Flink's upper bound for ``maxParallelism``).

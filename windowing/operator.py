@@ -61,6 +61,7 @@ from windowing.engine.sessions import SessionStrategy
 from windowing.engine.strategy import WindowStrategy
 from windowing.engine.timeline import TimelineStrategy
 from windowing.engine.timers import KeyScheduler
+from windowing.errors import DeadLetter, ErrorPhase, ErrorPolicy
 from windowing.evictors.base import Evictor
 from windowing.functions.spec import Aggregate, Fold, Reduce, WindowFunctionSpec, as_spec
 from windowing.plan import Plan, Strategy, aligned_shape, plan_operator, process_function
@@ -119,6 +120,14 @@ class WindowOperator:
         ``docs/sliding-distinct.md``); ``True``: both, for any reduce or aggregate (an
         opt-in: results of an order-sensitive function follow time order, and a process
         function sees the records in time order); ``False``: never.
+    on_error
+        ``"fail"`` (the default, as Flink): an error of user code propagates, with notes
+        naming the key, window and element. ``"dead_letter"``: an error while firing a
+        window (window function, evictor, trigger timers) is appended to
+        :attr:`dead_letters` and the operator goes on (the firing emits nothing); the
+        operator runs element by element (:class:`~windowing.plan.Strategy` ``GENERIC``).
+        An error while adding an element still propagates: a runtime skips the element by
+        replaying the key without it (``windowing.errors``).
 
     Examples
     --------
@@ -143,6 +152,7 @@ class WindowOperator:
         late_output_tag: OutputTag | None = None,
         backend: StateBackend | None = None,
         slicing: bool | None = None,
+        on_error: ErrorPolicy | str = ErrorPolicy.FAIL,
     ) -> None:
         if not isinstance(assigner, WindowAssigner):
             msg = f"assigner must be a WindowAssigner, got {type(assigner).__name__} {assigner!r}"
@@ -185,7 +195,12 @@ class WindowOperator:
             msg = f"fold cannot be used with the merging window assigner {assigner!r}"
             raise ValueError(msg)
 
-        self.plan: Plan = plan_operator(assigner, trigger, evictor, spec, lateness, slicing)
+        guarded = ErrorPolicy.of(on_error) is ErrorPolicy.DEAD_LETTER
+        self.plan: Plan = plan_operator(
+            assigner, trigger, evictor, spec, lateness, slicing, guarded=guarded
+        )
+        #: The errors routed to the dead-letter output (``on_error="dead_letter"``), else None.
+        self.dead_letters: list[DeadLetter] | None = [] if guarded else None
         #: Whether windows share partials (panes, or a record timeline).
         self.slicing = self.plan.time_order
         self.assigner = assigner
@@ -229,8 +244,44 @@ class WindowOperator:
         self.emit_contents: Callable[[Any, KeyState, Any, Any, Any], bool] = (
             self.evaluator.emit_contents
         )
+        if guarded:
+            self.emit, self.emit_contents = self._guarded_emit, self._guarded_emit_contents
         self.strategy = _make_strategy(self, assigner, trigger, evictor)
         self._add_element = self.strategy.add_element
+
+    # -- dead letters (on_error="dead_letter") ----------------------------------------------
+    def dead_letter(self, exc: Exception, key: Any, window: Any) -> bool:
+        """Route ``exc``, raised while firing ``window`` of ``key``, to :attr:`dead_letters`;
+        ``False`` (the caller raises) when the policy is to fail."""
+        if self.dead_letters is None:
+            return False
+        self.dead_letters.append(DeadLetter.of(exc, key, ErrorPhase.WINDOW, window=window))
+        return True
+
+    def _guarded(self, emit: Callable[..., bool], key: Any, window: Any, *args: Any) -> bool:
+        """``emit(key, ...)``; on an error, the firing's outputs are taken back and the error
+        is dead-lettered (the window counts as fired: a purge still applies)."""
+        n_out = len(self.output)
+        sides = {tag: len(values) for tag, values in self.side_outputs.items()}
+        fired, nulls = self.metrics.num_windows_fired, self.metrics.num_null_results
+        try:
+            return emit(key, *args)
+        except Exception as exc:
+            del self.output[n_out:]
+            for tag, values in list(self.side_outputs.items()):
+                del values[sides.get(tag, 0) :]
+            self.metrics.num_windows_fired, self.metrics.num_null_results = fired, nulls
+            self.dead_letter(exc, key, window)
+            return True
+
+    def _guarded_emit(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> bool:
+        return self._guarded(self.evaluator.emit, key, window, ks, window, state_window)
+
+    def _guarded_emit_contents(
+        self, key: Any, ks: KeyState, window: Any, state_window: Any, contents: Any
+    ) -> bool:
+        emit = self.evaluator.emit_contents
+        return self._guarded(emit, key, window, ks, window, state_window, contents)
 
     def register_store_expiry(self, ks: KeyState, time: int) -> None:
         """The key's one timer that forgets its Kafka window store

@@ -141,13 +141,19 @@ def plan_operator(
     spec: WindowFunctionSpec,
     allowed_lateness: int,
     slicing: bool | None,
+    *,
+    guarded: bool = False,
 ) -> Plan:
     """Plan a window operator; ``trigger=None`` is the assigner's default trigger and
     ``slicing=None`` shares partials only where results cannot change (see
-    ``WindowOperator``)."""
+    ``WindowOperator``). ``guarded``: errors of user code are dead-lettered
+    (:class:`~windowing.errors.ErrorPolicy`), so the operator runs element by element with
+    every firing through the evaluator, which catches them."""
     if trigger is None:
         trigger = assigner.get_default_trigger()
     sliding = isinstance(assigner, SlidingDistinctAssigner)
+    if guarded:
+        return _plan_guarded(assigner, trigger, evictor, sliding=sliding)
     if slicing is None:
         slicing = isinstance(spec, Reduce | Aggregate) and spec.order_insensitive and not sliding
     default_trigger = type(trigger) is EventTimeTrigger
@@ -195,6 +201,27 @@ def plan_operator(
         f"{shape}: Flink's operator, element by element",
         inline_event_timers=inline,
         direct_result=direct,
+    )
+
+
+def _plan_guarded(
+    assigner: WindowAssigner[Any, Any],
+    trigger: Trigger[Any, Any],
+    evictor: Evictor[Any, Any] | None,
+    *,
+    sliding: bool,
+) -> Plan:
+    why = "on_error='dead_letter': every element and firing guarded"
+    if sliding:
+        return Plan(
+            Strategy.KAFKA_SLIDING,
+            f"KIP-450 sliding windows, {why}: Kafka Streams' algorithm and window store",
+        )
+    inline = type(trigger) is EventTimeTrigger and assigner.is_event_time()
+    return Plan(
+        Strategy.GENERIC,
+        f"{_shape(assigner, trigger, evictor)}, {why}: Flink's operator, element by element",
+        inline_event_timers=inline,
     )
 
 

@@ -32,6 +32,8 @@ class WindowingResult(Protocol):
         The tag given to ``side_output_late_data``, if any.
     plan
         How the job runs (:class:`~windowing.plan.JobPlan`).
+    dead_letters
+        The errors routed by ``on_error("dead_letter")`` (empty without it).
     """
 
     @property
@@ -42,6 +44,9 @@ class WindowingResult(Protocol):
 
     @property
     def plan(self) -> JobPlan: ...
+
+    @property
+    def dead_letters(self) -> DataFrame | None: ...
 
     def get_side_output(self, tag: OutputTag) -> DataFrame:
         """The late rows (for the late tag) or a process function's side output."""

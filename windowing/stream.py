@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from windowing.assigners import is_processing_time_assigner
 from windowing.assigners.base import WindowAssigner
 from windowing.count_windows import count_window
+from windowing.errors import ErrorPolicy
 from windowing.evictors.base import Evictor
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.spec import (
@@ -366,6 +367,37 @@ class WindowedStream:
             msg = f"side_output_late_data: tag must be an OutputTag, got {tag!r}"
             raise ValueError(msg)
         return self._with(late_output_tag=tag)
+
+    def on_error(self, policy: ErrorPolicy | str, *, show_values: bool = False) -> WindowedStream:
+        """What an error raised by your code (assigner, trigger, evictor, window function)
+        or by writing a result does: ``"fail"`` (the default, as Flink) fails the job with
+        the error, noted with the key, window and element's event time; ``"dead_letter"``
+        routes the failing element, firing or result to the dead-letter output
+        (``result.dead_letters``; a third output of ``write_results_and_late``) and goes on.
+
+        With ``"dead_letter"``, a row whose processing raises is left out exactly: its key
+        is replayed without it, so every window is as if it had never arrived (its event time
+        still moved the watermark). A window whose firing raises emits nothing for that
+        firing; a result that is not a row of the output schema is left out. Each goes to
+        the dead-letter output with ``error_phase`` (``element``, ``window``, ``result``),
+        ``error_class``, ``error_message`` and the window, and is counted in the metrics
+        (``num_dead_letter_elements``, ``num_dead_letter_firings``,
+        ``num_dead_letter_results``). The operator then runs element by element
+        (``explain()`` says so) and no native or columnar plan applies.
+
+        Error notes name the key, window, element's event time and output field, but not
+        row or result values, which may be sensitive: ``show_values=True`` adds them.
+
+        Example::
+
+            result = stream.key_by("user").window(TumblingEventTimeWindows("1 minute"))
+                           .on_error("dead_letter").reduce(merge)
+            result.dead_letters.show()
+        """
+        if not isinstance(show_values, bool):
+            msg = f"on_error: show_values must be a bool, got {show_values!r}"
+            raise ValueError(msg)
+        return self._with(on_error=ErrorPolicy.of(policy), show_values=show_values)
 
     # -- terminal calls --------------------------------------------------------------------
     def _run(

@@ -19,6 +19,8 @@ everything was cleaned up.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import heapq
 from collections.abc import Collection, Iterable
 from typing import Any
@@ -26,6 +28,7 @@ from typing import Any
 from windowing.engine.context import WindowContext
 from windowing.engine.keystate import KeyState, register_timer
 from windowing.engine.metrics import OperatorMetrics
+from windowing.errors import DeadLetter, ErrorPhase, ErrorPolicy
 from windowing.evictors.base import Evictor
 from windowing.operator import WindowOperator
 from windowing.plan import Plan
@@ -43,6 +46,10 @@ class WindowOperatorHarness:
 
     Parameters are those of :class:`~windowing.operator.WindowOperator`. Outputs accumulate
     until :meth:`extract_output` / :meth:`extract_side_output` take them.
+
+    With ``on_error="dead_letter"``, an element whose processing raises is left out exactly
+    as the Spark runtimes leave it out (the key's state is copied before each element and
+    put back), and :meth:`extract_dead_letters` returns it with the failed firings.
     """
 
     def __init__(
@@ -56,6 +63,7 @@ class WindowOperatorHarness:
         allowed_lateness: Duration = 0,
         late_output_tag: OutputTag | None = None,
         slicing: bool | None = None,
+        on_error: ErrorPolicy | str = ErrorPolicy.FAIL,
     ) -> None:
         self.operator = WindowOperator(
             assigner,
@@ -66,6 +74,7 @@ class WindowOperatorHarness:
             allowed_lateness=allowed_lateness,
             late_output_tag=late_output_tag,
             slicing=slicing,
+            on_error=on_error,
         )
 
     # -- input ---------------------------------------------------------------------------
@@ -80,10 +89,37 @@ class WindowOperatorHarness:
 
     def process_element(self, value: Any, timestamp: int | None = None, key: Any = None) -> None:
         """Process one element of ``key`` (``None``: a non-keyed stream)."""
-        self.operator.process_element(value, timestamp, key)
+        op = self.operator
+        if op.dead_letters is None:
+            op.process_element(value, timestamp, key)
+            return
+        states = op.backend
+        before = copy.deepcopy(states.get(key))
+        outputs = (len(op.output), {t: len(v) for t, v in op.side_outputs.items()})
+        metrics, letters = dataclasses.replace(op.metrics), len(op.dead_letters)
+        try:
+            op.process_element(value, timestamp, key)
+        except Exception as exc:
+            del op.output[outputs[0] :]
+            for tag, values in list(op.side_outputs.items()):
+                del values[outputs[1].get(tag, 0) :]
+            del op.dead_letters[letters:]
+            op.metrics = metrics
+            op.scheduler.forget(key)
+            if before is None:
+                states.remove(key)
+            else:
+                states.put(key, before)
+                op.scheduler.schedule(key, before)
+            phase = ErrorPhase.ELEMENT
+            op.dead_letters.append(DeadLetter.of(exc, key, phase, value=value, timestamp=timestamp))
 
     def process_elements(self, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
         """Process ``(value, timestamp, key)`` triples in order (faster than one by one)."""
+        if self.operator.dead_letters is not None:
+            for value, timestamp, key in elements:
+                self.process_element(value, timestamp, key)
+            return
         self.operator.process_elements(elements)
 
     def process_watermark(self, watermark: int) -> None:
@@ -105,6 +141,16 @@ class WindowOperatorHarness:
         """Side-output records of ``tag`` since the last call (``LateElement`` for the late
         data tag, ``WindowResult`` for a process function's ``context.output``)."""
         return self.operator.side_outputs.pop(tag, [])
+
+    def extract_dead_letters(self) -> list[DeadLetter]:
+        """The errors routed to the dead-letter output since the last call
+        (``on_error="dead_letter"``)."""
+        letters = self.operator.dead_letters
+        if letters is None:
+            return []
+        out = list(letters)
+        letters.clear()
+        return out
 
     def extract_late_elements(self) -> list[LateElement]:
         """Shortcut for ``extract_side_output(late_output_tag)``."""

@@ -80,13 +80,19 @@ def test_columns_encoder_bulk_and_fallback() -> None:
 # ------------------------------------------------------------------------------- error notes
 def test_element_error_notes() -> None:
     from windowing.operator import END_OF_INPUT_NOTE
-    from windowing.spark.output import note_element_error
+    from windowing.spark.failures import note_element_error
 
     elements = [("r0", 1, "k"), ("r1", 2, "k")]
     while_adding = ValueError("add")
     note_element_error(while_adding, 1, elements, "k", "the Spark batch replay")
     assert while_adding.__notes__ == [
-        "while processing the element 'r1' (event time 2) of key 'k' in the Spark batch replay"
+        "while processing the element <row values hidden; on_error(..., show_values=True) shows "
+        "them> (event time 2) of key 'k' in the Spark batch replay"
+    ]
+    shown = ValueError("add")
+    note_element_error(shown, 1, elements, "k", "the batch replay", show_values=True)
+    assert shown.__notes__ == [
+        "while processing the element 'r1' (event time 2) of key 'k' in the batch replay"
     ]
     # Raised at the end of input, after every element was processed: no element is blamed.
     at_end = ValueError("timer")

@@ -253,7 +253,8 @@ def test_reduce_errors_name_the_key_and_element(clicks: DataFrame) -> None:
     text = str(info.value)
     assert "ValueError: no carts" in text
     assert "of key 'ann' in the Spark batch replay" in text
-    assert "page='cart'" in text
+    assert "page='cart'" not in text  # row values only with show_values=True
+    assert "row values hidden" in text
 
 
 def test_wrong_output_types_are_reported_not_truncated(clicks: DataFrame) -> None:

@@ -191,26 +191,34 @@ class GenericStrategy(WindowStrategy):
 
     def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
         """An event-time timer of ``key`` fired (Flink ``onEventTime``)."""
-        state_window = self.state_window(ks, window)
-        if state_window is None:
-            return  # a timer of a window that was merged away
-        ctx = self.op.ctx
-        ctx.key, ctx.ks, ctx.window = key, ks, window
-        result = self.op.trigger.on_event_time(time, window, ctx)
-        self.after_timer(key, ks, window, state_window, result)
-        if self.op.is_event_time and time == self.op.cleanup_time(window):
-            self.clear_all_state(key, ks, window, state_window)
+        self.on_timer(key, ks, time, window, event_time=True)
 
     def on_processing_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
         """A processing-time timer of ``key`` fired (Flink ``onProcessingTime``)."""
+        self.on_timer(key, ks, time, window, event_time=False)
+
+    def on_timer(self, key: Any, ks: KeyState, time: int, window: Any, *, event_time: bool) -> None:
+        """A timer of ``key`` fired: the trigger decides (a trigger that raises counts as
+        ``CONTINUE`` when errors are dead-lettered), then the window's cleanup timer clears
+        its state."""
         state_window = self.state_window(ks, window)
         if state_window is None:
-            return
-        ctx = self.op.ctx
+            return  # a timer of a window that was merged away
+        op = self.op
+        ctx = op.ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
-        result = self.op.trigger.on_processing_time(time, window, ctx)
+        trigger = op.trigger
+        try:
+            if event_time:
+                result = trigger.on_event_time(time, window, ctx)
+            else:
+                result = trigger.on_processing_time(time, window, ctx)
+        except Exception as exc:
+            if not op.dead_letter(exc, key, window):
+                raise
+            result = _CONTINUE
         self.after_timer(key, ks, window, state_window, result)
-        if not self.op.is_event_time and time == self.op.cleanup_time(window):
+        if op.is_event_time == event_time and time == op.cleanup_time(window):
             self.clear_all_state(key, ks, window, state_window)
 
     def after_timer(
@@ -229,13 +237,18 @@ class GenericStrategy(WindowStrategy):
             ks.timeline.live.discard(window.start)
         ctx = self.op.ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
-        self.op.trigger.clear(window, ctx)
-        wf = self.op.pwf
-        if wf is not None:
-            ctx.window = window
-            wf.clear(self.op.pctx)
-        if ks.merging is not None:
-            ks.merging.pop(window, None)
+        try:
+            self.op.trigger.clear(window, ctx)
+            wf = self.op.pwf
+            if wf is not None:
+                ctx.window = window
+                wf.clear(self.op.pctx)
+        except Exception as exc:
+            if not self.op.dead_letter(exc, key, window):
+                raise
+        finally:
+            if ks.merging is not None:
+                ks.merging.pop(window, None)
 
     def fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
         heap, live = ks.evt_heap, ks.evt_timers
@@ -304,7 +317,11 @@ class GenericStrategy(WindowStrategy):
                 if pwf is not None:
                     ctx = self.op.ctx
                     ctx.key, ctx.ks, ctx.window = key, ks, window
-                    pwf.clear(self.op.pctx)
+                    try:
+                        pwf.clear(self.op.pctx)
+                    except Exception as exc:
+                        if not self.op.dead_letter(exc, key, window):
+                            raise
                 if mapping is not None:
                     mapping.pop(window, None)
         self.op.metrics.num_windows_fired += fired

@@ -10,7 +10,8 @@ __all__ = ["END_OF_INPUT_NOTE", "note_element"]
 def note_element(exc: Exception, key: Any, timestamp: int | None, windows: Any = None) -> None:
     """Name the key, timestamp and windows of the element being added in a user error (unless
     the error happened while evaluating a window, which is noted already)."""
-    if any(n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())):
+    notes = getattr(exc, "__notes__", ())
+    if any(n.startswith(("while evaluating window", "while adding the element")) for n in notes):
         return
     where = "" if windows is None else f" to windows {list(windows)!r}"
     exc.add_note(f"while adding the element with timestamp {timestamp!r}{where} of key {key!r}")

@@ -36,6 +36,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
+from windowing.errors import ErrorPolicy
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from windowing.functions.spec import WindowFunctionSpec
 from windowing.job import Job, WindowConfig
@@ -43,6 +44,13 @@ from windowing.operator import WindowOperator
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.spark.columnar import ColumnarAggregation, columnar_results
+from windowing.spark.failures import (
+    DEAD_LETTER_COLUMNS,
+    DeadRows,
+    ElementFailedError,
+    raise_element_error,
+    split_results,
+)
 from windowing.spark.inputs import ARR as _ARR
 from windowing.spark.inputs import PT as _PT
 from windowing.spark.inputs import TB as _TB
@@ -58,11 +66,7 @@ from windowing.spark.output import (
     RESULT_COLUMNS,
     LateRows,
     OutputLayout,
-    check_names,
-    no_side_output,
-    note_element_error,
     operator_counters,
-    parse_side_output_schemas,
 )
 from windowing.spark.plans import (
     batch_key_groups,
@@ -78,6 +82,7 @@ from windowing.spark.schema import (
     schema_from_annotation,
     table_rows,
 )
+from windowing.spark.side_outputs import check_names, no_side_output, parse_side_output_schemas
 from windowing.spark.watermark import add_prefix_max
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -123,6 +128,10 @@ class WindowedResult:
         The DataFrame of each tag declared in ``side_output_schemas``.
     plan
         How the job runs (:class:`~windowing.plan.JobPlan`); :meth:`explain` prints it.
+    dead_letters
+        The errors routed by ``on_error("dead_letter")``: the input columns (key columns
+        always, the others for a failing element), ``error_phase``, ``error_class``,
+        ``error_message``, ``window_start``, ``window_end``; empty without it.
     """
 
     results: DataFrame
@@ -134,6 +143,7 @@ class WindowedResult:
     side_outputs: Mapping[OutputTag, DataFrame] = dataclasses.field(
         default_factory=dict, repr=False
     )
+    dead_letters: DataFrame | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def of_output(cls, output: DataFrame, layout: OutputLayout, plan: JobPlan) -> WindowedResult:
@@ -148,6 +158,7 @@ class WindowedResult:
             late_output_tag=tag,
             late=None if tag is None else layout.select_late(output),
             side_outputs={t: layout.select_side_output(output, t) for t in layout.side_tags},
+            dead_letters=layout.select_dead_letters(output),
         )
 
     def explain(self) -> None:
@@ -305,6 +316,9 @@ def build_layout(
     check_names(result_names, "results")
     if config.late_output_tag is not None:
         check_names([*input_schema.names, *LATE_COLUMNS], "late side output")
+    dead_letter = config.on_error is ErrorPolicy.DEAD_LETTER
+    if dead_letter:
+        check_names([*input_schema.names, *DEAD_LETTER_COLUMNS], "dead-letter output")
     sides = parse_side_output_schemas(
         side_output_schemas, late_output_tag=config.late_output_tag, keys=keys
     )
@@ -317,6 +331,8 @@ def build_layout(
         late_output_tag=config.late_output_tag,
         side_outputs=sides,
         timezone=df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC",
+        dead_letter=dead_letter,
+        show_values=config.show_values,
     )
 
 
@@ -470,6 +486,8 @@ class _GroupReplay:
         self.sides: dict[OutputTag, list[Any]] = {t: [] for t in replay.layout.side_tags}
         self.side_rows: dict[OutputTag, list[int]] = {t: [] for t in replay.layout.side_tags}
         self.late = LateRows()
+        self.dead = DeadRows()
+        self.dead_rows: list[int] = []  # the first row of each dead letter's key
         self.null_ts = self.null_arr = self.left_at_end = 0
 
     def run(self) -> pa.Table:
@@ -499,25 +517,84 @@ class _GroupReplay:
         key_rows = [*self.result_rows]
         for tag in layout.side_tags:
             key_rows += self.side_rows[tag]
-        key_rows += [*self.late.rows, 0]  # late rows: their own row; the metrics row: any
+        key_rows += [*self.late.rows, *self.dead_rows, 0]  # the metrics row: any row
         take = pa.array(key_rows, pa.int64())
 
         def key_columns(total: int) -> list[pa.Array]:
             assert total == len(key_rows)
             return [table.column(name).take(take).combine_chunks() for name in replay.keys]
 
-        return layout.tagged_table(
-            key=first_key,
-            key_columns=key_columns,
-            results=self.results,
-            side_outputs=self.sides,
-            late_source=table,
-            late=self.late,
-            counters=counters,
-        )
+        def tagged() -> pa.Table:
+            return layout.tagged_table(
+                key=first_key,
+                key_columns=key_columns,
+                results=self.results,
+                side_outputs=self.sides,
+                late_source=table,
+                late=self.late,
+                counters=counters,
+                dead=self.dead if layout.dead_letter else None,
+            )
+
+        if not layout.dead_letter:
+            return tagged()
+        try:
+            return tagged()
+        except Exception:  # a result that is not a row of the output schema: dead letters
+            bad = split_results(self.results, layout.check_result)
+        for i, letter in bad:
+            self.dead.add(letter)
+            self.dead_rows.append(self.result_rows[i])
+        drop = {i for i, _ in bad}
+        keep = [i for i in range(len(self.results)) if i not in drop]
+        self.results = [self.results[i] for i in keep]
+        self.result_rows = [self.result_rows[i] for i in keep]
+        counters["num_results"] = len(self.results)
+        key_rows = [*self.result_rows]
+        for tag in layout.side_tags:
+            key_rows += self.side_rows[tag]
+        key_rows += [*self.late.rows, *self.dead_rows, 0]
+        take = pa.array(key_rows, pa.int64())
+        return tagged()
 
     def _replay_key(self, chunk: _Chunk, key: Any, lo: int, hi: int) -> None:
-        """Replay rows ``lo`` to ``hi`` (one key) of the group's table."""
+        """Replay rows ``lo`` to ``hi`` (one key) of the group's table; with dead letters,
+        a row whose processing raises is left out and the key replayed again without it."""
+        op = self.op
+        letters = op.dead_letters
+        if letters is None:
+            self._replay_key_once(chunk, key, lo, hi, {})
+            return
+        skipped: dict[int, Any] = {}  # row -> DeadLetter
+        metrics = dataclasses.replace(op.metrics)
+        late = (len(self.late.rows), self.null_ts, self.null_arr)
+        while True:
+            try:
+                self._replay_key_once(chunk, key, lo, hi, skipped)
+                break
+            except ElementFailedError as failed:
+                op.metrics = dataclasses.replace(metrics)
+                self.null_ts, self.null_arr = late[1], late[2]
+                for column in (self.late.rows, self.late.watermarks, self.late.reasons):
+                    del column[late[0] :]
+                op.output.clear()
+                op.side_outputs.clear()
+                letters.clear()
+                op.backend.remove(key)
+                op.scheduler.forget(key)
+                skipped[failed.row] = failed.letter
+        for row, letter in sorted(skipped.items()):
+            self.dead.add(letter, row)
+            self.dead_rows.append(row)
+        for letter in letters:
+            self.dead.add(letter)
+            self.dead_rows.append(lo)
+        letters.clear()
+
+    def _replay_key_once(
+        self, chunk: _Chunk, key: Any, lo: int, hi: int, skipped: Mapping[int, Any]
+    ) -> None:
+        """Replay rows ``lo`` to ``hi`` of the group's table but the rows ``skipped``."""
         replay, op = self.replay, self.op
         tag = replay.window.late_output_tag
         rows, ts = chunk.rows(lo, hi), chunk.ts(lo, hi)
@@ -526,6 +603,8 @@ class _GroupReplay:
         watermark_for = replay.watermark.current_watermark
         late = self.late
         pending: list[tuple[Any, Any, Any]] = []
+        pending_rows: list[int] = []  # their rows, with dead letters
+        guarded = op.dead_letters is not None
         n_results = len(op.output)
         op.watermark, op.processing_time = MIN_TIMESTAMP, 0  # a key of its own
 
@@ -538,9 +617,19 @@ class _GroupReplay:
                     op.process_elements(pending)
             except Exception as exc:
                 failed = op.metrics.num_elements - before - 1
-                note_element_error(exc, failed, pending, key, "the Spark batch replay")
-                raise
+                where = "the Spark batch replay"
+                raise_element_error(
+                    exc,
+                    failed,
+                    pending,
+                    pending_rows,
+                    key,
+                    where,
+                    guarded=guarded,
+                    show_values=replay.window.show_values,
+                )
             pending.clear()
+            pending_rows.clear()
 
         def advance(watermark: int, processing_time: int | None) -> None:
             try:
@@ -556,9 +645,17 @@ class _GroupReplay:
                 raise
 
         nulls = event_time and None in ts
-        if arrival is None and pts is None and not nulls:
+        if arrival is None and pts is None and not nulls and not skipped:
             # Event-time order, no arrival order: the key's input, then the end of input.
             pending.extend(zip(rows, ts, repeat(key, len(rows)), strict=True))
+            if guarded:
+                pending_rows.extend(range(lo, hi))
+            flush(to_end=True)
+        elif arrival is None and pts is None and not nulls:
+            for i, row in enumerate(rows):
+                if lo + i not in skipped:
+                    pending.append((row, ts[i], key))
+                    pending_rows.append(lo + i)
             flush(to_end=True)
         else:
             for i, row in enumerate(rows):
@@ -580,7 +677,11 @@ class _GroupReplay:
                     if tag is not None:
                         late.add(lo + i, op.watermark, REASON_NULL_EVENT_TIME)
                     continue
+                if lo + i in skipped:
+                    continue  # a dead letter (its watermark advance happened)
                 pending.append((row, t, key))
+                if guarded:
+                    pending_rows.append(lo + i)
             flush()
             advance(MAX_TIMESTAMP, MAX_TIMESTAMP)
 

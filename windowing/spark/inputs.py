@@ -9,6 +9,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql.types import DoubleType, FloatType
 
 from windowing.spark.output import col
 from windowing.spark.schema import INTERNAL_PREFIX, column_time_kind, contains_map
@@ -48,11 +49,21 @@ def arrival_micros(df: DataFrame, name: str) -> Column:
 def content_hash(df: DataFrame) -> Column:
     """A row's content hash, the replay order's last tie-breaker: ``xxhash64`` of the input
     columns (maps left out; so are the runtime's own columns, so it is the same before and
-    after they are added)."""
-    hashable = [
-        col(f.name)
+    after they are added), and of the sign of each top-level float column: Spark hashes
+    ``-0.0`` as ``0.0``, so rows differing only there would tie, in input order
+    (``docs/failures.md``)."""
+    fields = [
+        f
         for f in df.schema.fields
         if not contains_map(f.dataType) and not f.name.startswith(INTERNAL_PREFIX)
+    ]
+    hashable = [col(f.name) for f in fields]
+    # A zero as text ("-0.0" / "0.0"), null otherwise: Spark's arithmetic normalizes -0.0
+    # (atan2, signum), its cast to string does not.
+    hashable += [
+        F.when(col(f.name) == 0, col(f.name).cast("string"))
+        for f in fields
+        if isinstance(f.dataType, FloatType | DoubleType)
     ]
     return F.xxhash64(*hashable) if hashable else F.lit(0).cast("long")
 

@@ -12,9 +12,9 @@ __all__ = ["METRIC_NAMES", "STREAMING_METRICS", "BatchMetrics"]
 class BatchMetrics:
     """What happened to every input row of a batch run (sums over all keys).
 
-    Every input row is counted once in ``num_elements``, ``num_null_event_time`` or
-    ``num_null_arrival_order``; every element ends in a window, in
-    ``num_late_records_side_output``, ``num_late_records_dropped`` or
+    Every input row is counted once in ``num_elements``, ``num_null_event_time``,
+    ``num_null_arrival_order`` or ``num_dead_letter_elements``; every element ends in a
+    window, in ``num_late_records_side_output``, ``num_late_records_dropped`` or
     ``num_records_in_no_window``.
 
     Attributes
@@ -50,6 +50,15 @@ class BatchMetrics:
         trigger did not purge, or never fired).
     num_keys
         Distinct keys (1 for ``window_all``).
+    num_dead_letter_elements
+        Input rows whose processing raised, in the dead-letter output
+        (``on_error("dead_letter")``; not in ``num_elements``).
+    num_dead_letter_firings
+        Window firings that raised (window function, evictor, trigger timers), in the
+        dead-letter output.
+    num_dead_letter_results
+        Result rows that could not be written as the output schema, in the dead-letter
+        output.
     """
 
     num_input_rows: int = 0
@@ -65,6 +74,9 @@ class BatchMetrics:
     num_results: int = 0
     num_windows_left_at_end: int = 0
     num_keys: int = 0
+    num_dead_letter_elements: int = 0
+    num_dead_letter_firings: int = 0
+    num_dead_letter_results: int = 0
 
 
 METRIC_NAMES = tuple(f.name for f in dataclasses.fields(BatchMetrics))

@@ -48,6 +48,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.errors import ErrorPolicy
 from windowing.functions.columns import AggKind
 from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
@@ -81,8 +82,8 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
     ``None`` when the window operator runs it."""
     source, config = job.source, job.config
     assigner = config.assigner
-    if source.df.isStreaming:
-        return None
+    if source.df.isStreaming or config.on_error is ErrorPolicy.DEAD_LETTER:
+        return None  # dead letters: every element goes through the guarded operator
     if type(assigner) is TumblingEventTimeWindows:
         if assigner.stagger is not WindowStagger.ALIGNED:
             return None  # the operator's assigner draws the offset
@@ -203,9 +204,9 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         late = extra + (
             [
                 prepared.where(ts.isNull()).select(
-                    *layout.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
+                    *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
                 ),
-                prepared.where(is_late).select(*layout.late_branch(F.lit(None), REASON_LATE)),
+                prepared.where(is_late).select(*layout.sql.late_branch(F.lit(None), REASON_LATE)),
             ]
             if layout.has_late
             else []
@@ -215,7 +216,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         parts = _Parts(grouped, window_start, end, windows, counters, late)
     max_ts = F.coalesce(parts.end - F.lit(1), F.lit(MAX_TIMESTAMP))
     results = parts.results.select(
-        *layout.result_branch(
+        *layout.sql.result_branch(
             (parts.window_start, parts.end, max_ts),
             [col(c.name) for c in compiled.calls],
         )
@@ -234,10 +235,10 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     branches = [
         results,
         window_metrics.select(
-            *layout.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
+            *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
         ),
-        left.select(*layout.metrics_branch({"num_windows_left_at_end": "left"})),
-        parts.counters.select(*layout.metrics_branch({n: n for n in parts.counters.columns})),
+        left.select(*layout.sql.metrics_branch({"num_windows_left_at_end": "left"})),
+        parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
     combined = _union(branches)
@@ -348,12 +349,12 @@ def _in_arrival_order(
     if layout.has_late:
         seen = F.when(F.col(_W) != F.lit(MIN_TIMESTAMP), F.col(_W))
         late = [
-            marked.where(F.col(_LATE)).select(*layout.late_branch(seen, REASON_LATE)),
+            marked.where(F.col(_LATE)).select(*layout.sql.late_branch(seen, REASON_LATE)),
             prepared.where(has_arrival & ~has_time)
             .withColumn(_W, watermark)
-            .select(*layout.late_branch(seen, REASON_NULL_EVENT_TIME)),
+            .select(*layout.sql.late_branch(seen, REASON_NULL_EVENT_TIME)),
             prepared.where(~has_arrival).select(
-                *layout.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
+                *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
     return _Parts(results, bounds.window_start, bounds.end, windows, input_counts, late)
@@ -424,9 +425,9 @@ def _firings_at_min(
         start = lowest if lowest >= MIN_TIMESTAMP else None  # type: ignore[assignment]
     fired = rows.select(*keys, *columns)
     bounds = (_long(start), _long(MIN_TIMESTAMP + 1), _long(MIN_TIMESTAMP))
-    results = fired.select(*layout.result_branch(bounds, [col(c.name) for c in compiled.calls]))
+    results = fired.select(*layout.sql.result_branch(bounds, [col(c.name) for c in compiled.calls]))
     n = rows.agg(F.count(F.lit(1)).alias("n")).select(
-        *layout.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
+        *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
     )
     return [results, n]
 

@@ -31,15 +31,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from windowing.engine.notes import END_OF_INPUT_NOTE
 from windowing.records import OutputTag
+from windowing.spark.failures import DEAD_LETTER_COLUMNS, SHOW_VALUES_HINT, DeadRows, window_bounds
 from windowing.spark.metrics import METRIC_NAMES
 from windowing.spark.schema import (
     INTERNAL_PREFIX,
     make_columns_encoder,
     make_row_encoder,
-    parse_output_schema,
 )
+from windowing.spark.side_outputs import no_side_output
 from windowing.time import MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
@@ -51,11 +51,8 @@ __all__ = [
     "RESULT_COLUMNS",
     "LateRows",
     "OutputLayout",
-    "check_names",
     "col",
     "ms_to_time",
-    "no_side_output",
-    "parse_side_output_schemas",
 ]
 
 #: Reasons in the ``late_reason`` column of the late side output.
@@ -90,23 +87,6 @@ class LateRows:
             self.add(index[id(e.value)], e.watermark, REASON_LATE)
 
 
-def note_element_error(
-    exc: BaseException, failed: int, elements: Sequence[tuple[Any, Any, Any]], key: Any, where: str
-) -> None:
-    """Name where ``exc`` was raised: the element ``elements[failed]`` (operators count each
-    element in ``metrics.num_elements`` as it starts, so ``failed`` is the count since the
-    call began, minus one), or, for an error while evaluating a window or at the end of input
-    (already noted by the operator), the key and the runtime ``where``."""
-    notes = getattr(exc, "__notes__", ())
-    if any(n.startswith("while evaluating window") or n == END_OF_INPUT_NOTE for n in notes):
-        exc.add_note(f"of key {key!r} in {where}")
-    elif 0 <= failed < len(elements):
-        value, t, _ = elements[failed]
-        exc.add_note(
-            f"while processing the element {value!r} (event time {t}) of key {key!r} in {where}"
-        )
-
-
 def operator_counters(op: Any, n_input: int, null_ts: int, null_arr: int) -> dict[str, int]:
     """The metrics row's counters of one operator call (``op`` a ``WindowOperator``)."""
     m = op.metrics
@@ -132,11 +112,12 @@ _WE = "__pw_we"
 _MT = "__pw_mt"
 _LWM = "__pw_lwm"
 _LREASON = "__pw_lreason"
+_DCLASS = "__pw_dclass"
+_DMSG = "__pw_dmsg"
 
 # __pw_kind values: side output j (in declaration order) is _SIDE + j.
 _RESULT, _LATE, _METRICS, _SIDE = 0, 1, 2, 3
-#: At most this many side outputs with a schema (``__pw_kind`` is a tinyint).
-MAX_SIDE_OUTPUTS = 100
+_DEAD = 120  # dead letters (after the last side output)
 
 # Epoch milliseconds representable as a Spark timestamp (years 1 to 9999).
 _SPARK_MIN_MS = -62_135_596_800_000
@@ -172,76 +153,15 @@ def ms_to_time(column: Column, kind: str) -> Column:
     return column
 
 
-def check_names(names: list[str], what: str) -> None:
-    """Raise ``ValueError`` when an output column name appears twice."""
-    seen: set[str] = set()
-    for n in names:
-        if n in seen:
-            msg = (
-                f"{what}: column {n!r} appears twice; rename the input column or the "
-                "output schema field"
-            )
-            raise ValueError(msg)
-        seen.add(n)
-
-
-def parse_side_output_schemas(
-    value: Any, *, late_output_tag: OutputTag | None, keys: Sequence[str]
-) -> tuple[tuple[OutputTag, StructType], ...]:
-    """Validate ``side_output_schemas`` (a mapping of :class:`OutputTag` to a schema, as
-    ``output_schema``) and return ``(tag, schema)`` pairs in the mapping's order."""
-    if value is None:
-        return ()
-    if not isinstance(value, Mapping):
-        msg = (
-            "side_output_schemas must be a mapping of OutputTag to a schema, e.g. "
-            f"{{OutputTag('alerts'): 'level string'}}, got {type(value).__name__} {value!r}"
-        )
-        raise ValueError(msg)
-    if len(value) > MAX_SIDE_OUTPUTS:
-        msg = f"side_output_schemas: at most {MAX_SIDE_OUTPUTS} tags, got {len(value)}"
-        raise ValueError(msg)
-    pairs = []
-    for tag, schema in value.items():
-        if not isinstance(tag, OutputTag):
-            msg = f"side_output_schemas: keys must be OutputTags, got {type(tag).__name__} {tag!r}"
-            raise ValueError(msg)
-        if tag == late_output_tag:
-            msg = (
-                f"side_output_schemas: {tag!r} is the tag of side_output_late_data; late rows "
-                "keep the input columns and take no schema"
-            )
-            raise ValueError(msg)
-        fields = parse_output_schema(schema, f"side_output_schemas[{tag!r}]")
-        check_names(
-            [*keys, "window_start", "window_end", *fields.names, "max_timestamp"],
-            f"side output {tag.name!r}",
-        )
-        pairs.append((tag, fields))
-    return tuple(pairs)
-
-
-def no_side_output(tag: OutputTag, known: Sequence[OutputTag | None]) -> ValueError:
-    """The error for ``get_side_output(tag)`` of a tag the result does not have."""
-    have = [t for t in known if t is not None]
-    msg = (
-        f"no side output {tag!r}: request late rows with .side_output_late_data({tag!r}), or "
-        f"declare the values of context.output({tag!r}, ...) with "
-        f"side_output_schemas={{{tag!r}: '<schema>'}} in the terminal call (this result has "
-        f"{have})"
-    )
-    return ValueError(msg)
-
-
-def _window_bounds(window: Any) -> tuple[int | None, int | None]:
-    start = getattr(window, "start", None)
-    end = getattr(window, "end", None)
-    if not (isinstance(start, int) and isinstance(end, int)):
-        return None, None
-    return (
-        start if -_INT64_MAX - 1 <= start <= _INT64_MAX else None,
-        end if -_INT64_MAX - 1 <= end <= _INT64_MAX else None,
-    )
+def _failing_window(records: Sequence[Any], values: Sequence[Any], arrow_type: pa.DataType) -> Any:
+    """The window of the first of ``records`` whose value (in ``values``) is not of
+    ``arrow_type`` (``None`` if each converts alone)."""
+    for r, v in zip(records, values, strict=True):
+        try:
+            pa.array([v], arrow_type)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return r.window
+    return None
 
 
 _Encoders = tuple[Callable[[Any], list[Any]], Callable[[Sequence[Any]], list[list[Any]] | None]]
@@ -252,6 +172,7 @@ def _windowed_columns(
     encoders: _Encoders,
     schema: StructType,
     what: str,
+    show_values: bool,
 ) -> tuple[list[list[Any]], list[int | None], list[int | None], list[int | None]]:
     """``WindowResult`` records as columns: the encoded value fields, then window start,
     window end and the record's timestamp. ``encoders`` encode one value, or all values in
@@ -264,8 +185,9 @@ def _windowed_columns(
             try:
                 values = encode(r.value)
             except Exception as exc:
+                shown = repr(r.value) if show_values else f"<{SHOW_VALUES_HINT}>"
                 exc.add_note(
-                    f"while writing the {what} {r.value!r} of window {r.window!r} of key "
+                    f"while writing the {what} {shown} of window {r.window!r} of key "
                     f"{r.key!r} as a row of {schema.simpleString()}"
                 )
                 raise
@@ -281,7 +203,7 @@ def _windowed_columns(
             ws, we = starts, ends
     if windows and not ws:
         for w in windows:
-            start, end = _window_bounds(w)
+            start, end = window_bounds(w)
             ws.append(start)
             we.append(end)
     mt: list[int | None] = [r.timestamp for r in records]
@@ -316,6 +238,11 @@ class OutputLayout:
         values functions see are in it. Output columns are always ``timestamp[us, tz=UTC]``,
         the type Spark expects back from Python whatever the session time zone (the instants
         are the same).
+    dead_letter
+        Whether the output carries dead letters (``on_error("dead_letter")``): they keep the
+        input columns as late rows do, and add the error's class and message.
+    show_values
+        Whether error notes show row and result values.
     """
 
     keys: tuple[str, ...]
@@ -326,6 +253,8 @@ class OutputLayout:
     late_output_tag: OutputTag | None
     side_outputs: tuple[tuple[OutputTag, StructType], ...] = ()
     timezone: str = "UTC"
+    dead_letter: bool = False
+    show_values: bool = False
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -343,8 +272,13 @@ class OutputLayout:
         return self.late_output_tag is not None
 
     @property
+    def has_input_rows(self) -> bool:
+        """Whether the output carries input rows (late rows or dead letters)."""
+        return self.has_late or self.dead_letter
+
+    @property
     def late_cols(self) -> list[str]:
-        if not self.has_late:
+        if not self.has_input_rows:
             return []
         return [f"__pw_l{i}" for i in range(len(self.input_schema.fields))]
 
@@ -379,7 +313,15 @@ class OutputLayout:
                         StructField(_LWM, LongType(), True),
                         StructField(_LREASON, StringType(), True),
                     ]
-                    if self.has_late
+                    if self.has_input_rows
+                    else []
+                ),
+                *(
+                    [
+                        StructField(_DCLASS, StringType(), True),
+                        StructField(_DMSG, StringType(), True),
+                    ]
+                    if self.dead_letter
                     else []
                 ),
                 StructField(_COUNTERS, _COUNTERS_TYPE, True),
@@ -387,13 +329,15 @@ class OutputLayout:
         )
 
     # -- driver side: split the output -----------------------------------------------------
-    def _windowed(self, df: DataFrame, kind: int, cols: list[str], fields: StructType) -> DataFrame:
-        def time(name: str, alias: str) -> str:  # ms_to_time as SQL text
-            if self.ts_kind != "timestamp":
-                return f"{name} AS {alias}"
-            within = f"{name} BETWEEN {_SPARK_MIN_MS} AND {_SPARK_MAX_MS}"
-            return f"CASE WHEN {within} THEN timestamp_millis({name}) END AS {alias}"
+    def time_sql(self, name: str, alias: str) -> str:
+        """:func:`ms_to_time` as SQL text."""
+        if self.ts_kind != "timestamp":
+            return f"{name} AS {alias}"
+        within = f"{name} BETWEEN {_SPARK_MIN_MS} AND {_SPARK_MAX_MS}"
+        return f"CASE WHEN {within} THEN timestamp_millis({name}) END AS {alias}"
 
+    def _windowed(self, df: DataFrame, kind: int, cols: list[str], fields: StructType) -> DataFrame:
+        time = self.time_sql
         # SQL text: one call to the JVM for the whole projection
         return df.where(f"{KIND} = {kind}").selectExpr(
             *[_quoted(k) for k in self.keys],
@@ -432,6 +376,10 @@ class OutputLayout:
             ms_to_time(F.col(_LWM), self.ts_kind).alias("late_watermark"),
             F.col(_LREASON).alias("late_reason"),
         )
+
+    def select_dead_letters(self, df: DataFrame) -> DataFrame:
+        """The dead letters of ``df`` (see :meth:`SqlBranches.dead_letters`)."""
+        return self.sql.dead_letters(df)
 
     def select_side_output(self, df: DataFrame, tag: OutputTag) -> DataFrame:
         """The late rows for the late tag; for a declared tag: key column(s),
@@ -474,55 +422,11 @@ class OutputLayout:
         """One row: every counter summed over the metrics rows of ``df``."""
         return df.where(F.col(KIND) == _METRICS).agg(*self.metric_totals())
 
-    # -- native plans: build the output with Spark SQL -------------------------------------
-    def _branch(self, kind: int, values: Mapping[str, Column | str]) -> list[Column]:
-        """One tagged-output row shape: ``values`` by internal column name (a Column or SQL
-        text), nulls elsewhere. Written as SQL text where it can be (one call to the JVM per
-        column instead of several: a plan has dozens of them)."""
-        out = []
-        for f in self.schema.fields:
-            value = values.get(f.name) if f.name != KIND else str(kind)
-            nested = isinstance(f.dataType, ArrayType | MapType | StructType)
-            if isinstance(value, Column) or (value is None and nested):
-                column = value if isinstance(value, Column) else F.lit(None)
-                out.append(column.cast(f.dataType).alias(f.name))
-            else:
-                sql = "NULL" if value is None else value
-                out.append(
-                    F.expr(f"CAST({sql} AS {f.dataType.simpleString()}) AS {_quoted(f.name)}")
-                )
-        return out
-
-    def result_branch(
-        self, bounds: tuple[Column, Column, Column], values: Sequence[Column]
-    ) -> list[Column]:
-        """The columns of result rows: the key columns (by name), window start, end and max
-        timestamp in ms, and the output fields' ``values``."""
-        ws, we, mt = bounds
-        named = {k: col(k) for k in self.keys}
-        named.update({_WS: ws, _WE: we, _MT: mt})
-        named.update(dict(zip(self.result_cols, values, strict=True)))
-        return self._branch(_RESULT, named)
-
-    def late_branch(self, watermark: Column, reason: str) -> list[Column]:
-        """The columns of late rows read from the input (by name)."""
-        named = {k: col(k) for k in self.keys}
-        named.update(
-            {c: col(f.name) for c, f in zip(self.late_cols, self.input_schema.fields, strict=True)}
-        )
-        named.update({_LWM: watermark, _LREASON: F.lit(reason)})
-        return self._branch(_LATE, named)
-
-    def metrics_branch(self, counters: Mapping[str, str]) -> list[Column]:
-        """The columns of a metrics row: each counter from the column named in ``counters``,
-        0 for the others."""
-        unknown = set(counters) - set(METRIC_NAMES)
-        assert not unknown, unknown
-        items = [
-            f"CAST({_quoted(counters[n])} AS BIGINT)" if n in counters else "0L"
-            for n in METRIC_NAMES
-        ]
-        return self._branch(_METRICS, {_COUNTERS: f"array({', '.join(items)})"})
+    # -- native plans ----------------------------------------------------------------------
+    @functools.cached_property
+    def sql(self) -> SqlBranches:
+        """The output's rows built with Spark SQL (native plans)."""
+        return SqlBranches(self)
 
     # -- executor side: build the output ---------------------------------------------------
     @functools.cached_property
@@ -545,6 +449,12 @@ class OutputLayout:
             encode_all = make_columns_encoder(self.out_schema)
         sides = [(make_row_encoder(s), make_columns_encoder(s)) for _, s in self.side_outputs]
         return (encode, encode_all), sides
+
+    def check_result(self, value: Any) -> None:
+        """Raise when the result ``value`` is not a row of the output schema."""
+        encode = self._writers[0][0]
+        for v, arrow_type in zip(encode(value), self._arrow_types[0], strict=True):
+            pa.array([v], arrow_type)
 
     @functools.cached_property
     def _arrow_types(self) -> tuple[list[pa.DataType], list[list[pa.DataType]], list[pa.DataType]]:
@@ -571,9 +481,12 @@ class OutputLayout:
         for j, s_types in enumerate(side_types):
             names += self.side_cols(j)
             types += s_types
-        if self.has_late:
+        if self.has_input_rows:
             names += [*self.late_cols, _LWM, _LREASON]
             types += [*input_types, pa.int64(), pa.string()]
+        if self.dead_letter:
+            names += [_DCLASS, _DMSG]
+            types += [pa.string(), pa.string()]
         names.append(_COUNTERS)
         types.append(_COUNTERS_ARROW)
         return pa.schema([pa.field(n, t) for n, t in zip(names, types, strict=True)])
@@ -626,6 +539,7 @@ class OutputLayout:
         late: LateRows | None,
     ) -> pa.RecordBatch:
         """The late rows and the metrics row of :meth:`tagged_result_batches`."""
+        assert not self.dead_letter, "dead letters run the window operator"
         schema = self.arrow_schema
         if late is None or not late.rows:  # the common case: cached nulls
             nulls = self._metrics_row_nulls
@@ -664,21 +578,25 @@ class OutputLayout:
         late_source: pa.Table | None,
         late: LateRows,
         counters: Mapping[str, int],
+        dead: DeadRows | None = None,
     ) -> pa.Table:
         """One key's tagged output: ``results`` (``WindowResult``), the side outputs
         (``side_outputs`` as the operator collects them; the late tag is skipped), the rows
-        ``late.rows`` of ``late_source`` (which has the input columns by name), one metrics
-        row with ``counters``. ``key_columns(n)`` gives the key column(s) for ``n`` rows.
+        ``late.rows`` of ``late_source`` (which has the input columns by name), the dead
+        letters ``dead`` (their rows of ``late_source`` too), one metrics row with
+        ``counters``. ``key_columns(n)`` gives the key column(s) for ``n`` rows.
 
-        Raises ``ValueError`` for a side output tag without a declared schema."""
+        Raises ``ValueError`` for a side output tag without a declared schema, and the
+        conversion's error, naming the key, window and field, for a result that is not a row
+        of the output schema."""
         encode, side_encoders = self._writers
         out_types, side_types, _ = self._arrow_types
         for tag, records in side_outputs.items():
             self.check_side_output(tag, records, key)
         sides = [list(side_outputs.get(tag, ())) for tag in self.side_tags]
-        n_res, n_late = len(results), len(late.rows)
+        n_res, n_late, n_dead = len(results), len(late.rows), 0 if dead is None else len(dead)
         n_side = sum(len(s) for s in sides)
-        total = n_res + n_side + n_late + 1
+        total = n_res + n_side + n_late + n_dead + 1
         blocks = [(results, encode, self.out_schema, "result", self.result_cols, out_types)]
         for j, (tag, schema) in enumerate(self.side_outputs):
             what = f"side output {tag.name!r} value"
@@ -695,7 +613,9 @@ class OutputLayout:
         for kind, (records, enc, schema, what, cols, types) in zip(
             [_RESULT, *range(_SIDE, _SIDE + len(sides))], blocks, strict=True
         ):
-            columns, b_ws, b_we, b_mt = _windowed_columns(records, enc, schema, what)
+            columns, b_ws, b_we, b_mt = _windowed_columns(
+                records, enc, schema, what, self.show_values
+            )
             kinds += [kind] * len(records)
             ws += b_ws
             we += b_we
@@ -706,26 +626,30 @@ class OutputLayout:
             ):
                 try:
                     array = pa.array([None] * start + values + after, arrow_type)
-                except (pa.ArrowException, TypeError, ValueError) as exc:
+                except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                    window = _failing_window(records, values, arrow_type)
                     exc.add_note(
                         f"while writing output column {field.name!r} "
-                        f"({field.dataType.simpleString()}) for key {key!r}"
+                        f"({field.dataType.simpleString()}) of window {window!r} of key {key!r}"
                     )
                     raise
                 value_arrays.append((name, array))
             start += len(records)
-        kinds += [_LATE] * n_late + [_METRICS]
-        tail = [None] * (n_late + 1)
+        kinds += [_LATE] * n_late + [_DEAD] * n_dead + [_METRICS]
+        late_tail = [None] * n_late
+        tail_ws = [*late_tail, *(dead.starts if dead else ()), None]
+        tail_we = [*late_tail, *(dead.ends if dead else ()), None]
+        tail_mt = [None] * (n_late + n_dead + 1)
 
         arrays: list[pa.Array] = [pa.array(kinds, pa.int8()), *key_columns(total)]
         names: list[str] = [KIND, *self.keys]
-        for name, values in ((_WS, ws), (_WE, we), (_MT, mt)):
+        for name, values, tail in ((_WS, ws, tail_ws), (_WE, we, tail_we), (_MT, mt, tail_mt)):
             arrays.append(pa.array(values + tail, pa.int64()))
             names.append(name)
         for name, array in value_arrays:
             arrays.append(array)
             names.append(name)
-        self._late_and_metrics(arrays, names, n_res + n_side, late_source, late, counters)
+        self._late_and_metrics(arrays, names, n_res + n_side, late_source, late, counters, dead)
         return pa.Table.from_arrays(arrays, names=names)
 
     def _late_and_metrics(
@@ -736,14 +660,18 @@ class OutputLayout:
         late_source: pa.Table | None,
         late: LateRows,
         counters: Mapping[str, int],
+        dead: DeadRows | None = None,
     ) -> None:
-        """Append the late-row columns (with ``side_output_late_data``) and the metrics
-        column of a tagged output whose first ``before`` rows are results and side outputs,
-        followed by the late rows and the metrics row."""
-        total = before + len(late.rows) + 1
-        if self.has_late:
+        """Append the late-row columns (with ``side_output_late_data`` or dead letters), the
+        dead letters' error columns and the metrics column of a tagged output whose first
+        ``before`` rows are results and side outputs, followed by the late rows, the dead
+        letters and the metrics row."""
+        dead = DeadRows() if dead is None else dead
+        n_dead = len(dead)
+        total = before + len(late.rows) + n_dead + 1
+        if self.has_input_rows:
             input_types = self._arrow_types[2]
-            late_take = pa.array([None] * before + late.rows + [None], pa.int64())
+            late_take = pa.array([None] * before + late.rows + dead.rows + [None], pa.int64())
             for name, field, arrow_type in zip(
                 self.late_cols, self.input_schema.fields, input_types, strict=True
             ):
@@ -754,13 +682,106 @@ class OutputLayout:
                 names.append(name)
             head = [None] * before
             watermarks = [None if w is None or w == MIN_TIMESTAMP else w for w in late.watermarks]
-            arrays.append(pa.array([*head, *watermarks, None], pa.int64()))
+            arrays.append(pa.array([*head, *watermarks, *[None] * n_dead, None], pa.int64()))
             names.append(_LWM)
-            arrays.append(pa.array([*head, *late.reasons, None], pa.string()))
+            arrays.append(pa.array([*head, *late.reasons, *dead.phases, None], pa.string()))
             names.append(_LREASON)
         elif late.rows:
             msg = "late rows without a late-data tag: they are dropped and counted"
             raise AssertionError(msg)
-        counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
+        if self.dead_letter:
+            head = [None] * (before + len(late.rows))
+            for name, values in ((_DCLASS, dead.classes), (_DMSG, dead.messages)):
+                arrays.append(pa.array([*head, *values, None], pa.string()))
+                names.append(name)
+        else:
+            assert not n_dead, "dead letters without on_error('dead_letter')"
+        counts = [{**counters, **dead.counters()}.get(metric, 0) for metric in METRIC_NAMES]
         arrays.append(pa.array([None] * (total - 1) + [counts], _COUNTERS_ARROW))
         names.append(_COUNTERS)
+
+
+@dataclass(frozen=True, eq=False)
+class SqlBranches:
+    """The rows of a tagged output built with Spark SQL (a native plan computes the results,
+    late rows and metrics without the window operator): one ``select`` per row shape."""
+
+    layout: OutputLayout
+
+    def _branch(self, kind: int, values: Mapping[str, Column | str]) -> list[Column]:
+        """One tagged-output row shape: ``values`` by internal column name (a Column or SQL
+        text), nulls elsewhere. Written as SQL text where it can be (one call to the JVM per
+        column instead of several: a plan has dozens of them)."""
+        out = []
+        for f in self.layout.schema.fields:
+            value = values.get(f.name) if f.name != KIND else str(kind)
+            nested = isinstance(f.dataType, ArrayType | MapType | StructType)
+            if isinstance(value, Column) or (value is None and nested):
+                column = value if isinstance(value, Column) else F.lit(None)
+                out.append(column.cast(f.dataType).alias(f.name))
+            else:
+                sql = "NULL" if value is None else value
+                out.append(
+                    F.expr(f"CAST({sql} AS {f.dataType.simpleString()}) AS {_quoted(f.name)}")
+                )
+        return out
+
+    def result_branch(
+        self, bounds: tuple[Column, Column, Column], values: Sequence[Column]
+    ) -> list[Column]:
+        """The columns of result rows: the key columns (by name), window start, end and max
+        timestamp in ms, and the output fields' ``values``."""
+        ws, we, mt = bounds
+        named = {k: col(k) for k in self.layout.keys}
+        named.update({_WS: ws, _WE: we, _MT: mt})
+        named.update(dict(zip(self.layout.result_cols, values, strict=True)))
+        return self._branch(_RESULT, named)
+
+    def late_branch(self, watermark: Column, reason: str) -> list[Column]:
+        """The columns of late rows read from the input (by name)."""
+        layout = self.layout
+        named = {k: col(k) for k in layout.keys}
+        fields = layout.input_schema.fields
+        named.update({c: col(f.name) for c, f in zip(layout.late_cols, fields, strict=True)})
+        named.update({_LWM: watermark, _LREASON: F.lit(reason)})
+        return self._branch(_LATE, named)
+
+    def metrics_branch(self, counters: Mapping[str, str]) -> list[Column]:
+        """The columns of a metrics row: each counter from the column named in ``counters``,
+        0 for the others."""
+        unknown = set(counters) - set(METRIC_NAMES)
+        assert not unknown, unknown
+        items = [
+            f"CAST({_quoted(counters[n])} AS BIGINT)" if n in counters else "0L"
+            for n in METRIC_NAMES
+        ]
+        return self._branch(_METRICS, {_COUNTERS: f"array({', '.join(items)})"})
+
+    def dead_letters(self, df: DataFrame) -> DataFrame:
+        """The dead letters: the input columns (the key columns always; the others null
+        unless an element failed), ``error_phase``, ``error_class``, ``error_message``,
+        ``window_start``, ``window_end`` (no rows without ``on_error("dead_letter")``)."""
+        layout = self.layout
+        fields = [f for f in layout.input_schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
+        if not layout.dead_letter:
+            return df.where(F.lit(False)).select(
+                *[F.lit(None).cast(f.dataType).alias(f.name) for f in fields],
+                *[F.lit(None).cast("string").alias(n) for n in DEAD_LETTER_COLUMNS[:3]],
+                *[
+                    ms_to_time(F.lit(None).cast("long"), layout.ts_kind).alias(n)
+                    for n in DEAD_LETTER_COLUMNS[3:]
+                ],
+            )
+        late = dict(zip(layout.input_schema.names, layout.late_cols, strict=True))
+        phase, error_class, message, start, end = DEAD_LETTER_COLUMNS
+        return df.where(f"{KIND} = {_DEAD}").selectExpr(
+            *[
+                f"{_quoted(f.name) if f.name in layout.keys else late[f.name]} AS {_quoted(f.name)}"
+                for f in fields
+            ],
+            f"{_LREASON} AS {phase}",
+            f"{_DCLASS} AS {error_class}",
+            f"{_DMSG} AS {message}",
+            layout.time_sql(_WS, start),
+            layout.time_sql(_WE, end),
+        )

@@ -8,6 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from windowing.assigners import is_processing_time_assigner
+from windowing.errors import ErrorPolicy
 from windowing.functions.spec import WindowFunctionSpec
 from windowing.job import Job, StreamSource, WindowConfig
 from windowing.operator import WindowOperator
@@ -37,6 +38,7 @@ def window_operator(window: WindowConfig, spec: WindowFunctionSpec) -> WindowOpe
         allowed_lateness=window.allowed_lateness,
         late_output_tag=window.late_output_tag,
         slicing=window.slicing,
+        on_error=window.on_error,
     )
 
 
@@ -71,9 +73,10 @@ def job_columnar(
     """The aggregation the runtime computes on whole columns, if any: a built-in aggregation
     of tumbling windows (:func:`~windowing.spark.columnar.columnar_plan`), when the rows are
     not replayed by a processing-time column, nor in arrival order (batch), nor on the wall
-    clock (streaming)."""
+    clock (streaming), and errors are not dead-lettered (every element goes through the
+    guarded operator)."""
     source, config = job.source, job.config
-    if source.processing_time is not None:
+    if source.processing_time is not None or config.on_error is ErrorPolicy.DEAD_LETTER:
         return None
     if uses_wall_clock(job) if source.df.isStreaming else source.arrival_order is not None:
         return None
@@ -101,6 +104,7 @@ def plan_job(job: Job, spec: WindowFunctionSpec | None, *, native: str | None = 
         spec,
         config.allowed_lateness,
         config.slicing,
+        guarded=config.on_error is ErrorPolicy.DEAD_LETTER,
     )
     columnar = job_columnar(job, spec, to_arrow_schema(source.df.schema, timezone="UTC"))
     columnar_words = None if columnar is None else columnar_text(columnar)

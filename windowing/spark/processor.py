@@ -27,6 +27,12 @@ from windowing.spark.columnar import (
     key_state_of,
 )
 from windowing.spark.columnar_calls import ColumnarCalls
+from windowing.spark.failures import (
+    DeadRows,
+    ElementFailedError,
+    raise_element_error,
+    split_results,
+)
 from windowing.spark.inputs import ARR as _ARR
 from windowing.spark.inputs import PT as _PT
 from windowing.spark.inputs import TS as _TS
@@ -38,7 +44,6 @@ from windowing.spark.output import (
     REASON_NULL_EVENT_TIME,
     LateRows,
     OutputLayout,
-    note_element_error,
     operator_counters,
 )
 from windowing.spark.plans import window_operator
@@ -339,7 +344,26 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
     ) -> Entry | None:
         """One key's call: fire its due timers, then process its rows of this micro-batch
         (``table``; ``None``: a timer call); its output goes to ``outputs``. Returns the key's
-        new entry."""
+        new entry. With dead letters, a row whose processing raises is left out and the call
+        starts over from the key's stored state without it."""
+        if self.op.dead_letters is None or table is None:
+            return self._key_call_once(k, entry, table, outputs, {})
+        skipped: dict[int, Any] = {}  # row -> DeadLetter
+        while True:
+            try:
+                return self._key_call_once(k, entry, table, outputs, skipped)
+            except ElementFailedError as failed:
+                skipped[failed.row] = failed.letter
+
+    def _key_call_once(
+        self,
+        k: Any,
+        entry: Entry | None,
+        table: pa.Table | None,
+        outputs: list[pa.RecordBatch],
+        skipped: dict[int, Any],
+    ) -> Entry | None:
+        """:meth:`_key_call` but the rows ``skipped`` (their dead letters)."""
         c = self.config
         self._opened = None
         stored = None if entry is None else decode_entry(entry[2])
@@ -353,7 +377,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         self._reset()
         self._fire(k, ks)
         if table is None:
-            self._emit(k, None, LateRows(), (0, 0, 0), outputs)
+            self._emit(k, None, LateRows(), (0, 0, 0), outputs, {})
             return self._entry(k, ks)
         elements = table_rows(table, c.layout.input_schema.names)
         ts = table.column(_TS).to_pylist()
@@ -364,6 +388,8 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         late = LateRows()
         null_ts = null_arr = 0
         pending: list[tuple[Any, Any, Any]] = []
+        pending_rows: list[int] = []  # their rows, with dead letters
+        guarded = op.dead_letters is not None
 
         def flush(ks: Any) -> Any:
             before = op.metrics.num_elements  # counted as each element starts
@@ -371,13 +397,23 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
                 ks = op.process_key_elements(k, ks, pending)
             except Exception as exc:
                 failed = op.metrics.num_elements - before - 1
-                note_element_error(exc, failed, pending, k, "the Spark streaming runtime")
-                raise
+                where = "the Spark streaming runtime"
+                raise_element_error(
+                    exc,
+                    failed,
+                    pending,
+                    pending_rows,
+                    k,
+                    where,
+                    guarded=guarded,
+                    show_values=c.window.show_values,
+                )
             pending.clear()
+            pending_rows.clear()
             return ks
 
         no_nulls = table.column(_TS).null_count == 0 or not event_time
-        if arrival is None and pts is None and no_nulls:
+        if arrival is None and pts is None and no_nulls and not guarded:
             pending.extend(zip(elements, ts, repeat(k, len(elements)), strict=True))
         else:
             for i, row in enumerate(elements):
@@ -398,13 +434,16 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
                     if tag is not None:
                         late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
                     continue
+                if i in skipped:
+                    continue  # a dead letter (its processing-time advance happened)
                 pending.append((row, t, k))
+                pending_rows.append(i)
         ks = flush(ks)
         if tag is not None:
             lates = op.side_outputs.get(tag, [])
             if lates:
                 late.add_late_elements(lates, {id(r): i for i, r in enumerate(elements)})
-        self._emit(k, table, late, (table.num_rows, null_ts, null_arr), outputs)
+        self._emit(k, table, late, (table.num_rows, null_ts, null_arr), outputs, skipped)
         return self._entry(k, ks)
 
     def close(self) -> None:
@@ -432,6 +471,8 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         op.output.clear()
         op.side_outputs.clear()
         op.metrics = type(op.metrics)()
+        if op.dead_letters is not None:
+            op.dead_letters.clear()
 
     def _fire(self, key: Any, ks: Any) -> None:
         try:
@@ -450,25 +491,51 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         late: LateRows,
         counts: tuple[int, int, int],
         outputs: list[pa.RecordBatch],
+        skipped: dict[int, Any],
     ) -> None:
         """Add this key's tagged output to ``outputs``; ``counts`` = (input rows, rows
-        without event time, rows without arrival order)."""
+        without event time, rows without arrival order); ``skipped``: the dead letters of
+        rows left out (row -> ``DeadLetter``)."""
         c = self.config
         op = self.op
         m = op.metrics
         n_input, null_ts, null_arr = counts
         has_side = any(records for records in op.side_outputs.values())
         fired = m.num_windows_fired or m.num_null_results
-        if not (op.output or late.rows or n_input or fired or has_side):
+        dead = None
+        if op.dead_letters is not None:
+            dead = DeadRows()
+            for row, letter in sorted(skipped.items()):
+                dead.add(letter, row)
+            for letter in op.dead_letters:
+                dead.add(letter)
+        if not (op.output or late.rows or n_input or fired or has_side or dead):
             return
         counters = operator_counters(op, n_input, null_ts, null_arr)
-        out = c.layout.tagged_table(
-            key=key,
-            key_columns=self._key_columns(key),
-            results=op.output,
-            side_outputs=op.side_outputs,
-            late_source=table,
-            late=late,
-            counters=counters,
-        )
+
+        def tagged() -> pa.Table:
+            return c.layout.tagged_table(
+                key=key,
+                key_columns=self._key_columns(key),
+                results=op.output,
+                side_outputs=op.side_outputs,
+                late_source=table,
+                late=late,
+                counters=counters,
+                dead=dead,
+            )
+
+        try:
+            out = tagged()
+        except Exception:
+            if dead is None:
+                raise
+            # results that are not rows of the output schema: dead letters
+            bad = split_results(op.output, c.layout.check_result)
+            for _, letter in bad:
+                dead.add(letter)
+            drop = {i for i, _ in bad}
+            op.output[:] = [r for i, r in enumerate(op.output) if i not in drop]
+            counters["num_results"] = len(op.output)
+            out = tagged()
         outputs.extend(out.to_batches())

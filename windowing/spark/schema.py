@@ -626,7 +626,7 @@ def make_row_encoder(schema: StructType) -> Callable[[Any], list[Any]]:
             raw = list(value)
         else:
             msg = (
-                f"cannot write {type(value).__name__} {value!r} as a row of fields {names}; "
+                f"cannot write a {type(value).__name__} as a row of fields {names}; "
                 "return a Row, dict, tuple or dataclass"
             )
             raise TypeError(msg)
@@ -635,7 +635,7 @@ def make_row_encoder(schema: StructType) -> Callable[[Any], list[Any]]:
                 try:
                     raw[i] = enc(raw[i])
                 except (TypeError, ValueError) as exc:
-                    msg = f"field {names[i]!r}: {exc} ({raw[i]!r})"
+                    msg = f"field {names[i]!r}: {exc}"  # no value: it may be sensitive
                     raise type(exc)(msg) from exc
         return raw
 

@@ -153,6 +153,17 @@ class StreamingWindowedResult:
         ``late_watermark`` and ``late_reason``."""
         return self.layout.select_late(df)
 
+    def select_dead_letters(self, df: DataFrame) -> DataFrame:
+        """The dead letters of a tagged output ``df`` (``on_error("dead_letter")``; see
+        ``WindowedResult.dead_letters``)."""
+        return self.layout.select_dead_letters(df)
+
+    @property
+    def dead_letters(self) -> DataFrame:
+        """The dead letters as a streaming DataFrame (its own query; prefer
+        :func:`write_results_and_late` with ``dead_letter_path``)."""
+        return self.select_dead_letters(self.output)
+
     def select_side_output(self, df: DataFrame, tag: OutputTag) -> DataFrame:
         """The side output ``tag`` of a tagged output ``df`` (see :meth:`get_side_output`)."""
         return self.layout.select_side_output(df, tag)
@@ -306,23 +317,27 @@ def write_results_and_late(
     processing_time: str | None = None,
     query_name: str | None = None,
     side_output_paths: Mapping[OutputTag, str] | None = None,
+    dead_letter_path: str | None = None,
 ) -> StreamingQuery:
-    """Start ONE streaming query that writes the results, the late rows and the side outputs
-    of ``side_output_paths`` (tag -> directory) to parquet with ``foreachBatch``.
+    """Start ONE streaming query that writes the results, the late rows, the side outputs
+    of ``side_output_paths`` (tag -> directory) and the dead letters (``dead_letter_path``,
+    with ``on_error("dead_letter")``) to parquet with ``foreachBatch``.
 
     Each micro-batch goes to ``<path>/batch_id=<N>`` with mode ``overwrite``, so a batch
     replayed after a failure replaces its own earlier partial output (idempotent per batch
     id); ``spark.read.parquet(path)`` reads all batches (with a ``batch_id`` column).
     Restart with the same ``checkpoint`` to continue where the query stopped.
 
-    The paths (results, late rows, each side output, the checkpoint) must differ and none may
-    lie inside another: a ``ValueError`` naming both says so before the query starts.
+    The paths (results, late rows, dead letters, each side output, the checkpoint) must
+    differ and none may lie inside another: a ``ValueError`` naming both says so before the
+    query starts.
     """
     sides = dict(side_output_paths or {})
     check_sink_paths(
         {
             "results_path": results_path,
             "late_path": late_path,
+            "dead_letter_path": dead_letter_path,
             "checkpoint": checkpoint,
             **{f"side_output_paths[{tag.name!r}]": path for tag, path in sides.items()},
         }
@@ -335,11 +350,17 @@ def write_results_and_late(
             )
             raise ValueError(msg)
 
+    if dead_letter_path is not None and not result.layout.dead_letter:
+        msg = (
+            f"dead_letter_path={dead_letter_path!r} needs a job with .on_error('dead_letter') "
+            "(errors fail the query otherwise)"
+        )
+        raise ValueError(msg)
     write_late = late_path is not None and result.late_output_tag is not None
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # Several outputs read the batch once each: persisted, the operator runs once.
-        several = write_late or bool(sides)
+        several = write_late or bool(sides) or dead_letter_path is not None
         if several:
             batch = batch.persist()
         try:
@@ -353,6 +374,10 @@ def write_results_and_late(
             for tag, path in sides.items():
                 result.select_side_output(batch, tag).write.mode("overwrite").parquet(
                     f"{path}/batch_id={batch_id}"
+                )
+            if dead_letter_path is not None:
+                result.select_dead_letters(batch).write.mode("overwrite").parquet(
+                    f"{dead_letter_path}/batch_id={batch_id}"
                 )
         finally:
             if several:

@@ -77,7 +77,11 @@ def add_prefix_max(
             .withColumn(
                 prev,
                 F.max("__pw_bmax").over(
-                    Window.orderBy(bucket).rowsBetween(Window.unboundedPreceding, -1)
+                    # one partition on purpose (a tiny table); named, so Spark does not
+                    # warn "No Partition Defined for Window operation"
+                    Window.partitionBy(F.lit(0))
+                    .orderBy(bucket)
+                    .rowsBetween(Window.unboundedPreceding, -1)
                 ),
             )
             .drop("__pw_bmax")
