@@ -122,6 +122,7 @@ class WindowConfig:
     max_parallelism: int = 128
     on_error: ErrorPolicy = ErrorPolicy.FAIL
     show_values: bool = False  # error notes show row values (off: they may be sensitive)
+    window_struct: str | None = None  # results' window as Spark's struct column of this name
 
 
 #: The largest number of key groups (Flink's upper bound for ``maxParallelism``).

@@ -74,7 +74,7 @@ from windowing.time import Duration, to_millis
 from windowing.triggers.base import Trigger
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame  # noqa: TID251 - type-only, never imported at runtime
+    from pyspark.sql import Column, DataFrame  # noqa: TID251 - type-only, never imported at runtime
 
 __all__ = [
     "BoundedOutOfOrderness",
@@ -180,8 +180,11 @@ class DataStream:
         )
         return DataStream(StreamSource(df, event_time, watermark, arrival_order, processing_time))
 
-    def key_by(self, *columns: str) -> KeyedStream:
-        """Partition the stream by the values of ``columns`` (Flink ``keyBy``).
+    def key_by(self, *columns: str | Column) -> KeyedStream:
+        """Partition the stream by the values of ``columns`` (Flink ``keyBy``): column names,
+        or ``Column`` expressions as in ``groupBy`` (``F.lower("country")``,
+        ``F.col("device.id").alias("device")``), which become columns of the input named as
+        Spark names them (in results, late rows and dead letters too).
 
         Each key has its own windows, triggers and state. User functions receive the key as
         the column's value (one column) or a tuple of values (several).
@@ -189,18 +192,11 @@ class DataStream:
         if not columns:
             msg = "key_by: give at least one column name"
             raise ValueError(msg)
-        names = self.source.df.columns
-        for c in columns:
-            if not isinstance(c, str):
-                msg = f"key_by: columns must be column names (str), got {type(c).__name__} {c!r}"
-                raise ValueError(msg)
-            if c not in names:
-                msg = f"key_by: unknown column {c!r}; the DataFrame has columns {names}"
-                raise ValueError(msg)
-        if len(set(columns)) != len(columns):
-            msg = f"key_by: a column is given twice in {columns!r}"
-            raise ValueError(msg)
-        return KeyedStream(self.source, tuple(columns))
+        from windowing.spark.inputs import key_columns
+
+        df, keys = key_columns(self.source.df, columns)
+        source = self.source if df is self.source.df else dataclasses.replace(self.source, df=df)
+        return KeyedStream(source, keys)
 
     def window_all(self, assigner: WindowAssigner[Any, Any]) -> WindowedStream:
         """Window the whole, non-keyed stream (Flink ``windowAll``).
@@ -367,6 +363,25 @@ class WindowedStream:
             msg = f"side_output_late_data: tag must be an OutputTag, got {tag!r}"
             raise ValueError(msg)
         return self._with(late_output_tag=tag)
+
+    def window_struct(self, name: str | None = "window") -> WindowedStream:
+        """Give the results' window as Spark's ``groupBy(window(...))`` does: one struct
+        column ``name`` with fields ``start`` and ``end``, in place of ``window_start``,
+        ``window_end`` and ``max_timestamp`` (which is ``end`` minus 1 ms), so the results
+        can replace those of Spark's own windowed aggregation. ``None``: the three columns
+        (the default). Side outputs keep their columns.
+
+        Example::
+
+            stream.key_by("user").window(TumblingEventTimeWindows("10 seconds"))
+                  .window_struct().agg(F.sum("amount").alias("total"))
+            # user, window{start, end}, total: as df.groupBy("user", F.window("ts", "10
+            # seconds")).agg(F.sum("amount").alias("total"))
+        """
+        if name is not None and (not isinstance(name, str) or not name):
+            msg = f"window_struct: name must be a non-empty str or None, got {name!r}"
+            raise ValueError(msg)
+        return self._with(window_struct=name)
 
     def on_error(self, policy: ErrorPolicy | str, *, show_values: bool = False) -> WindowedStream:
         """What an error raised by your code (assigner, trigger, evictor, window function)

@@ -312,7 +312,11 @@ def build_layout(
         if spec is None
         else _output_schema(spec, output_schema, input_schema, keys)
     )
-    result_names = [*keys, "window_start", "window_end", *out_fields.names, "max_timestamp"]
+    result_names = (
+        [*keys, "window_start", "window_end", *out_fields.names, "max_timestamp"]
+        if config.window_struct is None
+        else [*keys, config.window_struct, *out_fields.names]
+    )
     check_names(result_names, "results")
     if config.late_output_tag is not None:
         check_names([*input_schema.names, *LATE_COLUMNS], "late side output")
@@ -333,6 +337,7 @@ def build_layout(
         timezone=df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC",
         dead_letter=dead_letter,
         show_values=config.show_values,
+        window_struct=config.window_struct,
     )
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+import pyarrow as pa
+
 from windowing.engine.notes import END_OF_INPUT_NOTE
 from windowing.errors import DeadLetter, ErrorPhase
 
@@ -24,6 +26,7 @@ __all__ = [
     "DeadRows",
     "ElementFailedError",
     "element_failure",
+    "failing_window",
     "note_element_error",
     "raise_element_error",
     "split_results",
@@ -118,6 +121,17 @@ def raise_element_error(
             raise failure from exc
     note_element_error(exc, failed, pending, key, where, show_values=show_values)
     raise exc
+
+
+def failing_window(records: Sequence[Any], values: Sequence[Any], arrow_type: pa.DataType) -> Any:
+    """The window of the first of ``records`` whose value (in ``values``) is not of
+    ``arrow_type`` (``None`` if each converts alone)."""
+    for r, v in zip(records, values, strict=True):
+        try:
+            pa.array([v], arrow_type)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return r.window
+    return None
 
 
 def window_bounds(window: Any) -> tuple[int | None, int | None]:

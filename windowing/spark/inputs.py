@@ -5,6 +5,7 @@ streaming query and the native plans."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -23,6 +24,7 @@ __all__ = [
     "arrival_micros",
     "content_hash",
     "internal_columns",
+    "key_columns",
     "time_millis",
 ]
 
@@ -82,3 +84,48 @@ def internal_columns(df: DataFrame, source: Any) -> list[Column]:
     if source.processing_time is not None:
         columns.append(time_millis(df, source.processing_time).alias(PT))
     return columns
+
+
+def key_columns(df: DataFrame, columns: Sequence[Any]) -> tuple[DataFrame, tuple[str, ...]]:
+    """The key columns ``columns`` (names, or ``Column`` expressions) as names of ``df``'s
+    columns: an expression becomes a column of the input named as Spark names it (its alias,
+    or e.g. ``lower(country)``), so results, late rows and dead letters carry it like any key
+    column. ``ValueError`` naming the column for an unknown name, another type, a key given
+    twice, or an expression named like an input column it is not."""
+    names: list[str] = []
+    for c in columns:
+        if isinstance(c, str):
+            if c not in df.columns:
+                msg = f"key_by: unknown column {c!r}; the DataFrame has columns {df.columns}"
+                raise ValueError(msg)
+            names.append(c)
+            continue
+        if not isinstance(c, Column):
+            msg = (
+                f"key_by: keys must be column names (str) or Columns, got {type(c).__name__} {c!r}"
+            )
+            raise ValueError(msg)
+        try:
+            name = df.select(c).columns[0]
+        except Exception as exc:
+            msg = f"key_by: cannot evaluate {c} on the DataFrame: {exc}"
+            raise ValueError(msg) from exc
+        if name.startswith(INTERNAL_PREFIX):
+            msg = (
+                f"key_by: the key {c} is named {name!r}; the prefix {INTERNAL_PREFIX!r} is reserved"
+            )
+            raise ValueError(msg)
+        if name in df.columns:
+            if str(c) not in (f"Column<'{name}'>", f"Column<'`{name}`'>"):
+                msg = (
+                    f"key_by: the key {c} is named {name!r}, as a column of the DataFrame it is "
+                    "not; give it another name with .alias(...)"
+                )
+                raise ValueError(msg)
+        else:
+            df = df.withColumn(name, c)
+        names.append(name)
+    if len(set(names)) != len(names):
+        msg = f"key_by: a column is given twice in {tuple(names)!r}"
+        raise ValueError(msg)
+    return df, tuple(names)

@@ -32,7 +32,13 @@ from pyspark.sql.types import (
 )
 
 from windowing.records import OutputTag
-from windowing.spark.failures import DEAD_LETTER_COLUMNS, SHOW_VALUES_HINT, DeadRows, window_bounds
+from windowing.spark.failures import (
+    DEAD_LETTER_COLUMNS,
+    SHOW_VALUES_HINT,
+    DeadRows,
+    failing_window,
+    window_bounds,
+)
 from windowing.spark.metrics import METRIC_NAMES
 from windowing.spark.schema import (
     INTERNAL_PREFIX,
@@ -153,17 +159,6 @@ def ms_to_time(column: Column, kind: str) -> Column:
     return column
 
 
-def _failing_window(records: Sequence[Any], values: Sequence[Any], arrow_type: pa.DataType) -> Any:
-    """The window of the first of ``records`` whose value (in ``values``) is not of
-    ``arrow_type`` (``None`` if each converts alone)."""
-    for r, v in zip(records, values, strict=True):
-        try:
-            pa.array([v], arrow_type)
-        except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            return r.window
-    return None
-
-
 _Encoders = tuple[Callable[[Any], list[Any]], Callable[[Sequence[Any]], list[list[Any]] | None]]
 
 
@@ -243,6 +238,9 @@ class OutputLayout:
         input columns as late rows do, and add the error's class and message.
     show_values
         Whether error notes show row and result values.
+    window_struct
+        The results' window as Spark's ``window`` struct column of this name, if any
+        (``WindowedStream.window_struct``).
     """
 
     keys: tuple[str, ...]
@@ -255,6 +253,7 @@ class OutputLayout:
     timezone: str = "UTC"
     dead_letter: bool = False
     show_values: bool = False
+    window_struct: str | None = None
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -272,8 +271,7 @@ class OutputLayout:
         return self.late_output_tag is not None
 
     @property
-    def has_input_rows(self) -> bool:
-        """Whether the output carries input rows (late rows or dead letters)."""
+    def has_input_rows(self) -> bool:  # late rows or dead letters
         return self.has_late or self.dead_letter
 
     @property
@@ -329,28 +327,36 @@ class OutputLayout:
         )
 
     # -- driver side: split the output -----------------------------------------------------
-    def time_sql(self, name: str, alias: str) -> str:
-        """:func:`ms_to_time` as SQL text."""
+    def time_sql(self, name: str, alias: str | None = None) -> str:
+        """:func:`ms_to_time` as SQL text (``AS alias`` when given)."""
+        as_alias = "" if alias is None else f" AS {alias}"
         if self.ts_kind != "timestamp":
-            return f"{name} AS {alias}"
+            return f"{name}{as_alias}"
         within = f"{name} BETWEEN {_SPARK_MIN_MS} AND {_SPARK_MAX_MS}"
-        return f"CASE WHEN {within} THEN timestamp_millis({name}) END AS {alias}"
+        return f"CASE WHEN {within} THEN timestamp_millis({name}) END{as_alias}"
 
-    def _windowed(self, df: DataFrame, kind: int, cols: list[str], fields: StructType) -> DataFrame:
+    def _windowed(
+        self, df: DataFrame, kind: int, cols: list[str], fields: StructType, struct: str | None
+    ) -> DataFrame:
         time = self.time_sql
+        values = [f"{c} AS {_quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)]
+        keys = [_quoted(k) for k in self.keys]
         # SQL text: one call to the JVM for the whole projection
+        if struct is not None:  # Spark's groupBy(window(...)) columns
+            window = f"named_struct('start', {time(_WS)}, 'end', {time(_WE)}) AS {_quoted(struct)}"
+            return df.where(f"{KIND} = {kind}").selectExpr(*keys, window, *values)
         return df.where(f"{KIND} = {kind}").selectExpr(
-            *[_quoted(k) for k in self.keys],
+            *keys,
             time(_WS, "window_start"),
             time(_WE, "window_end"),
-            *[f"{c} AS {_quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)],
+            *values,
             time(_MT, "max_timestamp"),
         )
 
     def select_results(self, df: DataFrame) -> DataFrame:
-        """Key column(s), ``window_start``, ``window_end``, function outputs,
-        ``max_timestamp``."""
-        return self._windowed(df, _RESULT, self.result_cols, self.out_schema)
+        """Key column(s), ``window_start``, ``window_end`` (or :attr:`window_struct`),
+        function outputs, ``max_timestamp`` (not with :attr:`window_struct`)."""
+        return self._windowed(df, _RESULT, self.result_cols, self.out_schema, self.window_struct)
 
     def select_late(self, df: DataFrame) -> DataFrame:
         """The input columns plus ``late_watermark`` and ``late_reason`` (no rows without a
@@ -387,7 +393,7 @@ class OutputLayout:
         j = self.side_index(tag)
         if j is None:
             return self.select_late(df)
-        return self._windowed(df, _SIDE + j, self.side_cols(j), self.side_outputs[j][1])
+        return self._windowed(df, _SIDE + j, self.side_cols(j), self.side_outputs[j][1], None)
 
     def side_index(self, tag: OutputTag) -> int | None:
         """``None`` for the late tag, the index of a declared side output; ``ValueError``
@@ -627,7 +633,7 @@ class OutputLayout:
                 try:
                     array = pa.array([None] * start + values + after, arrow_type)
                 except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-                    window = _failing_window(records, values, arrow_type)
+                    window = failing_window(records, values, arrow_type)
                     exc.add_note(
                         f"while writing output column {field.name!r} "
                         f"({field.dataType.simpleString()}) of window {window!r} of key {key!r}"
