@@ -83,6 +83,7 @@ __all__ = [
     "PACKED_SCHEMA",
     "ProcessorConfig",
     "WindowProcessor",
+    "flink_watermark",
     "pack",
     "timestamps_as_micros",
     "unpack",
@@ -117,7 +118,7 @@ class ProcessorConfig:
 WATERMARK_SHIFT_MS = 62_135_596_800_000
 
 
-def _flink_watermark(spark_watermark_ms: int) -> int:
+def flink_watermark(spark_watermark_ms: int) -> int:
     """Spark's watermark over the shifted event time (late when ``ts + shift < W``; ``0`` =
     none yet) as the operator's (Flink's: late when ``ts <= W``)."""
     if spark_watermark_ms <= 0:
@@ -456,7 +457,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         if not self.config.wall_clock:
             self.spark_watermark = int(timer_values.getCurrentWatermarkInMs())
             op = self.op
-            op.watermark = max(op.watermark, _flink_watermark(self.spark_watermark))
+            op.watermark = max(op.watermark, flink_watermark(self.spark_watermark))
 
     def _set_key_clock(self, clock: int | None) -> None:
         """The operator's processing time for a key: its clock from its state with a

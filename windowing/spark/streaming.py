@@ -84,6 +84,7 @@ from windowing.spark.processor import (
     timestamps_as_micros,
     unpack,
 )
+from windowing.spark.state_reader import read_state
 
 if TYPE_CHECKING:
     from windowing.functions.spec import WindowFunctionSpec
@@ -125,6 +126,9 @@ class StreamingWindowedResult:
         The name of the observed metrics in ``query.lastProgress["observedMetrics"]``.
     plan
         How the job runs (:class:`~windowing.plan.JobPlan`); :meth:`explain` prints it.
+    config
+        The stateful processor's configuration (:meth:`read_state` decodes the state with
+        it).
     """
 
     output: DataFrame
@@ -132,6 +136,23 @@ class StreamingWindowedResult:
     plan: JobPlan
     time_mode: str = "EventTime"
     metrics_name: str | None = METRICS_NAME
+    config: ProcessorConfig | None = None
+
+    def read_state(self, checkpoint: str, batch_id: int | None = None) -> DataFrame:
+        """The open windows of this query's state in ``checkpoint`` (a running or stopped
+        query's), as written by micro-batch ``batch_id`` (default: the last committed one):
+        per key and window, the key column(s), ``key_group``, ``window_start``,
+        ``window_end``, ``num_elements`` (a buffered window's elements), ``accumulator``
+        (whether it keeps one reduced value), ``event_timers``, ``processing_timers``,
+        ``watermark`` and ``batch_id`` (``windowing.spark.state_reader``).
+
+        Example::
+
+            result.read_state("/chk/clicks").where("size(event_timers) > 0").show()
+        """
+        assert self.config is not None, "a result built by run_streaming"
+        spark = self.output.sparkSession
+        return read_state(spark, self.config, checkpoint, batch_id)
 
     @property
     def late_output_tag(self) -> OutputTag | None:
@@ -289,6 +310,7 @@ def run_streaming(
         plan=plan_job(stream, spec),
         time_mode=time_mode,
         metrics_name=metrics_name,
+        config=processor.config,
     )
 
 

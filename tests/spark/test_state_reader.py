@@ -1,0 +1,153 @@
+"""``StreamingWindowedResult.read_state``: the open windows of a stopped query's checkpoint,
+per key and window, with their contents, pending timers and the watermark."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import cloudpickle as spark_cloudpickle
+from pyspark.sql import SparkSession
+
+from windowing.assigners import EventTimeSessionWindows, TumblingEventTimeWindows
+from windowing.functions import ProcessWindowFunction
+from windowing.spark.state_reader import STATE_COLUMNS
+from windowing.spark.streaming import write_results_and_late
+from windowing.stream import BoundedOutOfOrderness, WindowedStream
+
+pytestmark = pytest.mark.spark
+
+spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+
+SCHEMA = "user string, amount bigint, ts bigint"
+
+
+class Count(ProcessWindowFunction):
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        yield len(list(elements))
+
+
+def _run(spark: SparkSession, tmp_path: Path, build: Any) -> tuple[Any, str]:
+    src = tmp_path / "src"
+    src.mkdir()
+    # two files, two micro-batches: the second moves the watermark to 12_000 - 1_000
+    batches = [
+        [("a", 1, 1_000), ("a", 2, 3_000), ("b", 3, 4_000), ("a", 4, 6_000)],
+        [("b", 5, 12_000), ("a", 6, 11_000), ("c", 7, 14_500)],
+    ]
+    for i, batch in enumerate(batches):
+        path = src / f"part-{i}.json"
+        path.write_text(
+            "".join(
+                json.dumps(dict(zip(("user", "amount", "ts"), r, strict=True))) + "\n"
+                for r in batch
+            )
+        )
+        os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src))
+    stream = WindowedStream.from_dataframe(
+        df, event_time="ts", watermark=BoundedOutOfOrderness(1_000)
+    ).key_by("user")
+    result = build(stream)
+    checkpoint = str(tmp_path / "checkpoint")
+    query = write_results_and_late(
+        result, str(tmp_path / "r"), None, checkpoint, available_now=True
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None
+    return result, checkpoint
+
+
+def test_read_state_of_a_stopped_query(spark: SparkSession, tmp_path: Path) -> None:
+    result, checkpoint = _run(
+        spark,
+        tmp_path,
+        lambda s: (
+            s.window(TumblingEventTimeWindows(5_000))
+            .allowed_lateness(2_000)
+            .process(Count(), output_schema="n bigint")
+        ),
+    )
+    state = result.read_state(checkpoint)
+    assert state.columns == ["user", *STATE_COLUMNS]
+    rows = sorted(
+        (
+            r.user,
+            r.window_start,
+            r.window_end,
+            r.num_elements,
+            r.accumulator,
+            list(r.event_timers),
+            list(r.processing_timers),
+        )
+        for r in state.collect()
+    )
+    # watermark after the last data batch: 14_500 - 1_000 - 1 (the operator's, Flink's)
+    watermarks = {r.watermark for r in state.collect()}
+    batch_ids = {r.batch_id for r in state.collect()}
+    assert len(watermarks) == 1 and len(batch_ids) == 1
+    (wm,) = watermarks
+    # Open: windows not yet cleaned up (end - 1 + lateness > wm); fired ones keep only their
+    # cleanup timer, unfired ones both.
+    expected = []
+    contents = {
+        ("a", 0): 2,
+        ("a", 5_000): 1,
+        ("b", 0): 1,
+        ("a", 10_000): 1,
+        ("b", 10_000): 1,
+        ("c", 10_000): 1,
+    }
+    for (user, start), n in sorted(contents.items()):
+        end = start + 5_000
+        cleanup = end - 1 + 2_000
+        if cleanup <= wm:
+            continue
+        timers = ([end - 1] if end - 1 > wm else []) + [cleanup]
+        expected.append((user, start, end, n, False, timers, []))
+    assert rows == sorted(expected)
+    assert rows  # some windows are open
+    with pytest.raises(ValueError, match="has no committed micro-batch"):
+        result.read_state(str(tmp_path / "nothing")).collect()
+
+
+def test_read_state_of_sessions_and_aggregates(spark: SparkSession, tmp_path: Path) -> None:
+    result, checkpoint = _run(
+        spark, tmp_path, lambda s: s.window(EventTimeSessionWindows(3_000)).sum("amount")
+    )
+    rows = sorted(
+        (r.user, r.window_start, r.window_end, r.num_elements, r.accumulator)
+        for r in result.read_state(checkpoint).collect()
+    )
+    # sessions still open at the watermark 13_499: b [12000, 15000), a [11000, 14000),
+    # c [14500, 17500); each keeps one reduced row
+    assert rows == [
+        ("a", 11_000, 14_000, None, True),
+        ("b", 12_000, 15_000, None, True),
+        ("c", 14_500, 17_500, None, True),
+    ]
+
+
+def test_read_state_of_columnar_windows_and_an_earlier_batch(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    result, checkpoint = _run(
+        spark, tmp_path, lambda s: s.window(TumblingEventTimeWindows(5_000)).sum("amount")
+    )
+    assert result.plan.columnar is not None  # the columnar streaming state
+    last = result.read_state(checkpoint).collect()
+    (wm,) = {r.watermark for r in last}
+    rows = sorted((r.user, r.window_start, r.accumulator, list(r.event_timers)) for r in last)
+    assert rows == [
+        (u, s, True, [s + 4_999]) for u, s in [("a", 10_000), ("b", 10_000), ("c", 10_000)]
+    ]
+    assert wm == 13_499
+    # after micro-batch 0 nothing had fired (no watermark yet)
+    first = result.read_state(checkpoint, batch_id=0).collect()
+    assert {r.batch_id for r in first} == {0}
+    assert {r.watermark for r in first} == {None}
+    assert sorted((r.user, r.window_start) for r in first) == [("a", 0), ("a", 5_000), ("b", 0)]
