@@ -41,6 +41,7 @@ from windowing.evictors import Evictor
 from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
 from windowing.spark.columnar import from_ipc
 from windowing.spark.keys import NAN_KEY, state_key
+from windowing.spark.metrics import STREAMING_METRICS
 from windowing.spark.streaming import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.triggers import Trigger, TriggerResult
@@ -136,7 +137,8 @@ def run(
     for progress in query.recentProgress:
         observed = progress["observedMetrics"].get(METRICS_NAME)
         if observed is not None:
-            totals.update(observed.asDict())
+            # the counters sum over micro-batches (the gauges do not)
+            totals.update({k: v for k, v in observed.asDict().items() if k in STREAMING_METRICS})
     return totals
 
 
@@ -1153,7 +1155,7 @@ def stored_key_states(handle: _FakeHandle) -> dict[Any, Any]:
     data = handle.state.value[0]
     assert data[:4] == b"PWST"  # the versioned encoding, not a pickle
     version, key_groups, timer, entries, windows = checkpoint.decode_group(data)
-    assert (version, key_groups) == (4, 128)
+    assert (version, key_groups) == (5, 128)
     assert handle.timers == ({timer} if timer is not None else set())
     states = {k: checkpoint.decode_entry(e[2]) for k, e in entries.items()}
     if windows is not None:
@@ -1200,10 +1202,10 @@ def test_checkpoints_of_the_pickled_layout_still_load(
     call = functools.partial(call_processor, processor)
     assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
     version, key_groups, timer, entries, windows = checkpoint.decode_group(handle.state.value[0])
-    assert version == 4
+    assert version == 5
     legacy_entries = {
         k: (key, due, pickle.dumps(checkpoint.decode_entry(blob)), clock)
-        for k, (key, due, blob, clock) in entries.items()
+        for k, (key, due, blob, clock, _) in entries.items()
     }
     handle.state.value = (pickle.dumps((3, key_groups, timer, legacy_entries, windows)),)
     # A pickle cannot be authenticated: refused while a state key is set, loaded (with a
@@ -1446,3 +1448,29 @@ def test_timestamps_of_any_year_stream_as_they_replay(spark: SparkSession, tmp_p
     assert streamed["late"] == replayed["late"] and len(streamed["late"]) == 1
     assert any('"born":"0001-01-01' in r for r in streamed["results"])
     assert any('"window_start":"1600-01-01' in r for r in streamed["results"])
+
+
+def test_checkpoints_without_window_counts_still_load(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key group's state of layout 4 (no open-window count per key) continues as it would
+    have; its keys are counted once, at the next write (layout 5)."""
+    from windowing.engine.encoding import StateWriter
+    from windowing.spark import checkpoint
+
+    processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.reduce(add))
+    call = functools.partial(call_processor, processor)
+    assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
+    _, key_groups, timer, entries, _ = checkpoint.decode_group(handle.state.value[0])
+    assert {k: e[4] for k, e in entries.items()} == {"a": 1, "b": 1}
+    writer = StateWriter()
+    items = [
+        (writer.value(k), writer.value(key), due, blob, clock)
+        for k, (key, due, blob, clock, _) in entries.items()
+    ]
+    handle.state.value = (writer.finish(("group", 4, key_groups, timer, items, None)),)
+    got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
+    assert got == [("a", T0, (1 * 31 + 3) % 1_000_003)]
+    version, _, _, entries, _ = checkpoint.decode_group(handle.state.value[0])
+    assert version == 5
+    assert {k: e[4] for k, e in entries.items()} == {"b": 1}

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from windowing.assigners import EventTimeSessionWindows, TumblingEventTimeWindows
 from windowing.functions import ProcessWindowFunction
 from windowing.spark.state_reader import STATE_COLUMNS
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming import METRICS_NAME, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark
@@ -31,7 +31,19 @@ class Count(ProcessWindowFunction):
         yield len(list(elements))
 
 
+def count_with_lateness(keyed: Any) -> Any:
+    """Tumbling windows of 5 s with 2 s of allowed lateness, counting with a process
+    function (windows keep their elements)."""
+    window = keyed.window(TumblingEventTimeWindows(5_000)).allowed_lateness(2_000)
+    return window.process(Count(), output_schema="n bigint")
+
+
 def _run(spark: SparkSession, tmp_path: Path, build: Any) -> tuple[Any, str]:
+    result, checkpoint, _ = _run_query(spark, tmp_path, build)
+    return result, checkpoint
+
+
+def _run_query(spark: SparkSession, tmp_path: Path, build: Any) -> tuple[Any, str, Any]:
     src = tmp_path / "src"
     src.mkdir()
     # two files, two micro-batches: the second moves the watermark to 12_000 - 1_000
@@ -59,18 +71,14 @@ def _run(spark: SparkSession, tmp_path: Path, build: Any) -> tuple[Any, str]:
     )
     query.awaitTermination(300)
     assert query.exception() is None
-    return result, checkpoint
+    return result, checkpoint, query
 
 
 def test_read_state_of_a_stopped_query(spark: SparkSession, tmp_path: Path) -> None:
     result, checkpoint = _run(
         spark,
         tmp_path,
-        lambda s: (
-            s.window(TumblingEventTimeWindows(5_000))
-            .allowed_lateness(2_000)
-            .process(Count(), output_schema="n bigint")
-        ),
+        count_with_lateness,
     )
     state = result.read_state(checkpoint)
     assert state.columns == ["user", *STATE_COLUMNS]
@@ -151,3 +159,25 @@ def test_read_state_of_columnar_windows_and_an_earlier_batch(
     assert {r.batch_id for r in first} == {0}
     assert {r.watermark for r in first} == {None}
     assert sorted((r.user, r.window_start) for r in first) == [("a", 0), ("a", 5_000), ("b", 0)]
+
+
+def test_gauges_in_the_query_progress(spark: SparkSession, tmp_path: Path) -> None:
+    """Each micro-batch reports the watermark lag, the state it wrote and the open windows
+    of the key groups it called; where it called every group holding state, the open
+    windows are those read_state lists for that batch."""
+    result, checkpoint, query = _run_query(
+        spark,
+        tmp_path,
+        count_with_lateness,
+    )
+    progress = {p["batchId"]: p["observedMetrics"][METRICS_NAME] for p in query.recentProgress}
+    first, second = progress[0], progress[1]
+    # batch 0: rows up to ts 6_000, no watermark yet; batch 1: newest 14_500, the watermark
+    # from batch 0 (6_000 - 1_000 - 1)
+    assert first["watermark_lag_ms"] is None
+    assert second["watermark_lag_ms"] == 14_500 - (6_000 - 1_000 - 1)
+    for batch, metrics in ((0, first), (1, second)):
+        assert metrics["state_bytes"] > 0
+        assert metrics["max_key_group_state_bytes"] <= metrics["state_bytes"]
+        assert metrics["open_windows"] == result.read_state(checkpoint, batch).count()
+    assert (first["open_windows"], second["open_windows"]) == (3, 6)

@@ -22,6 +22,7 @@ from windowing.spark.columnar import OpenWindows, decode_open_windows, encode_op
 __all__ = [
     "STATE_SCHEMA",
     "STATE_VERSION",
+    "UNKNOWN_WINDOWS",
     "Entry",
     "decode_entry",
     "decode_group",
@@ -33,12 +34,16 @@ __all__ = [
 #: The schema of a key group's one state value.
 STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
 
-#: One key of a key group: ``(key, Spark timer due, encoded key state, clock)``.
-Entry = tuple[Any, int | None, bytes, int | None]
+#: One key of a key group: ``(key, Spark timer due, encoded key state, clock, open windows)``
+#: (``UNKNOWN_WINDOWS`` for a key stored by a layout before 5).
+Entry = tuple[Any, int | None, bytes, int | None, int]
 #: The layout of a key group's state value (bumped when it changes; 2: Spark timers in the
 #: shifted watermark domain; 3: the group's columnar windows; 4: the versioned encoding of
-#: :mod:`windowing.engine.encoding`). Layouts 2 and 3 (pickles) still load.
-STATE_VERSION = 4
+#: :mod:`windowing.engine.encoding`; 5: each key's number of open windows). Layouts 2 and 3
+#: (pickles) and 4 still load.
+STATE_VERSION = 5
+#: The open windows of a key stored by a layout that did not count them.
+UNKNOWN_WINDOWS = -1
 
 
 def encode_group(
@@ -53,8 +58,8 @@ def encode_group(
         key_groups,
         timer,
         [
-            (writer.value(skey), writer.value(key), due, blob, clock)
-            for skey, (key, due, blob, clock) in entries.items()
+            (writer.value(skey), writer.value(key), due, blob, clock, n)
+            for skey, (key, due, blob, clock, n) in entries.items()
         ],
         None if windows is None else encode_open_windows(windows),
     )
@@ -68,8 +73,7 @@ def decode_group(data: bytes) -> tuple[Any, ...]:
         raise StateFormatError(msg)
     _, version, key_groups, timer, items, windows = plain
     entries = {
-        reader.value(skey): (reader.value(key), due, blob, clock)
-        for skey, key, due, blob, clock in items
+        reader.value(item[0]): (reader.value(item[1]), *item[2:5], _windows(item)) for item in items
     }
     return (
         version,
@@ -78,6 +82,11 @@ def decode_group(data: bytes) -> tuple[Any, ...]:
         entries,
         None if windows is None else decode_entry(windows),
     )
+
+
+def _windows(item: tuple[Any, ...]) -> int:
+    """An entry's open windows (layout 5), else ``UNKNOWN_WINDOWS``."""
+    return int(item[5]) if len(item) > 5 else UNKNOWN_WINDOWS
 
 
 def encode_entry(ks: Any) -> bytes:
@@ -115,7 +124,9 @@ def load_group(
         )
         raise ValueError(msg)
     version, key_groups, timer, entries, windows = stored
-    if version not in (3, STATE_VERSION) or key_groups != expected_key_groups:
+    if version == 3:  # pickled entries of four fields
+        entries = {k: (*e[:4], UNKNOWN_WINDOWS) for k, e in entries.items()}
+    if version not in (3, 4, STATE_VERSION) or key_groups != expected_key_groups:
         msg = (
             f"the checkpoint's state has {key_groups} key groups (state layout {version}), "
             f"but the query has max_parallelism {expected_key_groups} (layout "

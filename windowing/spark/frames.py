@@ -85,11 +85,26 @@ def pack(output: pa.Table | list[pa.RecordBatch]) -> pd.DataFrame:
 
 def unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function after the processor: the tagged tables of the packed
-    rows of each input batch, concatenated."""
+    rows of each input batch, concatenated (one schema: a column of nulls may carry another
+    time zone label than one read from the input, and is relabelled; the instants are the
+    same)."""
     for batch in batches:
         tables = [from_ipc(data) for data in batch.column(0).to_pylist()]
         if tables:
+            first = tables[0].schema
+            tables = [t if t.schema.equals(first) else _relabel(t, first) for t in tables]
             yield from pa.concat_tables(tables).combine_chunks().to_batches()
+
+
+def _relabel(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with the time zone labels of ``schema``'s timestamp columns."""
+    columns = [
+        column.cast(field.type)
+        if column.type != field.type and pa.types.is_timestamp(column.type)
+        else column
+        for column, field in zip(table.columns, schema, strict=True)
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def input_table(

@@ -5,7 +5,17 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["METRIC_NAMES", "STREAMING_METRICS", "BatchMetrics"]
+__all__ = [
+    "COUNTER_NAMES",
+    "GAUGE_NAMES",
+    "METRIC_NAMES",
+    "NO_VALUE",
+    "STREAMING_GAUGES",
+    "STREAMING_METRICS",
+    "BatchMetrics",
+    "counter_values",
+    "default_value",
+]
 
 
 @dataclass(frozen=True)
@@ -84,3 +94,34 @@ METRIC_NAMES = tuple(f.name for f in dataclasses.fields(BatchMetrics))
 STREAMING_METRICS = tuple(
     n for n in METRIC_NAMES if n not in ("num_windows_left_at_end", "num_keys")
 )
+
+#: Streaming gauges a metrics row carries after the counters (not summed): the newest event
+#: time of a key call's rows and the operator's watermark then (``NO_VALUE``: none), and the
+#: state bytes and open windows of a key group as its call left them (0 in other rows).
+GAUGE_NAMES = ("max_event_time", "watermark", "state_bytes", "open_windows")
+#: A gauge without a value (the smallest bigint).
+NO_VALUE = -(2**63)
+#: The metrics row's array: the counters, then the gauges.
+COUNTER_NAMES = METRIC_NAMES + GAUGE_NAMES
+_DEFAULTS = {"max_event_time": NO_VALUE, "watermark": NO_VALUE}
+
+#: What a streaming query reports from the gauges per micro-batch, in
+#: ``lastProgress["observedMetrics"]``, with what each is (``OutputLayout.gauge_totals``).
+STREAMING_GAUGES = (
+    "watermark_lag_ms",  # newest event time of the micro-batch minus the watermark
+    "state_bytes",  # state written by the micro-batch's key group calls
+    "max_key_group_state_bytes",  # the largest of them
+    "open_windows",  # windows open in the key groups the micro-batch called
+)
+
+
+def counter_values(counters: dict[str, int] | None) -> list[int]:
+    """A metrics row's array from ``counters`` (by name; the others 0, or ``NO_VALUE`` for
+    the time gauges)."""
+    got = counters or {}
+    return [got.get(n, _DEFAULTS.get(n, 0)) for n in COUNTER_NAMES]
+
+
+def default_value(name: str) -> int:
+    """The value of counter or gauge ``name`` in a row that does not set it."""
+    return _DEFAULTS.get(name, 0)

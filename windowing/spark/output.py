@@ -39,7 +39,7 @@ from windowing.spark.failures import (
     failing_window,
     window_bounds,
 )
-from windowing.spark.metrics import METRIC_NAMES
+from windowing.spark.metrics import COUNTER_NAMES, METRIC_NAMES, counter_values, default_value
 from windowing.spark.schema import (
     INTERNAL_PREFIX,
     make_columns_encoder,
@@ -58,6 +58,7 @@ __all__ = [
     "LateRows",
     "OutputLayout",
     "col",
+    "counter_sql",
     "ms_to_time",
 ]
 
@@ -131,9 +132,9 @@ _SPARK_MAX_MS = 253_402_300_799_999
 _INT64_MAX = 2**63 - 1
 
 
-# The metrics row's counters, in METRIC_NAMES order, in one array column: one column instead
-# of one per counter keeps the (mostly null) tagged output narrow, and a streaming runtime
-# converts every column of every output it yields.
+# The metrics row's counters and gauges (COUNTER_NAMES order) in one array column: one column
+# instead of one per counter keeps the (mostly null) tagged output narrow, and a streaming
+# runtime converts every column of every output it yields.
 _COUNTERS = "__pw_metrics"
 _COUNTERS_TYPE = ArrayType(LongType(), False)
 _COUNTERS_ARROW = to_arrow_type(_COUNTERS_TYPE)
@@ -147,6 +148,11 @@ def _quoted(name: str) -> str:
 def col(name: str) -> Column:
     """A column by exact name (backticks escaped)."""
     return F.col("`" + name.replace("`", "``") + "`")
+
+
+def counter_sql(name: str) -> str:
+    """SQL text reading the counter or gauge ``name`` of a tagged output's metrics rows."""
+    return f"{_COUNTERS}[{COUNTER_NAMES.index(name)}]"
 
 
 def ms_to_time(column: Column, kind: str) -> Column:
@@ -551,7 +557,7 @@ class OutputLayout:
             nulls = self._metrics_row_nulls
             metrics = [pa.array([_METRICS], pa.int8()), *key_columns(1)]
             metrics += [nulls[i] for i in range(len(metrics), len(schema) - 1)]
-            counts = [counters.get(metric, 0) for metric in METRIC_NAMES]
+            counts = counter_values(dict(counters))
             metrics.append(pa.array([counts], _COUNTERS_ARROW))
             return pa.RecordBatch.from_arrays(metrics, schema=schema)
         m = len(late.rows) + 1
@@ -702,7 +708,7 @@ class OutputLayout:
                 names.append(name)
         else:
             assert not n_dead, "dead letters without on_error('dead_letter')"
-        counts = [{**counters, **dead.counters()}.get(metric, 0) for metric in METRIC_NAMES]
+        counts = counter_values({**counters, **dead.counters()})
         arrays.append(pa.array([None] * (total - 1) + [counts], _COUNTERS_ARROW))
         names.append(_COUNTERS)
 
@@ -758,8 +764,8 @@ class SqlBranches:
         unknown = set(counters) - set(METRIC_NAMES)
         assert not unknown, unknown
         items = [
-            f"CAST({_quoted(counters[n])} AS BIGINT)" if n in counters else "0L"
-            for n in METRIC_NAMES
+            f"CAST({_quoted(counters[n])} AS BIGINT)" if n in counters else f"{default_value(n)}L"
+            for n in COUNTER_NAMES
         ]
         return self._branch(_METRICS, {_COUNTERS: f"array({', '.join(items)})"})
 

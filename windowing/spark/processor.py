@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from windowing.engine.keystate import KeyState
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 
 from windowing.spark.checkpoint import (
     STATE_SCHEMA,
+    UNKNOWN_WINDOWS,
     Entry,
     decode_entry,
     encode_entry,
@@ -191,10 +193,13 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         windows: OpenWindows | None,
         *,
         alive: bool,
+        outputs: list[pa.RecordBatch],
     ) -> None:
         """Write the group's state once (or clear it when nothing is left) and keep one
         Spark timer at the earliest due time of its windows; ``alive``: the registered timer
-        has not fired."""
+        has not fired. A metrics row with the group's state bytes and open windows goes to
+        ``outputs`` (packed on its own: its null columns need not have the types of the key
+        calls' columns, e.g. the time zone of input timestamps)."""
         due = [e[1] for e in entries.values() if e[1] is not None]
         if windows is not None:
             assert self.config.columnar is not None
@@ -206,11 +211,47 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
             self.handle.deleteTimer(registered)
         if timer is not None and timer != (registered if alive else None):
             self.handle.registerTimer(timer)
+        nbytes = 0
         if entries or windows is not None:
+            for skey, entry in entries.items():
+                if entry[4] == UNKNOWN_WINDOWS:  # stored by an earlier layout: count once
+                    counted = self._count_windows(decode_entry(entry[2]))
+                    entries[skey] = (*entry[:4], counted)
             blob = encode_group(self.config.key_groups, timer, entries, windows)
             self.state.update((blob,))
+            nbytes = len(blob)
         else:
             self.state.clear()
+        open_windows = sum(e[4] for e in entries.values()) + (
+            0 if windows is None else len(windows)
+        )
+        self._group_metrics(nbytes, open_windows, outputs)
+
+    def _group_metrics(self, nbytes: int, open_windows: int, outputs: list[pa.RecordBatch]) -> None:
+        """A metrics row (no key) with the gauges of the group's state."""
+        layout = self.config.layout
+        types = self.config.key_arrow_types
+        table = layout.tagged_table(
+            key=None,
+            key_columns=lambda n: [pa.nulls(n, t) for t in types],
+            results=[],
+            side_outputs={},
+            late_source=None,
+            late=LateRows(),
+            counters={"state_bytes": nbytes, "open_windows": open_windows},
+        )
+        outputs.extend(table.to_batches())
+
+    def _count_windows(self, ks: Any) -> int:
+        """The open windows of a key state (``KeyState`` or ``OpenWindows``)."""
+        if ks is None:
+            return 0
+        if isinstance(ks, OpenWindows):
+            return len(ks)
+        if ks.merging is not None:
+            return len(ks.merging)
+        live = self.op.strategy.live_windows(ks)
+        return len(live) if live is not None else len(ks.contents)
 
     def _entry(self, key: Any, ks: Any) -> Entry | None:
         """The key's entry after a call, ``None`` when it holds nothing. Its due time is the
@@ -232,7 +273,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         if (ks is None or (isinstance(ks, KeyState) and ks.is_empty())) and timer is None:
             return None
         clock = self.op.processing_time if _PT in self.config.internal else None
-        return (key, timer, encode_entry(ks), clock)
+        return (key, timer, encode_entry(ks), clock, self._count_windows(ks))
 
     def _spark_timer(self, nxt: int | None) -> int | None:
         """The operator timer ``nxt`` as a Spark timer (``None``: none): in event time no
@@ -288,9 +329,12 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         # keys of the group without rows whose timers are due fire now, as their own
         # timers would at the end of this micro-batch
         self._fire_due(entries, self._clock(), outputs, skip=touched, joining=joining)
-        self._save(registered, entries, _concat_windows(windows, joining), alive=True)
+        group: list[pa.RecordBatch] = []  # the group's metrics row, packed on its own
+        windows = _concat_windows(windows, joining)
+        self._save(registered, entries, windows, alive=True, outputs=group)
         if outputs:
             yield pack(outputs)
+        yield pack(group)
 
     def handleExpiredTimer(  # noqa: N802 - Spark's name; called with keyword arguments
         self,
@@ -306,9 +350,12 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         due = max(self._clock(), int(expiredTimerInfo.getExpiryTimeInMs()))
         joining: list[OpenWindows] = []
         self._fire_due(entries, due, outputs, skip=(), joining=joining)
-        self._save(registered, entries, _concat_windows(windows, joining), alive=False)
+        group: list[pa.RecordBatch] = []  # the group's metrics row, packed on its own
+        windows = _concat_windows(windows, joining)
+        self._save(registered, entries, windows, alive=False, outputs=group)
         if outputs:
             yield pack(outputs)
+        yield pack(group)
 
     def _clock(self) -> int:
         """The Spark clock timers are due by: the watermark, or processing time."""
@@ -513,6 +560,11 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         if not (op.output or late.rows or n_input or fired or has_side or dead):
             return
         counters = operator_counters(op, n_input, null_ts, null_arr)
+        newest = None if table is None else pc.max(table.column(_TS)).as_py()
+        if newest is not None:
+            counters["max_event_time"] = newest
+        if op.watermark > MIN_TIMESTAMP:
+            counters["watermark"] = op.watermark
 
         def tagged() -> pa.Table:
             return c.layout.tagged_table(

@@ -144,7 +144,7 @@ class _GroupReader:
         if blob is None:
             return
         _, entries, windows = load_group(blob, self.config.key_groups)
-        for key, _, data, _ in entries.values():
+        for key, _, data, *_ in entries.values():
             ks = decode_entry(data)
             if isinstance(ks, OpenWindows):
                 yield from self._open_windows(kg, ks)

@@ -70,10 +70,11 @@ from windowing.spark.keys import (
     KEY_GROUP,
     key_group,
 )
-from windowing.spark.metrics import STREAMING_METRICS
+from windowing.spark.metrics import NO_VALUE, STREAMING_METRICS
 from windowing.spark.output import (
     OutputLayout,
     col,
+    counter_sql,
 )
 from windowing.spark.plans import job_columnar, plan_job, streaming_key_groups, uses_wall_clock
 from windowing.spark.processor import (
@@ -303,7 +304,9 @@ def run_streaming(
     )
     output = packed.mapInArrow(unpack, schema=layout.schema)
     if metrics_name is not None:
-        output = output.observe(metrics_name, *layout.metric_totals(STREAMING_METRICS))
+        output = output.observe(
+            metrics_name, *layout.metric_totals(STREAMING_METRICS), *gauge_totals()
+        )
     return StreamingWindowedResult(
         output=output,
         layout=layout,
@@ -312,6 +315,24 @@ def run_streaming(
         metrics_name=metrics_name,
         config=processor.config,
     )
+
+
+def gauge_totals() -> list[Column]:
+    """Aggregates of a micro-batch's gauges (:data:`~windowing.spark.metrics.STREAMING_GAUGES`;
+    the lag is null without rows or a watermark)."""
+
+    def seen(name: str) -> str:
+        value = counter_sql(name)
+        return f"MAX(CASE WHEN {value} > {NO_VALUE}L THEN {value} END)"
+
+    state, windows = counter_sql("state_bytes"), counter_sql("open_windows")
+    lag = f"{seen('max_event_time')} - {seen('watermark')}"
+    return [
+        F.expr(f"CAST({lag} AS BIGINT) AS watermark_lag_ms"),
+        F.expr(f"CAST(COALESCE(SUM({state}), 0) AS BIGINT) AS state_bytes"),
+        F.expr(f"CAST(COALESCE(MAX({state}), 0) AS BIGINT) AS max_key_group_state_bytes"),
+        F.expr(f"CAST(COALESCE(SUM({windows}), 0) AS BIGINT) AS open_windows"),
+    ]
 
 
 def _nan_masks(df: DataFrame) -> list[tuple[str, tuple[str, ...]]]:
