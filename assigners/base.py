@@ -67,6 +67,8 @@ class MergingWindowAssigner(WindowAssigner[T, W]):
 def merge_time_windows(windows: Iterable[Any]) -> list[tuple[frozenset[Any], Any]]:
     """Merge overlapping or touching ``TimeWindow``s (Flink ``TimeWindow.mergeWindows``).
 
+    Examples
+    --------
     >>> from windowing.windows import TimeWindow as W
     >>> merges = merge_time_windows([W(0, 5), W(5, 8), W(10, 12)])
     >>> [(sorted(group), result) for group, result in merges]

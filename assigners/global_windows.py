@@ -24,6 +24,8 @@ class GlobalWindows(WindowAssigner[Any, GlobalWindow]):
 
     Known elsewhere as: Flink ``GlobalWindows.create()``; Beam ``GlobalWindows``.
 
+    Examples
+    --------
     >>> GlobalWindows().assign_windows("x", 5, None)
     (GlobalWindow(),)
     """

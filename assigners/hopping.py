@@ -76,6 +76,8 @@ class HoppingEventTimeWindows(_Hopping):
     offset
         Shift of the grid, ``abs(offset) < slide``.
 
+    Examples
+    --------
     >>> HoppingEventTimeWindows(size=10, slide=5).assign_windows(None, 7, None)
     [TimeWindow(start=5, end=15), TimeWindow(start=0, end=10)]
     """

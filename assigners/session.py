@@ -75,6 +75,8 @@ class EventTimeSessionWindows(_StaticGap):
     Known elsewhere as: Flink ``EventTimeSessionWindows.withGap``; Beam ``Sessions(gap)``;
     Kafka ``SessionWindows``; Spark ``session_window(col, gap)``.
 
+    Examples
+    --------
     >>> a = EventTimeSessionWindows(gap=5)
     >>> a.assign_windows(None, 3, None)
     (TimeWindow(start=3, end=8),)
@@ -130,6 +132,8 @@ class DynamicEventTimeSessionWindows(_DynamicGap):
 
     Known elsewhere as: Flink ``EventTimeSessionWindows.withDynamicGap``.
 
+    Examples
+    --------
     >>> a = DynamicEventTimeSessionWindows(lambda e: e["gap"])
     >>> a.assign_windows({"gap": 7}, 10, None)
     (TimeWindow(start=10, end=17),)

@@ -82,6 +82,8 @@ class SlidingDistinctAssigner(WindowAssigner[Any, TimeWindow]):
         How long after a window's end records are still added; >= 0. Required, as in Kafka's
         ``ofTimeDifferenceAndGrace`` / ``ofTimeDifferenceWithNoGrace``.
 
+    Examples
+    --------
     >>> a = SlidingDistinctAssigner("10 ms", grace=0)
     >>> a.assign_windows(None, 8, None)
     (TimeWindow(start=-2, end=9),)

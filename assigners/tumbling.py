@@ -38,6 +38,8 @@ class WindowStagger(enum.Enum):
     (each task's copy, after deserialization) and is not part of checkpointed state: a restarted
     job may draw another.
 
+    Examples
+    --------
     >>> WindowStagger.NATURAL.stagger_offset(12_345, 1_000)
     345
     >>> WindowStagger.ALIGNED.stagger_offset(12_345, 1_000)
@@ -62,6 +64,8 @@ def window_start(timestamp: int, offset: int, size: int) -> int:
     """Start of the aligned window of ``size`` containing ``timestamp``: a floor-mod, so it
     is correct for negative timestamps.
 
+    Examples
+    --------
     >>> window_start(-1, 0, 10), window_start(9, 0, 10), window_start(10, 0, 10)
     (-10, 0, 10)
     """
@@ -133,6 +137,8 @@ class TumblingEventTimeWindows(_Tumbling):
         A :class:`WindowStagger` shift added to ``offset`` at the first element (default
         ``ALIGNED``: none).
 
+    Examples
+    --------
     >>> a = TumblingEventTimeWindows("10 ms")
     >>> [tuple(a.assign_windows(None, t, None)[0]) for t in (-1, 0, 9, 10)]
     [(-10, 0), (0, 10), (0, 10), (10, 20)]
@@ -160,6 +166,8 @@ class TumblingProcessingTimeWindows(_Tumbling):
 
     Known elsewhere as: Flink ``TumblingProcessingTimeWindows``.
 
+    Examples
+    --------
     >>> class Clock:
     ...     def get_current_processing_time(self): return 1_234
     >>> TumblingProcessingTimeWindows("1 second").assign_windows("x", None, Clock())

@@ -31,6 +31,8 @@ itself, as in Flink. Results keep the element's type (a copy with the field repl
 dataclass's ``__post_init__`` does not run again). Flink's nested field expressions
 (``"a.b"``) are not supported; a name is always a top-level field.
 
+Examples
+--------
 >>> from collections import namedtuple
 >>> Sale = namedtuple("Sale", "shop amount")
 >>> total = FieldAggregation(AggregationType.SUM, "amount")
@@ -78,6 +80,8 @@ class FieldAggregation(ReduceFunction[Any]):
 
     ``first`` only matters for ``MIN_BY`` / ``MAX_BY``: which element a tie keeps.
 
+    Examples
+    --------
     >>> FieldAggregation(AggregationType.MIN, "t").reduce({"t": 3, "x": 1}, {"t": 2, "x": 9})
     {'t': 2, 'x': 1}
     """

@@ -39,6 +39,8 @@ class ReduceFunction(ABC, Generic[T]):
     shared partial results (panes, the record timeline) instead of one per window, with the
     same results (``docs/semantics.md``).
 
+    Examples
+    --------
     >>> class Sum(ReduceFunction):
     ...     order_insensitive = True  # integers
     ...     def reduce(self, a, b):
@@ -66,6 +68,8 @@ class AggregateFunction(ABC, Generic[IN, ACC, OUT]):
 
     Known elsewhere as: Flink ``AggregateFunction``; Beam ``CombineFn``.
 
+    Examples
+    --------
     >>> class Average(AggregateFunction):
     ...     def create_accumulator(self):
     ...         return (0, 0)
@@ -149,6 +153,8 @@ class ProcessWindowFunction(ABC, Generic[IN, OUT, K, W]):
 
     Known elsewhere as: Flink ``ProcessWindowFunction``.
 
+    Examples
+    --------
     >>> class CountWithWindow(ProcessWindowFunction):
     ...     def process(self, key, context, elements):
     ...         yield (key, context.window().start, sum(1 for _ in elements))

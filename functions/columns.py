@@ -29,6 +29,8 @@ given), then the row's content hash. The runtime puts that order key, a tuple, i
 :attr:`ColumnAggregates.order`. Floating-point sums depend on the order of additions: like
 Spark's, their last bits are not specified.
 
+Examples
+--------
 >>> count = ColumnAggregate(AggKind.COUNT, ())
 >>> total = ColumnAggregate(AggKind.SUM, (0,), value=ValueKind.INTEGRAL)
 >>> f = ColumnAggregates((count, total))
@@ -97,6 +99,8 @@ class ColumnAggregate:
     an integer or decimal overflow raise (else an integer sum wraps and a decimal one is
     null). ``name`` is the output column, for error messages.
 
+    Examples
+    --------
     >>> ColumnAggregate(AggKind.MAX, (2,), value=ValueKind.FLOATING).kind.value
     'max'
     """
@@ -176,6 +180,8 @@ class ColumnAggregates(AggregateFunction[Any, list[Any], Any]):
     whatever their types). ``order`` is the element field holding the replay-order key
     (needed by ``first``, ``last``, ``min_by``, ``max_by``).
 
+    Examples
+    --------
     >>> f = ColumnAggregates((ColumnAggregate(AggKind.MAX, (0,), value=ValueKind.FLOATING),))
     >>> f.get_result(f.merge(f.add((1.5,), f.create_accumulator()),
     ...                      f.add((float("nan"),), f.create_accumulator())))

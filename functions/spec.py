@@ -1,6 +1,8 @@
 """How a window is evaluated: the five function kinds and their incremental + process
 combinations, as small immutable specs the operator (and the Spark builder) understand.
 
+Examples
+--------
 >>> Reduce(lambda a, b: a + b).kind
 'reduce'
 >>> as_spec(lambda a, b: a + b).kind

@@ -19,6 +19,8 @@ class TriggerResult(Enum):
     contents (but keeps the window's trigger state and metadata); ``FIRE_AND_PURGE`` does both.
     A ``FIRE`` on a window without contents emits nothing.
 
+    Examples
+    --------
     >>> TriggerResult.FIRE_AND_PURGE.is_fire(), TriggerResult.FIRE_AND_PURGE.is_purge()
     (True, True)
     """

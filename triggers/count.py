@@ -25,6 +25,8 @@ class CountTrigger(Trigger[Any, Any]):
 
     Known elsewhere as: Flink ``CountTrigger.of(n)``; Beam ``AfterCount(n)``.
 
+    Examples
+    --------
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import GLOBAL_WINDOW
     >>> h = TriggerHarness(CountTrigger(2))

@@ -21,6 +21,8 @@ class OnWindowCloseTrigger(StatelessTrigger[Any, Any]):
     Known elsewhere as: Kafka Streams ``EmitStrategy.onWindowClose()`` (KIP-825) and
     "final results" with ``suppress(untilWindowCloses)``; seed 000's "final result only".
 
+    Examples
+    --------
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import TimeWindow
     >>> h = TriggerHarness(OnWindowCloseTrigger())
@@ -50,6 +52,8 @@ class OnWindowUpdateTrigger(StatelessTrigger[Any, Any]):
 
     Known elsewhere as: Kafka Streams' default ``EmitStrategy.onWindowUpdate()``.
 
+    Examples
+    --------
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import TimeWindow
     >>> TriggerHarness(OnWindowUpdateTrigger()).process_element("x", 3, TimeWindow(0, 10)).name

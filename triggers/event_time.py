@@ -18,6 +18,8 @@ class EventTimeTrigger(Trigger[Any, Any]):
 
     Known elsewhere as: Flink ``EventTimeTrigger``; Beam ``AfterWatermark()``.
 
+    Examples
+    --------
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import TimeWindow
     >>> h = TriggerHarness(EventTimeTrigger())

@@ -14,6 +14,8 @@ class NeverTrigger(StatelessTrigger[Any, Any]):
 
     Known elsewhere as: Flink ``GlobalWindows.NeverTrigger``; Beam ``_Never``.
 
+    Examples
+    --------
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import GLOBAL_WINDOW
     >>> TriggerHarness(NeverTrigger()).process_element(1, 5, GLOBAL_WINDOW).name

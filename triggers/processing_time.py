@@ -15,6 +15,8 @@ class ProcessingTimeTrigger(Trigger[Any, Any]):
 
     Known elsewhere as: Flink ``ProcessingTimeTrigger``; Beam ``AfterProcessingTime``.
 
+    Examples
+    --------
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import TimeWindow
     >>> h = TriggerHarness(ProcessingTimeTrigger())

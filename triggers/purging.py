@@ -20,6 +20,8 @@ class PurgingTrigger(Trigger[Any, Any]):
 
     Known elsewhere as: Flink ``PurgingTrigger.of(trigger)``; Beam's discarding accumulation.
 
+    Examples
+    --------
     >>> from windowing.triggers.count import CountTrigger
     >>> from windowing.testing import TriggerHarness
     >>> from windowing.windows import GLOBAL_WINDOW

@@ -5,6 +5,8 @@ subpackages (``windowing.assigners``, ``windowing.triggers``, ``windowing.evicto
 ``windowing.functions``). The Spark runtime lives in :mod:`windowing.spark`; everything
 importable from here runs without Spark.
 
+Examples
+--------
 >>> from windowing import DataStream, TumblingEventTimeWindows, WindowOperator
 >>> op = WindowOperator(TumblingEventTimeWindows(10), lambda a, b: a + b)
 

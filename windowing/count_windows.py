@@ -5,6 +5,8 @@ count trigger and, for sliding count windows, a count evictor. :func:`count_wind
 that combination as a :class:`CountWindowSpec`, which the in-memory harness and the builder
 both take apart:
 
+Examples
+--------
 >>> from windowing.testing import WindowOperatorHarness
 >>> spec = count_window(3)
 >>> h = WindowOperatorHarness(spec.assigner, lambda a, b: a + b, **spec.options())
@@ -38,6 +40,8 @@ class CountWindowSpec:
 
     Known elsewhere as: what Flink's ``countWindow`` configures on a ``WindowedStream``.
 
+    Examples
+    --------
     >>> spec = count_window(10, slide=5)
     >>> spec.assigner, spec.options()
     (GlobalWindows(), {'trigger': CountTrigger(max_count=5), 'evictor': CountEvictor(max_count=10, do_evict_after=False)})

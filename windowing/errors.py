@@ -2,6 +2,8 @@
 element or firing to a dead-letter output and go on (Kafka Streams' processing-exception
 handler with a dead-letter queue, KIP-1033 / KIP-1034).
 
+Examples
+--------
 >>> ErrorPolicy.of("dead_letter")
 <ErrorPolicy.DEAD_LETTER: 'dead_letter'>
 """

@@ -11,6 +11,8 @@ each bucket in insertion order; the bucket of a window is its ``hashCode()`` (Fl
 ``MathUtils.longToIntWithBitMixing(start + end)``), spread (``h ^ (h >>> 16)``) and masked by
 the table's capacity (16, doubled whenever the set grows beyond three quarters of it).
 
+Examples
+--------
 >>> [tuple(w) for w in hash_set_order([(0, 5), (3, 8), (6, 11)])]
 [(6, 11), (0, 5), (3, 8)]
 """

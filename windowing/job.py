@@ -5,6 +5,8 @@ strategies), how they are windowed (:class:`WindowConfig`), and the keys (:class
 The builder (``windowing.stream``) creates these; the Spark runtime (``windowing.spark``)
 reads them, and never imports the builder.
 
+Examples
+--------
 >>> BoundedOutOfOrderness("5 seconds").current_watermark(60_000)
 54999
 >>> MonotonousTimestamps().current_watermark(60_000)
@@ -56,6 +58,8 @@ class BoundedOutOfOrderness:
         How far events may be out of order (int ms, ``timedelta`` or e.g. ``"5 seconds"``),
         ``>= 0``.
 
+    Examples
+    --------
     >>> BoundedOutOfOrderness("2 seconds").delay
     2000
     """

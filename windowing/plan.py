@@ -7,6 +7,8 @@ evictor, window function, allowed lateness and the ``slicing`` choice, and retur
 :class:`Plan` naming the strategy with the reason. ``WindowOperator.plan`` holds it, the
 harness and ``WindowedStream.explain()`` print it, and tests assert it.
 
+Examples
+--------
 >>> from windowing.assigners import HoppingEventTimeWindows
 >>> from windowing.functions import as_spec
 >>> p = plan_operator(HoppingEventTimeWindows(10, 5), None, None, as_spec(max), 0, None)

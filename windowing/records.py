@@ -14,6 +14,8 @@ class OutputTag:
 
     Known elsewhere as: Flink ``OutputTag``.
 
+    Examples
+    --------
     >>> OutputTag("late-data")
     OutputTag(name='late-data')
     """

@@ -16,6 +16,8 @@ instant (``end - 1`` for a :class:`~windowing.windows.TimeWindow`).
   arithmetic (the sum wraps near ``MAX_TIMESTAMP``); an element without a timestamp counts
   as ``MIN_TIMESTAMP``.
 
+Examples
+--------
 >>> cleanup_time(9, 5)
 14
 >>> cleanup_time(MAX_TIMESTAMP - 1, 5) == MAX_TIMESTAMP

@@ -5,6 +5,8 @@ state object by descriptor, and the operator scopes it to the current key and wi
 state of one key lives in one :class:`StateTable` (descriptor name -> namespace -> value), so a
 whole key can be snapshotted, shipped and restored as one value.
 
+Examples
+--------
 >>> table = StateTable()
 >>> count = table.state(ReducingStateDescriptor("count", lambda a, b: a + b), "w1")
 >>> count.add(2); count.add(3); count.get()

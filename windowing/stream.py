@@ -30,6 +30,8 @@ Every builder object is an immutable (frozen) dataclass, and every call returns 
 This module does not import pyspark; the terminal calls hand the stream to the Spark runtime
 (:mod:`windowing.spark.batch`). See ``docs/spark.md`` for how the builder maps to Spark.
 
+Examples
+--------
 >>> BoundedOutOfOrderness("5 seconds").current_watermark(60_000)
 54999
 >>> MonotonousTimestamps().current_watermark(60_000)

@@ -6,6 +6,8 @@ elements, watermarks and processing time (Flink ``KeyedOneInputStreamOperatorTes
 ``TriggerTestHarness``). Both expose timer and state counters, so a test can prove that
 everything was cleaned up.
 
+Examples
+--------
 >>> from windowing.assigners import TumblingEventTimeWindows
 >>> h = WindowOperatorHarness(TumblingEventTimeWindows(10), lambda a, b: a + b)
 >>> h.process_element(3, timestamp=1, key="a")
@@ -192,6 +194,8 @@ class WindowOperatorHarness:
 class TriggerHarness:
     """Drives one trigger for one key against explicit windows (Flink ``TriggerTestHarness``).
 
+    Examples
+    --------
     >>> from windowing.triggers import EventTimeTrigger
     >>> from windowing.windows import TimeWindow
     >>> h = TriggerHarness(EventTimeTrigger())

@@ -5,6 +5,8 @@ Streams and Spark's stateful-processor timers. Durations given by users may be `
 milliseconds, :class:`datetime.timedelta`, or Spark-style interval strings such as
 ``"10 seconds"`` or ``"1 hour 30 minutes"``.
 
+Examples
+--------
 >>> to_millis("1 minute 30 seconds")
 90000
 >>> to_millis(timedelta(seconds=5))
@@ -130,6 +132,8 @@ def java_add(a: int, b: int) -> int:
     """``a + b`` as Java's ``long`` addition: wrapped to 64 bits on overflow. Flink's
     element-lateness test (``timestamp + allowed_lateness <= watermark``) is written so.
 
+    Examples
+    --------
     >>> java_add(MAX_TIMESTAMP, 1) == MIN_TIMESTAMP
     True
     """
@@ -140,6 +144,8 @@ def java_remainder(a: int, b: int) -> int:
     """``a % b`` as Java's ``%``: truncated toward zero, so the sign is ``a``'s (Python's
     ``%`` floors). Flink's continuous triggers align their first firing with it.
 
+    Examples
+    --------
     >>> java_remainder(-3, 5), -3 % 5
     (-3, 2)
     """
@@ -150,6 +156,8 @@ def java_remainder(a: int, b: int) -> int:
 def datetime_to_millis(value: datetime) -> int:
     """Epoch milliseconds of a datetime; a naive datetime is read as UTC.
 
+    Examples
+    --------
     >>> datetime_to_millis(datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC))
     1000
     """

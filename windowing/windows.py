@@ -22,6 +22,8 @@ class TimeWindow(NamedTuple):
     Known elsewhere as: Flink ``TimeWindow``; Beam ``IntervalWindow``. Kafka's inclusive
     windows ``[s; e]`` (KIP-450) are represented as ``TimeWindow(s, e + 1)``.
 
+    Examples
+    --------
     >>> w = TimeWindow(0, 10)
     >>> w.max_timestamp()
     9
@@ -56,6 +58,8 @@ class GlobalWindow(NamedTuple):
 
     All instances are equal; use the module constant :data:`GLOBAL_WINDOW`.
 
+    Examples
+    --------
     >>> GlobalWindow() == GLOBAL_WINDOW and GLOBAL_WINDOW.max_timestamp() == 2**63 - 1
     True
     """

@@ -18,6 +18,8 @@ before anything is unpickled; without one, state loads with an
 later version of this module must read every earlier format, or fail with a clear error
 naming both versions.
 
+Examples
+--------
 >>> from windowing.engine.keystate import KeyState
 >>> from windowing.windows import TimeWindow
 >>> ks = KeyState()

@@ -6,6 +6,8 @@ the windows it covers (chosen as Flink's ``HashSet`` iteration order chooses it)
 state windows' contents are merged into it by the caller's merge function. The mapping itself
 is plain data (``dict`` window -> state window) kept in the key's state.
 
+Examples
+--------
 >>> from windowing.assigners import EventTimeSessionWindows
 >>> from windowing.windows import TimeWindow
 >>> mapping = {}
