@@ -41,7 +41,7 @@ from windowing.spark import processor as runtime_processor
 from windowing.spark import streaming
 from windowing.spark.columnar import columnar_plan, from_ipc
 from windowing.spark.frames import PACKED
-from windowing.spark.metrics import METRIC_NAMES
+from windowing.spark.metrics import COUNTER_NAMES, METRIC_NAMES
 from windowing.spark.output import OutputLayout
 
 KEYS = ["a", "b", "c", None]
@@ -205,7 +205,9 @@ def outputs(frames: Any) -> tuple[Counter[Any], Counter[str]]:
         for blob in f[PACKED]:
             for row in from_ipc(blob).to_pylist():
                 if row["__pw_kind"] == 2:  # the metrics row
-                    counters.update(dict(zip(METRIC_NAMES, row["__pw_metrics"], strict=True)))
+                    values = dict(zip(COUNTER_NAMES, row["__pw_metrics"], strict=True))
+                    # the counters (the gauges describe a key group's state, not its keys)
+                    counters.update({n: values[n] for n in METRIC_NAMES})
                 else:
                     rows[tuple(sorted((k, canonical(v)) for k, v in row.items()))] += 1
     return rows, counters
