@@ -513,14 +513,17 @@ class WindowOperator:
         """The windows of ``key`` that hold contents (or, for merging assigners, are in the
         merging-window set)."""
         ks = self.backend.get(key)
-        if ks is None:
-            return iter(())
+        return iter(()) if ks is None else iter(self.windows_of(ks))
+
+    def windows_of(self, ks: KeyState) -> list[Any]:
+        """The windows of a key state (one a runtime holds itself) that hold contents (or,
+        for merging assigners, are in the merging-window set), as :meth:`iter_windows`."""
         if ks.merging is not None:
-            return iter(sorted(ks.merging, key=_window_sort_key))
+            return sorted(ks.merging, key=_window_sort_key)
         live = self.strategy.live_windows(ks)
         if live is not None:
-            return iter(live)
-        return iter(sorted(ks.contents, key=_window_sort_key))
+            return list(live)
+        return sorted(ks.contents, key=_window_sort_key)
 
     def snapshot(self) -> bytes:
         """All key states and the clocks, as bytes (outputs are not included), in the

@@ -45,6 +45,13 @@ def _describe(value: Any, show_values: bool) -> str:
     return repr(value) if show_values else f"<{SHOW_VALUES_HINT}>"
 
 
+def _raised_by_operator(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised evaluating a window or at the end of input (the operator
+    noted it), not by adding one element."""
+    notes = getattr(exc, "__notes__", ())
+    return any(n.startswith("while evaluating window") or n == END_OF_INPUT_NOTE for n in notes)
+
+
 def note_element_error(
     exc: BaseException,
     failed: int,
@@ -59,8 +66,7 @@ def note_element_error(
     call began, minus one) by its event time, and its values only with ``show_values``; or,
     for an error while evaluating a window or at the end of input (already noted by the
     operator), the key and the runtime ``where``."""
-    notes = getattr(exc, "__notes__", ())
-    if any(n.startswith("while evaluating window") or n == END_OF_INPUT_NOTE for n in notes):
+    if _raised_by_operator(exc):
         exc.add_note(f"of key {key!r} in {where}")
     elif 0 <= failed < len(elements):
         value, t, _ = elements[failed]
@@ -90,10 +96,7 @@ def element_failure(
     """The :class:`ElementFailedError` of ``exc`` raised while the elements ``pending`` (the rows
     ``rows`` of the call) were added, ``failed`` counted as in :func:`note_element_error`;
     ``None`` when it was not raised by adding one of them (end of input, a firing)."""
-    notes = getattr(exc, "__notes__", ())
-    if any(n.startswith("while evaluating window") or n == END_OF_INPUT_NOTE for n in notes):
-        return None
-    if not 0 <= failed < len(pending):
+    if _raised_by_operator(exc) or not 0 <= failed < len(pending):
         return None
     value, t, _ = pending[failed]
     letter = DeadLetter.of(exc, key, ErrorPhase.ELEMENT, value=value, timestamp=t)

@@ -194,6 +194,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         *,
         alive: bool,
         outputs: list[pa.RecordBatch],
+        newest: int | None = None,
     ) -> None:
         """Write the group's state once (or clear it when nothing is left) and keep one
         Spark timer at the earliest due time of its windows; ``alive``: the registered timer
@@ -222,13 +223,19 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
             nbytes = len(blob)
         else:
             self.state.clear()
-        open_windows = sum(e[4] for e in entries.values()) + (
-            0 if windows is None else len(windows)
-        )
-        self._group_metrics(nbytes, open_windows, outputs)
+        open_windows = sum(e[4] for e in entries.values())
+        gauges = {
+            "state_bytes": nbytes,
+            "open_windows": open_windows + (0 if windows is None else len(windows)),
+        }
+        if newest is not None:  # the newest event time of the call's rows
+            gauges["max_event_time"] = newest
+        if self.op.watermark > MIN_TIMESTAMP:
+            gauges["watermark"] = self.op.watermark
+        self._group_metrics(gauges, outputs)
 
-    def _group_metrics(self, nbytes: int, open_windows: int, outputs: list[pa.RecordBatch]) -> None:
-        """A metrics row (no key) with the gauges of the group's state."""
+    def _group_metrics(self, gauges: dict[str, int], outputs: list[pa.RecordBatch]) -> None:
+        """A metrics row (no key) with the gauges of the group's call."""
         layout = self.config.layout
         types = self.config.key_arrow_types
         table = layout.tagged_table(
@@ -238,7 +245,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
             side_outputs={},
             late_source=None,
             late=LateRows(),
-            counters={"state_bytes": nbytes, "open_windows": open_windows},
+            counters=gauges,
         )
         outputs.extend(table.to_batches())
 
@@ -246,12 +253,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         """The open windows of a key state (``KeyState`` or ``OpenWindows``)."""
         if ks is None:
             return 0
-        if isinstance(ks, OpenWindows):
-            return len(ks)
-        if ks.merging is not None:
-            return len(ks.merging)
-        live = self.op.strategy.live_windows(ks)
-        return len(live) if live is not None else len(ks.contents)
+        return len(ks) if isinstance(ks, OpenWindows) else len(self.op.windows_of(ks))
 
     def _entry(self, key: Any, ks: Any) -> Entry | None:
         """The key's entry after a call, ``None`` when it holds nothing. Its due time is the
@@ -312,6 +314,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         # event time and the content hash, nulls last; deterministic across re-executions.
         order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
         table = input_table(pdf, c.input_table_schema, order)
+        newest = pc.max(table.column(_TS)).as_py()
         if c.nan_masks:
             table = restore_nans(table, c.nan_masks)
         registered, entries, windows = self._load()
@@ -331,7 +334,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         self._fire_due(entries, self._clock(), outputs, skip=touched, joining=joining)
         group: list[pa.RecordBatch] = []  # the group's metrics row, packed on its own
         windows = _concat_windows(windows, joining)
-        self._save(registered, entries, windows, alive=True, outputs=group)
+        self._save(registered, entries, windows, alive=True, outputs=group, newest=newest)
         if outputs:
             yield pack(outputs)
         yield pack(group)
@@ -560,11 +563,6 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         if not (op.output or late.rows or n_input or fired or has_side or dead):
             return
         counters = operator_counters(op, n_input, null_ts, null_arr)
-        newest = None if table is None else pc.max(table.column(_TS)).as_py()
-        if newest is not None:
-            counters["max_event_time"] = newest
-        if op.watermark > MIN_TIMESTAMP:
-            counters["watermark"] = op.watermark
 
         def tagged() -> pa.Table:
             return c.layout.tagged_table(

@@ -160,13 +160,7 @@ class _GroupReader:
         return (key,) if n == 1 else tuple(key)
 
     def _key_state(self, kg: int, key: Any, ks: Any) -> Iterator[tuple[Any, ...]]:
-        op = self.op
-        op.backend.put(key, ks)
-        try:
-            windows = list(op.iter_windows(key))
-        finally:
-            op.backend.remove(key)
-        for window in windows:
+        for window in self.op.windows_of(ks):
             ns = ks.merging.get(window, window) if ks.merging is not None else window
             contents = ks.contents.get(ns)
             listed = isinstance(contents, list)
