@@ -358,6 +358,49 @@ class WindowedStream:
             raise ValueError(msg)
         return self._with(max_parallelism=key_groups)
 
+    def idle_timeout(self, timeout: Duration | None) -> WindowedStream:
+        """Close a key's windows when its input goes quiet: once a key has received no rows
+        for ``timeout`` of processing time, its watermark moves as if a row at its largest
+        event time plus the quiet time had arrived (``max_event_time + elapsed - delay - 1``
+        with ``BoundedOutOfOrderness(delay)``), so its pending windows fire, and a row that
+        comes later for a window closed that way is late, as after any watermark
+        (``windowing.idleness``). ``None`` turns it off (the default: the watermark moves
+        only with data, as in Flink and Spark).
+
+        Streaming measures the quiet time on the micro-batch clock: the query runs in
+        Spark's ``ProcessingTime`` mode, where a micro-batch runs every trigger interval
+        even without input, so give the query a processing-time trigger (e.g.
+        ``processing_time="1 second"`` in ``write_results_and_late``). The key's clock is
+        kept in the checkpoint, so a restart neither fires a window again nor loses one.
+        The batch replay measures it on the ``processing_time`` column, which it then
+        requires (the time each row arrived). Event-time windows only.
+
+        Example::
+
+            stream.key_by("sensor").window(TumblingEventTimeWindows("1 minute"))
+                  .idle_timeout("30 seconds").sum("reading")
+        """
+        if timeout is None:
+            return self._with(idle_timeout=None)
+        ms = to_millis(timeout, "idle_timeout")
+        if ms <= 0:
+            msg = f"idle_timeout: timeout must be > 0, got {timeout!r}"
+            raise ValueError(msg)
+        if is_processing_time_assigner(self.config.assigner):
+            msg = (
+                f"idle_timeout: {type(self.config.assigner).__name__} windows run on "
+                "processing time, which never stops; idleness moves event time"
+            )
+            raise ValueError(msg)
+        if not self.source.df.isStreaming and self.source.processing_time is None:
+            msg = (
+                f"idle_timeout={timeout!r} on a batch DataFrame needs "
+                "from_dataframe(..., processing_time=<column>): the replay measures how long "
+                "a key was quiet on the time its rows arrived"
+            )
+            raise ValueError(msg)
+        return self._with(idle_timeout=ms)
+
     def side_output_late_data(self, tag: OutputTag) -> WindowedStream:
         """Send late input rows (and rows without event time or arrival order) to the side
         output ``tag``; read it with ``result.get_side_output(tag)``."""

@@ -1155,7 +1155,7 @@ def stored_key_states(handle: _FakeHandle) -> dict[Any, Any]:
     data = handle.state.value[0]
     assert data[:4] == b"PWST"  # the versioned encoding, not a pickle
     version, key_groups, timer, entries, windows = checkpoint.decode_group(data)
-    assert (version, key_groups) == (5, 128)
+    assert (version, key_groups) == (checkpoint.STATE_VERSION, 128)
     assert handle.timers == ({timer} if timer is not None else set())
     states = {k: checkpoint.decode_entry(e[2]) for k, e in entries.items()}
     if windows is not None:
@@ -1202,10 +1202,10 @@ def test_checkpoints_of_the_pickled_layout_still_load(
     call = functools.partial(call_processor, processor)
     assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
     version, key_groups, timer, entries, windows = checkpoint.decode_group(handle.state.value[0])
-    assert version == 5
+    assert version == checkpoint.STATE_VERSION
     legacy_entries = {
         k: (key, due, pickle.dumps(checkpoint.decode_entry(blob)), clock)
-        for k, (key, due, blob, clock, _) in entries.items()
+        for k, (key, due, blob, clock, *_) in entries.items()
     }
     handle.state.value = (pickle.dumps((3, key_groups, timer, legacy_entries, windows)),)
     # A pickle cannot be authenticated: refused while a state key is set, loaded (with a
@@ -1466,11 +1466,11 @@ def test_checkpoints_without_window_counts_still_load(
     writer = StateWriter()
     items = [
         (writer.value(k), writer.value(key), due, blob, clock)
-        for k, (key, due, blob, clock, _) in entries.items()
+        for k, (key, due, blob, clock, *_) in entries.items()
     ]
     handle.state.value = (writer.finish(("group", 4, key_groups, timer, items, None)),)
     got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
     assert got == [("a", T0, (1 * 31 + 3) % 1_000_003)]
     version, _, _, entries, _ = checkpoint.decode_group(handle.state.value[0])
-    assert version == 5
+    assert version == checkpoint.STATE_VERSION
     assert {k: e[4] for k, e in entries.items()} == {"b": 1}

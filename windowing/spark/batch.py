@@ -39,6 +39,7 @@ from pyspark.sql.types import StructField, StructType
 from windowing.errors import ErrorPolicy
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from windowing.functions.spec import WindowFunctionSpec
+from windowing.idleness import Idleness
 from windowing.job import Job, WindowConfig
 from windowing.operator import WindowOperator
 from windowing.plan import JobPlan
@@ -70,6 +71,7 @@ from windowing.spark.output import (
 )
 from windowing.spark.plans import (
     batch_key_groups,
+    idleness_of,
     job_columnar,
     plan_job,
     shuffle_partitions,
@@ -377,6 +379,7 @@ def run_batch(
         columnar=job_columnar(
             stream, spec, to_arrow_schema(layout.input_schema, timezone=layout.timezone)
         ),
+        idleness=idleness_of(stream),
     )
     # One Python call per key group (Flink's key groups), its keys replayed one by one.
     groups = batch_key_groups(stream)
@@ -412,6 +415,8 @@ class _Replay:
     has_processing_time: bool
     # Results computed on whole columns (rows in event-time order only: job_columnar).
     columnar: ColumnarAggregation | None = None
+    # Keys' own idle clocks on the processing_time column (``idle_timeout``).
+    idleness: Idleness | None = None
 
     def __call__(self, table: pa.Table) -> pa.Table:
         order = replay_order(arrival=self.has_arrival, processing_time=self.has_processing_time)
@@ -663,6 +668,9 @@ class _GroupReplay:
                     pending_rows.append(lo + i)
             flush(to_end=True)
         else:
+            idleness = replay.idleness
+            newest: int | None = None  # the key's largest event time so far (idleness)
+            last: int | None = None  # when its last row arrived (idleness)
             for i, row in enumerate(rows):
                 if arrival is not None and arrival[i] is None:
                     self.null_arr += 1
@@ -673,10 +681,16 @@ class _GroupReplay:
                 if wmax is not None and wmax[i] is not None:
                     wm = watermark_for(wmax[i])
                 pt = pts[i] if pts is not None else None
+                t = ts[i]
+                if idleness is not None and pt is not None:
+                    # the key's own clock moved while it was quiet (windowing.idleness)
+                    wm = max(wm, idleness.watermark_at(newest, last, pt))
+                    last = pt
+                    if t is not None:
+                        newest = t if newest is None else max(newest, t)
                 if wm > op.watermark or (pt is not None and pt > op.processing_time):
                     flush()
                     advance(wm, pt)
-                t = ts[i]
                 if t is None and event_time:
                     self.null_ts += 1
                     if tag is not None:

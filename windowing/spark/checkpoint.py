@@ -34,14 +34,17 @@ __all__ = [
 #: The schema of a key group's one state value.
 STATE_SCHEMA = StructType([StructField("state", BinaryType(), True)])
 
-#: One key of a key group: ``(key, Spark timer due, encoded key state, clock, open windows)``
-#: (``UNKNOWN_WINDOWS`` for a key stored by a layout before 5).
-Entry = tuple[Any, int | None, bytes, int | None, int]
+#: One key of a key group: ``(key, Spark timer due, encoded key state, clock, open windows,
+#: idle)``: ``UNKNOWN_WINDOWS`` open windows for a key stored by a layout before 5; ``idle``
+#: with an idle timeout, else ``None``: ``(max event time, last arrival, watermark)``
+#: (:class:`~windowing.idleness.KeyIdleness`). An empty key state (``b""``): the key only
+#: keeps its clock, which is ahead of the stream's watermark.
+Entry = tuple[Any, int | None, bytes, int | None, int, tuple[int | None, int, int] | None]
 #: The layout of a key group's state value (bumped when it changes; 2: Spark timers in the
 #: shifted watermark domain; 3: the group's columnar windows; 4: the versioned encoding of
-#: :mod:`windowing.engine.encoding`; 5: each key's number of open windows). Layouts 2 and 3
-#: (pickles) and 4 still load.
-STATE_VERSION = 5
+#: :mod:`windowing.engine.encoding`; 5: each key's number of open windows; 6: each key's idle
+#: clock). Layouts 2 and 3 (pickles), 4 and 5 still load.
+STATE_VERSION = 6
 #: The open windows of a key stored by a layout that did not count them.
 UNKNOWN_WINDOWS = -1
 
@@ -58,8 +61,8 @@ def encode_group(
         key_groups,
         timer,
         [
-            (writer.value(skey), writer.value(key), due, blob, clock, n)
-            for skey, (key, due, blob, clock, n) in entries.items()
+            (writer.value(skey), writer.value(key), due, blob, clock, n, idle)
+            for skey, (key, due, blob, clock, n, idle) in entries.items()
         ],
         None if windows is None else encode_open_windows(windows),
     )
@@ -73,7 +76,8 @@ def decode_group(data: bytes) -> tuple[Any, ...]:
         raise StateFormatError(msg)
     _, version, key_groups, timer, items, windows = plain
     entries = {
-        reader.value(item[0]): (reader.value(item[1]), *item[2:5], _windows(item)) for item in items
+        reader.value(item[0]): (reader.value(item[1]), *item[2:5], _windows(item), _idle(item))
+        for item in items
     }
     return (
         version,
@@ -89,6 +93,11 @@ def _windows(item: tuple[Any, ...]) -> int:
     return int(item[5]) if len(item) > 5 else UNKNOWN_WINDOWS
 
 
+def _idle(item: tuple[Any, ...]) -> tuple[int | None, int, int] | None:
+    """An entry's idle clock (layout 6), else ``None``."""
+    return None if len(item) <= 6 or item[6] is None else tuple(item[6])
+
+
 def encode_entry(ks: Any) -> bytes:
     """A key's state: the operator's ``KeyState`` or the key's ``OpenWindows``."""
     if isinstance(ks, OpenWindows):
@@ -97,6 +106,9 @@ def encode_entry(ks: Any) -> bytes:
 
 
 def decode_entry(blob: bytes) -> Any:
+    """A key's state (``None`` for an empty one: a key that only keeps its clock)."""
+    if not blob:
+        return None
     if bytes(blob[:4]) != MAGIC:
         require_unauthenticated_allowed("a key state of layout 2 or 3 (a pickle)")
         return pickle.loads(blob)  # a key state of layout 2 or 3
@@ -125,8 +137,8 @@ def load_group(
         raise ValueError(msg)
     version, key_groups, timer, entries, windows = stored
     if version == 3:  # pickled entries of four fields
-        entries = {k: (*e[:4], UNKNOWN_WINDOWS) for k, e in entries.items()}
-    if version not in (3, 4, STATE_VERSION) or key_groups != expected_key_groups:
+        entries = {k: (*e[:4], UNKNOWN_WINDOWS, None) for k, e in entries.items()}
+    if version not in (3, 4, 5, STATE_VERSION) or key_groups != expected_key_groups:
         msg = (
             f"the checkpoint's state has {key_groups} key groups (state layout {version}), "
             f"but the query has max_parallelism {expected_key_groups} (layout "

@@ -100,8 +100,8 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         return None
     if config.evictor is not None:
         return None
-    if source.processing_time is not None:
-        return None
+    if source.processing_time is not None or config.idle_timeout is not None:
+        return None  # replayed in processing-time order / keys with their own clocks
     arrival = ""
     if source.arrival_order is not None:
         if type(assigner) is not TumblingEventTimeWindows:

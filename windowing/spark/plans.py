@@ -10,6 +10,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from windowing.assigners import is_processing_time_assigner
 from windowing.errors import ErrorPolicy
 from windowing.functions.spec import WindowFunctionSpec
+from windowing.idleness import Idleness
 from windowing.job import Job, StreamSource, WindowConfig
 from windowing.operator import WindowOperator
 from windowing.plan import JobPlan, plan_operator
@@ -18,10 +19,12 @@ from windowing.spark.columnar import ColumnarAggregation, columnar_plan
 __all__ = [
     "batch_key_groups",
     "columnar_text",
+    "idleness_of",
     "job_columnar",
     "plan_job",
     "shuffle_partitions",
     "streaming_key_groups",
+    "streaming_time_mode",
     "uses_wall_clock",
     "window_operator",
 ]
@@ -56,6 +59,19 @@ def uses_wall_clock(job: Job) -> bool:
     return is_processing_time_assigner(job.config.assigner) and job.source.processing_time is None
 
 
+def idleness_of(job: Job) -> Idleness | None:
+    """The job's idle rule (``WindowedStream.idle_timeout``), if any."""
+    timeout = job.config.idle_timeout
+    return None if timeout is None else Idleness(timeout, job.source.watermark)
+
+
+def streaming_time_mode(job: Job) -> str:
+    """The ``timeMode`` of a streaming job's stateful step: ``ProcessingTime`` on the wall
+    clock or with an idle timeout (a micro-batch every trigger interval, even without
+    input), else ``EventTime``."""
+    return "ProcessingTime" if uses_wall_clock(job) or idleness_of(job) else "EventTime"
+
+
 def streaming_key_groups(job: Job) -> int:
     """The key groups of a streaming job's state (one for a non-keyed stream)."""
     return job.config.max_parallelism if job.keys else 1
@@ -73,10 +89,12 @@ def job_columnar(
     """The aggregation the runtime computes on whole columns, if any: a built-in aggregation
     of tumbling windows (:func:`~windowing.spark.columnar.columnar_plan`), when the rows are
     not replayed by a processing-time column, nor in arrival order (batch), nor on the wall
-    clock (streaming), and errors are not dead-lettered (every element goes through the
-    guarded operator)."""
+    clock (streaming), errors are not dead-lettered (every element goes through the
+    guarded operator) and keys have no idle clock of their own."""
     source, config = job.source, job.config
     if source.processing_time is not None or config.on_error is ErrorPolicy.DEAD_LETTER:
+        return None
+    if config.idle_timeout is not None:
         return None
     if uses_wall_clock(job) if source.df.isStreaming else source.arrival_order is not None:
         return None
@@ -109,13 +127,31 @@ def plan_job(job: Job, spec: WindowFunctionSpec | None, *, native: str | None = 
     columnar = job_columnar(job, spec, to_arrow_schema(source.df.schema, timezone="UTC"))
     columnar_words = None if columnar is None else columnar_text(columnar)
     if source.df.isStreaming:
-        mode = "ProcessingTime" if uses_wall_clock(job) else "EventTime"
+        mode = streaming_time_mode(job)
         runtime = (
             f"streaming: transformWithStateInPandas over {streaming_key_groups(job)} key groups, "
             f"time mode {mode}, the watermark of {source.watermark!r} across micro-batches"
+            f"{_idle_text(job)}"
         )
         return JobPlan(runtime, operator, columnar_words)
-    return JobPlan(batch_runtime_text(source, batch_key_groups(job)), operator, columnar_words)
+    runtime = batch_runtime_text(source, batch_key_groups(job)) + _idle_text(job)
+    return JobPlan(runtime, operator, columnar_words)
+
+
+def _idle_text(job: Job) -> str:
+    """The idle rule, in words (empty without one)."""
+    timeout = job.config.idle_timeout
+    if timeout is None:
+        return ""
+    clock = (
+        "the micro-batch clock"
+        if job.source.df.isStreaming
+        else f"the processing_time column {job.source.processing_time!r}"
+    )
+    return (
+        f"; a key quiet for {timeout} ms on {clock} moves its own watermark with the quiet "
+        "time (idle_timeout)"
+    )
 
 
 def batch_runtime_text(source: StreamSource, groups: int) -> str:

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from windowing.engine.keystate import KeyState
+from windowing.idleness import Idleness, KeyIdleness
 from windowing.job import WindowConfig
 from windowing.spark.batch import (
     replay_order,
@@ -37,6 +38,7 @@ from windowing.spark.failures import (
 from windowing.spark.inputs import ARR as _ARR
 from windowing.spark.inputs import PT as _PT
 from windowing.spark.inputs import TS as _TS
+from windowing.spark.key_clocks import WATERMARK_SHIFT_MS, KeyClocks
 from windowing.spark.keys import (
     state_key,
 )
@@ -107,17 +109,13 @@ class ProcessorConfig:
     # Built-in aggregations of tumbling windows computed on whole columns (event time, no
     # processing_time column); None: the operator alone.
     columnar: ColumnarAggregation | None = None
+    # Keys' own idle clocks (``idle_timeout``; ProcessingTime mode, event-time windows).
+    idleness: Idleness | None = None
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:
         """The Arrow schema of a key's rows: the input columns, then the internal ones."""
         return pa.schema([*self.input_arrow, *[pa.field(n, pa.int64()) for n in self.internal]])
-
-
-#: How far Spark's watermark column is ahead of the event time: the milliseconds from
-#: 0001-01-01T00:00:00Z to the epoch, so that every timestamp Spark accepts has a positive
-#: watermark (Spark keeps its watermark at 0 until event times pass the delay).
-WATERMARK_SHIFT_MS = 62_135_596_800_000
 
 
 def flink_watermark(spark_watermark_ms: int) -> int:
@@ -143,7 +141,7 @@ def _concat_windows(windows: OpenWindows | None, joining: list[OpenWindows]) -> 
     )
 
 
-class WindowProcessor(ColumnarCalls, StatefulProcessor):
+class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
     """One ``WindowOperator`` per Python worker; Spark's grouping key is a key group
     (:meth:`~windowing.stream.WindowedStream.max_parallelism`), with one ValueState and one
     timer.
@@ -169,6 +167,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         self.state = handle.getValueState("key_group", STATE_SCHEMA)
         self.op = window_operator(c.window, c.spec)
         self.spark_watermark = 0
+        self.stream_watermark = MIN_TIMESTAMP  # Spark's watermark in the operator's terms
         self.now = 0
         self._opened: OpenWindows | None = None  # the windows the last key call left
         schema = c.layout.input_schema
@@ -201,7 +200,14 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         has not fired. A metrics row with the group's state bytes and open windows goes to
         ``outputs`` (packed on its own: its null columns need not have the types of the key
         calls' columns, e.g. the time zone of input timestamps)."""
+        if self.config.idleness is not None:
+            self._prune_clocks(entries)
         due = [e[1] for e in entries.values() if e[1] is not None]
+        if due and self.config.idleness is not None:
+            # a key's due time depends on the stream's watermark, which other key groups'
+            # rows move: look again in the next micro-batch (ProcessingTime mode runs one
+            # every trigger interval anyway)
+            due = [self.now + 1]
         if windows is not None:
             assert self.config.columnar is not None
             windows_due = self._spark_timer(windows.next_event_time(self.config.columnar))
@@ -217,7 +223,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
             for skey, entry in entries.items():
                 if entry[4] == UNKNOWN_WINDOWS:  # stored by an earlier layout: count once
                     counted = self._count_windows(decode_entry(entry[2]))
-                    entries[skey] = (*entry[:4], counted)
+                    entries[skey] = (*entry[:4], counted, entry[5])
             blob = encode_group(self.config.key_groups, timer, entries, windows)
             self.state.update((blob,))
             nbytes = len(blob)
@@ -230,8 +236,8 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         }
         if newest is not None:  # the newest event time of the call's rows
             gauges["max_event_time"] = newest
-        if self.op.watermark > MIN_TIMESTAMP:
-            gauges["watermark"] = self.op.watermark
+        if self.stream_watermark > MIN_TIMESTAMP:
+            gauges["watermark"] = self.stream_watermark
         self._group_metrics(gauges, outputs)
 
     def _group_metrics(self, gauges: dict[str, int], outputs: list[pa.RecordBatch]) -> None:
@@ -255,12 +261,14 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
             return 0
         return len(ks) if isinstance(ks, OpenWindows) else len(self.op.windows_of(ks))
 
-    def _entry(self, key: Any, ks: Any) -> Entry | None:
+    def _entry(self, key: Any, ks: Any, idle: KeyIdleness | None = None) -> Entry | None:
         """The key's entry after a call, ``None`` when it holds nothing. Its due time is the
         key's next operator timer as a Spark timer: in event time no earlier than ``W + 1``
-        (Spark watermark ``W``), in processing time no earlier than the next millisecond, so
-        operator timers already due fire at the next watermark advance / micro-batch, as in
-        Flink and the batch replay."""
+        (Spark watermark ``W``; with an idle clock, the key's watermark), in processing time
+        no earlier than the next millisecond, so operator timers already due fire at the
+        next watermark advance / micro-batch, as in Flink and the batch replay. ``idle``:
+        the key's idle clock (an idle timeout); a key with nothing else is kept while that
+        clock is ahead of the stream's watermark."""
         plan = self.config.columnar
         if ks is None:
             nxt = None
@@ -272,10 +280,14 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         else:
             nxt = ks.next_event_time()
         timer = self._spark_timer(nxt)
-        if (ks is None or (isinstance(ks, KeyState) and ks.is_empty())) and timer is None:
-            return None
+        empty = ks is None or (isinstance(ks, KeyState) and ks.is_empty())
         clock = self.op.processing_time if _PT in self.config.internal else None
-        return (key, timer, encode_entry(ks), clock, self._count_windows(ks))
+        kept = None if idle is None else idle.as_tuple()
+        if empty and timer is None:
+            if idle is None or idle.watermark <= self.stream_watermark:
+                return None
+            return (key, None, b"", clock, 0, kept)  # only the key's clock
+        return (key, timer, encode_entry(ks), clock, self._count_windows(ks), kept)
 
     def _spark_timer(self, nxt: int | None) -> int | None:
         """The operator timer ``nxt`` as a Spark timer (``None``: none): in event time no
@@ -284,7 +296,8 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         if self.config.wall_clock:
             floor, shift = self.now + 1, 0
         else:
-            floor, shift = self.spark_watermark + 1, WATERMARK_SHIFT_MS + 1
+            shift = WATERMARK_SHIFT_MS + 1
+            floor = max(self.spark_watermark, self.op.watermark + shift) + 1
         if nxt is not None and nxt < MAX_TIMESTAMP - shift:
             return max(nxt + shift, floor)
         return None
@@ -350,7 +363,9 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         outputs: list[pa.RecordBatch] = []
         if windows is not None:
             _, windows = self._group_call(None, entries, windows, outputs)
-        due = max(self._clock(), int(expiredTimerInfo.getExpiryTimeInMs()))
+        due = self._clock()
+        if self.config.idleness is None:  # an event-time timer (a poll's is processing time)
+            due = max(due, int(expiredTimerInfo.getExpiryTimeInMs()))
         joining: list[OpenWindows] = []
         self._fire_due(entries, due, outputs, skip=(), joining=joining)
         group: list[pa.RecordBatch] = []  # the group's metrics row, packed on its own
@@ -384,7 +399,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         due = [
             (skey, e)
             for skey, e in entries.items()
-            if e[1] is not None and e[1] <= clock and skey not in skip
+            if e[1] is not None and e[1] <= self._key_due_clock(e, clock) and skey not in skip
         ]
         for skey, entry in due:
             self._store(entries, skey, self._key_call(entry[0], entry, None, outputs))
@@ -397,14 +412,18 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         (``table``; ``None``: a timer call); its output goes to ``outputs``. Returns the key's
         new entry. With dead letters, a row whose processing raises is left out and the call
         starts over from the key's stored state without it."""
-        if self.op.dead_letters is None or table is None:
-            return self._key_call_once(k, entry, table, outputs, {})
-        skipped: dict[int, Any] = {}  # row -> DeadLetter
-        while True:
-            try:
-                return self._key_call_once(k, entry, table, outputs, skipped)
-            except ElementFailedError as failed:
-                skipped[failed.row] = failed.letter
+        try:
+            if self.op.dead_letters is None or table is None:
+                return self._key_call_once(k, entry, table, outputs, {})
+            skipped: dict[int, Any] = {}  # row -> DeadLetter
+            while True:
+                try:
+                    return self._key_call_once(k, entry, table, outputs, skipped)
+                except ElementFailedError as failed:
+                    skipped[failed.row] = failed.letter
+        finally:
+            if self.config.idleness is not None:
+                self.op.watermark = self.stream_watermark  # the next key's clock is its own
 
     def _key_call_once(
         self,
@@ -426,10 +445,12 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         ks = self._key_state(stored)
         op = self.op
         self._reset()
+        if c.idleness is not None:
+            op.watermark = self._key_clock(entry)
         self._fire(k, ks)
         if table is None:
             self._emit(k, None, LateRows(), (0, 0, 0), outputs, {})
-            return self._entry(k, ks)
+            return self._entry(k, ks, self._idle_after(entry, None))
         elements = table_rows(table, c.layout.input_schema.names)
         ts = table.column(_TS).to_pylist()
         arrival = table.column(_ARR).to_pylist() if _ARR in c.internal else None
@@ -495,7 +516,7 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
             if lates:
                 late.add_late_elements(lates, {id(r): i for i, r in enumerate(elements)})
         self._emit(k, table, late, (table.num_rows, null_ts, null_arr), outputs, skipped)
-        return self._entry(k, ks)
+        return self._entry(k, ks, self._idle_after(entry, table))
 
     def close(self) -> None:
         pass
@@ -506,8 +527,8 @@ class WindowProcessor(ColumnarCalls, StatefulProcessor):
         self.now = int(timer_values.getCurrentProcessingTimeInMs())
         if not self.config.wall_clock:
             self.spark_watermark = int(timer_values.getCurrentWatermarkInMs())
-            op = self.op
-            op.watermark = max(op.watermark, flink_watermark(self.spark_watermark))
+            wm = max(self.stream_watermark, flink_watermark(self.spark_watermark))
+            self.stream_watermark = self.op.watermark = wm
 
     def _set_key_clock(self, clock: int | None) -> None:
         """The operator's processing time for a key: its clock from its state with a

@@ -29,7 +29,9 @@ nothing is left), and keeps exactly one Spark timer: the earliest due time of it
 in event time, or in processing time for a processing-time assigner without a
 ``processing_time`` column (``ProcessingTime`` mode, the micro-batch's wall clock).
 State-store calls are round trips of 0.1-0.8 ms each; per key group they are a constant
-number, however many keys it holds.
+number, however many keys it holds. With an idle timeout (:mod:`windowing.idleness`) the
+query runs in ``ProcessingTime`` mode: a key group with pending windows looks at them again
+every micro-batch, each key with its own clock (:class:`~windowing.spark.key_clocks.KeyClocks`).
 
 Watermarks: Spark's watermark ``W`` (``max event time of earlier batches - delay``) means
 "rows with ``ts < W`` are late", which is Flink's watermark ``W - 1``, the value the batch
@@ -66,6 +68,7 @@ from windowing.spark.batch import (
 )
 from windowing.spark.inputs import TS as _TS
 from windowing.spark.inputs import internal_columns
+from windowing.spark.key_clocks import WATERMARK_SHIFT_MS
 from windowing.spark.keys import (
     KEY_GROUP,
     key_group,
@@ -76,10 +79,16 @@ from windowing.spark.output import (
     col,
     counter_sql,
 )
-from windowing.spark.plans import job_columnar, plan_job, streaming_key_groups, uses_wall_clock
+from windowing.spark.plans import (
+    idleness_of,
+    job_columnar,
+    plan_job,
+    streaming_key_groups,
+    streaming_time_mode,
+    uses_wall_clock,
+)
 from windowing.spark.processor import (
     PACKED_SCHEMA,
-    WATERMARK_SHIFT_MS,
     ProcessorConfig,
     WindowProcessor,
     timestamps_as_micros,
@@ -122,7 +131,7 @@ class StreamingWindowedResult:
         How to split ``output`` (or one ``foreachBatch`` batch of it).
     time_mode
         ``"EventTime"``, or ``"ProcessingTime"`` for a processing-time assigner without a
-        ``processing_time`` column (the wall clock).
+        ``processing_time`` column (the wall clock) or with an idle timeout.
     metrics_name
         The name of the observed metrics in ``query.lastProgress["observedMetrics"]``.
     plan
@@ -289,9 +298,10 @@ def run_streaming(
             key_groups=key_groups,
             nan_masks=tuple(nan_masks),
             columnar=job_columnar(stream, spec, input_arrow),
+            idleness=idleness_of(stream),
         )
     )
-    time_mode = "ProcessingTime" if wall_clock else "EventTime"
+    time_mode = streaming_time_mode(stream)
     # Grouped by key group, after the columns the processor reads by position. window_all
     # has one group (a stateful operator needs a grouping column: Spark rejects an empty one).
     keyed = prepared.withColumn(_GROUP, key_group(keys, key_groups))
