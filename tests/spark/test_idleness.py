@@ -220,3 +220,15 @@ def test_streaming_quiet_input_closes_windows_and_restart_keeps_the_clock(
     streamed = sorted(tuple(r)[:-1] for r in read(spark, out / "results"))  # no batch_id
     assert results == streamed
     assert [(r[0], r[1], r[5]) for r in late_rows] == [("a", 4, "late")]
+
+
+def test_available_now_is_refused_where_it_would_never_end(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    write_file(tmp_path / "src", 0, [("a", 1, T0, 0)])
+    result = streaming_result(spark, tmp_path / "src")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="available_now=True never ends in ProcessingTime mode"):
+        write_results_and_late(result, str(out / "r"), None, str(out / "c"), available_now=True)
+    assert not out.exists()
+    assert "time mode ProcessingTime" in str(result.plan)

@@ -403,6 +403,13 @@ def write_results_and_late(
             )
             raise ValueError(msg)
 
+    if available_now and result.time_mode == "ProcessingTime":
+        msg = (
+            "available_now=True never ends in ProcessingTime mode (a processing-time window "
+            "on the wall clock, or idle_timeout): Spark runs a micro-batch every trigger "
+            "interval even without input; use processing_time=... and stop the query"
+        )
+        raise ValueError(msg)
     if dead_letter_path is not None and not result.layout.dead_letter:
         msg = (
             f"dead_letter_path={dead_letter_path!r} needs a job with .on_error('dead_letter') "
