@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import Row
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
@@ -262,6 +262,19 @@ row_strategy = st.fixed_dictionaries(
 
 
 @settings(max_examples=60, deadline=None)
+@example(  # windows the columns held below the watermark, handed to the operator: fire now
+    function="sum",
+    assigner="tumbling",
+    lateness=0,
+    tag=False,
+    raw=[
+        [],
+        [{"k": "a", "v": None, "dt": 0}] * 5 + [{"k": "a", "v": None, "dt": -1}],
+        [{"k": "a", "v": None, "dt": -14}, {"k": "b", "v": None, "dt": 0}],
+        [{"k": "b", "v": None, "dt": 0}, {"k": "c", "v": 0, "dt": 0}],
+    ],
+    steps=[0, 0, 3, 0, 0, 0],
+)
 @given(
     function=st.sampled_from(["sum", "max_by", "reduce", "aggregate"]),
     assigner=st.sampled_from(["tumbling", "tumbling", "hopping", "session"]),

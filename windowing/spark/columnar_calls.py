@@ -56,6 +56,7 @@ class ColumnarCalls:
     key_encoders: list[Callable[[Any], Any] | None]
     _entry: Callable[[Any, Any], Entry | None]
     _store: Callable[[dict[Any, Entry], Any, Entry | None], None]
+    _clock: Callable[[], int]
 
     def _open_windows(self, ks: Any) -> tuple[bool, OpenWindows | None]:
         """The columnar form of the key state ``ks``: ``(False, None)`` when it has none."""
@@ -203,7 +204,15 @@ class ColumnarCalls:
         for i, (lo, hi) in enumerate(itertools.pairwise(segments.starts)):
             key = key_value([v[i] for v in values])
             own = windows.take(order[lo:hi])
-            self._store(entries, state_key(key), self._entry(key, own))
+            entry = self._entry(key, own)
+            if entry is not None and entry[1] is not None:
+                assert self.config.columnar is not None
+                nxt = own.next_event_time(self.config.columnar)
+                if nxt is not None and nxt <= self.op.watermark:
+                    # windows the columns held below this watermark are due in this call,
+                    # not at the next advance (the floor of an operator's late timers)
+                    entry = (entry[0], self._clock(), *entry[2:])
+            self._store(entries, state_key(key), entry)
 
     def _emit_columnar(
         self,
