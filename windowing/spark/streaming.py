@@ -45,8 +45,6 @@ times before 1970 get the watermark the batch replay gives them.
 from __future__ import annotations
 
 import functools
-import os
-import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -54,7 +52,6 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
-from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import (
     DoubleType,
     FloatType,
@@ -94,6 +91,7 @@ from windowing.spark.processor import (
     timestamps_as_micros,
     unpack,
 )
+from windowing.spark.sinks import check_sink_paths, write_results_and_late
 from windowing.spark.state_reader import read_state
 
 if TYPE_CHECKING:
@@ -358,138 +356,6 @@ def _nan_mask(names: Sequence[str]) -> Column:
     """Bit ``i`` set where the column ``names[i]`` holds NaN."""
     bits = [F.when(F.isnan(col(n)), F.lit(1 << i)).otherwise(F.lit(0)) for i, n in enumerate(names)]
     return functools.reduce(lambda a, b: a + b, bits).cast("long")
-
-
-def write_results_and_late(
-    result: StreamingWindowedResult,
-    results_path: str,
-    late_path: str | None,
-    checkpoint: str,
-    *,
-    available_now: bool = False,
-    processing_time: str | None = None,
-    query_name: str | None = None,
-    side_output_paths: Mapping[OutputTag, str] | None = None,
-    dead_letter_path: str | None = None,
-) -> StreamingQuery:
-    """Start ONE streaming query that writes the results, the late rows, the side outputs
-    of ``side_output_paths`` (tag -> directory) and the dead letters (``dead_letter_path``,
-    with ``on_error("dead_letter")``) to parquet with ``foreachBatch``.
-
-    Each micro-batch goes to ``<path>/batch_id=<N>`` with mode ``overwrite``, so a batch
-    replayed after a failure replaces its own earlier partial output (idempotent per batch
-    id); ``spark.read.parquet(path)`` reads all batches (with a ``batch_id`` column).
-    Restart with the same ``checkpoint`` to continue where the query stopped.
-
-    The paths (results, late rows, dead letters, each side output, the checkpoint) must
-    differ and none may lie inside another: a ``ValueError`` naming both says so before the
-    query starts.
-    """
-    sides = dict(side_output_paths or {})
-    check_sink_paths(
-        {
-            "results_path": results_path,
-            "late_path": late_path,
-            "dead_letter_path": dead_letter_path,
-            "checkpoint": checkpoint,
-            **{f"side_output_paths[{tag.name!r}]": path for tag, path in sides.items()},
-        }
-    )
-    for tag in sides:
-        if result.layout.side_index(tag) is None:
-            msg = (
-                f"side_output_paths: {tag!r} is the late-data tag; write it with late_path, "
-                "not side_output_paths"
-            )
-            raise ValueError(msg)
-
-    if available_now and result.time_mode == "ProcessingTime":
-        msg = (
-            "available_now=True never ends in ProcessingTime mode (a processing-time window "
-            "on the wall clock, or idle_timeout): Spark runs a micro-batch every trigger "
-            "interval even without input; use processing_time=... and stop the query"
-        )
-        raise ValueError(msg)
-    if dead_letter_path is not None and not result.layout.dead_letter:
-        msg = (
-            f"dead_letter_path={dead_letter_path!r} needs a job with .on_error('dead_letter') "
-            "(errors fail the query otherwise)"
-        )
-        raise ValueError(msg)
-    write_late = late_path is not None and result.late_output_tag is not None
-
-    def write_batch(batch: DataFrame, batch_id: int) -> None:
-        # Several outputs read the batch once each: persisted, the operator runs once.
-        several = write_late or bool(sides) or dead_letter_path is not None
-        if several:
-            batch = batch.persist()
-        try:
-            result.select_results(batch).write.mode("overwrite").parquet(
-                f"{results_path}/batch_id={batch_id}"
-            )
-            if write_late:
-                result.select_late(batch).write.mode("overwrite").parquet(
-                    f"{late_path}/batch_id={batch_id}"
-                )
-            for tag, path in sides.items():
-                result.select_side_output(batch, tag).write.mode("overwrite").parquet(
-                    f"{path}/batch_id={batch_id}"
-                )
-            if dead_letter_path is not None:
-                result.select_dead_letters(batch).write.mode("overwrite").parquet(
-                    f"{dead_letter_path}/batch_id={batch_id}"
-                )
-        finally:
-            if several:
-                batch.unpersist()
-
-    writer = result.output.writeStream.foreachBatch(write_batch).option(
-        "checkpointLocation", checkpoint
-    )
-    if query_name is not None:
-        writer = writer.queryName(query_name)
-    if available_now:
-        writer = writer.trigger(availableNow=True)
-    elif processing_time is not None:
-        writer = writer.trigger(processingTime=processing_time)
-    return writer.start()
-
-
-def check_sink_paths(paths: Mapping[str, str | None]) -> None:
-    """Raise a ``ValueError`` naming the two parameters when two of ``paths`` (parameter ->
-    path or URI; ``None`` is skipped) are the same folder or one lies inside the other: one
-    output would overwrite or be read as part of the other."""
-    seen: list[tuple[str, str, str]] = []
-    for name, path in paths.items():
-        if path is None:
-            continue
-        if not isinstance(path, str) or not path.strip():
-            msg = f"{name} must be a non-empty path, got {path!r}"
-            raise ValueError(msg)
-        norm = _normal_path(path)
-        for other, other_path, other_norm in seen:
-            if norm == other_norm:
-                msg = f"{name}={path!r} is the same folder as {other}={other_path!r}"
-                raise ValueError(msg)
-            if norm.startswith(other_norm + "/") or other_norm.startswith(norm + "/"):
-                inner, outer = (name, other) if len(norm) > len(other_norm) else (other, name)
-                msg = (
-                    f"{inner}={paths[inner]!r} lies inside {outer}={paths[outer]!r}: each "
-                    "output needs a folder of its own"
-                )
-                raise ValueError(msg)
-        seen.append((name, path, norm))
-
-
-def _normal_path(path: str) -> str:
-    """``path`` without ``.`` / ``..`` steps and trailing slashes; a local path made absolute
-    (``file:`` URIs included), a URI with another scheme kept with its scheme."""
-    scheme, sep, rest = path.partition("://")
-    if not sep:
-        scheme, rest = ("file", path[len("file:") :]) if path.startswith("file:") else ("", path)
-    if scheme in ("", "file"):
-        return "file://" + posixpath.normpath(os.path.abspath(rest))
-    return f"{scheme}://{posixpath.normpath('/' + rest.lstrip('/'))}"
 
 
 # ---------------------------------------------------------------------------- executor side

@@ -1,0 +1,149 @@
+"""Crash safety of ``write_results_and_late``: a driver killed (SIGKILL) at random points
+and restarted from its checkpoint ends with the outputs of a run with the same
+micro-batches, and at no kill does a reader of the output folders see a micro-batch the
+checkpoint has not committed."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from windowing import OutputTag
+from windowing.assigners import TumblingEventTimeWindows
+from windowing.stream import BoundedOutOfOrderness, WindowedStream
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+JOB = Path(__file__).with_name("chaos_job.py")
+LATE = OutputTag("late")
+SCHEMA = "user string, amount bigint, ts bigint, file bigint"
+T0 = 1_700_000_000_000
+KILLS = 10
+SENTINEL = "~sentinel"
+FIRST, MORE = 4, 2  # files before the first run, and before each restart
+FILES = FIRST + MORE * KILLS
+
+
+def write_files(src: Path, seed: int, files: range) -> None:
+    rng = random.Random(seed)
+    src.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        rows = []
+        for _ in range(20):
+            ts = T0 + f * 700 + rng.randint(-1_200, 300)  # some rows late
+            user = rng.choice("abcde")
+            rows.append({"user": user, "amount": rng.randint(1, 9), "ts": ts, "file": f})
+        rng.shuffle(rows)
+        if f == FILES - 1:  # moves the watermark past every window of the others
+            rows.append({"user": SENTINEL, "amount": 0, "ts": T0 + 10**9, "file": f})
+        path = src / f"part-{f:04d}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        os.utime(path, (1_600_000_000 + f * 10,) * 2)
+
+
+def batches(folder: Path) -> set[int]:
+    return {int(p.name.split("=")[1]) for p in folder.glob("batch_id=*")}
+
+
+def committed(chk: Path) -> set[int]:
+    commits = chk / "commits"
+    return (
+        {int(p.name) for p in commits.iterdir() if p.name.isdigit()} if commits.exists() else set()
+    )
+
+
+def start(base: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env["PYTHONPATH"] = os.pathsep.join([str(JOB.parents[2]), env.get("PYTHONPATH", "")])
+    return subprocess.Popen(
+        [sys.executable, str(JOB), str(base)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # the driver's JVM dies with it
+    )
+
+
+def file_batches(chk: Path) -> dict[int, int]:
+    """File index -> the micro-batch that read it (the file source's log)."""
+    found: dict[int, int] = {}
+    for log in (chk / "sources" / "0").iterdir():
+        if not log.name.split(".")[0].isdigit() or log.name.startswith("."):
+            continue  # checksums
+        for line in log.read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            name = entry["path"].rsplit("/", 1)[1]
+            found[int(name[len("part-") : -len(".json")])] = entry["batchId"]
+    return found
+
+
+def replayed(spark: SparkSession, src: Path, chk: Path) -> tuple[list[Any], list[Any]]:
+    """The batch replay with the micro-batches the query actually had."""
+    mapping = spark.createDataFrame(list(file_batches(chk).items()), "file bigint, batch bigint")
+    df = spark.read.schema(SCHEMA).json(str(src)).join(mapping, "file")
+    result = (
+        WindowedStream.from_dataframe(
+            df, event_time="ts", watermark=BoundedOutOfOrderness(500), arrival_order="batch"
+        )
+        .key_by("user")
+        .window(TumblingEventTimeWindows(1_000))
+        .side_output_late_data(LATE)
+        .sum("amount")
+    )
+    with result:
+        res = [
+            (r.user, r.window_start, r.amount)
+            for r in result.results.collect()
+            if r.user != SENTINEL
+        ]
+        late = [(r.user, r.ts, r.amount) for r in result.get_side_output(LATE).collect()]
+    return res, late
+
+
+def test_killed_driver_restarts_with_the_same_outputs(spark: SparkSession, tmp_path: Path) -> None:
+    rng = random.Random(2026)
+    write_files(tmp_path / "src", 1, range(FIRST))
+    out, chk = tmp_path / "out", tmp_path / "chk"
+    kills = 0
+    finished = False
+    while not finished:
+        written = FIRST + MORE * kills
+        write_files(tmp_path / "src", written, range(written, min(written + MORE, FILES)))
+        job = start(tmp_path)
+        if kills < KILLS:
+            time.sleep(rng.uniform(3.0, 12.0))
+            if job.poll() is None:
+                os.killpg(job.pid, signal.SIGKILL)
+                job.wait()
+                kills += 1
+                # a reader sees committed micro-batches only, whole
+                done = committed(chk)
+                for folder in (out / "results", out / "late"):
+                    assert batches(folder) <= done, (kills, sorted(batches(folder)), sorted(done))
+                continue
+        assert job.wait(timeout=600) == 0
+        finished = kills >= KILLS
+    assert kills >= KILLS
+    results = spark.read.parquet(str(out / "results")).collect()
+    late = spark.read.parquet(str(out / "late")).collect()
+    got = Counter((r.user, r.window_start, r.amount) for r in results if r.user != SENTINEL)
+    got_late = Counter((r.user, r.ts, r.amount) for r in late)
+    want, want_late = replayed(spark, tmp_path / "src", chk)
+    assert got == Counter(want)
+    assert got_late == Counter(want_late)
+    assert sum(got.values()) > 20 and got_late
+    assert len(file_batches(chk)) == FILES
+    # nothing committed is left waiting in the staging folders
+    for folder in (out / "results", out / "late"):
+        assert not batches(folder / "_staging") & committed(chk)

@@ -1,0 +1,582 @@
+"""Where :func:`write_results_and_late` writes each output of a streaming job, and how a
+reader of it sees only micro-batches the checkpoint has committed.
+
+Three kinds of :class:`Sink`:
+
+- :class:`FileSink` (a folder, any file format Spark writes: parquet, json, csv, orc, ...;
+  a plain path string means one): micro-batch ``N`` is written to
+  ``<path>/_staging/batch_id=N`` (replacing an earlier attempt of the same batch), and moved
+  to ``<path>/batch_id=N`` by one rename once the checkpoint's commit log holds ``N``.
+  Spark's readers skip folders whose names start with ``_``, so
+  ``spark.read.parquet(path)`` sees whole, committed micro-batches only, each once.
+- :class:`TableSink` (a catalog table): each micro-batch replaces its own ``batch_id``
+  partition (dynamic partition overwrite), so a replayed batch is written once; a reader
+  may see a batch before the checkpoint commits it (the same rows, or the rows of the
+  batch as replayed after a failure).
+- :class:`FormatSink` (any other batch writer: Kafka, JDBC, ...): appended with a
+  ``batch_id`` column; at least once (a batch replayed after a failure is written again:
+  deduplicate on ``batch_id``), as Spark's own Kafka sink.
+
+Publishing committed batches happens at the start of each micro-batch (every earlier one
+is committed), from a query listener after each micro-batch, when the query starts (a
+driver that died between a commit and its rename), and when
+:meth:`WindowedQuery.awaitTermination` / :meth:`~WindowedQuery.stop` /
+:meth:`~WindowedQuery.processAllAvailable` return.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import posixpath
+import re
+import shutil
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql.streaming.listener import StreamingQueryListener
+from pyspark.sql.streaming.query import StreamingQuery
+
+from windowing.records import OutputTag
+
+if TYPE_CHECKING:
+    from windowing.spark.streaming import StreamingWindowedResult
+
+__all__ = [
+    "STAGING",
+    "FileSink",
+    "FormatSink",
+    "Sink",
+    "TableSink",
+    "WindowedQuery",
+    "check_sink_paths",
+    "write_results_and_late",
+]
+
+#: The folder inside a file sink's path where micro-batches wait for their commit.
+STAGING = "_staging"
+_BATCH = re.compile(r"^batch_id=(\d+)$")
+
+
+# ---------------------------------------------------------------------------- file systems
+class _Files:
+    """The few file operations publishing needs: local paths through ``os``, any other
+    scheme through Hadoop's ``FileSystem`` of the session (classic PySpark)."""
+
+    def __init__(self, spark: SparkSession | None) -> None:
+        self.spark = spark
+
+    @staticmethod
+    def local(path: str) -> str | None:
+        """The local path of ``path`` (no scheme or ``file:``), else ``None``."""
+        if "://" not in path:
+            return path[len("file:") :] if path.startswith("file:") else path
+        scheme, _, rest = path.partition("://")
+        return ("/" + rest.lstrip("/")) if scheme == "file" else None
+
+    def _hadoop(self, path: str) -> tuple[Any, Any]:
+        spark = self.spark
+        jvm = getattr(spark, "_jvm", None) if spark is not None else None
+        if jvm is None:
+            msg = (
+                f"{path!r}: publishing committed micro-batches to a non-local path needs "
+                "classic PySpark (Hadoop's FileSystem); under Spark Connect use a local path "
+                "or a TableSink"
+            )
+            raise ValueError(msg)
+        assert spark is not None
+        jpath = jvm.org.apache.hadoop.fs.Path(path)
+        conf = spark._jsc.hadoopConfiguration()
+        return jpath.getFileSystem(conf), jpath
+
+    def names(self, folder: str) -> list[str]:
+        """The names in ``folder`` (none when it does not exist)."""
+        local = self.local(folder)
+        if local is not None:
+            return os.listdir(local) if os.path.isdir(local) else []
+        fs, jpath = self._hadoop(folder)
+        if not fs.exists(jpath):
+            return []
+        return [status.getPath().getName() for status in fs.listStatus(jpath)]
+
+    def exists(self, path: str) -> bool:
+        local = self.local(path)
+        if local is not None:
+            return os.path.exists(local)
+        fs, jpath = self._hadoop(path)
+        return bool(fs.exists(jpath))
+
+    def replace(self, source: str, target: str) -> None:
+        """Move the folder ``source`` to ``target`` (one rename; a folder already at
+        ``target`` is removed first). Nothing happens when ``source`` is gone (moved by
+        another publisher)."""
+        local_source, local_target = self.local(source), self.local(target)
+        if local_source is not None and local_target is not None:
+            if not os.path.isdir(local_source):
+                return
+            if os.path.isdir(local_target):
+                shutil.rmtree(local_target)
+            with contextlib.suppress(FileNotFoundError):  # published meanwhile
+                os.rename(local_source, local_target)
+            return
+        fs, jsource = self._hadoop(source)
+        if not fs.exists(jsource):
+            return
+        _, jtarget = self._hadoop(target)
+        if fs.exists(jtarget):
+            fs.delete(jtarget, True)
+        fs.rename(jsource, jtarget)
+
+
+def committed_batches(files: _Files, checkpoint: str) -> set[int]:
+    """The micro-batches in the checkpoint's commit log."""
+    return {int(n) for n in files.names(_join(checkpoint, "commits")) if n.isdigit()}
+
+
+def _join(path: str, name: str) -> str:
+    return path.rstrip("/") + "/" + name
+
+
+# ---------------------------------------------------------------------------- sinks
+class Sink(ABC):
+    """One output of :func:`write_results_and_late`.
+
+    Example::
+
+        write_results_and_late(result, FileSink("/out/results", "json"),
+                               TableSink("late_clicks"), "/chk/clicks")
+    """
+
+    @abstractmethod
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        """Write micro-batch ``batch_id`` (idempotently where the kind allows it)."""
+
+    def publish(self, files: _Files, committed: set[int]) -> None:  # noqa: B027 - optional
+        """Make the committed micro-batches visible to readers (nothing to do by default)."""
+
+    @property
+    def folder(self) -> str | None:
+        """The folder it writes under (checked against the other outputs), if any."""
+        return None
+
+    @property
+    def table_name(self) -> str | None:
+        """The catalog table it writes, if any."""
+        return None
+
+
+@dataclass(frozen=True)
+class FileSink(Sink):
+    """Files under ``path`` in ``format`` (``parquet``, ``json``, ``csv``, ``orc``, ...)
+    with the writer ``options``, one ``batch_id=N`` folder per micro-batch, visible once
+    the checkpoint has committed it (see the module docstring).
+
+    Example::
+
+        FileSink("/out/results", "csv", {"header": "true"})
+    """
+
+    path: str
+    format: str = "parquet"
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_format(self.format)
+
+    def staged(self, batch_id: int) -> str:
+        return _join(_join(self.path, STAGING), f"batch_id={batch_id}")
+
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        writer = df.write.mode("overwrite").format(self.format).options(**self.options)
+        writer.save(self.staged(batch_id))
+
+    def publish(self, files: _Files, committed: set[int]) -> None:
+        for name in sorted(files.names(_join(self.path, STAGING))):
+            match = _BATCH.match(name)
+            if match and int(match.group(1)) in committed:
+                staged = _join(_join(self.path, STAGING), name)
+                files.replace(staged, _join(self.path, name))
+
+    @property
+    def folder(self) -> str:
+        return self.path
+
+
+@dataclass(frozen=True)
+class TableSink(Sink):
+    """The catalog table ``name``, partitioned by ``batch_id`` (created on the first
+    micro-batch with ``format`` and ``options``, default: the session's default source);
+    each micro-batch replaces its own partition (``INSERT OVERWRITE ... PARTITION``).
+
+    Example::
+
+        TableSink("analytics.clicks_per_minute")
+    """
+
+    name: str
+    format: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            msg = f"TableSink: name must be a non-empty table name, got {self.name!r}"
+            raise ValueError(msg)
+        if self.format is not None:
+            _check_format(self.format)
+
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        spark = df.sparkSession
+        rows = df.withColumn("batch_id", F.lit(batch_id))
+        if not spark.catalog.tableExists(self.name):
+            writer = rows.write.partitionBy("batch_id").options(**self.options)
+            if self.format is not None:
+                writer = writer.format(self.format)
+            writer.saveAsTable(self.name)
+            return
+        # a static partition: replaces this batch's rows only, whatever the session's
+        # partitionOverwriteMode
+        view = f"__pw_batch_{batch_id}"
+        df.createOrReplaceTempView(view)
+        try:
+            spark.sql(
+                f"INSERT OVERWRITE TABLE {self.name} PARTITION (batch_id = {int(batch_id)}) "
+                f"SELECT * FROM {view}"
+            )
+        finally:
+            spark.catalog.dropTempView(view)
+
+    @property
+    def table_name(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class FormatSink(Sink):
+    """Any other batch writer: ``df.write.format(format).options(**options).save()`` in
+    append mode, with a ``batch_id`` column; at least once. For ``kafka`` the rows become
+    JSON ``value`` s (``options`` must name the servers and the topic).
+
+    Example::
+
+        FormatSink("kafka", {"kafka.bootstrap.servers": "broker:9092", "topic": "late"})
+    """
+
+    format: str
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_format(self.format)
+
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        rows = df.withColumn("batch_id", F.lit(batch_id))
+        if self.format == "kafka":
+            rows = rows.select(F.to_json(F.struct(*rows.columns)).alias("value"))
+        rows.write.format(self.format).options(**self.options).mode("append").save()
+
+
+def _check_format(fmt: object) -> None:
+    if not isinstance(fmt, str) or not fmt.strip():
+        msg = f"format must be a non-empty data source name, got {fmt!r}"
+        raise ValueError(msg)
+
+
+def _sink(name: str, value: str | Sink | None, fmt: str, options: Mapping[str, str]) -> Sink | None:
+    """The sink of one parameter: a path is a :class:`FileSink` with the call's format."""
+    if value is None or isinstance(value, Sink):
+        return value
+    if not isinstance(value, str) or not value.strip():
+        msg = f"{name} must be a non-empty path or a Sink, got {value!r}"
+        raise ValueError(msg)
+    return FileSink(value, fmt, dict(options))
+
+
+# ---------------------------------------------------------------------------- the query
+class _Publisher(StreamingQueryListener):
+    """Publishes committed micro-batches after each micro-batch of one query."""
+
+    def __init__(self, publish: Callable[[], None]) -> None:
+        self.publish = publish
+        self.query_id: str | None = None
+
+    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's name
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:  # noqa: N802 - Spark's name
+        if self.query_id is not None and str(event.progress.id) == self.query_id:
+            self.publish()
+
+    def onQueryIdle(self, event: Any) -> None:  # noqa: N802 - Spark's name
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802 - Spark's name
+        if self.query_id is not None and str(event.id) == self.query_id:
+            self.publish()
+
+
+class WindowedQuery:
+    """The running query of :func:`write_results_and_late`: a ``StreamingQuery`` (every
+    attribute is the query's) whose :meth:`awaitTermination`, :meth:`processAllAvailable`
+    and :meth:`stop` return once the committed micro-batches are visible in the file sinks.
+
+    Example::
+
+        query = write_results_and_late(result, "/out/results", "/out/late", "/chk")
+        query.processAllAvailable()  # the results of every committed micro-batch are in
+    """
+
+    def __init__(
+        self,
+        query: StreamingQuery,
+        publish: Callable[[], None],
+        release: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.query = query
+        self._publish = publish
+        self._release = release  # removes the query's listener once it has ended
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.query, name)
+
+    def __repr__(self) -> str:
+        return f"WindowedQuery({self.query!r})"
+
+    def _published(self) -> None:
+        self._publish()
+        if not self.query.isActive:
+            self._release()
+
+    def awaitTermination(self, timeout: int | None = None) -> bool | None:  # noqa: N802
+        try:
+            return self.query.awaitTermination(timeout)
+        finally:
+            self._published()
+
+    def processAllAvailable(self) -> None:  # noqa: N802 - Spark's name
+        self.query.processAllAvailable()
+        self._published()
+
+    def stop(self) -> None:
+        try:
+            self.query.stop()
+        finally:
+            self._published()
+
+
+def write_results_and_late(
+    result: StreamingWindowedResult,
+    results_path: str | Sink,
+    late_path: str | Sink | None,
+    checkpoint: str,
+    *,
+    available_now: bool = False,
+    processing_time: str | None = None,
+    query_name: str | None = None,
+    side_output_paths: Mapping[OutputTag, str | Sink] | None = None,
+    dead_letter_path: str | Sink | None = None,
+    format: str = "parquet",
+    options: Mapping[str, str] | None = None,
+) -> WindowedQuery:
+    """Start ONE streaming query (``foreachBatch``) that writes the results, the late rows,
+    the side outputs of ``side_output_paths`` (tag -> destination) and the dead letters
+    (``dead_letter_path``, with ``on_error("dead_letter")``).
+
+    Each destination is a folder (a :class:`FileSink` in ``format`` with ``options``:
+    ``parquet`` by default, any file format Spark writes) or a :class:`Sink`
+    (:class:`FileSink`, :class:`TableSink`, :class:`FormatSink`). In a folder, micro-batch
+    ``N`` appears as ``<path>/batch_id=N`` once the checkpoint has committed it, whole and
+    once (exactly once per batch id; see the module docstring): ``spark.read.parquet(path)``
+    reads every committed batch, with a ``batch_id`` column. Restart with the same
+    ``checkpoint`` to continue where the query stopped.
+
+    The folders (results, late rows, dead letters, each side output, the checkpoint) must
+    differ and none may lie inside another, and tables must differ: a ``ValueError`` naming
+    both says so before the query starts.
+    """
+    opts = dict(options or {})
+    sinks: dict[str, Sink | None] = {
+        "results_path": _sink("results_path", results_path, format, opts),
+        "late_path": _sink("late_path", late_path, format, opts),
+        "dead_letter_path": _sink("dead_letter_path", dead_letter_path, format, opts),
+    }
+    sides: dict[OutputTag, Sink] = {}
+    for tag, value in (side_output_paths or {}).items():
+        name = f"side_output_paths[{tag.name!r}]"
+        sink = _sink(name, value, format, opts)
+        assert sink is not None
+        sides[tag] = sink
+        sinks[name] = sink
+    check_sink_paths(
+        {
+            **{name: s.folder for name, s in sinks.items() if s is not None},
+            "checkpoint": checkpoint,
+        }
+    )
+    _check_tables({name: s.table_name for name, s in sinks.items() if s is not None})
+    for tag in sides:
+        if result.layout.side_index(tag) is None:
+            msg = (
+                f"side_output_paths: {tag!r} is the late-data tag; write it with late_path, "
+                "not side_output_paths"
+            )
+            raise ValueError(msg)
+    dead_sink = sinks["dead_letter_path"]
+    if dead_sink is not None and not result.layout.dead_letter:
+        msg = (
+            f"dead_letter_path={dead_letter_path!r} needs a job with .on_error('dead_letter') "
+            "(errors fail the query otherwise)"
+        )
+        raise ValueError(msg)
+    if available_now and result.time_mode == "ProcessingTime":
+        msg = (
+            "available_now=True never ends in ProcessingTime mode (a processing-time window "
+            "on the wall clock, or idle_timeout): Spark runs a micro-batch every trigger "
+            "interval even without input; use processing_time=... and stop the query"
+        )
+        raise ValueError(msg)
+    results_sink = sinks["results_path"]
+    assert results_sink is not None
+    late_sink = sinks["late_path"] if result.late_output_tag is not None else None
+    outputs: list[tuple[Callable[[DataFrame], DataFrame], Sink]] = [
+        (result.select_results, results_sink)
+    ]
+    if late_sink is not None:
+        outputs.append((result.select_late, late_sink))
+    for tag, sink in sides.items():
+        outputs.append((functools.partial(_side_output, result, tag), sink))
+    if dead_sink is not None:
+        outputs.append((result.select_dead_letters, dead_sink))
+
+    spark = result.output.sparkSession
+    classic = not type(spark).__module__.startswith("pyspark.sql.connect")
+    # Spark Connect runs the batch function and the listener on the server: local folders
+    # only there (no session to reach Hadoop's FileSystem with).
+    publish = _Publishing(tuple(s for _, s in outputs), checkpoint)
+    publish(spark if classic else None)  # a driver that died between a commit and its rename
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        publish(batch.sparkSession if classic else None)  # earlier batches are committed
+        several = len(outputs) > 1  # several outputs read it: persisted, the operator runs once
+        if several:
+            batch = batch.persist()
+        try:
+            for select, sink in outputs:
+                sink.write(select(batch), batch_id)
+        finally:
+            if several:
+                batch.unpersist()
+
+    writer = result.output.writeStream.foreachBatch(write_batch).option(
+        "checkpointLocation", checkpoint
+    )
+    if query_name is not None:
+        writer = writer.queryName(query_name)
+    if available_now:
+        writer = writer.trigger(availableNow=True)
+    elif processing_time is not None:
+        writer = writer.trigger(processingTime=processing_time)
+    listener = None
+    if publish.sinks and classic:
+        listener = _Publisher(lambda: publish(spark))
+        spark.streams.addListener(listener)
+    try:
+        query = writer.start()
+    except BaseException:
+        if listener is not None:
+            spark.streams.removeListener(listener)
+        raise
+    if listener is None:
+        return WindowedQuery(query, lambda: publish(None))
+    listener.query_id = str(query.id)
+    removed: list[bool] = []
+
+    def release() -> None:
+        if not removed:
+            removed.append(True)
+            spark.streams.removeListener(listener)
+
+    return WindowedQuery(query, lambda: publish(spark), release)
+
+
+def _side_output(result: StreamingWindowedResult, tag: OutputTag, df: DataFrame) -> DataFrame:
+    return result.select_side_output(df, tag)
+
+
+#: Publishing is serialized within a process (the listener thread and the micro-batches).
+_PUBLISH_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Publishing:
+    """Publishes every committed micro-batch of the folder sinks among ``outputs``."""
+
+    outputs: tuple[Sink, ...]
+    checkpoint: str
+
+    @property
+    def sinks(self) -> list[Sink]:
+        return [s for s in self.outputs if s.folder is not None]
+
+    def __call__(self, spark: SparkSession | None) -> None:
+        sinks = self.sinks
+        if not sinks:
+            return
+        files = _Files(spark)
+        with _PUBLISH_LOCK:
+            committed = committed_batches(files, self.checkpoint)
+            for sink in sinks:
+                sink.publish(files, committed)
+
+
+def _check_tables(tables: Mapping[str, str | None]) -> None:
+    seen: dict[str, str] = {}
+    for name, table in tables.items():
+        if table is None:
+            continue
+        other = seen.get(table.lower())
+        if other is not None:
+            msg = f"{name} writes the same table as {other}: {table!r}"
+            raise ValueError(msg)
+        seen[table.lower()] = name
+
+
+def check_sink_paths(paths: Mapping[str, str | None]) -> None:
+    """Raise a ``ValueError`` naming the two parameters when two of ``paths`` (parameter ->
+    path or URI; ``None`` is skipped) are the same folder or one lies inside the other: one
+    output would overwrite or be read as part of the other."""
+    seen: list[tuple[str, str, str]] = []
+    for name, path in paths.items():
+        if path is None:
+            continue
+        if not isinstance(path, str) or not path.strip():
+            msg = f"{name} must be a non-empty path, got {path!r}"
+            raise ValueError(msg)
+        norm = _normal_path(path)
+        for other, other_path, other_norm in seen:
+            if norm == other_norm:
+                msg = f"{name}={path!r} is the same folder as {other}={other_path!r}"
+                raise ValueError(msg)
+            if norm.startswith(other_norm + "/") or other_norm.startswith(norm + "/"):
+                inner, outer = (name, other) if len(norm) > len(other_norm) else (other, name)
+                msg = (
+                    f"{inner}={paths[inner]!r} lies inside {outer}={paths[outer]!r}: each "
+                    "output needs a folder of its own"
+                )
+                raise ValueError(msg)
+        seen.append((name, path, norm))
+
+
+def _normal_path(path: str) -> str:
+    """``path`` without ``.`` / ``..`` steps and trailing slashes; a local path made absolute
+    (``file:`` URIs included), a URI with another scheme kept with its scheme."""
+    scheme, sep, rest = path.partition("://")
+    if not sep:
+        scheme, rest = ("file", path[len("file:") :]) if path.startswith("file:") else ("", path)
+    if scheme in ("", "file"):
+        return "file://" + posixpath.normpath(os.path.abspath(rest))
+    return f"{scheme}://{posixpath.normpath('/' + rest.lstrip('/'))}"
