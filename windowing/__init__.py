@@ -42,7 +42,7 @@ from windowing.functions import (
     WindowFunction,
 )
 from windowing.operator import InMemoryStateBackend, KeyState, OperatorMetrics, WindowOperator
-from windowing.records import LateElement, OutputTag, WindowResult
+from windowing.records import LateElement, OutputTag, PaneInfo, Timing, WindowResult
 from windowing.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -123,6 +123,7 @@ __all__ = [
     "OperatorMetrics",
     "OrFinally",
     "OutputTag",
+    "PaneInfo",
     "ProcessWindowFunction",
     "ProcessingTimeSessionWindows",
     "ProcessingTimeTrigger",
@@ -137,6 +138,7 @@ __all__ = [
     "TimeEvictor",
     "TimeWindow",
     "TimestampedValue",
+    "Timing",
     "Trigger",
     "TriggerResult",
     "TumblingEventTimeWindows",

@@ -56,6 +56,7 @@ from windowing.engine.keystate import (
 )
 from windowing.engine.metrics import OperatorMetrics
 from windowing.engine.notes import END_OF_INPUT_NOTE, note_element
+from windowing.engine.pane_info import PaneTracker, StepClock
 from windowing.engine.panes import PanesStrategy
 from windowing.engine.sessions import SessionStrategy
 from windowing.engine.strategy import WindowStrategy
@@ -128,6 +129,11 @@ class WindowOperator:
         operator runs element by element (:class:`~windowing.plan.Strategy` ``GENERIC``).
         An error while adding an element still propagates: a runtime skips the element by
         replaying the key without it (``windowing.errors``).
+    pane_info
+        Give every result its :class:`~windowing.records.PaneInfo` (``WindowResult.pane``):
+        which firing of its window it is and whether it fired early, on time or late
+        (:mod:`windowing.engine.pane_info`). Off by default: counting firings keeps a small
+        entry per window that fired.
 
     Examples
     --------
@@ -153,6 +159,7 @@ class WindowOperator:
         backend: StateBackend | None = None,
         slicing: bool | None = None,
         on_error: ErrorPolicy | str = ErrorPolicy.FAIL,
+        pane_info: bool = False,
     ) -> None:
         if not isinstance(assigner, WindowAssigner):
             msg = f"assigner must be a WindowAssigner, got {type(assigner).__name__} {assigner!r}"
@@ -196,8 +203,18 @@ class WindowOperator:
             raise ValueError(msg)
 
         guarded = ErrorPolicy.of(on_error) is ErrorPolicy.DEAD_LETTER
+        if not isinstance(pane_info, bool):
+            msg = f"pane_info must be a bool, got {type(pane_info).__name__} {pane_info!r}"
+            raise ValueError(msg)
         self.plan: Plan = plan_operator(
-            assigner, trigger, evictor, spec, lateness, slicing, guarded=guarded
+            assigner,
+            trigger,
+            evictor,
+            spec,
+            lateness,
+            slicing,
+            guarded=guarded,
+            pane_info=pane_info,
         )
         #: The errors routed to the dead-letter output (``on_error="dead_letter"``), else None.
         self.dead_letters: list[DeadLetter] | None = [] if guarded else None
@@ -218,6 +235,15 @@ class WindowOperator:
 
         self.watermark = MIN_TIMESTAMP
         self.processing_time = 0
+        # The clocks before the step that fires timers (pane info: windowing.engine.pane_info);
+        # a runtime that sets the clocks itself sets these too.
+        self.watermark_before = MIN_TIMESTAMP
+        self.processing_time_before = 0
+        self.step_clock = StepClock.NONE
+        #: The timer whose firing is being evaluated (pane info): its time, and whether it
+        #: is an event-time timer.
+        self.timer_time: int | None = None
+        self.timer_event_time = True
         self.output: list[WindowResult] = []
         self.side_outputs: dict[OutputTag, list[Any]] = {}
         self.metrics = OperatorMetrics()
@@ -239,13 +265,20 @@ class WindowOperator:
             self.direct_result = (
                 spec.function.get_result if isinstance(spec, Aggregate) else _identity
             )
+        #: Counts firings per window (``pane_info=True``), else ``None``.
+        self.panes: PaneTracker | None = (
+            PaneTracker(self, event_time=self.is_event_time, allowed_lateness=lateness)
+            if pane_info
+            else None
+        )
         self.evaluator = WindowEvaluator(self)
         self.emit: Callable[[Any, KeyState, Any, Any], bool] = self.evaluator.emit
         self.emit_contents: Callable[[Any, KeyState, Any, Any, Any], bool] = (
             self.evaluator.emit_contents
         )
         if guarded:
-            self.emit, self.emit_contents = self._guarded_emit, self._guarded_emit_contents
+            self.emit = self.evaluator.emit_guarded
+            self.emit_contents = self.evaluator.emit_contents_guarded
         self.strategy = _make_strategy(self, assigner, trigger, evictor)
         self._add_element = self.strategy.add_element
 
@@ -257,31 +290,6 @@ class WindowOperator:
             return False
         self.dead_letters.append(DeadLetter.of(exc, key, ErrorPhase.WINDOW, window=window))
         return True
-
-    def _guarded(self, emit: Callable[..., bool], key: Any, window: Any, *args: Any) -> bool:
-        """``emit(key, ...)``; on an error, the firing's outputs are taken back and the error
-        is dead-lettered (the window counts as fired: a purge still applies)."""
-        n_out = len(self.output)
-        sides = {tag: len(values) for tag, values in self.side_outputs.items()}
-        fired, nulls = self.metrics.num_windows_fired, self.metrics.num_null_results
-        try:
-            return emit(key, *args)
-        except Exception as exc:
-            del self.output[n_out:]
-            for tag, values in list(self.side_outputs.items()):
-                del values[sides.get(tag, 0) :]
-            self.metrics.num_windows_fired, self.metrics.num_null_results = fired, nulls
-            self.dead_letter(exc, key, window)
-            return True
-
-    def _guarded_emit(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> bool:
-        return self._guarded(self.evaluator.emit, key, window, ks, window, state_window)
-
-    def _guarded_emit_contents(
-        self, key: Any, ks: KeyState, window: Any, state_window: Any, contents: Any
-    ) -> bool:
-        emit = self.evaluator.emit_contents
-        return self._guarded(emit, key, window, ks, window, state_window, contents)
 
     def register_store_expiry(self, ks: KeyState, time: int) -> None:
         """The key's one timer that forgets its Kafka window store
@@ -345,9 +353,16 @@ class WindowOperator:
         return added
 
     def fire_timers(self, key: Any, ks: KeyState) -> None:
-        """Fire every timer of ``key`` due at the current watermark / processing time."""
-        self.strategy.fire_event_timers(key, ks, self.watermark)
-        self.strategy.fire_processing_timers(key, ks, self.processing_time)
+        """Fire every timer of ``key`` due at the current watermark / processing time (for
+        pane info, the clocks advanced from :attr:`watermark_before` /
+        :attr:`processing_time_before`, which a runtime setting the clocks itself sets)."""
+        try:
+            self.step_clock = StepClock.EVENT
+            self.strategy.fire_event_timers(key, ks, self.watermark)
+            self.step_clock = StepClock.PROCESSING
+            self.strategy.fire_processing_timers(key, ks, self.processing_time)
+        finally:
+            self.step_clock = StepClock.NONE
 
     def key_state(self, key: Any) -> KeyState:
         ks = self.backend.get(key)
@@ -456,32 +471,42 @@ class WindowOperator:
         earliest due timer. A watermark lower than the current one is ignored."""
         if watermark < self.watermark:
             return
-        self.watermark = watermark
-        self.scheduler.compact()
-        if self.strategy.drain_event_time(watermark):
-            return
-        states = self.states
-        self.scheduler.drain(
-            watermark,
-            event_time=True,
-            fire=self.strategy.event_timer_firing(),
-            get=states.get if states is not None else self.backend.get,
-            remove=self.backend.remove,
-        )
+        self.watermark_before, self.watermark = self.watermark, watermark
+        self.step_clock = StepClock.EVENT
+        try:
+            self.scheduler.compact()
+            if self.strategy.drain_event_time(watermark):
+                return
+            states = self.states
+            self.scheduler.drain(
+                watermark,
+                event_time=True,
+                fire=self.strategy.event_timer_firing(),
+                get=states.get if states is not None else self.backend.get,
+                remove=self.backend.remove,
+            )
+        finally:
+            self.step_clock = StepClock.NONE
+            self.watermark_before = watermark
 
     def advance_processing_time(self, time: int) -> None:
         """Set the processing-time clock and fire every processing-time timer ``<= time``."""
         if time < self.processing_time:
             return
-        self.processing_time = time
-        states = self.states
-        self.scheduler.drain(
-            time,
-            event_time=False,
-            fire=self.strategy.fire_processing_timers,
-            get=states.get if states is not None else self.backend.get,
-            remove=self.backend.remove,
-        )
+        self.processing_time_before, self.processing_time = self.processing_time, time
+        self.step_clock = StepClock.PROCESSING
+        try:
+            states = self.states
+            self.scheduler.drain(
+                time,
+                event_time=False,
+                fire=self.strategy.fire_processing_timers,
+                get=states.get if states is not None else self.backend.get,
+                remove=self.backend.remove,
+            )
+        finally:
+            self.step_clock = StepClock.NONE
+            self.processing_time_before = time
 
     def keys(self) -> list[Any]:
         """Keys with live state."""
@@ -542,8 +567,8 @@ class WindowOperator:
         for key, _ in list(self.backend.items()):
             self.backend.remove(key)
         self.scheduler.clear()
-        self.watermark = watermark
-        self.processing_time = processing_time
+        self.watermark = self.watermark_before = watermark
+        self.processing_time = self.processing_time_before = processing_time
         for key, ks in states:
             if ks.merging is None and self.is_merging:
                 msg = "restore: the snapshot was taken with a non-merging assigner"

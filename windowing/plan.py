@@ -145,12 +145,15 @@ def plan_operator(
     slicing: bool | None,
     *,
     guarded: bool = False,
+    pane_info: bool = False,
 ) -> Plan:
     """Plan a window operator; ``trigger=None`` is the assigner's default trigger and
     ``slicing=None`` shares partials only where results cannot change (see
     ``WindowOperator``). ``guarded``: errors of user code are dead-lettered
     (:class:`~windowing.errors.ErrorPolicy`), so the operator runs element by element with
-    every firing through the evaluator, which catches them."""
+    every firing through the evaluator, which catches them. ``pane_info``: every firing is
+    counted per window, so hopping windows keep per-window state (no panes) and KIP-450
+    timelines keep one timer per window."""
     if trigger is None:
         trigger = assigner.get_default_trigger()
     sliding = isinstance(assigner, SlidingDistinctAssigner)
@@ -164,10 +167,13 @@ def plan_operator(
     inline = default_trigger and assigner.is_event_time() and not sliding
     shape = _shape(assigner, trigger, evictor)
     if sliding:
-        return _plan_sliding(trigger, evictor, spec, slicing=slicing, direct=direct)
+        return _plan_sliding(
+            trigger, evictor, spec, slicing=slicing, direct=direct, pane_info=pane_info
+        )
     aligned = aligned_shape(assigner, trigger, evictor)
     if (
         slicing
+        and not pane_info
         and aligned is not None
         and aligned[1] < aligned[0]
         and direct
@@ -234,6 +240,7 @@ def _plan_sliding(
     *,
     slicing: bool,
     direct: bool,
+    pane_info: bool = False,
 ) -> Plan:
     if not slicing:
         return Plan(
@@ -250,7 +257,7 @@ def _plan_sliding(
             direct_result=direct,
             time_order=True,
         )
-    if process_function(spec) is None:
+    if process_function(spec) is None and not pane_info:
         return Plan(
             Strategy.TIMELINE_DERIVED,
             "KIP-450 sliding windows, slicing=True, built-in end-of-window trigger, no process "

@@ -66,6 +66,7 @@ class WindowOperatorHarness:
         late_output_tag: OutputTag | None = None,
         slicing: bool | None = None,
         on_error: ErrorPolicy | str = ErrorPolicy.FAIL,
+        pane_info: bool = False,
     ) -> None:
         self.operator = WindowOperator(
             assigner,
@@ -77,6 +78,7 @@ class WindowOperatorHarness:
             late_output_tag=late_output_tag,
             slicing=slicing,
             on_error=on_error,
+            pane_info=pane_info,
         )
 
     # -- input ---------------------------------------------------------------------------

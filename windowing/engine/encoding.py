@@ -181,7 +181,7 @@ class StateWriter:
         timeline = ks.timeline
         kafka = ks.kafka
         slices = ks.slices
-        return (
+        plain: tuple[Any, ...] = (
             [(self.window(ns), self.value(v)) for ns, v in ks.contents.items()],
             *(self.table(t) for t in ks.state_tables),
             self.timers(ks.evt_timers, ks.evt_heap),
@@ -201,6 +201,10 @@ class StateWriter:
             ),
             None if slices is None else (list(slices.starts), slices.upto, slices.due),
         )
+        panes = ks.panes
+        if panes:  # pane info (written only when counted: older states read the same)
+            plain += ([(self.window(w), *entry) for w, entry in panes.items()],)
+        return plain
 
     def timeline(self, t: Timeline) -> Any:
         c = t.cursor
@@ -323,7 +327,7 @@ class StateReader:
 
     def key_state(self, plain: Any) -> KeyState:
         (contents, trigger, window, global_, evt, proc, seq, merging, timeline, kafka, slices) = (
-            plain
+            plain[:11]
         )
         ks = KeyState(merging is not None)
         ks.contents = {self.window(ns): self.value(v) for ns, v in contents}
@@ -349,6 +353,8 @@ class StateReader:
             sl.starts = list(starts)
             sl.due = due
             ks.slices = sl
+        if len(plain) > 11:
+            ks.panes = {self.window(w): (i, settled, keep) for w, i, settled, keep in plain[11]}
         return ks
 
     def timeline(self, plain: Any) -> Timeline:

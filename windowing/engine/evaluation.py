@@ -12,10 +12,12 @@ from windowing.engine.context import ProcessContext, WindowContext, check_output
 from windowing.engine.keystate import KeyState
 from windowing.engine.metrics import OperatorMetrics
 from windowing.engine.notes import END_OF_INPUT_NOTE
+from windowing.engine.pane_info import PaneTracker
 from windowing.evictors.base import Evictor
 from windowing.functions.base import ProcessWindowFunction
 from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
-from windowing.records import WindowResult
+from windowing.records import OutputTag, WindowResult
+from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimestampedValue, TimeWindow
 
 
@@ -29,6 +31,11 @@ class Evaluating(Protocol):
     output: list[WindowResult]
     ctx: WindowContext
     pctx: ProcessContext
+    panes: PaneTracker | None
+    watermark: int
+    side_outputs: dict[OutputTag, list[Any]]
+
+    def dead_letter(self, exc: Exception, key: Any, window: Any) -> bool: ...
 
 
 __all__ = ["MISSING", "Evaluating", "WindowEvaluator", "check_evicted"]
@@ -63,6 +70,34 @@ class WindowEvaluator:
             return False
         return self.emit_contents(key, ks, window, state_window, contents)
 
+    def emit_guarded(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> bool:
+        """:meth:`emit` with errors dead-lettered (:meth:`guard`)."""
+        return self.guard(self.emit, key, window, ks, window, state_window)
+
+    def emit_contents_guarded(
+        self, key: Any, ks: KeyState, window: Any, state_window: Any, contents: Any
+    ) -> bool:
+        """:meth:`emit_contents` with errors dead-lettered (:meth:`guard`)."""
+        return self.guard(self.emit_contents, key, window, ks, window, state_window, contents)
+
+    def guard(self, emit: Callable[..., bool], key: Any, window: Any, *args: Any) -> bool:
+        """``emit(key, ...)``; on an error, the firing's outputs are taken back and the error
+        is dead-lettered (the window counts as fired: a purge still applies; the firing is
+        not counted as a pane)."""
+        op = self.op
+        n_out = len(op.output)
+        sides = {tag: len(values) for tag, values in op.side_outputs.items()}
+        fired, nulls = op.metrics.num_windows_fired, op.metrics.num_null_results
+        try:
+            return emit(key, *args)
+        except Exception as exc:
+            del op.output[n_out:]
+            for tag, values in list(op.side_outputs.items()):
+                del values[sides.get(tag, 0) :]
+            op.metrics.num_windows_fired, op.metrics.num_null_results = fired, nulls
+            op.dead_letter(exc, key, window)
+            return True
+
     def emit_contents(
         self, key: Any, ks: KeyState, window: Any, state_window: Any, contents: Any
     ) -> bool:
@@ -77,8 +112,10 @@ class WindowEvaluator:
                 self.op.metrics.num_null_results += 1
                 return False
             self.op.metrics.num_windows_fired += 1
+            panes = self.op.panes
+            pane = None if panes is None else panes.next(ks, window)
             self.op.output.append(
-                tuple.__new__(WindowResult, (key, window, value, window.max_timestamp()))
+                tuple.__new__(WindowResult, (key, window, value, window.max_timestamp(), pane))
             )
             return True
         ctx = self.op.ctx
@@ -98,11 +135,15 @@ class WindowEvaluator:
                 outputs = self.finish(key, window, result)
             else:
                 outputs = self.evaluate_all(key, window, list(contents))
+            panes = self.op.panes
+            if panes is not None:
+                outputs = list(outputs)  # the pane is counted once the firing succeeded
             self.op.metrics.num_windows_fired += 1
             ts = window.max_timestamp()
+            pane = None if panes is None else panes.next(ks, window)
             append = self.op.output.append
             for out in outputs:
-                append(WindowResult(key, window, out, ts))
+                append(WindowResult(key, window, out, ts, pane))
         except Exception as exc:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
@@ -168,6 +209,9 @@ class WindowEvaluator:
         assert direct is not None
         append = self.op.output.append
         new_tuple = tuple.__new__
+        panes = self.op.panes
+        # fired by the end of input: the watermark goes from where it is to the end of time
+        end = (self.op.watermark, MAX_TIMESTAMP)
         fired = 0
         window: Any = None
         try:
@@ -175,7 +219,8 @@ class WindowEvaluator:
                 result = direct(contents)
                 if result is not None:
                     fired += 1
-                    append(new_tuple(WindowResult, (key, window, result, window[1] - 1)))
+                    pane = None if panes is None else panes.next(None, window, end)
+                    append(new_tuple(WindowResult, (key, window, result, window[1] - 1, pane)))
                 else:
                     self.op.metrics.num_null_results += 1
         except Exception as exc:

@@ -217,7 +217,15 @@ class GenericStrategy(WindowStrategy):
             if not op.dead_letter(exc, key, window):
                 raise
             result = _CONTINUE
-        self.after_timer(key, ks, window, state_window, result)
+        if op.panes is not None:
+            # the clock reached this timer: its firing's time (pane info)
+            op.timer_time, op.timer_event_time = time, event_time
+            try:
+                self.after_timer(key, ks, window, state_window, result)
+            finally:
+                op.timer_time = None
+        else:
+            self.after_timer(key, ks, window, state_window, result)
         if op.is_event_time == event_time and time == op.cleanup_time(window):
             self.clear_all_state(key, ks, window, state_window)
 
@@ -277,6 +285,7 @@ class GenericStrategy(WindowStrategy):
         append = self.op.output.append
         new_tuple = tuple.__new__
         result_type = WindowResult
+        panes = self.op.panes
         pop = heapq.heappop
         fired = 0
         while heap and heap[0][0] <= upto:
@@ -305,7 +314,8 @@ class GenericStrategy(WindowStrategy):
                             raise
                         if value is not None:  # a None result is an empty window (Flink)
                             fired += 1
-                            append(new_tuple(result_type, (key, window, value, max_ts)))
+                            pane = None if panes is None else panes.next(ks, window)
+                            append(new_tuple(result_type, (key, window, value, max_ts, pane)))
                         else:
                             self.op.metrics.num_null_results += 1
             cleanup = max_ts + lateness

@@ -40,6 +40,7 @@ class KeyState:
         "evt_timers",
         "kafka",
         "merging",
+        "panes",
         "proc_heap",
         "proc_timers",
         "recent",
@@ -70,6 +71,9 @@ class KeyState:
         self.kafka: KafkaWindowStore | None = None
         # Pane bookkeeping of sliced hopping windows (the panes are in ``contents``).
         self.slices: Slices | None = None
+        # Firings counted per window, with pane info (windowing.engine.pane_info): window ->
+        # (next pane index, a non-early pane was emitted, kept without a cleanup time).
+        self.panes: dict[Any, tuple[int, bool, bool]] | None = None
 
     def _table(self, slot: str) -> StateTable:
         table: StateTable | None = getattr(self, slot)
@@ -118,7 +122,8 @@ class KeyState:
         for table in (self._trigger_state, self._window_state, self._global_state):
             if table is not None and not table.is_empty():
                 return False
-        return True
+        # a window without a cleanup time can fire again: its pane count stays
+        return not (self.panes and any(entry[2] for entry in self.panes.values()))
 
     def num_state_entries(self, window: Any = _MISSING) -> int:
         """Live state entries: window contents, trigger state and per-window function state

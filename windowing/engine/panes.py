@@ -382,7 +382,9 @@ class SlicedHopping:
                             continue
                         fired += (stop - s) // slide + 1
                         while s <= stop:
-                            append(new_tuple(result_type, (key, windows[s], result, s + last)))
+                            append(
+                                new_tuple(result_type, (key, windows[s], result, s + last, None))
+                            )
                             s += slide
                     if upto == max_timestamp:
                         self._fire_clamped(op, key, ks, s)

@@ -20,6 +20,7 @@ from windowing.engine.context import Clock, ProcessContext, WindowContext
 from windowing.engine.evaluation import WindowEvaluator
 from windowing.engine.keystate import KeyState, StateBackend
 from windowing.engine.metrics import OperatorMetrics
+from windowing.engine.pane_info import PaneTracker
 from windowing.engine.timers import KeyScheduler
 from windowing.evictors.base import Evictor
 from windowing.functions.base import ProcessWindowFunction
@@ -52,6 +53,8 @@ class Engine(Protocol):
     # clocks, outputs, state
     watermark: int
     processing_time: int
+    timer_time: int | None
+    timer_event_time: bool
     output: list[WindowResult]
     side_outputs: dict[OutputTag, list[Any]]
     metrics: OperatorMetrics
@@ -68,6 +71,7 @@ class Engine(Protocol):
     direct_result: Callable[[Any], Any] | None
     inline_reducer: Callable[[Any, Any], Any] | None
     evaluator: WindowEvaluator
+    panes: PaneTracker | None
     scheduler: KeyScheduler
     emit: Callable[[Any, KeyState, Any, Any], bool]
     emit_contents: Callable[[Any, KeyState, Any, Any, Any], bool]

@@ -305,6 +305,7 @@ class TimelineStrategy(GenericStrategy):
         append = self.op.output.append
         new_tuple = tuple.__new__
         result_type = WindowResult
+        panes = self.op.panes
         fired = 0
         partials = self.op.partials
         range_aggregate = None if partials.kind == "values" else partials.aggregate_range
@@ -339,7 +340,8 @@ class TimelineStrategy(GenericStrategy):
                             raise
                         if result is not None:
                             fired += 1
-                            append(new_tuple(result_type, (key, window, result, max_ts)))
+                            pane = None if panes is None else panes.next(ks, window)
+                            append(new_tuple(result_type, (key, window, result, max_ts, pane)))
                         else:
                             self.op.metrics.num_null_results += 1
             cleanup = max_ts + lateness

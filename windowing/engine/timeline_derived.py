@@ -364,7 +364,9 @@ class DerivedSliding:
                                     continue
                                 result = contents if identity else direct(contents)
                                 if result is not None:  # None: an empty window (Flink)
-                                    append(new_tuple(result_type, (key, window, result, end - 1)))
+                                    append(
+                                        new_tuple(result_type, (key, window, result, end - 1, None))
+                                    )
                                 else:
                                     op.metrics.num_null_results += 1
                             window = None
