@@ -128,6 +128,7 @@ class WindowConfig:
     show_values: bool = False  # error notes show row values (off: they may be sensitive)
     window_struct: str | None = None  # results' window as Spark's struct column of this name
     idle_timeout: int | None = None  # ms without rows after which a key's clock follows time
+    pane_info: bool = False  # results say which firing of their window they are
 
 
 #: The largest number of key groups (Flink's upper bound for ``maxParallelism``).

@@ -428,6 +428,27 @@ class WindowedStream:
             raise ValueError(msg)
         return self._with(window_struct=name)
 
+    def pane_info(self, enabled: bool = True) -> WindowedStream:
+        """Say in each result row which firing of its window it is: two more result columns,
+        ``pane_index`` (``bigint``: 0 for a window's first firing, 1 for the next, ...) and
+        ``timing`` (``string``: ``EARLY`` before the watermark reached the window's end,
+        ``ON_TIME`` for the firing when it did, ``LATE`` for firings after that, e.g. late
+        rows within the allowed lateness), as Beam's PaneInfo (:class:`~windowing.PaneInfo`,
+        :mod:`windowing.engine.pane_info`). A sink can keep the last row per key and window
+        (the largest ``pane_index``) or upsert on it. Batch and streaming give the same
+        panes.
+
+        Example::
+
+            stream.key_by("user").window(TumblingEventTimeWindows("10 seconds"))
+                  .allowed_lateness("1 minute").pane_info().agg(F.sum("amount").alias("total"))
+            # user, window_start, window_end, total, max_timestamp, pane_index, timing
+        """
+        if not isinstance(enabled, bool):
+            msg = f"pane_info: enabled must be a bool, got {type(enabled).__name__} {enabled!r}"
+            raise ValueError(msg)
+        return self._with(pane_info=enabled)
+
     def on_error(self, policy: ErrorPolicy | str, *, show_values: bool = False) -> WindowedStream:
         """What an error raised by your code (assigner, trigger, evictor, window function)
         or by writing a result does: ``"fail"`` (the default, as Flink) fails the job with

@@ -44,7 +44,7 @@ from windowing.spark.keys import NAN_KEY, state_key
 from windowing.spark.metrics import STREAMING_METRICS
 from windowing.spark.streaming import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
-from windowing.triggers import Trigger, TriggerResult
+from windowing.triggers import AnyOf, CountTrigger, EventTimeTrigger, Trigger, TriggerResult
 
 pytestmark = pytest.mark.spark
 
@@ -1474,3 +1474,39 @@ def test_checkpoints_without_window_counts_still_load(
     version, _, _, entries, _ = checkpoint.decode_group(handle.state.value[0])
     assert version == checkpoint.STATE_VERSION
     assert {k: e[4] for k, e in entries.items()} == {"b": 1}
+
+
+class ContinuousCount(ProcessWindowFunction[Row, int, str, Any]):
+    def process(self, key: str, context: Any, elements: Any) -> Any:
+        yield len(list(elements))
+
+
+@pytest.mark.parametrize("function", ["reduce", "process"])
+def test_pane_info_streams_as_it_replays(
+    spark: SparkSession, tmp_path: Path, function: str
+) -> None:
+    """pane_index and timing of each firing: early (a count trigger), on time, late within
+    the allowed lateness; a streaming run gives the batch replay's panes."""
+
+    def finish(keyed: Any) -> Any:
+        windowed = (
+            keyed.window(TumblingEventTimeWindows(SIZE))
+            .allowed_lateness(20_000)
+            .side_output_late_data(LATE)
+            .pane_info()
+        )
+        if function == "reduce":
+            return windowed.reduce(add)
+        early = AnyOf(CountTrigger(3), EventTimeTrigger())
+        return windowed.trigger(early).process(ContinuousCount(), output_schema="n bigint")
+
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, make_batches(seed=5), finish)
+    assert streamed == replayed
+    timings = Counter(r[-1] for r in streamed["results"])
+    assert timings["ON_TIME"] >= 3 and timings["LATE"] >= 1, timings
+    assert (timings["EARLY"] >= 1) == (function == "process"), timings
+    # per key and window, the panes are numbered 0, 1, 2, ... in order of firing
+    panes: dict[tuple[Any, ...], list[int]] = {}
+    for r in streamed["results"]:
+        panes.setdefault(r[:3], []).append(r[-2])
+    assert all(sorted(p) == list(range(len(p))) for p in panes.values())

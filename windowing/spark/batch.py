@@ -60,14 +60,15 @@ from windowing.spark.inputs import WMAX as _WMAX
 from windowing.spark.inputs import internal_columns
 from windowing.spark.keys import KEY_GROUP, KeySegments, key_group, key_segments, key_value
 from windowing.spark.metrics import METRIC_NAMES, BatchMetrics
+from windowing.spark.operator_rows import operator_counters
 from windowing.spark.output import (
     LATE_COLUMNS,
+    PANE_COLUMNS,
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     RESULT_COLUMNS,
     LateRows,
     OutputLayout,
-    operator_counters,
 )
 from windowing.spark.plans import (
     batch_key_groups,
@@ -318,7 +319,7 @@ def build_layout(
         [*keys, "window_start", "window_end", *out_fields.names, "max_timestamp"]
         if config.window_struct is None
         else [*keys, config.window_struct, *out_fields.names]
-    )
+    ) + (list(PANE_COLUMNS) if config.pane_info else [])
     check_names(result_names, "results")
     if config.late_output_tag is not None:
         check_names([*input_schema.names, *LATE_COLUMNS], "late side output")
@@ -340,6 +341,7 @@ def build_layout(
         dead_letter=dead_letter,
         show_values=config.show_values,
         window_struct=config.window_struct,
+        pane_info=config.pane_info,
     )
 
 

@@ -51,6 +51,7 @@ from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.errors import ErrorPolicy
 from windowing.functions.columns import AggKind
 from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
+from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout, run_batch
 from windowing.spark.inputs import ARR, TB, TS, WMAX, internal_columns
@@ -75,6 +76,9 @@ _LATE = "__pw_nlate"
 _FIRES = "__pw_nfires"
 _FIRST = "__pw_nfirst"
 _LAST = "__pw_nlast"
+_PANE = "__pw_npane"
+_TIMING = "__pw_ntiming"
+ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
 
 
 def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
@@ -219,6 +223,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         *layout.sql.result_branch(
             (parts.window_start, parts.end, max_ts),
             [col(c.name) for c in compiled.calls],
+            parts.pane,
         )
     )
     window_metrics = parts.results.agg(F.count(F.lit(1)).alias("n"))
@@ -251,7 +256,7 @@ class _Parts:
     """A native plan's pieces: result rows (window columns and the aggregates by name) with
     their window start and end (ms, null where the assigner's bounds leave ``bigint``), one
     row per window with contents (``mt``: its max timestamp), the input counters (one row),
-    and the late branches (tagged-output columns)."""
+    the late branches (tagged-output columns), and the results' pane columns."""
 
     results: DataFrame
     window_start: Column
@@ -259,6 +264,9 @@ class _Parts:
     windows: DataFrame
     counters: DataFrame
     late: list[DataFrame]
+    # with pane info: the results' pane index and timing (default: each window's one firing,
+    # on time at the end of input or when the watermark passed its end)
+    pane: tuple[Column, Column] = (F.lit(0), F.lit(ON_TIME))
 
 
 def _aggregates(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
@@ -326,12 +334,14 @@ def _in_arrival_order(
     )
     marked = windowed.withColumn(_MT, max_ts).withColumn(_LATE, cleanup <= F.col(_W))
     added = marked.where(~F.col(_LATE))
+    pane = (F.lit(0), F.lit(ON_TIME))
     if lateness == 0:
         # Without lateness a window's contents are the rows it had when the watermark passed
         # its end: one firing each.
         results = added.groupBy(*keys, _WINDOW).agg(*_aggregates(compiled, arrival=True))
     else:
-        results = _firings(added, keys, compiled)
+        results = _firings(added, keys, compiled, numbered=layout.pane_info)
+        pane = (F.col(_PANE), F.col(_TIMING))
     windows = added.groupBy(*keys, _WINDOW).agg(F.max(_MT).alias("mt"))
     n = F.count(F.lit(1))
     elements = F.count(F.when(has_arrival & has_time, 1))
@@ -357,13 +367,18 @@ def _in_arrival_order(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
-    return _Parts(results, bounds.window_start, bounds.end, windows, input_counts, late)
+    return _Parts(results, bounds.window_start, bounds.end, windows, input_counts, late, pane)
 
 
-def _firings(added: DataFrame, keys: list[Column], compiled: CompiledAggregates) -> DataFrame:
+def _firings(
+    added: DataFrame, keys: list[Column], compiled: CompiledAggregates, *, numbered: bool
+) -> DataFrame:
     """With allowed lateness: per window, in replay order, the rows added before the
     watermark passed its end fire once together (at the last of them), and each row added
-    after that fires with everything so far: running aggregates, kept at those rows."""
+    after that fires with everything so far: running aggregates, kept at those rows.
+    ``numbered``: with each firing's pane (``__pw_npane``, ``__pw_ntiming``): the on-time
+    firing is ``ON_TIME``, every later one ``LATE`` (a window's first row already behind the
+    watermark fires ``LATE`` too)."""
     order = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(F.col(ARR), F.col(TS), F.col(TB))
     running = order.rowsBetween(Window.unboundedPreceding, 0)
     on_time = F.col(_W) < F.col(_MT)
@@ -372,11 +387,23 @@ def _firings(added: DataFrame, keys: list[Column], compiled: CompiledAggregates)
         _native_column(call, True, expression=True).over(running).alias(call.name)
         for call in compiled.calls
     ]
-    return (
-        added.select(*keys, F.col(_WINDOW), fires.alias(_FIRES), *columns)
+    if not numbered:
+        return (
+            added.select(*keys, F.col(_WINDOW), fires.alias(_FIRES), *columns)
+            .where(F.col(_FIRES))
+            .drop(_FIRES)
+        )
+    # Numbered in replay order (the watermark never goes back: the on-time firing, if any,
+    # comes before the late ones).
+    timing = F.when(on_time, F.lit(ON_TIME)).otherwise(F.lit(LATE)).alias(_TIMING)
+    replay = [F.col(c) for c in (ARR, TS, TB)]
+    fired = (
+        added.select(*keys, F.col(_WINDOW), *replay, fires.alias(_FIRES), *columns, timing)
         .where(F.col(_FIRES))
         .drop(_FIRES)
     )
+    by_replay = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(*replay)
+    return fired.withColumn(_PANE, F.row_number().over(by_replay) - F.lit(1)).drop(ARR, TS, TB)
 
 
 def _sessions(
@@ -423,9 +450,12 @@ def _firings_at_min(
     if isinstance(assigner, TumblingEventTimeWindows):
         lowest = _TumblingBounds.first_end_of(assigner) - assigner.size
         start = lowest if lowest >= MIN_TIMESTAMP else None  # type: ignore[assignment]
-    fired = rows.select(*keys, *columns)
+    # each firing is late (the window is behind the first watermark), numbered in replay order
+    index = (F.row_number().over(order) - F.lit(1)).alias(_PANE)
+    fired = rows.select(*keys, *columns, index)
     bounds = (_long(start), _long(MIN_TIMESTAMP + 1), _long(MIN_TIMESTAMP))
-    results = fired.select(*layout.sql.result_branch(bounds, [col(c.name) for c in compiled.calls]))
+    values = [col(c.name) for c in compiled.calls]
+    results = fired.select(*layout.sql.result_branch(bounds, values, (F.col(_PANE), F.lit(LATE))))
     n = rows.agg(F.count(F.lit(1)).alias("n")).select(
         *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
     )

@@ -9,7 +9,6 @@ splits it on the driver, so the stateful work runs once however many outputs are
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,12 +33,18 @@ from pyspark.sql.types import (
 from windowing.records import OutputTag
 from windowing.spark.failures import (
     DEAD_LETTER_COLUMNS,
-    SHOW_VALUES_HINT,
     DeadRows,
     failing_window,
-    window_bounds,
 )
 from windowing.spark.metrics import COUNTER_NAMES, METRIC_NAMES, counter_values, default_value
+from windowing.spark.operator_rows import (
+    REASON_LATE,
+    REASON_NULL_ARRIVAL_ORDER,
+    REASON_NULL_EVENT_TIME,
+    Encoders,
+    LateRows,
+    windowed_columns,
+)
 from windowing.spark.schema import (
     INTERNAL_PREFIX,
     make_columns_encoder,
@@ -47,10 +52,10 @@ from windowing.spark.schema import (
 )
 from windowing.spark.side_outputs import no_side_output
 from windowing.time import MIN_TIMESTAMP
-from windowing.windows import TimeWindow
 
 __all__ = [
     "LATE_COLUMNS",
+    "PANE_COLUMNS",
     "REASON_LATE",
     "REASON_NULL_ARRIVAL_ORDER",
     "REASON_NULL_EVENT_TIME",
@@ -62,54 +67,13 @@ __all__ = [
     "ms_to_time",
 ]
 
-#: Reasons in the ``late_reason`` column of the late side output.
-REASON_LATE = "late"
-REASON_NULL_EVENT_TIME = "null_event_time"
-REASON_NULL_ARRIVAL_ORDER = "null_arrival_order"
 
 #: Result (and side output) columns added around the function's output columns.
 RESULT_COLUMNS = ("window_start", "window_end", "max_timestamp")
+#: Result columns added by ``WindowedStream.pane_info()``.
+PANE_COLUMNS = ("pane_index", "timing")
 #: Columns added to the late rows.
 LATE_COLUMNS = ("late_watermark", "late_reason")
-
-
-@dataclass
-class LateRows:
-    """Input rows of one key routed to the late side output: their row indexes, the
-    watermark that made each late (``None``: no watermark applies) and the reason."""
-
-    rows: list[int] = dataclasses.field(default_factory=list)
-    watermarks: list[int | None] = dataclasses.field(default_factory=list)
-    reasons: list[str] = dataclasses.field(default_factory=list)
-
-    def add(self, row: int, watermark: int | None, reason: str) -> None:
-        self.rows.append(row)
-        self.watermarks.append(watermark)
-        self.reasons.append(reason)
-
-    def add_late_elements(self, elements: Sequence[Any], index: Mapping[int, int]) -> None:
-        """The operator's late elements (``LateElement``), whose values are input rows;
-        ``index`` maps ``id(row)`` to the row's index."""
-        for e in elements:
-            self.add(index[id(e.value)], e.watermark, REASON_LATE)
-
-
-def operator_counters(op: Any, n_input: int, null_ts: int, null_arr: int) -> dict[str, int]:
-    """The metrics row's counters of one operator call (``op`` a ``WindowOperator``)."""
-    m = op.metrics
-    return {
-        "num_input_rows": n_input,
-        "num_elements": m.num_elements,
-        "num_late_records_side_output": m.num_late_records_side_output,
-        "num_late_records_dropped": m.num_late_records_dropped,
-        "num_null_event_time": null_ts,
-        "num_null_arrival_order": null_arr,
-        "num_records_in_no_window": m.num_records_in_no_window,
-        "num_windows_fired": m.num_windows_fired,
-        "num_null_results": m.num_null_results,
-        "num_orphaned_state_windows": m.num_orphaned_state_windows,
-        "num_results": len(op.output),
-    }
 
 
 # Internal column names (the prefix is reserved, see schema.INTERNAL_PREFIX).
@@ -117,6 +81,8 @@ KIND = "__pw_kind"
 _WS = "__pw_ws"
 _WE = "__pw_we"
 _MT = "__pw_mt"
+_PI = "__pw_pi"
+_PT = "__pw_pt"
 _LWM = "__pw_lwm"
 _LREASON = "__pw_lreason"
 _DCLASS = "__pw_dclass"
@@ -129,7 +95,6 @@ _DEAD = 120  # dead letters (after the last side output)
 # Epoch milliseconds representable as a Spark timestamp (years 1 to 9999).
 _SPARK_MIN_MS = -62_135_596_800_000
 _SPARK_MAX_MS = 253_402_300_799_999
-_INT64_MAX = 2**63 - 1
 
 
 # The metrics row's counters and gauges (COUNTER_NAMES order) in one array column: one column
@@ -163,52 +128,6 @@ def ms_to_time(column: Column, kind: str) -> Column:
             column.between(_SPARK_MIN_MS, _SPARK_MAX_MS), F.timestamp_millis(column)
         ).otherwise(F.lit(None).cast(TimestampType()))
     return column
-
-
-_Encoders = tuple[Callable[[Any], list[Any]], Callable[[Sequence[Any]], list[list[Any]] | None]]
-
-
-def _windowed_columns(
-    records: Sequence[Any],
-    encoders: _Encoders,
-    schema: StructType,
-    what: str,
-    show_values: bool,
-) -> tuple[list[list[Any]], list[int | None], list[int | None], list[int | None]]:
-    """``WindowResult`` records as columns: the encoded value fields, then window start,
-    window end and the record's timestamp. ``encoders`` encode one value, or all values in
-    bulk (``None`` when they need the one-value encoder)."""
-    encode, encode_all = encoders
-    columns = encode_all([r.value for r in records])
-    if columns is None:
-        columns = [[] for _ in schema.fields]
-        for r in records:
-            try:
-                values = encode(r.value)
-            except Exception as exc:
-                shown = repr(r.value) if show_values else f"<{SHOW_VALUES_HINT}>"
-                exc.add_note(
-                    f"while writing the {what} {shown} of window {r.window!r} of key "
-                    f"{r.key!r} as a row of {schema.simpleString()}"
-                )
-                raise
-            for column, v in zip(columns, values, strict=True):
-                column.append(v)
-    windows = [r.window for r in records]
-    ws: list[int | None] = []
-    we: list[int | None] = []
-    if set(map(type, windows)) == {TimeWindow}:
-        starts = [w[0] for w in windows]
-        ends = [w[1] for w in windows]
-        if min(starts) >= -_INT64_MAX - 1 and max(ends) <= _INT64_MAX:
-            ws, we = starts, ends
-    if windows and not ws:
-        for w in windows:
-            start, end = window_bounds(w)
-            ws.append(start)
-            we.append(end)
-    mt: list[int | None] = [r.timestamp for r in records]
-    return columns, ws, we, mt
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,6 +166,9 @@ class OutputLayout:
     window_struct
         The results' window as Spark's ``window`` struct column of this name, if any
         (``WindowedStream.window_struct``).
+    pane_info
+        Whether results carry their pane (``pane_index``, ``timing``;
+        ``WindowedStream.pane_info``).
     """
 
     keys: tuple[str, ...]
@@ -260,6 +182,7 @@ class OutputLayout:
     dead_letter: bool = False
     show_values: bool = False
     window_struct: str | None = None
+    pane_info: bool = False
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -305,6 +228,11 @@ class OutputLayout:
                 StructField(_WS, LongType(), True),
                 StructField(_WE, LongType(), True),
                 StructField(_MT, LongType(), True),
+                *(
+                    [StructField(_PI, LongType(), True), StructField(_PT, StringType(), True)]
+                    if self.pane_info
+                    else []
+                ),
                 *nullable(self.result_cols, self.out_schema),
                 *[
                     f
@@ -348,20 +276,27 @@ class OutputLayout:
         values = [f"{c} AS {_quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)]
         keys = [_quoted(k) for k in self.keys]
         # SQL text: one call to the JVM for the whole projection
+        panes = (
+            [f"{_PI} AS pane_index", f"{_PT} AS timing"]
+            if self.pane_info and kind == _RESULT
+            else []
+        )
         if struct is not None:  # Spark's groupBy(window(...)) columns
             window = f"named_struct('start', {time(_WS)}, 'end', {time(_WE)}) AS {_quoted(struct)}"
-            return df.where(f"{KIND} = {kind}").selectExpr(*keys, window, *values)
+            return df.where(f"{KIND} = {kind}").selectExpr(*keys, window, *values, *panes)
         return df.where(f"{KIND} = {kind}").selectExpr(
             *keys,
             time(_WS, "window_start"),
             time(_WE, "window_end"),
             *values,
             time(_MT, "max_timestamp"),
+            *panes,
         )
 
     def select_results(self, df: DataFrame) -> DataFrame:
         """Key column(s), ``window_start``, ``window_end`` (or :attr:`window_struct`),
-        function outputs, ``max_timestamp`` (not with :attr:`window_struct`)."""
+        function outputs, ``max_timestamp`` (not with :attr:`window_struct`), and with
+        :attr:`pane_info` ``pane_index`` and ``timing``."""
         return self._windowed(df, _RESULT, self.result_cols, self.out_schema, self.window_struct)
 
     def select_late(self, df: DataFrame) -> DataFrame:
@@ -390,8 +325,33 @@ class OutputLayout:
         )
 
     def select_dead_letters(self, df: DataFrame) -> DataFrame:
-        """The dead letters of ``df`` (see :meth:`SqlBranches.dead_letters`)."""
-        return self.sql.dead_letters(df)
+        """The dead letters: the input columns (the key columns always; the others null
+        unless an element failed), ``error_phase``, ``error_class``, ``error_message``,
+        ``window_start``, ``window_end`` (no rows without ``on_error("dead_letter")``)."""
+        layout = self
+        fields = [f for f in layout.input_schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
+        if not layout.dead_letter:
+            return df.where(F.lit(False)).select(
+                *[F.lit(None).cast(f.dataType).alias(f.name) for f in fields],
+                *[F.lit(None).cast("string").alias(n) for n in DEAD_LETTER_COLUMNS[:3]],
+                *[
+                    ms_to_time(F.lit(None).cast("long"), layout.ts_kind).alias(n)
+                    for n in DEAD_LETTER_COLUMNS[3:]
+                ],
+            )
+        late = dict(zip(layout.input_schema.names, layout.late_cols, strict=True))
+        phase, error_class, message, start, end = DEAD_LETTER_COLUMNS
+        return df.where(f"{KIND} = {_DEAD}").selectExpr(
+            *[
+                f"{_quoted(f.name) if f.name in layout.keys else late[f.name]} AS {_quoted(f.name)}"
+                for f in fields
+            ],
+            f"{_LREASON} AS {phase}",
+            f"{_DCLASS} AS {error_class}",
+            f"{_DMSG} AS {message}",
+            layout.time_sql(_WS, start),
+            layout.time_sql(_WE, end),
+        )
 
     def select_side_output(self, df: DataFrame, tag: OutputTag) -> DataFrame:
         """The late rows for the late tag; for a declared tag: key column(s),
@@ -442,7 +402,7 @@ class OutputLayout:
 
     # -- executor side: build the output ---------------------------------------------------
     @functools.cached_property
-    def _writers(self) -> tuple[_Encoders, list[_Encoders]]:
+    def _writers(self) -> tuple[Encoders, list[Encoders]]:
         """Encoders (one value, all values in bulk) of the results and of each side output."""
         encode: Callable[[Any], list[Any]]
         if self.reduced_rows:
@@ -487,9 +447,10 @@ class OutputLayout:
         """The Arrow schema of the tagged tables :meth:`tagged_table` and
         :meth:`tagged_result_batches` build (every field nullable)."""
         out_types, side_types, input_types = self._arrow_types
-        names = [KIND, *self.keys, _WS, _WE, _MT, *self.result_cols]
+        panes = [_PI, _PT] if self.pane_info else []
+        names = [KIND, *self.keys, _WS, _WE, _MT, *panes, *self.result_cols]
         types = [pa.int8(), *[input_types[self.input_schema.names.index(k)] for k in self.keys]]
-        types += [pa.int64()] * 3 + out_types
+        types += [pa.int64()] * 3 + [pa.int64(), pa.string()][: len(panes)] + out_types
         for j, s_types in enumerate(side_types):
             names += self.side_cols(j)
             types += s_types
@@ -530,6 +491,7 @@ class OutputLayout:
         outputs. The rows :meth:`tagged_table` builds for them."""
         schema = self.arrow_schema
         n = len(bounds[0])
+        assert not self.pane_info, "firings counted per window run the window operator"
         first = 1 + len(self.keys) + 3  # the first result column
         results = [pa.array(np.zeros(n, np.int8)), *key_columns(n), *bounds]
         for i, array in enumerate(columns, start=first):
@@ -565,7 +527,7 @@ class OutputLayout:
         first_late = len(schema) - 1 - (len(self.late_cols) + 2)  # late columns, then counters
         arrays += [pa.nulls(m, schema.field(i).type) for i in range(len(arrays), first_late)]
         names = list(schema.names[:first_late])
-        self._late_and_metrics(arrays, names, 0, late_source, late, counters)
+        _late_and_metrics(self, arrays, names, 0, late_source, late, counters)
         table = pa.Table.from_arrays(arrays, names=names).cast(schema).combine_chunks()
         return table.to_batches()[0]  # the late columns are taken (chunked) from late_source
 
@@ -625,7 +587,7 @@ class OutputLayout:
         for kind, (records, enc, schema, what, cols, types) in zip(
             [_RESULT, *range(_SIDE, _SIDE + len(sides))], blocks, strict=True
         ):
-            columns, b_ws, b_we, b_mt = _windowed_columns(
+            columns, b_ws, b_we, b_mt = windowed_columns(
                 records, enc, schema, what, self.show_values
             )
             kinds += [kind] * len(records)
@@ -658,59 +620,17 @@ class OutputLayout:
         for name, values, tail in ((_WS, ws, tail_ws), (_WE, we, tail_we), (_MT, mt, tail_mt)):
             arrays.append(pa.array(values + tail, pa.int64()))
             names.append(name)
+        if self.pane_info:
+            rest = [None] * (total - n_res)
+            indexes = [r.pane.index for r in results]
+            timings = [r.pane.timing.name for r in results]
+            arrays += [pa.array(indexes + rest, pa.int64()), pa.array(timings + rest, pa.string())]
+            names += [_PI, _PT]
         for name, array in value_arrays:
             arrays.append(array)
             names.append(name)
-        self._late_and_metrics(arrays, names, n_res + n_side, late_source, late, counters, dead)
+        _late_and_metrics(self, arrays, names, n_res + n_side, late_source, late, counters, dead)
         return pa.Table.from_arrays(arrays, names=names)
-
-    def _late_and_metrics(
-        self,
-        arrays: list[pa.Array],
-        names: list[str],
-        before: int,
-        late_source: pa.Table | None,
-        late: LateRows,
-        counters: Mapping[str, int],
-        dead: DeadRows | None = None,
-    ) -> None:
-        """Append the late-row columns (with ``side_output_late_data`` or dead letters), the
-        dead letters' error columns and the metrics column of a tagged output whose first
-        ``before`` rows are results and side outputs, followed by the late rows, the dead
-        letters and the metrics row."""
-        dead = DeadRows() if dead is None else dead
-        n_dead = len(dead)
-        total = before + len(late.rows) + n_dead + 1
-        if self.has_input_rows:
-            input_types = self._arrow_types[2]
-            late_take = pa.array([None] * before + late.rows + dead.rows + [None], pa.int64())
-            for name, field, arrow_type in zip(
-                self.late_cols, self.input_schema.fields, input_types, strict=True
-            ):
-                if late_source is None:
-                    arrays.append(pa.nulls(total, arrow_type))
-                else:
-                    arrays.append(late_source.column(field.name).take(late_take))
-                names.append(name)
-            head = [None] * before
-            watermarks = [None if w is None or w == MIN_TIMESTAMP else w for w in late.watermarks]
-            arrays.append(pa.array([*head, *watermarks, *[None] * n_dead, None], pa.int64()))
-            names.append(_LWM)
-            arrays.append(pa.array([*head, *late.reasons, *dead.phases, None], pa.string()))
-            names.append(_LREASON)
-        elif late.rows:
-            msg = "late rows without a late-data tag: they are dropped and counted"
-            raise AssertionError(msg)
-        if self.dead_letter:
-            head = [None] * (before + len(late.rows))
-            for name, values in ((_DCLASS, dead.classes), (_DMSG, dead.messages)):
-                arrays.append(pa.array([*head, *values, None], pa.string()))
-                names.append(name)
-        else:
-            assert not n_dead, "dead letters without on_error('dead_letter')"
-        counts = counter_values({**counters, **dead.counters()})
-        arrays.append(pa.array([None] * (total - 1) + [counts], _COUNTERS_ARROW))
-        names.append(_COUNTERS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -739,13 +659,20 @@ class SqlBranches:
         return out
 
     def result_branch(
-        self, bounds: tuple[Column, Column, Column], values: Sequence[Column]
+        self,
+        bounds: tuple[Column, Column, Column],
+        values: Sequence[Column],
+        pane: tuple[Column, Column] | None = None,
     ) -> list[Column]:
         """The columns of result rows: the key columns (by name), window start, end and max
-        timestamp in ms, and the output fields' ``values``."""
+        timestamp in ms, the output fields' ``values``, and with pane info the ``pane``
+        (index, timing name)."""
         ws, we, mt = bounds
-        named = {k: col(k) for k in self.layout.keys}
+        named: dict[str, Column | str] = {k: col(k) for k in self.layout.keys}
         named.update({_WS: ws, _WE: we, _MT: mt})
+        if self.layout.pane_info:
+            assert pane is not None, "a native plan with pane info gives each result its pane"
+            named.update({_PI: pane[0], _PT: pane[1]})
         named.update(dict(zip(self.layout.result_cols, values, strict=True)))
         return self._branch(_RESULT, named)
 
@@ -769,31 +696,51 @@ class SqlBranches:
         ]
         return self._branch(_METRICS, {_COUNTERS: f"array({', '.join(items)})"})
 
-    def dead_letters(self, df: DataFrame) -> DataFrame:
-        """The dead letters: the input columns (the key columns always; the others null
-        unless an element failed), ``error_phase``, ``error_class``, ``error_message``,
-        ``window_start``, ``window_end`` (no rows without ``on_error("dead_letter")``)."""
-        layout = self.layout
-        fields = [f for f in layout.input_schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
-        if not layout.dead_letter:
-            return df.where(F.lit(False)).select(
-                *[F.lit(None).cast(f.dataType).alias(f.name) for f in fields],
-                *[F.lit(None).cast("string").alias(n) for n in DEAD_LETTER_COLUMNS[:3]],
-                *[
-                    ms_to_time(F.lit(None).cast("long"), layout.ts_kind).alias(n)
-                    for n in DEAD_LETTER_COLUMNS[3:]
-                ],
-            )
-        late = dict(zip(layout.input_schema.names, layout.late_cols, strict=True))
-        phase, error_class, message, start, end = DEAD_LETTER_COLUMNS
-        return df.where(f"{KIND} = {_DEAD}").selectExpr(
-            *[
-                f"{_quoted(f.name) if f.name in layout.keys else late[f.name]} AS {_quoted(f.name)}"
-                for f in fields
-            ],
-            f"{_LREASON} AS {phase}",
-            f"{_DCLASS} AS {error_class}",
-            f"{_DMSG} AS {message}",
-            layout.time_sql(_WS, start),
-            layout.time_sql(_WE, end),
-        )
+
+def _late_and_metrics(
+    layout: OutputLayout,
+    arrays: list[pa.Array],
+    names: list[str],
+    before: int,
+    late_source: pa.Table | None,
+    late: LateRows,
+    counters: Mapping[str, int],
+    dead: DeadRows | None = None,
+) -> None:
+    """Append the late-row columns (with ``side_output_late_data`` or dead letters), the
+    dead letters' error columns and the metrics column of a tagged output whose first
+    ``before`` rows are results and side outputs, followed by the late rows, the dead
+    letters and the metrics row."""
+    dead = DeadRows() if dead is None else dead
+    n_dead = len(dead)
+    total = before + len(late.rows) + n_dead + 1
+    if layout.has_input_rows:
+        input_types = layout._arrow_types[2]
+        late_take = pa.array([None] * before + late.rows + dead.rows + [None], pa.int64())
+        for name, field, arrow_type in zip(
+            layout.late_cols, layout.input_schema.fields, input_types, strict=True
+        ):
+            if late_source is None:
+                arrays.append(pa.nulls(total, arrow_type))
+            else:
+                arrays.append(late_source.column(field.name).take(late_take))
+            names.append(name)
+        head = [None] * before
+        watermarks = [None if w is None or w == MIN_TIMESTAMP else w for w in late.watermarks]
+        arrays.append(pa.array([*head, *watermarks, *[None] * n_dead, None], pa.int64()))
+        names.append(_LWM)
+        arrays.append(pa.array([*head, *late.reasons, *dead.phases, None], pa.string()))
+        names.append(_LREASON)
+    elif late.rows:
+        msg = "late rows without a late-data tag: they are dropped and counted"
+        raise AssertionError(msg)
+    if layout.dead_letter:
+        head = [None] * (before + len(late.rows))
+        for name, values in ((_DCLASS, dead.classes), (_DMSG, dead.messages)):
+            arrays.append(pa.array([*head, *values, None], pa.string()))
+            names.append(name)
+    else:
+        assert not n_dead, "dead letters without on_error('dead_letter')"
+    counts = counter_values({**counters, **dead.counters()})
+    arrays.append(pa.array([None] * (total - 1) + [counts], _COUNTERS_ARROW))
+    names.append(_COUNTERS)

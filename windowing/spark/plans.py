@@ -42,6 +42,7 @@ def window_operator(window: WindowConfig, spec: WindowFunctionSpec) -> WindowOpe
         late_output_tag=window.late_output_tag,
         slicing=window.slicing,
         on_error=window.on_error,
+        pane_info=window.pane_info,
     )
 
 
@@ -90,12 +91,13 @@ def job_columnar(
     of tumbling windows (:func:`~windowing.spark.columnar.columnar_plan`), when the rows are
     not replayed by a processing-time column, nor in arrival order (batch), nor on the wall
     clock (streaming), errors are not dead-lettered (every element goes through the
-    guarded operator) and keys have no idle clock of their own."""
+    guarded operator), keys have no idle clock of their own and firings are not counted
+    (``pane_info``)."""
     source, config = job.source, job.config
     if source.processing_time is not None or config.on_error is ErrorPolicy.DEAD_LETTER:
         return None
-    if config.idle_timeout is not None:
-        return None
+    if config.idle_timeout is not None or config.pane_info:
+        return None  # keys with clocks of their own / firings counted per window
     if uses_wall_clock(job) if source.df.isStreaming else source.arrival_order is not None:
         return None
     return columnar_plan(
@@ -123,6 +125,7 @@ def plan_job(job: Job, spec: WindowFunctionSpec | None, *, native: str | None = 
         config.allowed_lateness,
         config.slicing,
         guarded=config.on_error is ErrorPolicy.DEAD_LETTER,
+        pane_info=config.pane_info,
     )
     columnar = job_columnar(job, spec, to_arrow_schema(source.df.schema, timezone="UTC"))
     columnar_words = None if columnar is None else columnar_text(columnar)

@@ -42,12 +42,12 @@ from windowing.spark.key_clocks import WATERMARK_SHIFT_MS, KeyClocks
 from windowing.spark.keys import (
     state_key,
 )
+from windowing.spark.operator_rows import operator_counters
 from windowing.spark.output import (
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     LateRows,
     OutputLayout,
-    operator_counters,
 )
 from windowing.spark.plans import window_operator
 from windowing.spark.schema import (
