@@ -154,7 +154,7 @@ def test_a_results_own_pane_info_wins_over_the_rule() -> None:
     (firing,) = trace.firings()
     assert (firing.pane_index, firing.timing) == (4, "EARLY")  # the rule would say ON_TIME
     bad = Trace(steps=[_step(_PanedResult("k", window, 1, 9, _Pane(0, "SOON")))])
-    with pytest.raises(ValueError, match="pane timing must be one of .* got 'SOON'"):
+    with pytest.raises(ValueError, match=r"pane timing must be one of .* got 'SOON'"):
         bad.firings()
     plain = Trace(steps=[_step(WindowResult("k", window, 1, 9))])
     assert [f.timing for f in plain.firings()] == ["ON_TIME"]
