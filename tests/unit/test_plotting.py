@@ -248,6 +248,10 @@ def test_tables_without_timing_or_inputs_draw_what_they_know() -> None:
     assert not _artists(figure, "records by arrival", "records")
     notes = [t.get_text() for t in figure.axes[0].texts]
     assert any("pane_info" in n for n in notes)
+    untimed = pd.concat([late, late.assign(ts=[None], late_reason=["null_event_time"])])
+    figure = plot_windows(results, untimed, key="alice", event_time="ts", arrival_order="offset")
+    notes = [t.get_text() for t in figure.axes[0].texts]
+    assert any("1 late row(s) without event time not drawn" in n for n in notes)
     assert "firing, timing unknown" in _legend(figure)
     # no arrival at all: the windows panel only
     only = plot_windows(results, key="alice")
@@ -300,6 +304,8 @@ def test_bad_arguments_are_named() -> None:
         plot_windows([1, 2])
     with pytest.raises(ValueError, match=r"trace=True"):
         plot_windows(WindowOperatorHarness(TumblingEventTimeWindows(10), _add))
+    with pytest.raises(ValueError, match="the late rows have no key column 'user'"):
+        plot_windows(results, late.drop(columns=["user"]), key="alice", event_time="ts")
     bad = results.assign(timing=["SOON"] * len(results))
     with pytest.raises(ValueError, match="column 'timing' must hold one of"):
         plot_windows(bad, key="alice")

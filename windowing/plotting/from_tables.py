@@ -156,6 +156,17 @@ class Tables:
         return values[0] if len(values) == 1 else values
 
     def picture(self, key: Any, label: str | Callable[[Any], object] | None, unit: Any) -> Picture:
+        for name, cols, rows in (
+            ("late rows", self.late_columns, self.late),
+            ("inputs", self.input_columns, self.inputs),
+        ):
+            missing = [c for c in self.key_columns if c not in cols]
+            if rows is not None and cols and missing:
+                msg = (
+                    f"plot_windows: the {name} have no key column {missing[0]!r} of the "
+                    f"results; their columns: {cols}"
+                )
+                raise ValueError(msg)
         keys = list(dict.fromkeys(self.key_of(r) for r in [*self.results, *self.late]))
         if self.inputs is not None:
             keys += [k for k in dict.fromkeys(map(self.key_of, self.inputs)) if k not in keys]
@@ -169,6 +180,7 @@ class Tables:
         ) or any(isinstance(r.get("window"), Mapping) for r in mine[:1])
         windows = self.windows(mine)
         records = self.records(key, late, label)
+        n_untimed = len(late) - sum(1 for r in records if r.late)
         arrival = self.arrival_order
         y_time = any(isinstance(r.get(arrival or ""), datetime) for r in (self.inputs or late)[:1])
         ys = [r.y for r in records if r.y is not None]
@@ -190,6 +202,8 @@ class Tables:
             time_unit=unit or ("datetime" if datetimes else "ms"),
             row=row_of(ys),
         )
+        if n_untimed:
+            picture.notes.append(f"{n_untimed} late row(s) without event time not drawn")
         if any(p.timing is None for w in windows for p in w.panes):
             picture.notes.append("firing timings unknown (no timing column: ask for .pane_info())")
         return picture
