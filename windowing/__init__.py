@@ -42,6 +42,7 @@ from windowing.functions import (
     WindowFunction,
 )
 from windowing.operator import InMemoryStateBackend, KeyState, OperatorMetrics, WindowOperator
+from windowing.plotting import plot_windows
 from windowing.records import LateElement, OutputTag, PaneInfo, Timing, WindowResult
 from windowing.state import (
     AggregatingStateDescriptor,
@@ -152,5 +153,6 @@ __all__ = [
     "WindowedStream",
     "__version__",
     "count_window",
+    "plot_windows",
     "to_millis",
 ]

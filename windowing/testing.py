@@ -36,9 +36,10 @@ from windowing.operator import WindowOperator
 from windowing.plan import Plan
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.time import MIN_TIMESTAMP, Duration
+from windowing.trace import StepKind, Trace, TraceStep
 from windowing.triggers.base import Trigger, TriggerResult
 
-__all__ = ["TriggerHarness", "WindowOperatorHarness"]
+__all__ = ["Trace", "TriggerHarness", "WindowOperatorHarness"]
 
 _ALL: Any = object()
 
@@ -52,6 +53,11 @@ class WindowOperatorHarness:
     With ``on_error="dead_letter"``, an element whose processing raises is left out exactly
     as the Spark runtimes leave it out (the key's state is copied before each element and
     put back), and :meth:`extract_dead_letters` returns it with the failed firings.
+
+    With ``trace=True``, every call is recorded in :attr:`trace` (:mod:`windowing.trace`):
+    the element or clock, the results it emitted, whether the element was late, and each
+    key's windows afterwards, which :func:`~windowing.plotting.plot_windows` draws. Meant
+    for small inputs; without it the harness records nothing.
     """
 
     def __init__(
@@ -67,7 +73,11 @@ class WindowOperatorHarness:
         slicing: bool | None = None,
         on_error: ErrorPolicy | str = ErrorPolicy.FAIL,
         pane_info: bool = False,
+        trace: bool = False,
     ) -> None:
+        if not isinstance(trace, bool):
+            msg = f"trace must be a bool, got {type(trace).__name__} {trace!r}"
+            raise ValueError(msg)
         self.operator = WindowOperator(
             assigner,
             function,
@@ -80,6 +90,7 @@ class WindowOperatorHarness:
             on_error=on_error,
             pane_info=pane_info,
         )
+        self._trace: Trace | None = Trace(event_time=self.operator.is_event_time) if trace else None
 
     # -- input ---------------------------------------------------------------------------
     @property
@@ -93,6 +104,13 @@ class WindowOperatorHarness:
 
     def process_element(self, value: Any, timestamp: int | None = None, key: Any = None) -> None:
         """Process one element of ``key`` (``None``: a non-keyed stream)."""
+        if self._trace is not None:
+            with _Recording(self.operator, self._trace, StepKind.ELEMENT, key, value, timestamp):
+                self._process_element(value, timestamp, key)
+            return
+        self._process_element(value, timestamp, key)
+
+    def _process_element(self, value: Any, timestamp: int | None, key: Any) -> None:
         op = self.operator
         if op.dead_letters is None:
             op.process_element(value, timestamp, key)
@@ -120,7 +138,7 @@ class WindowOperatorHarness:
 
     def process_elements(self, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
         """Process ``(value, timestamp, key)`` triples in order (faster than one by one)."""
-        if self.operator.dead_letters is not None:
+        if self.operator.dead_letters is not None or self._trace is not None:
             for value, timestamp, key in elements:
                 self.process_element(value, timestamp, key)
             return
@@ -128,10 +146,18 @@ class WindowOperatorHarness:
 
     def process_watermark(self, watermark: int) -> None:
         """Advance the watermark (fires due event-time timers)."""
+        if self._trace is not None:
+            with _Recording(self.operator, self._trace, StepKind.WATERMARK):
+                self.operator.process_watermark(watermark)
+            return
         self.operator.process_watermark(watermark)
 
     def set_processing_time(self, time: int) -> None:
         """Advance the processing-time clock (fires due processing-time timers)."""
+        if self._trace is not None:
+            with _Recording(self.operator, self._trace, StepKind.PROCESSING_TIME):
+                self.operator.advance_processing_time(time)
+            return
         self.operator.advance_processing_time(time)
 
     # -- output --------------------------------------------------------------------------
@@ -160,6 +186,16 @@ class WindowOperatorHarness:
         """Shortcut for ``extract_side_output(late_output_tag)``."""
         tag = self.operator.late_output_tag
         return [] if tag is None else self.extract_side_output(tag)
+
+    @property
+    def trace(self) -> Trace:
+        """Every step since the harness was built (``trace=True``)."""
+        if self._trace is None:
+            msg = (
+                "this harness keeps no trace: build it with WindowOperatorHarness(..., trace=True)"
+            )
+            raise ValueError(msg)
+        return self._trace
 
     @property
     def metrics(self) -> OperatorMetrics:
@@ -191,6 +227,55 @@ class WindowOperatorHarness:
     def restore(self, snapshot: bytes) -> None:
         """Load a :meth:`snapshot` into this harness (built with the same configuration)."""
         self.operator.restore(snapshot)
+
+
+class _Recording:
+    """Appends one :class:`~windowing.trace.TraceStep` to a trace for the operator call made
+    inside the ``with`` block (nothing when the call raises)."""
+
+    def __init__(
+        self,
+        op: WindowOperator,
+        trace: Trace,
+        kind: StepKind,
+        key: Any = None,
+        value: Any = None,
+        timestamp: int | None = None,
+    ) -> None:
+        self.op, self.trace, self.kind = op, trace, kind
+        self.key, self.value, self.timestamp = key, value, timestamp
+
+    def __enter__(self) -> None:
+        op = self.op
+        self.output, self.n_output = op.output, len(op.output)
+        self.watermark, self.processing_time = op.watermark, op.processing_time
+        self.late = _late_count(op.metrics)
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is not None:
+            return
+        op = self.op
+        results = self.output[self.n_output :] if op.output is self.output else op.output
+        keys = op.keys()
+        self.trace.steps.append(
+            TraceStep(
+                kind=self.kind,
+                key=self.key,
+                value=self.value,
+                timestamp=self.timestamp,
+                watermark_before=self.watermark,
+                watermark=op.watermark,
+                processing_time_before=self.processing_time,
+                processing_time=op.processing_time,
+                results=tuple(results),
+                late=_late_count(op.metrics) > self.late,
+                windows={k: w for k in keys if (w := tuple(op.iter_windows(k)))},
+            )
+        )
+
+
+def _late_count(metrics: OperatorMetrics) -> int:
+    return metrics.num_late_records_side_output + metrics.num_late_records_dropped
 
 
 class TriggerHarness:
