@@ -311,6 +311,8 @@ class ColumnarCalls:
         """The windows the operator would hold for the group's columnar ``windows``."""
         plan = self.config.columnar
         assert plan is not None
+        if windows.kind == "tumbling":
+            return len(windows)  # one item per window
         keys = self.config.layout.keys
         codes = group_codes(windows.rows.select(keys), keys) if keys else None
         return windows.window_count(plan, codes)

@@ -59,6 +59,8 @@ from windowing.spark.columnar_ranges import (
     keyed_search,
     range_pick,
     range_reduce,
+    window_count_of,
+    window_ranges,
     window_starts_of,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -183,12 +185,10 @@ class HoppingAggregation:
         pcodes = None if codes is None else codes[prows]
         if pvals is None:
             pvals = v[prows]
-        wcodes, wstarts = window_starts_of(
+        _, wstarts, lo, hi = window_ranges(
             pcodes, self._first_start(pstarts), self._last_start(pstarts), self.slide
         )
-        combined = self._panes_to_windows(
-            pcodes, pstarts, pvals, prows, None if codes is None else wcodes, wstarts, True
-        )
+        combined = self._panes_to_windows(pvals, prows, lo, hi, True)
         if combined is None:
             return None
         pick, field_values = combined
@@ -197,25 +197,13 @@ class HoppingAggregation:
         return ColumnarResults(wstarts, prows[pick], field_values, wstarts + self.size)
 
     def _panes_to_windows(
-        self,
-        pcodes: _Array | None,
-        pstarts: _Array,
-        pvals: _Array,
-        porder: _Array,
-        wcodes: _Array | None,
-        wstarts: _Array,
-        monotone: bool,
+        self, pvals: _Array, porder: _Array, lo: _Array, hi: _Array, monotone: bool
     ) -> tuple[_Array, _Array | None] | None:
-        """Combine the panes (sorted by code and start; ``porder``: their carriers' arrival
-        order, ascending within a key if ``monotone``) of each window (each has a pane):
-        the pane each window's record is taken from, and the field's values (``None``: the
-        picked pane's)."""
-        lo = keyed_search(pcodes, pstarts, wcodes, wstarts, "left")
-        hi = keyed_search(pcodes, pstarts, wcodes, wstarts + self.size, "left")
-        if lo is None or hi is None:
-            return None
+        """Combine the panes ``[lo, hi)`` (non-empty; ``porder``: the panes' carriers' arrival
+        order, ascending within a key if ``monotone``) of each window: the pane each window's
+        record is taken from, and the field's values (``None``: the picked pane's)."""
         kind = self.aggregation
-        n = len(pstarts)
+        n = len(pvals)
         lowest = kind in (AggregationType.MIN, AggregationType.MIN_BY)
         if kind.picks_element:
             return range_pick(n, _value_picker(pvals, porder, lowest, self.first), lo, hi), None
@@ -338,13 +326,7 @@ class HoppingAggregation:
         pane_value = np.zeros(nw, dtype)
         if with_panes.any():
             found = self._panes_to_windows(
-                panes.codes,
-                panes.starts,
-                panes.values,
-                panes.seqs,
-                wcodes[with_panes],
-                wstarts[with_panes],
-                False,
+                panes.values, panes.seqs, lo[with_panes], hi[with_panes], False
             )
             if found is None:
                 return None
@@ -530,15 +512,24 @@ class HoppingAggregation:
         return records.set_column(position, field, pa.array(values, field.type))
 
     # ------------------------------------------------------------------ the operator's form
-    def _live(self, state: OpenWindows, codes: _Array | None = None) -> _Array:
-        """The starts of the windows the operator would hold for the state (those with an
-        item whose cleanup time is after the state's watermark), by key (``codes``: each
-        item's key, ``None``: one key)."""
-        split = self._items(state, codes, values=False)
-        assert split is not None
-        panes, bases = split
-        _, starts = self._windows_between(panes, bases, self._live_from(state.fired_upto), _HIGH)
-        return starts
+    def _earliest(self, state: OpenWindows, lo: int) -> int | None:
+        """The earliest window start ``>= lo`` of a window holding an item, if any."""
+        lo = self._align_up(lo)
+        base = state.extra["base"].astype(np.bool_)
+        starts = state.starts
+        found = []
+        if base.any():
+            b = starts[base]
+            b = b[b >= lo]
+            if len(b):
+                found.append(int(b.min()))
+        p = starts[~base]
+        if len(p):
+            first = np.maximum(self._first_start(p), lo)
+            first = first[first <= self._last_start(p)]
+            if len(first):
+                found.append(int(first.min()))
+        return min(found) if found else None
 
     def _members(self, state: OpenWindows) -> Iterator[tuple[int, list[int]]]:
         """Per window the operator would hold: its start and its items (positions in the
@@ -609,14 +600,28 @@ class HoppingAggregation:
     def next_event_time(self, state: OpenWindows) -> int | None:
         """The earliest operator timer of the windows the state holds: a window's end while
         it has not fired, then its cleanup time."""
-        ends = self._live(state) + (self.size - 1)
-        if not len(ends):
+        fired_upto = state.fired_upto
+        live = self._earliest(state, self._live_from(fired_upto))
+        if live is None:
             return None
-        due = np.where(ends > state.fired_upto, ends, ends + self.allowed_lateness)
-        return int(due.min())
+        last = self.size - 1
+        if live + last > fired_upto:  # the earliest window has not fired: its end is first
+            return live + last
+        due = live + last + self.allowed_lateness  # its cleanup, or a window's end
+        pending = self._earliest(state, max(fired_upto - self.size + 2, _LOW))
+        return due if pending is None else min(due, pending + last)
 
     def window_count(self, state: OpenWindows, codes: _Array | None) -> int:
-        return len(self._live(state, codes))
+        """The windows the operator would hold: those with an item whose cleanup time is
+        after the state's watermark, counted per key (``codes``; ``None``: one key)."""
+        split = self._items(state, codes, values=False)
+        assert split is not None
+        panes, bases = split
+        lo = self._align_up(self._live_from(state.fired_upto))
+        if len(bases.starts):
+            return len(self._windows_between(panes, bases, lo, _HIGH)[1])
+        first = np.maximum(self._first_start(panes.starts), lo)
+        return window_count_of(panes.codes, first, self._last_start(panes.starts), self.slide)
 
     def listing(self, state: OpenWindows) -> Iterator[tuple[int, int, int, list[int]]]:
         lateness = self.allowed_lateness

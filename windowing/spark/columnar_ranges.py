@@ -28,6 +28,8 @@ __all__ = [
     "range_pick",
     "range_reduce",
     "runs",
+    "window_count_of",
+    "window_ranges",
     "window_starts_of",
 ]
 
@@ -168,9 +170,57 @@ def window_starts_of(
     if not keep.all():
         first, last = first[keep], last[keep]
         codes = None if codes is None else codes[keep]
+    found = _window_runs(codes, first, last, slide)
+    return found[0], found[1]
+
+
+def window_count_of(codes: _Array | None, first: _Array, last: _Array, slide: int) -> int:
+    """How many windows :func:`window_starts_of` gives, without listing them."""
+    keep = first <= last
+    if not keep.all():
+        first, last = first[keep], last[keep]
+        codes = None if codes is None else codes[keep]
     n = len(first)
     if n == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
+        return 0
+    head = runs(codes, first, first[1:] > last[:-1] + slide)
+    tail = np.append(head[1:], n) - 1
+    return int(((last[tail] - first[head]) // slide + 1).sum())
+
+
+def window_ranges(
+    codes: _Array | None, first: _Array, last: _Array, slide: int
+) -> tuple[_Array, _Array, _Array, _Array]:
+    """:func:`window_starts_of` for entries that each hold at least one window
+    (``first <= last``), with, per window, the range ``[lo, hi)`` of the entries whose
+    windows include it (``lo``: the first entry whose last window is at or after it, ``hi``:
+    the first entry whose first window is after it): ``(codes, starts, lo, hi)``, without a
+    search (each window's range follows from where the entries' windows start and end)."""
+    wcodes, starts, head, counts = _window_runs(codes, first, last, slide)
+    n = len(first)
+    if n == 0:
+        return wcodes, starts, np.empty(0, np.int64), np.empty(0, np.int64)
+    # each entry's first and last window, as positions in the output
+    offsets = np.cumsum(counts) - counts
+    run_of = np.repeat(np.arange(len(head)), np.diff(np.append(head, n)))
+    base = offsets[run_of] - first[head][run_of] // slide
+    begin = first // slide + base
+    end = last // slide + base
+    total = len(starts)
+    lo = np.repeat(np.arange(n, dtype=np.int64), np.diff(np.concatenate(([-1], end))))
+    hi = np.repeat(np.arange(1, n + 1, dtype=np.int64), np.diff(np.append(begin, total)))
+    return wcodes, starts, lo, hi
+
+
+def _window_runs(
+    codes: _Array | None, first: _Array, last: _Array, slide: int
+) -> tuple[_Array, _Array, _Array, _Array]:
+    """The windows of entries each holding one (see :func:`window_ranges`), and where the
+    runs of overlapping entries start and how many windows each run has."""
+    n = len(first)
+    if n == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty, empty
     # a new run where the key changes or the entry's first window is past the run's last
     head = runs(codes, first, first[1:] > last[:-1] + slide)
     tail = np.append(head[1:], n) - 1
@@ -180,4 +230,4 @@ def window_starts_of(
     within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     starts = np.repeat(run_first, counts) + within * slide
     run_codes = np.zeros(len(head), np.int64) if codes is None else codes[head]
-    return np.repeat(run_codes, counts), starts
+    return np.repeat(run_codes, counts), starts, head, counts
