@@ -1565,3 +1565,28 @@ def test_pane_info_streams_as_it_replays(
     for r in streamed["results"]:
         panes.setdefault(r[:3], []).append(r[-2])
     assert all(sorted(p) == list(range(len(p))) for p in panes.values())
+
+
+def test_checkpoints_of_layout_6_with_columnar_windows_still_load(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key group's state of layout 6 (columnar windows of tumbling windows only, encoded
+    without a kind) continues as it would have, and is rewritten in the current layout."""
+    from windowing.engine.encoding import StateWriter, open_state
+    from windowing.spark import checkpoint
+
+    processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.sum("amount"))
+    call = functools.partial(call_processor, processor)
+    assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
+    plain, _ = open_state(handle.state.value[0])
+    _, _, key_groups, timer, items, windows = plain
+    assert windows is not None and items == []  # every key on columns
+    layout_6_windows = open_state(windows)[0]
+    assert len(layout_6_windows) == 4  # ("open", starts, rows, fired watermark): no kind
+    writer = StateWriter()
+    handle.state.value = (writer.finish(("group", 6, key_groups, timer, [], windows)),)
+    got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
+    assert got == [("a", T0, 4)]
+    version, _, _, _, again = checkpoint.decode_group(handle.state.value[0])
+    assert version == checkpoint.STATE_VERSION == 7
+    assert again is not None and again.kind == "tumbling"
