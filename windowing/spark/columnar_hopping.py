@@ -117,31 +117,15 @@ class _Items:
         )
 
 
-@dataclass(frozen=True)
-class HoppingAggregation:
-    """A built-in aggregation of hopping event-time windows (``size``, ``slide < size``,
-    ``offset`` in ms) with the default trigger and no evictor."""
+class _PaneWindows:
+    """Window arithmetic of hopping windows and the windows a state's items hold (mixed into
+    :class:`HoppingAggregation`, which provides the fields)."""
 
-    aggregation: AggregationType
-    field: str
-    first: bool
     size: int
     slide: int
     offset: int
-    allowed_lateness: int = 0
-    kind: ClassVar[str] = "hopping"
+    allowed_lateness: int
 
-    @property
-    def pane(self) -> int:
-        return math.gcd(self.size, self.slide)
-
-    @property
-    def margin(self) -> int:
-        """Times within this distance of the ends of time are left to the operator (window
-        bounds and cleanup times are clamped there)."""
-        return 2 * (self.size + self.slide) + abs(self.offset) + self.allowed_lateness
-
-    # ------------------------------------------------------------------ window arithmetic
     def _last_start(self, t: _Array) -> _Array:
         """The largest window start <= t (the last window containing t)."""
         return t - np.mod(t - self.offset, self.slide)  # type: ignore[no-any-return]
@@ -163,6 +147,106 @@ class HoppingAggregation:
     def _live_from(self, fired_upto: int) -> int:
         """The first window start whose cleanup time is after ``fired_upto``."""
         return max(fired_upto - self.allowed_lateness - self.size + 2, _LOW)
+
+    def _fires_on_arrival(self, watermark: int, t: _Array) -> _Array:
+        """Whether a window of each time has ended by ``watermark`` but is not cleaned up."""
+        lateness = self.allowed_lateness
+        if not lateness or watermark - self.size + 1 <= _LOW:
+            return np.zeros(len(t), np.bool_)
+        lo = self._align_up(watermark - lateness - self.size + 2)
+        hi = self._align_down(watermark - self.size + 1)
+        first = np.maximum(self._first_start(t), lo)
+        last = np.minimum(self._last_start(t), hi)
+        return first <= last
+
+    def _windows_between(
+        self, panes: _Items, bases: _Items, lo: int, hi: int
+    ) -> tuple[_Array, _Array]:
+        """The windows with a pane or a whole-window item whose start is in ``[lo, hi]``:
+        (codes, starts) sorted by code and start."""
+        lo, hi = self._align_up(lo), self._align_down(hi)
+        wcodes, wstarts = window_starts_of(
+            panes.codes,
+            np.maximum(self._first_start(panes.starts), lo),
+            np.minimum(self._last_start(panes.starts), hi),
+            self.slide,
+        )
+        in_range = (bases.starts >= lo) & (bases.starts <= hi)
+        if not in_range.any():
+            return wcodes, wstarts
+        codes = np.concatenate((wcodes, bases.codes[in_range]))
+        starts = np.concatenate((wstarts, bases.starts[in_range]))
+        order = np.lexsort((starts, codes))
+        codes, starts = codes[order], starts[order]
+        distinct = np.concatenate(([True], (codes[1:] != codes[:-1]) | (starts[1:] != starts[:-1])))
+        return codes[distinct], starts[distinct]
+
+    def _earliest(self, state: OpenWindows, lo: int) -> int | None:
+        """The earliest window start ``>= lo`` of a window holding an item, if any."""
+        lo = self._align_up(lo)
+        base = state.extra["base"].astype(np.bool_)
+        starts = state.starts
+        found = []
+        if base.any():
+            b = starts[base]
+            b = b[b >= lo]
+            if len(b):
+                found.append(int(b.min()))
+        p = starts[~base]
+        if len(p):
+            first = np.maximum(self._first_start(p), lo)
+            first = first[first <= self._last_start(p)]
+            if len(first):
+                found.append(int(first.min()))
+        return min(found) if found else None
+
+    def _members(self, state: OpenWindows) -> Iterator[tuple[int, list[int]]]:
+        """Per window the operator would hold: its start and its items (positions in the
+        state) in the order of their carriers' arrival."""
+        n = len(state)
+        base = state.extra["base"].astype(np.bool_)
+        seqs = state.extra["seq"]
+        panes = np.flatnonzero(~base)
+        panes = panes[np.argsort(state.starts[panes], kind="stable")]
+        pane_starts = state.starts[panes]
+        live_from = self._live_from(state.fired_upto)
+        starts: set[int] = {int(s) for s in state.starts[base] if s >= live_from}
+        for p in pane_starts.tolist():
+            s = self._align_down(p)
+            while s > p - self.size:
+                if s >= live_from:
+                    starts.add(s)
+                s -= self.slide
+        for s in sorted(starts):
+            lo, hi = np.searchsorted(pane_starts, [s, s + self.size])
+            members = [int(i) for i in panes[lo:hi]]
+            members += [i for i in range(n) if base[i] and state.starts[i] == s]
+            yield s, sorted(members, key=lambda i: int(seqs[i]))
+
+
+@dataclass(frozen=True)
+class HoppingAggregation(_PaneWindows):
+    """A built-in aggregation of hopping event-time windows (``size``, ``slide < size``,
+    ``offset`` in ms) with the default trigger and no evictor."""
+
+    aggregation: AggregationType
+    field: str
+    first: bool
+    size: int
+    slide: int
+    offset: int
+    allowed_lateness: int = 0
+    kind: ClassVar[str] = "hopping"
+
+    @property
+    def pane(self) -> int:
+        return math.gcd(self.size, self.slide)
+
+    @property
+    def margin(self) -> int:
+        """Times within this distance of the ends of time are left to the operator (window
+        bounds and cleanup times are clamped there)."""
+        return 2 * (self.size + self.slide) + abs(self.offset) + self.allowed_lateness
 
     # ------------------------------------------------------------------ batch
     def results(
@@ -231,17 +315,6 @@ class HoppingAggregation:
         fires = self._fires_on_arrival(watermark, np.where(mask, 0, t))
         return mask | fires
 
-    def _fires_on_arrival(self, watermark: int, t: _Array) -> _Array:
-        """Whether a window of each time has ended by ``watermark`` but is not cleaned up."""
-        lateness = self.allowed_lateness
-        if not lateness or watermark - self.size + 1 <= _LOW:
-            return np.zeros(len(t), np.bool_)
-        lo = self._align_up(watermark - lateness - self.size + 2)
-        hi = self._align_down(watermark - self.size + 1)
-        first = np.maximum(self._first_start(t), lo)
-        last = np.minimum(self._last_start(t), hi)
-        return first <= last
-
     def keys_needing_the_operator(
         self,
         state: OpenWindows | None,
@@ -275,28 +348,6 @@ class HoppingAggregation:
         seqs = state.extra["seq"][order]
         items = _Items(codes[order], state.starts[order], numbers[order], seqs, order)
         return items.take(~base), items.take(base)
-
-    def _windows_between(
-        self, panes: _Items, bases: _Items, lo: int, hi: int
-    ) -> tuple[_Array, _Array]:
-        """The windows with a pane or a whole-window item whose start is in ``[lo, hi]``:
-        (codes, starts) sorted by code and start."""
-        lo, hi = self._align_up(lo), self._align_down(hi)
-        wcodes, wstarts = window_starts_of(
-            panes.codes,
-            np.maximum(self._first_start(panes.starts), lo),
-            np.minimum(self._last_start(panes.starts), hi),
-            self.slide,
-        )
-        in_range = (bases.starts >= lo) & (bases.starts <= hi)
-        if not in_range.any():
-            return wcodes, wstarts
-        codes = np.concatenate((wcodes, bases.codes[in_range]))
-        starts = np.concatenate((wstarts, bases.starts[in_range]))
-        order = np.lexsort((starts, codes))
-        codes, starts = codes[order], starts[order]
-        distinct = np.concatenate(([True], (codes[1:] != codes[:-1]) | (starts[1:] != starts[:-1])))
-        return codes[distinct], starts[distinct]
 
     def _window_records(
         self, panes: _Items, bases: _Items, wcodes: _Array, wstarts: _Array
@@ -512,48 +563,6 @@ class HoppingAggregation:
         return records.set_column(position, field, pa.array(values, field.type))
 
     # ------------------------------------------------------------------ the operator's form
-    def _earliest(self, state: OpenWindows, lo: int) -> int | None:
-        """The earliest window start ``>= lo`` of a window holding an item, if any."""
-        lo = self._align_up(lo)
-        base = state.extra["base"].astype(np.bool_)
-        starts = state.starts
-        found = []
-        if base.any():
-            b = starts[base]
-            b = b[b >= lo]
-            if len(b):
-                found.append(int(b.min()))
-        p = starts[~base]
-        if len(p):
-            first = np.maximum(self._first_start(p), lo)
-            first = first[first <= self._last_start(p)]
-            if len(first):
-                found.append(int(first.min()))
-        return min(found) if found else None
-
-    def _members(self, state: OpenWindows) -> Iterator[tuple[int, list[int]]]:
-        """Per window the operator would hold: its start and its items (positions in the
-        state) in the order of their carriers' arrival."""
-        n = len(state)
-        base = state.extra["base"].astype(np.bool_)
-        seqs = state.extra["seq"]
-        panes = np.flatnonzero(~base)
-        panes = panes[np.argsort(state.starts[panes], kind="stable")]
-        pane_starts = state.starts[panes]
-        live_from = self._live_from(state.fired_upto)
-        starts: set[int] = {int(s) for s in state.starts[base] if s >= live_from}
-        for p in pane_starts.tolist():
-            s = self._align_down(p)
-            while s > p - self.size:
-                if s >= live_from:
-                    starts.add(s)
-                s -= self.slide
-        for s in sorted(starts):
-            lo, hi = np.searchsorted(pane_starts, [s, s + self.size])
-            members = [int(i) for i in panes[lo:hi]]
-            members += [i for i in range(n) if base[i] and state.starts[i] == s]
-            yield s, sorted(members, key=lambda i: int(seqs[i]))
-
     def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:
         """The operator's state of one key's ``state`` (its items' records as the operator's
         ``Row`` values, ``records``): each window's reduced record (its items' records
