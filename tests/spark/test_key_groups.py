@@ -431,3 +431,32 @@ def test_hopping_and_session_keys_on_columns_equal_the_operator(
     together = run(config, batches, lambda k: 0, gauges=True)
     by_operator = run(dataclasses.replace(config, columnar=None), batches, lambda k: 0, gauges=True)
     assert together == by_operator
+
+
+def test_a_group_state_of_two_key_columns_splits_into_its_own_keys() -> None:
+    """A group's columnar windows move to per-key entries (a key's call needs the operator)
+    key by key, whatever the order of the keys' codes: with two key columns the codes are
+    ranks of both values, not the order of the items."""
+    from windowing.spark.checkpoint import decode_entry
+    from windowing.spark.columnar import OpenWindows
+
+    config = make_config("sum", "tumbling", 0, False)
+    layout = dataclasses.replace(config.layout, keys=("k", "x"))
+    two_keys = dataclasses.replace(
+        config, layout=layout, key_arrow_types=[to_arrow_type(StringType()), pa.int64()]
+    )
+    processor = runtime_processor.WindowProcessor(two_keys)
+    processor.init(_Handle())  # type: ignore[arg-type]
+    processor.spark_watermark = 0
+    # keys (b, 1), (a, 1), (b, 2): contiguous, but the second column's first value repeats
+    rows = pa.table(
+        {"k": ["b", "a", "a", "b"], "v": [1, 2, 3, 4], "ts": [0, 0, 10, 0], "x": [1, 1, 1, 2]},
+        schema=to_arrow_schema(SCHEMA),
+    )
+    windows = OpenWindows(pa.array([0, 0, 10, 0]).to_numpy(), rows, -1)
+    entries: dict[Any, Any] = {}
+    processor._to_entries(entries, windows)
+    got = {
+        entry[0]: decode_entry(entry[2]).rows.column("v").to_pylist() for entry in entries.values()
+    }
+    assert got == {("b", 1): [1], ("a", 1): [2, 3], ("b", 2): [4]}
