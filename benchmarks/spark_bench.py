@@ -13,8 +13,11 @@ the whole result: a ``noop`` write of the result DataFrame):
   .aggregate(SumAmount())`` (in-order replay, no ``arrival_order``) with
   ``TumblingEventTimeWindows(10 s)``, ``SlidingEventTimeWindows(10 s, 1 s)``,
   ``EventTimeSessionWindows(5 s)`` and ``SlidingDistinctAssigner(10 s, grace=0)``; and
-  (``tumbling-sum``) tumbling 10 s with the built-in ``.sum("amount")`` (Flink's ``sum``),
-  which the replay computes on whole Arrow columns (``windowing/spark/columnar.py``); and
+  (``tumbling-sum``, ``hopping-sum``, ``session-sum``) tumbling 10 s, hopping 10 s / 1 s and
+  sessions of 5 s with the built-in ``.sum("amount")`` (Flink's ``sum``), which the replay
+  computes on whole Arrow columns (``windowing/spark/columnar.py``: per window; hopping
+  windows from pane partials, ``columnar_hopping.py``; sessions by gaps and islands,
+  ``columnar_sessions.py``); and
   (``tumbling-agg``, ``tumbling-agg4``, ``session-agg``) tumbling 10 s and sessions with
   Spark's own aggregate functions, ``.agg(F.sum("amount"))`` and ``.agg(sum, count, avg,
   max)``, which run as a native Spark plan (``windowing/spark/native.py``: no Python); and
@@ -39,10 +42,14 @@ each micro-batch holds N / files rows; ``trigger(availableNow=True)`` + ``awaitT
 
 * ours: the same builder chain on the streaming DataFrame with a 1 s
   ``BoundedOutOfOrderness`` watermark, tumbling 10 s: ``.aggregate(SumAmount())`` and the
-  built-in ``.sum("amount")`` (computed on whole columns per key and micro-batch), each with
+  built-in ``.sum("amount")`` (computed on whole columns per key group and micro-batch), and
+  the built-in ``.sum("amount")`` of hopping 10 s / 1 s and session 5 s windows, each with
   ``.results`` to a ``noop`` sink (the state is kept per key group, 128 by default: see
   ``WindowedStream.max_parallelism``); and the built-in sum with ``write_results_and_late`` to
   parquet (checked against the native batch sums of the windows the final watermark closed);
+* native: Spark's own streaming aggregation of each window shape on the same files,
+  ``withWatermark(ts, 1 s).groupBy(key, window(...) | session_window(...)).agg(sum(amount))``
+  in append mode, to a ``noop`` sink;
 * ceiling: a no-op ``transformWithStateInPandas`` ``StatefulProcessor`` (EventTime mode,
   ``withWatermark(ts, 1 s)``, same key grouping) whose ``handleInputRows`` consumes the rows and
   yields nothing, to a ``noop`` sink;
@@ -377,10 +384,24 @@ BATCH: list[BatchConfig] = [
         lambda df: native_window(df, F.window("ts", "10 seconds", "1 second")),
     ),
     BatchConfig(
+        "hopping-sum",
+        "hopping 10 s / 1 s, built-in .sum('amount')",
+        SlidingEventTimeWindows("10 seconds", "1 second"),
+        lambda df: native_window(df, F.window("ts", "10 seconds", "1 second")),
+        builtin_sum=True,
+    ),
+    BatchConfig(
         "session",
         "session gap 5 s",
         EventTimeSessionWindows("5 seconds"),
         lambda df: native_window(df, F.session_window("ts", "5 seconds")),
+    ),
+    BatchConfig(
+        "session-sum",
+        "session gap 5 s, built-in .sum('amount')",
+        EventTimeSessionWindows("5 seconds"),
+        lambda df: native_window(df, F.session_window("ts", "5 seconds")),
+        builtin_sum=True,
     ),
     BatchConfig(
         "session-agg",
@@ -508,7 +529,37 @@ def await_query(query: Any, timeout: float) -> tuple[float | None, str, int]:
     return elapsed, note, batches
 
 
-def ours_stream(spark: SparkSession, source: Path, built_in: bool = False) -> Any:
+@dataclass(frozen=True)
+class StreamWindows:
+    """A window shape of the streaming section: ours and Spark's native equivalent."""
+
+    label: str
+    assigner: Any
+    native: Callable[[], Any]  # the grouping column of Spark's native aggregation
+
+
+STREAM_WINDOWS = [
+    StreamWindows(
+        "tumbling 10 s",
+        TumblingEventTimeWindows("10 seconds"),
+        lambda: F.window("ts", "10 seconds"),
+    ),
+    StreamWindows(
+        "hopping 10 s / 1 s",
+        SlidingEventTimeWindows("10 seconds", "1 second"),
+        lambda: F.window("ts", "10 seconds", "1 second"),
+    ),
+    StreamWindows(
+        "session gap 5 s",
+        EventTimeSessionWindows("5 seconds"),
+        lambda: F.session_window("ts", "5 seconds"),
+    ),
+]
+
+
+def ours_stream(
+    spark: SparkSession, source: Path, built_in: bool = False, windows: Any = None
+) -> Any:
     windowed = (
         DataStream.from_dataframe(
             stream_source(spark, source),
@@ -516,28 +567,50 @@ def ours_stream(spark: SparkSession, source: Path, built_in: bool = False) -> An
             watermark=BoundedOutOfOrderness(STREAM_DELAY),
         )
         .key_by("key")
-        .window(TumblingEventTimeWindows("10 seconds"))
+        .window(TumblingEventTimeWindows("10 seconds") if windows is None else windows)
     )
     return windowed.sum("amount") if built_in else windowed.aggregate(SumAmount())
 
 
 def run_ours_stream_noop(
-    spark: SparkSession, source: Path, work: Path, timeout: float, built_in: bool = False
+    spark: SparkSession,
+    source: Path,
+    work: Path,
+    timeout: float,
+    built_in: bool = False,
+    windows: StreamWindows = STREAM_WINDOWS[0],
 ) -> Run:
-    result = ours_stream(spark, source, built_in)
+    result = ours_stream(spark, source, built_in, windows.assigner)
     what = "built-in .sum" if built_in else "AggregateFunction"
     return timed_noop_stream(
         result.results,
         work / "ckpt-ours-noop",
-        f"tumbling 10 s: ours ({what}), .results -> noop sink",
+        f"{windows.label}: ours ({what}), .results -> noop sink",
         timeout,
     )
 
 
+def run_native_stream(
+    spark: SparkSession, source: Path, work: Path, timeout: float, windows: StreamWindows
+) -> Run:
+    """Spark's native streaming aggregation on the same files: ``withWatermark(ts, 1 s)
+    .groupBy(key, window).agg(sum(amount))`` in append mode into a ``noop`` sink."""
+    out = (
+        stream_source(spark, source)
+        .withWatermark("ts", STREAM_DELAY)
+        .groupBy("key", windows.native())
+        .agg(F.sum("amount").alias("total"))
+    )
+    name = f"{windows.label}: Spark native streaming aggregation (append)"
+    return timed_noop_stream(out, work / "ckpt-native", name, timeout)
+
+
 def timed_noop_stream(df: DataFrame, checkpoint: Path, name: str, timeout: float) -> Run:
-    """Run the streaming ``df`` into a ``noop`` sink with ``availableNow`` and time it."""
+    """Run the streaming ``df`` into a ``noop`` sink with ``availableNow`` (append mode)
+    and time it."""
     query = (
         df.writeStream.format("noop")
+        .outputMode("append")
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
         .start()
@@ -781,13 +854,27 @@ def streaming_section(
         [run_ours_stream_noop(spark, source, work / f"ours-{r}", t) for r in range(o.repeat)]
     )
     print_row(ours.name, ours, n)
-    ours_sum = best(
-        [
-            run_ours_stream_noop(spark, source, work / f"ours-sum-{r}", t, built_in=True)
-            for r in range(o.repeat)
-        ]
-    )
-    print_row(ours_sum.name, ours_sum, n)
+    # the built-in sum of each window shape, next to Spark's native streaming aggregation
+    shapes: list[tuple[Run, Run]] = []
+    for i, windows in enumerate(STREAM_WINDOWS):
+        mine = best(
+            [
+                run_ours_stream_noop(
+                    spark, source, work / f"ours-sum-{i}-{r}", t, built_in=True, windows=windows
+                )
+                for r in range(o.repeat)
+            ]
+        )
+        print_row(mine.name, mine, n)
+        spark_native = best(
+            [
+                run_native_stream(spark, source, work / f"native-{i}-{r}", t, windows)
+                for r in range(o.repeat)
+            ]
+        )
+        print_row(spark_native.name, spark_native, n)
+        shapes.append((mine, spark_native))
+    ours_sum = shapes[0][0]
     parquet_runs = []
     agree = None
     for r in range(o.repeat):
@@ -811,13 +898,24 @@ def streaming_section(
     print_row(ceiling.name, ceiling, n)
     print_row(floor.name, floor, n, "", fmt_ratio(rate(n, floor), c_rate))
     print_row(ours.name, ours, n, "", fmt_ratio(rate(n, ours), c_rate))
-    print_row(ours_sum.name, ours_sum, n, "", fmt_ratio(rate(n, ours_sum), c_rate))
+    for mine, spark_native in shapes:
+        vs_native = fmt_ratio(rate(n, mine), rate(n, spark_native))
+        print_row(mine.name, mine, n, vs_native, fmt_ratio(rate(n, mine), c_rate))
+        print_row(spark_native.name, spark_native, n, "", fmt_ratio(rate(n, spark_native), c_rate))
     check = "agree with native: " + (agree or ("not checked" if not o.check else "-"))
     print_row(parquet.name, parquet, n, "", fmt_ratio(rate(n, parquet), c_rate), check)
     for run, what in ((ours, "AggregateFunction"), (ours_sum, "built-in .sum")):
         target(f"streaming ({what}) >= 50% of the stateful-processor ceiling", run, ceiling, n)
         share = fmt_ratio(rate(n, run), rate(n, floor))
         print(f"streaming tumbling ({what}) / one-state-value floor: {share}")
+    for mine, spark_native in shapes:
+        label = mine.name.split(":")[0]
+        share = fmt_ratio(rate(n, mine), c_rate)
+        vs_native = fmt_ratio(rate(n, mine), rate(n, spark_native))
+        print(
+            f"streaming {label} built-in .sum >= 0.8x of the no-op ceiling: {share}; "
+            f"ours / Spark native streaming groupBy(window()).agg() (append): {vs_native}"
+        )
 
 
 def main() -> None:
@@ -835,7 +933,8 @@ def main() -> None:
         "--only",
         default="",
         help="comma-separated names: tumbling, tumbling-sum, tumbling-agg, tumbling-agg4, "
-        "tumbling-arrival, hopping, session, session-agg, sliding-distinct, streaming",
+        "tumbling-arrival, hopping, hopping-sum, session, session-sum, session-agg, "
+        "sliding-distinct, streaming",
     )
     parser.add_argument("--skip-streaming", action="store_true")
     parser.add_argument("--no-check", action="store_true", help="skip the agreement checks")

@@ -1,8 +1,8 @@
 """The streaming processor keeps state per key group (``max_parallelism``): a call handles
 every key of one group, with one state value and one timer. Whatever the grouping, the
 outputs must equal those of every key in a group of its own (per-key state), and for
-built-in aggregations of tumbling windows (a group's keys run together on whole columns)
-those of the operator run key by key. This drives
+built-in aggregations of tumbling, hopping and session windows (a group's keys run together
+on whole columns) those of the operator run key by key. This drives
 the processor with fake state handles as Spark calls it (each micro-batch: the groups with
 rows, then the groups whose timer is due) over random keyed micro-batches, for both
 groupings, and compares each micro-batch's results, late rows and counters. No Spark
@@ -39,7 +39,8 @@ from windowing.functions import (
 from windowing.job import WindowConfig
 from windowing.spark import processor as runtime_processor
 from windowing.spark import streaming
-from windowing.spark.columnar import columnar_plan, from_ipc
+from windowing.spark.columnar import from_ipc
+from windowing.spark.columnar_plans import columnar_plan
 from windowing.spark.frames import PACKED
 from windowing.spark.metrics import COUNTER_NAMES, METRIC_NAMES
 from windowing.spark.output import OutputLayout
@@ -81,7 +82,9 @@ class Sequence(AggregateFunction[Row, tuple[int, ...], tuple[int, int]]):
         return a + b
 
 
-def make_config(function: str, assigner: str, lateness: int, tag: bool) -> Any:
+def make_config(
+    function: str, assigner: str, lateness: int, tag: bool, slicing: bool | None = True
+) -> Any:
     spec: Any
     if function == "aggregate":
         spec = Aggregate(Sequence())
@@ -110,7 +113,7 @@ def make_config(function: str, assigner: str, lateness: int, tag: bool) -> Any:
     )
     return runtime_processor.ProcessorConfig(
         window=WindowConfig(
-            windows, allowed_lateness=lateness, late_output_tag=late_tag, slicing=True
+            windows, allowed_lateness=lateness, late_output_tag=late_tag, slicing=slicing
         ),
         spec=spec,
         layout=layout,
@@ -119,7 +122,9 @@ def make_config(function: str, assigner: str, lateness: int, tag: bool) -> Any:
         key_arrow_types=[to_arrow_type(StringType())],
         wall_clock=False,
         key_groups=128,
-        columnar=columnar_plan(windows, spec, None, None, lateness, arrow),
+        columnar=columnar_plan(
+            windows, spec, None, None, lateness, arrow, streaming=True, slicing=slicing
+        ),
     )
 
 
@@ -197,8 +202,9 @@ def canonical(value: Any) -> Any:
     return value
 
 
-def outputs(frames: Any) -> tuple[Counter[Any], Counter[str]]:
-    """(rows other than metrics, summed counters) of a call's yielded frames."""
+def outputs(frames: Any, gauges: bool = False) -> tuple[Counter[Any], Counter[str]]:
+    """(rows other than metrics, summed counters) of a call's yielded frames; with
+    ``gauges``, also the open windows of the group calls."""
     rows: Counter[Any] = Counter()
     counters: Counter[str] = Counter()
     for f in frames:
@@ -208,12 +214,19 @@ def outputs(frames: Any) -> tuple[Counter[Any], Counter[str]]:
                     values = dict(zip(COUNTER_NAMES, row["__pw_metrics"], strict=True))
                     # the counters (the gauges describe a key group's state, not its keys)
                     counters.update({n: values[n] for n in METRIC_NAMES})
+                    if gauges and values["open_windows"] is not None:
+                        counters["open_windows"] += values["open_windows"]
                 else:
                     rows[tuple(sorted((k, canonical(v)) for k, v in row.items()))] += 1
     return rows, counters
 
 
-def run(config: Any, batches: list[tuple[int, list[dict[str, Any]]]], group_of: Any) -> list[Any]:
+def run(
+    config: Any,
+    batches: list[tuple[int, list[dict[str, Any]]]],
+    group_of: Any,
+    gauges: bool = False,
+) -> list[Any]:
     """Per micro-batch ``(watermark, rows)``: the outputs of Spark's calls with the keys
     grouped by ``group_of`` (one processor instance for all groups)."""
     processor = runtime_processor.WindowProcessor(config)
@@ -230,7 +243,7 @@ def run(config: Any, batches: list[tuple[int, list[dict[str, Any]]]], group_of: 
         for g, group_rows in by_group.items():
             handle.current = groups.setdefault(g, _Group())
             out = processor.handleInputRows((g,), iter([frame(group_rows, g)]), _Clock(watermark))
-            a, b = outputs(out)
+            a, b = outputs(out, gauges)
             got += a
             counters += b
         for g, group in sorted(groups.items()):
@@ -241,7 +254,7 @@ def run(config: Any, batches: list[tuple[int, list[dict[str, Any]]]], group_of: 
                 out = processor.handleExpiredTimer(
                     key=(g,), timerValues=_Clock(watermark), expiredTimerInfo=_Clock(0, t)
                 )
-                a, b = outputs(out)
+                a, b = outputs(out, gauges)
                 got += a
                 counters += b
             # one timer per group: the earliest due time of its keys
@@ -366,3 +379,84 @@ def test_keys_on_columns_together_equal_the_operator(
     batches.append((now + 1_000 + streaming.WATERMARK_SHIFT_MS, []))
     together = run(config, batches, lambda k: 0)
     assert together == run(dataclasses.replace(config, columnar=None), batches, lambda k: 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    function=st.sampled_from(["sum", "max_by", "min"]),
+    assigner=st.sampled_from(["hopping", "session"]),
+    lateness=st.sampled_from([0, 3, 8]),
+    tag=st.booleans(),
+    null_share=st.sampled_from([0, 0, 10, 40]),
+    raw=st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(KEYS), st.integers(0, 99), st.integers(-25, 12)),
+            max_size=14,
+        ),
+        min_size=1,
+        max_size=7,
+    ),
+    steps=st.lists(st.integers(0, 12), min_size=7, max_size=7),
+)
+def test_hopping_and_session_keys_on_columns_equal_the_operator(
+    function: str,
+    assigner: str,
+    lateness: int,
+    tag: bool,
+    null_share: int,
+    raw: list[list[tuple[str | None, int, int]]],
+    steps: list[int],
+) -> None:
+    """A group's keys of hopping windows (panes) or sessions run together on whole columns,
+    with keys moving to the operator (a null value; an element within its lateness; a row
+    merging sessions of earlier micro-batches) and back: every micro-batch's outputs and
+    counters equal the operator's, key by key, and so do the groups' open windows."""
+    config = make_config(function, assigner, lateness, tag, slicing=None)
+    assert config.columnar is not None
+    batches = []
+    now, x, high = 1_000, 0, None
+    for rows, step in zip(raw, steps, strict=False):
+        watermark = 0 if high is None else high - 3 + streaming.WATERMARK_SHIFT_MS
+        now += step
+        batch = []
+        for k, v, dt in rows:
+            value = None if v < null_share // 4 else v
+            batch.append({"k": k, "v": value, "ts": now + dt, "x": x})
+            x += 1
+        if batch:
+            top = max(r["ts"] for r in batch)
+            high = top if high is None else max(high, top)
+        batches.append((watermark, batch))
+    batches.append((now + 1_000 + streaming.WATERMARK_SHIFT_MS, []))
+    together = run(config, batches, lambda k: 0, gauges=True)
+    by_operator = run(dataclasses.replace(config, columnar=None), batches, lambda k: 0, gauges=True)
+    assert together == by_operator
+
+
+def test_a_group_state_of_two_key_columns_splits_into_its_own_keys() -> None:
+    """A group's columnar windows move to per-key entries (a key's call needs the operator)
+    key by key, whatever the order of the keys' codes: with two key columns the codes are
+    ranks of both values, not the order of the items."""
+    from windowing.spark.checkpoint import decode_entry
+    from windowing.spark.columnar import OpenWindows
+
+    config = make_config("sum", "tumbling", 0, False)
+    layout = dataclasses.replace(config.layout, keys=("k", "x"))
+    two_keys = dataclasses.replace(
+        config, layout=layout, key_arrow_types=[to_arrow_type(StringType()), pa.int64()]
+    )
+    processor = runtime_processor.WindowProcessor(two_keys)
+    processor.init(_Handle())  # type: ignore[arg-type]
+    processor.spark_watermark = 0
+    # keys (b, 1), (a, 1), (b, 2): contiguous, but the second column's first value repeats
+    rows = pa.table(
+        {"k": ["b", "a", "a", "b"], "v": [1, 2, 3, 4], "ts": [0, 0, 10, 0], "x": [1, 1, 1, 2]},
+        schema=to_arrow_schema(SCHEMA),
+    )
+    windows = OpenWindows(pa.array([0, 0, 10, 0]).to_numpy(), rows, -1)
+    entries: dict[Any, Any] = {}
+    processor._to_entries(entries, windows)
+    got = {
+        entry[0]: decode_entry(entry[2]).rows.column("v").to_pylist() for entry in entries.values()
+    }
+    assert got == {("b", 1): [1], ("a", 1): [2, 3], ("b", 2): [4]}

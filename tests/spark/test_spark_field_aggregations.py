@@ -1,9 +1,10 @@
 """Built-in aggregations on Spark (``sum``, ``min``, ``max``, ``min_by``, ``max_by``).
 
-Tumbling event-time windows replayed in event-time order are computed on whole columns
-(``windowing/spark/columnar.py``); every other case runs the operator. Both must give the
-operator's results, so each case here runs the same aggregation through the operator (a
-plain reduce calling the same ``FieldAggregation``) and compares results and metrics.
+Tumbling, hopping and session event-time windows replayed in event-time order are computed
+on whole columns (``windowing/spark/columnar.py``, ``columnar_hopping.py``,
+``columnar_sessions.py``); every other case runs the operator. Both must give the operator's
+results, so each case here runs the same aggregation through the operator (a plain reduce
+calling the same ``FieldAggregation``) and compares results and metrics.
 """
 
 from __future__ import annotations
@@ -18,8 +19,13 @@ import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from windowing.assigners import HoppingEventTimeWindows, TumblingEventTimeWindows
+from windowing.assigners import (
+    EventTimeSessionWindows,
+    HoppingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
 from windowing.functions import AggregationType, FieldAggregation, Reduce
+from windowing.spark import columnar_plans
 from windowing.spark.columnar import columnar_plan, columnar_results
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
@@ -76,16 +82,25 @@ CASES = [
 ]
 
 
+SHAPES = {
+    "tumbling": TumblingEventTimeWindows(1_000, offset=300),
+    "hopping": HoppingEventTimeWindows(2_000, 500, offset=300),
+    "hopping-uneven": HoppingEventTimeWindows(1_300, 500),
+    "session": EventTimeSessionWindows(120),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
 @pytest.mark.parametrize(("kind", "field", "first"), CASES)
 def test_columnar_results_equal_the_operators(
-    spark: SparkSession, kind: AggregationType, field: str, first: bool
+    spark: SparkSession, kind: AggregationType, field: str, first: bool, shape: str
 ) -> None:
     rows = make_rows(len(CASES) + CASES.index((kind, field, first)))
     df = spark.createDataFrame(rows, SCHEMA).repartition(3)
-    assigner = TumblingEventTimeWindows(1_000, offset=300)
+    assigner = SHAPES[shape]
     # every key's rows take the columnar path (the operator is not what is compared here)
     fn = FieldAggregation(kind, field, first)
-    plan = columnar_plan(assigner, Reduce(fn), None, None)
+    plan = columnar_plans.columnar_plan(assigner, Reduce(fn), None, None)
     assert plan is not None
     position = SCHEMA.split(", ").index(next(c for c in SCHEMA.split(", ") if c.startswith(field)))
     for user in "abcd":
@@ -97,7 +112,9 @@ def test_columnar_results_equal_the_operators(
     method = getattr(windowed, kind.value)
     fast = method(field, first) if kind.picks_element else method(field)
     assert fast.output.count() > 0
+    assert fast.plan.columnar is not None and shape.split("-")[0] in fast.plan.columnar
     reference = through_operator(df, assigner, fn)
+    assert reference.plan.columnar is None
     assert collected(fast) == collected(reference)
     assert fast.collect_metrics() == reference.collect_metrics()
 
@@ -167,12 +184,13 @@ def test_builder_validates_the_field(spark: SparkSession) -> None:
 def test_other_windows_and_arrival_order_run_the_operator(spark: SparkSession) -> None:
     rows = make_rows(7, 120)
     df = spark.createDataFrame(rows, SCHEMA)
-    hopping = HoppingEventTimeWindows(2_000, 500)
-    got = collected(stream(df).window(hopping).max_by("amount"))
-    want = collected(
-        through_operator(df, hopping, FieldAggregation(AggregationType.MAX_BY, "amount"))
-    )
+    gaps = HoppingEventTimeWindows(500, 2_000)  # slide > size: rows in no window
+    result = stream(df).window(gaps).max_by("amount")
+    assert result.plan.columnar is None
+    got = collected(result)
+    want = collected(through_operator(df, gaps, FieldAggregation(AggregationType.MAX_BY, "amount")))
     assert got == want and got
+    assert result.collect_metrics().num_records_in_no_window > 0
     replayed = (
         WindowedStream.from_dataframe(
             df, event_time="ts", arrival_order="seq", watermark=BoundedOutOfOrderness(400)

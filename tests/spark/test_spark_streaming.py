@@ -230,31 +230,44 @@ def test_restart_from_checkpoint(spark: SparkSession, tmp_path: Path, uninterrup
     assert Counter(read(spark, out / "late")) == Counter(late)
 
 
-def built_in_sum(spark: SparkSession, source: Path, key_groups: int = 128) -> Any:
-    """The built-in sum of tumbling windows per user over the files in ``source``."""
+def built_in_sum(
+    spark: SparkSession, source: Path, key_groups: int = 128, windows: Any = None
+) -> Any:
+    """The built-in sum of ``windows`` (tumbling ones by default) per user over the files
+    in ``source``."""
     df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
     return (
         WindowedStream.from_dataframe(df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY))
         .key_by("user")
-        .window(TumblingEventTimeWindows(SIZE))
+        .window(TumblingEventTimeWindows(SIZE) if windows is None else windows)
         .side_output_late_data(LATE)
         .max_parallelism(key_groups)
         .sum("amount")
     )
 
 
-def test_restart_with_state_on_whole_columns(spark: SparkSession, tmp_path: Path) -> None:
-    """The column path's state (OpenWindows in the state store) survives a restart from the
-    checkpoint: the results equal those of one uninterrupted query."""
+@pytest.mark.parametrize(
+    "windows",
+    [None, HoppingEventTimeWindows(SIZE, 2_000), EventTimeSessionWindows(2_500)],
+    ids=["tumbling", "hopping", "session"],
+)
+def test_restart_with_state_on_whole_columns(
+    spark: SparkSession, tmp_path: Path, windows: Any
+) -> None:
+    """The column path's state (OpenWindows in the state store: windows, panes or sessions)
+    survives a restart from the checkpoint: the results equal those of one uninterrupted
+    query."""
     batches = make_batches(11)
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     write_files(whole / "src", batches)
-    run(spark, whole / "src", whole / "out", built_in_sum(spark, whole / "src"))
+    result = built_in_sum(spark, whole / "src", windows=windows)
+    assert result.plan.columnar is not None
+    run(spark, whole / "src", whole / "out", result)
     write_files(parts / "src", batches[:2])
-    run(spark, parts / "src", parts / "out", built_in_sum(spark, parts / "src"))
+    run(spark, parts / "src", parts / "out", built_in_sum(spark, parts / "src", windows=windows))
     first = read(spark, parts / "out" / "results")
     write_files(parts / "src", batches[2:], first=2)
-    run(spark, parts / "src", parts / "out", built_in_sum(spark, parts / "src"))
+    run(spark, parts / "src", parts / "out", built_in_sum(spark, parts / "src", windows=windows))
     expected = read(spark, whole / "out" / "results")
     assert 0 < len(first) < len(expected)
     assert Counter(read(spark, parts / "out" / "results")) == Counter(expected)
@@ -470,6 +483,48 @@ def test_built_in_aggregations_of_tumbling_windows(
     else:
         assert ("a", 7, T0 + 25_000) in [r[:3] for r in streamed["late"]]
     assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}
+
+
+@pytest.mark.parametrize(
+    ("windows", "aggregation", "lateness"),
+    [
+        ("hopping", "sum", 0),
+        ("hopping", "sum", 3_000),
+        ("hopping", "max_by", 3_000),
+        ("hopping", "min", 0),
+        ("session", "sum", 0),
+        ("session", "sum", 3_000),
+        ("session", "min_by", 3_000),
+        ("session", "max", 0),
+    ],
+)
+def test_built_in_aggregations_of_hopping_and_session_windows(
+    spark: SparkSession, tmp_path: Path, windows: str, aggregation: str, lateness: int
+) -> None:
+    """Built-in aggregations of hopping windows (panes) and sessions run on whole columns
+    while a call allows it and with the operator otherwise (a null amount; rows that fire a
+    window on arrival; rows merging sessions of earlier micro-batches), converting the key's
+    state each way: the outputs equal the batch replay's, which runs the operator."""
+    assigner: Any = (
+        HoppingEventTimeWindows(SIZE, 2_500)
+        if windows == "hopping"
+        else EventTimeSessionWindows(1_500)
+    )
+
+    def finish(keyed: Any) -> Any:
+        stream = keyed.window(assigner).side_output_late_data(LATE)
+        if lateness:
+            stream = stream.allowed_lateness(lateness)
+        return getattr(stream, aggregation)("amount")
+
+    batches = with_band_rows(make_batches(seed=9))
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
+    assert streamed == replayed
+    assert streamed["results"]
+    df = spark.readStream.schema(SCHEMA).json(str(tmp_path / "src"))
+    keyed = WindowedStream.from_dataframe(df, event_time="ts").key_by("user")
+    words = finish(keyed).plan.columnar
+    assert words is not None and windows in words
 
 
 @pytest.mark.parametrize("function", ["sum", "reduce"])
@@ -1510,3 +1565,28 @@ def test_pane_info_streams_as_it_replays(
     for r in streamed["results"]:
         panes.setdefault(r[:3], []).append(r[-2])
     assert all(sorted(p) == list(range(len(p))) for p in panes.values())
+
+
+def test_checkpoints_of_layout_6_with_columnar_windows_still_load(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key group's state of layout 6 (columnar windows of tumbling windows only, encoded
+    without a kind) continues as it would have, and is rewritten in the current layout."""
+    from windowing.engine.encoding import StateWriter, open_state
+    from windowing.spark import checkpoint
+
+    processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.sum("amount"))
+    call = functools.partial(call_processor, processor)
+    assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
+    plain, _ = open_state(handle.state.value[0])
+    _, _, key_groups, timer, items, windows = plain
+    assert windows is not None and items == []  # every key on columns
+    layout_6_windows = open_state(windows)[0]
+    assert len(layout_6_windows) == 4  # ("open", starts, rows, fired watermark): no kind
+    writer = StateWriter()
+    handle.state.value = (writer.finish(("group", 6, key_groups, timer, [], windows)),)
+    got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
+    assert got == [("a", T0, 4)]
+    version, _, _, _, again = checkpoint.decode_group(handle.state.value[0])
+    assert version == checkpoint.STATE_VERSION == 7
+    assert again is not None and again.kind == "tumbling"

@@ -13,7 +13,11 @@ import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import SparkSession
 
-from windowing.assigners import EventTimeSessionWindows, TumblingEventTimeWindows
+from windowing.assigners import (
+    EventTimeSessionWindows,
+    HoppingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
 from windowing.functions import ProcessWindowFunction
 from windowing.spark.state_reader import STATE_COLUMNS
 from windowing.spark.streaming import METRICS_NAME, write_results_and_late
@@ -159,6 +163,27 @@ def test_read_state_of_columnar_windows_and_an_earlier_batch(
     assert {r.batch_id for r in first} == {0}
     assert {r.watermark for r in first} == {None}
     assert sorted((r.user, r.window_start) for r in first) == [("a", 0), ("a", 5_000), ("b", 0)]
+
+
+def test_read_state_of_hopping_windows_on_columns(spark: SparkSession, tmp_path: Path) -> None:
+    """The columnar state of hopping windows holds panes; the state lists the windows the
+    operator would hold: those with a pane that are not cleaned up."""
+    result, checkpoint = _run(
+        spark,
+        tmp_path,
+        lambda s: s.window(HoppingEventTimeWindows(5_000, 1_000)).sum("amount"),
+    )
+    assert result.plan.columnar is not None and "hopping" in result.plan.columnar
+    last = result.read_state(checkpoint).collect()
+    assert {r.watermark for r in last} == {13_499}
+    rows = sorted(
+        (r.user, r.window_start, r.window_end, r.accumulator, list(r.event_timers)) for r in last
+    )
+    # windows ending after the watermark with an element: a@11000, b@12000, c@14500
+    starts = {"a": [9_000, 10_000, 11_000], "b": [9_000, 10_000, 11_000, 12_000]}
+    starts["c"] = [10_000, 11_000, 12_000, 13_000, 14_000]
+    expected = [(u, s, s + 5_000, True, [s + 4_999]) for u, ss in starts.items() for s in ss]
+    assert rows == sorted(expected)
 
 
 def test_gauges_in_the_query_progress(spark: SparkSession, tmp_path: Path) -> None:

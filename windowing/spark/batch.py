@@ -44,7 +44,7 @@ from windowing.job import Job, WindowConfig
 from windowing.operator import WindowOperator
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
-from windowing.spark.columnar import ColumnarAggregation, columnar_results
+from windowing.spark.columnar import ColumnarPlan, columnar_results
 from windowing.spark.failures import (
     DEAD_LETTER_COLUMNS,
     DeadRows,
@@ -416,7 +416,7 @@ class _Replay:
     has_arrival: bool
     has_processing_time: bool
     # Results computed on whole columns (rows in event-time order only: job_columnar).
-    columnar: ColumnarAggregation | None = None
+    columnar: ColumnarPlan | None = None
     # Keys' own idle clocks on the processing_time column (``idle_timeout``).
     idleness: Idleness | None = None
 
@@ -460,7 +460,7 @@ def _replay_columnar(replay: _Replay, segments: KeySegments) -> pa.Table | None:
         else:
             columns.append(table.column(field.name).take(rows).combine_chunks())
     starts = pa.array(found.starts, pa.int64())
-    ends = pc.add(starts, plan.size)
+    ends = pa.array(found.ends, pa.int64())
     n, fired = table.num_rows, len(found.starts)
     counters = {
         "num_input_rows": n,

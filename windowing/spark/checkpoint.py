@@ -43,8 +43,9 @@ Entry = tuple[Any, int | None, bytes, int | None, int, tuple[int | None, int, in
 #: The layout of a key group's state value (bumped when it changes; 2: Spark timers in the
 #: shifted watermark domain; 3: the group's columnar windows; 4: the versioned encoding of
 #: :mod:`windowing.engine.encoding`; 5: each key's number of open windows; 6: each key's idle
-#: clock). Layouts 2 and 3 (pickles), 4 and 5 still load.
-STATE_VERSION = 6
+#: clock; 7: columnar windows of other kinds than tumbling ones: hopping panes, sessions).
+#: Layouts 2 and 3 (pickles), 4, 5 and 6 still load.
+STATE_VERSION = 7
 #: The open windows of a key stored by a layout that did not count them.
 UNKNOWN_WINDOWS = -1
 
@@ -138,7 +139,7 @@ def load_group(
     version, key_groups, timer, entries, windows = stored
     if version == 3:  # pickled entries of four fields
         entries = {k: (*e[:4], UNKNOWN_WINDOWS, None) for k, e in entries.items()}
-    if version not in (3, 4, 5, STATE_VERSION) or key_groups != expected_key_groups:
+    if version not in (3, 4, 5, 6, STATE_VERSION) or key_groups != expected_key_groups:
         msg = (
             f"the checkpoint's state has {key_groups} key groups (state layout {version}), "
             f"but the query has max_parallelism {expected_key_groups} (layout "

@@ -1,7 +1,7 @@
 """The streaming processor's calls on whole columns: a key group's keys whose windows the
-columnar plan can take (built-in aggregations of tumbling windows) run together on Arrow
-columns, and a key's state moves between the operator's ``KeyState`` and ``OpenWindows``
-(:class:`~windowing.spark.processor.WindowProcessor` mixes this in)."""
+columnar plan can take (built-in aggregations of tumbling, hopping or session windows) run
+together on Arrow columns, and a key's state moves between the operator's ``KeyState`` and
+``OpenWindows`` (:class:`~windowing.spark.processor.WindowProcessor` mixes this in)."""
 
 from __future__ import annotations
 
@@ -20,15 +20,16 @@ from windowing.spark.checkpoint import (
 from windowing.spark.columnar import (
     ColumnarStep,
     OpenWindows,
+    keys_needing_the_operator,
     open_windows_of,
     rows_needing_the_operator,
     step_open_windows,
+    usable,
 )
 from windowing.spark.inputs import ARR as _ARR
 from windowing.spark.inputs import TS as _TS
 from windowing.spark.keys import (
     group_codes,
-    key_segments,
     key_value,
     state_key,
 )
@@ -95,12 +96,16 @@ class ColumnarCalls:
 
     def _join(self, entries: dict[Any, Entry], skey: Any, joining: list[OpenWindows]) -> None:
         """Move the key ``skey`` from ``entries`` to ``joining`` (the windows that join the
-        group's columnar windows) when its call left its windows in columnar form."""
+        group's columnar windows) when its call left its windows in columnar form, with
+        values the columns can reduce (not those of nulls an operator call left)."""
         opened = self._opened
         self._opened = None
         if opened is not None and skey in entries and opened.fired_upto == self.op.watermark:
-            del entries[skey]
-            joining.append(opened)
+            plan = self.config.columnar
+            assert plan is not None
+            if usable(plan.aggregation, opened.rows.column(plan.field)):
+                del entries[skey]
+                joining.append(opened)
 
     def _group_call(
         self,
@@ -140,6 +145,12 @@ class ColumnarCalls:
             needs = rows_needing_the_operator(plan, watermark, rows, rows.column(_TS))
             if _ARR in c.internal and rows.column(_ARR).null_count:
                 needs |= rows.column(_ARR).is_null().to_numpy(zero_copy_only=False)
+            if not needs.all():  # keys whose state the rows cannot meet on columns (sessions)
+                rest = np.flatnonzero(~needs)
+                times = rows.column(_TS).take(pa.array(rest)).to_numpy()
+                needs[rest] |= keys_needing_the_operator(
+                    plan, windows, held_codes, watermark, times, row_codes[rest]
+                )
             if entries:  # keys with an entry stay with the operator
                 distinct, first = np.unique(row_codes, return_index=True)
                 values = [arrow_to_python(rows.column(k).take(first)) for k in keys]
@@ -197,13 +208,14 @@ class ColumnarCalls:
     def _to_entries(self, entries: dict[Any, Entry], windows: OpenWindows) -> None:
         """Give each key of the group's ``windows`` its own entry."""
         keys = self.config.layout.keys
-        segments = key_segments(windows.rows.select(keys), keys)
-        order = np.arange(len(windows))  # key_segments keeps contiguous keys in place
-        first_rows = pa.array(segments.starts[:-1], pa.int64())
-        values = [arrow_to_python(segments.table.column(k).take(first_rows)) for k in keys]
-        for i, (lo, hi) in enumerate(itertools.pairwise(segments.starts)):
+        # a key's items are contiguous (in any order of keys): split where the key changes
+        codes = group_codes(windows.rows.select(keys), keys)
+        starts = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), len(windows)]
+        first_rows = pa.array(starts[:-1], pa.int64())
+        values = [arrow_to_python(windows.rows.column(k).take(first_rows)) for k in keys]
+        for i, (lo, hi) in enumerate(itertools.pairwise(starts)):
             key = key_value([v[i] for v in values])
-            own = windows.take(order[lo:hi])
+            own = windows.slice(lo, hi)
             entry = self._entry(key, own)
             if entry is not None and entry[1] is not None:
                 assert self.config.columnar is not None
@@ -249,7 +261,7 @@ class ColumnarCalls:
             "num_results": fired,
         }
         starts = step.fired_starts
-        ends = starts + plan.size
+        ends = step.fired_ends
         bounds = (pa.array(starts), pa.array(ends), pa.array(ends - 1))
         records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
         columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
@@ -294,6 +306,16 @@ class ColumnarCalls:
         n_input = 0 if table is None else table.num_rows
         self._emit_columnar(step, n_input, table, self._key_columns(key), outputs)
         return True, entry
+
+    def _window_count(self, windows: OpenWindows) -> int:
+        """The windows the operator would hold for the group's columnar ``windows``."""
+        plan = self.config.columnar
+        assert plan is not None
+        if windows.kind == "tumbling":
+            return len(windows)  # one item per window
+        keys = self.config.layout.keys
+        codes = group_codes(windows.rows.select(keys), keys) if keys else None
+        return windows.window_count(plan, codes)
 
     def _key_columns(self, key: Any) -> Callable[[int], list[pa.Array]]:
         """The key column(s) of ``key`` for ``n`` output rows (none for ``window_all``)."""

@@ -14,7 +14,8 @@ from windowing.idleness import Idleness
 from windowing.job import Job, StreamSource, WindowConfig
 from windowing.operator import WindowOperator
 from windowing.plan import JobPlan, plan_operator
-from windowing.spark.columnar import ColumnarAggregation, columnar_plan
+from windowing.spark.columnar import ColumnarPlan, describe
+from windowing.spark.columnar_plans import columnar_plan
 
 __all__ = [
     "batch_key_groups",
@@ -84,11 +85,10 @@ def batch_key_groups(job: Job) -> int:
     return max(job.config.max_parallelism, shuffle_partitions(spark))
 
 
-def job_columnar(
-    job: Job, spec: WindowFunctionSpec, input_arrow: pa.Schema
-) -> ColumnarAggregation | None:
+def job_columnar(job: Job, spec: WindowFunctionSpec, input_arrow: pa.Schema) -> ColumnarPlan | None:
     """The aggregation the runtime computes on whole columns, if any: a built-in aggregation
-    of tumbling windows (:func:`~windowing.spark.columnar.columnar_plan`), when the rows are
+    of tumbling, hopping or session windows
+    (:func:`~windowing.spark.columnar_plans.columnar_plan`), when the rows are
     not replayed by a processing-time column, nor in arrival order (batch), nor on the wall
     clock (streaming), errors are not dead-lettered (every element goes through the
     guarded operator), keys have no idle clock of their own and firings are not counted
@@ -107,6 +107,8 @@ def job_columnar(
         config.evictor,
         config.allowed_lateness,
         input_arrow,
+        streaming=source.df.isStreaming,
+        slicing=config.slicing,
     )
 
 
@@ -172,10 +174,6 @@ def batch_runtime_text(source: StreamSource, groups: int) -> str:
     )
 
 
-def columnar_text(plan: ColumnarAggregation) -> str:
+def columnar_text(plan: ColumnarPlan) -> str:
     """A columnar aggregation, in words."""
-    return (
-        f"built-in {plan.aggregation.value} of {plan.field!r} on tumbling windows of "
-        f"{plan.size} ms computed on whole Arrow columns per key group (keys the columns "
-        "cannot take, e.g. near the ends of time, run through the operator)"
-    )
+    return describe(plan)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,7 +23,7 @@ from windowing.spark.batch import (
     replay_order,
 )
 from windowing.spark.columnar import (
-    ColumnarAggregation,
+    ColumnarPlan,
     OpenWindows,
     key_state_of,
 )
@@ -106,9 +105,9 @@ class ProcessorConfig:
     key_groups: int  # the number of key groups (Spark's grouping key)
     # (mask column, the float columns of its bits): which values are NaN, not null
     nan_masks: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # Built-in aggregations of tumbling windows computed on whole columns (event time, no
-    # processing_time column); None: the operator alone.
-    columnar: ColumnarAggregation | None = None
+    # Built-in aggregations of tumbling, hopping or session windows computed on whole
+    # columns (event time, no processing_time column); None: the operator alone.
+    columnar: ColumnarPlan | None = None
     # Keys' own idle clocks (``idle_timeout``; ProcessingTime mode, event-time windows).
     idleness: Idleness | None = None
 
@@ -130,15 +129,7 @@ def _concat_windows(windows: OpenWindows | None, joining: list[OpenWindows]) -> 
     """The group's columnar windows with those of the keys ``joining`` it (all fired up to
     the same watermark; no key in two of them)."""
     parts = [w for w in (windows, *joining) if w is not None and len(w)]
-    if not parts:
-        return None
-    if len(parts) == 1:
-        return parts[0]
-    return OpenWindows(
-        np.concatenate([w.starts for w in parts]),
-        pa.concat_tables([w.rows for w in parts]),
-        parts[0].fired_upto,
-    )
+    return OpenWindows.concat(parts) if parts else None
 
 
 class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
@@ -232,7 +223,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         open_windows = sum(e[4] for e in entries.values())
         gauges = {
             "state_bytes": nbytes,
-            "open_windows": open_windows + (0 if windows is None else len(windows)),
+            "open_windows": open_windows + (0 if windows is None else self._window_count(windows)),
         }
         if newest is not None:  # the newest event time of the call's rows
             gauges["max_event_time"] = newest
@@ -259,7 +250,10 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         """The open windows of a key state (``KeyState`` or ``OpenWindows``)."""
         if ks is None:
             return 0
-        return len(ks) if isinstance(ks, OpenWindows) else len(self.op.windows_of(ks))
+        if isinstance(ks, OpenWindows):
+            assert self.config.columnar is not None
+            return ks.window_count(self.config.columnar)
+        return len(self.op.windows_of(ks))
 
     def _entry(self, key: Any, ks: Any, idle: KeyIdleness | None = None) -> Entry | None:
         """The key's entry after a call, ``None`` when it holds nothing. Its due time is the

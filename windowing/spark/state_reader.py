@@ -10,10 +10,12 @@ are listed as the operator sees them. The checkpoint may belong to a stopped que
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
@@ -27,8 +29,9 @@ from pyspark.sql.types import (
 )
 
 from windowing.spark.checkpoint import decode_entry, load_group
-from windowing.spark.columnar import OpenWindows
+from windowing.spark.columnar import OpenWindows, window_listing
 from windowing.spark.failures import window_bounds
+from windowing.spark.keys import group_codes
 from windowing.spark.output import ms_to_time
 from windowing.spark.plans import window_operator
 from windowing.spark.processor import ProcessorConfig, flink_watermark
@@ -179,28 +182,27 @@ class _GroupReader:
             )
 
     def _open_windows(self, kg: int, windows: OpenWindows) -> Iterator[tuple[Any, ...]]:
-        """Windows of the columnar state (tumbling windows of a built-in aggregation): one
-        reduced record each, whose key columns name the key."""
+        """Windows of the columnar state (a built-in aggregation's), as the operator would
+        hold them: one reduced record each, named by the key columns of its items."""
         plan = self.config.columnar
         assert plan is not None
         keys = self.config.layout.keys
         key_values = [windows.rows.column(k).to_pylist() for k in keys]
-        lateness = plan.allowed_lateness
-        for i, start in enumerate(windows.starts.tolist()):
-            max_ts = start + plan.size - 1
-            pending = [max_ts] if max_ts > windows.fired_upto else []
-            if lateness:
-                pending.append(max_ts + lateness)
-            yield (
-                *[values[i] for values in key_values],
-                kg,
-                start,
-                start + plan.size,
-                None,
-                True,
-                pending,
-                [],
-            )
+        # a key's items are contiguous: list each key's windows on its own
+        codes = group_codes(windows.rows.select(keys), keys)
+        cuts = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), len(windows)]
+        for lo, hi in itertools.pairwise(cuts):
+            for i, start, end, pending in window_listing(plan, windows.slice(lo, hi)):
+                yield (
+                    *[values[lo + i] for values in key_values],
+                    kg,
+                    start,
+                    end,
+                    None,
+                    True,
+                    pending,
+                    [],
+                )
 
 
 def _log_entries(spark: SparkSession, folder: str) -> DataFrame:
