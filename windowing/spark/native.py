@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
+from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.errors import ErrorPolicy
@@ -92,6 +93,13 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         if assigner.stagger is not WindowStagger.ALIGNED:
             return None  # the operator's assigner draws the offset
         shape = "tumbling event-time windows: groupBy(keys, window start)"
+    elif type(assigner) is HoppingEventTimeWindows:
+        from windowing.spark.native_hopping import hopping_reason  # (it imports this module)
+
+        hopping = hopping_reason(job, calls) if source.arrival_order is None else None
+        if hopping is None:
+            return None  # in arrival order, or aggregates without partials: see hopping_reason
+        shape = hopping
     elif type(assigner) is EventTimeSessionWindows:
         shape = (
             "event-time sessions by gaps and islands: per key in event-time order, a row more "
@@ -168,7 +176,11 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     keys = [col(k) for k in layout.keys]
     assigner = config.assigner
     lateness = config.allowed_lateness
-    if source.arrival_order is not None:
+    if type(assigner) is HoppingEventTimeWindows:
+        from windowing.spark.native_hopping import hopping_parts  # (it imports this module)
+
+        parts = hopping_parts(job, prepared, keys, compiled, layout)
+    elif source.arrival_order is not None:
         assert isinstance(assigner, TumblingEventTimeWindows), "native_reason chose this plan"
         buckets = min(max(shuffle_partitions(df.sparkSession), 1), 1024)
         prepared = add_prefix_max(prepared, order=ARR, value=TS, out=WMAX, buckets=buckets)
@@ -187,7 +199,11 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         valid = prepared.where(ts.isNotNull() & ~is_late)
         extra: list[DataFrame] = []
         if min_window and lateness > 0:
-            extra = _firings_at_min(valid.where(at_min), keys, compiled, layout, assigner)
+            start: int | None = MIN_TIMESTAMP
+            if isinstance(assigner, TumblingEventTimeWindows):
+                lowest = _TumblingBounds.first_end_of(assigner) - assigner.size
+                start = lowest if lowest >= MIN_TIMESTAMP else None
+            extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
         if isinstance(assigner, TumblingEventTimeWindows):
             bounds = _TumblingBounds(assigner)
             rows = valid.where(~at_min) if min_window else valid
@@ -430,26 +446,23 @@ def _sessions(
     return grouped, F.col(_FIRST), end
 
 
-def _firings_at_min(
+def firings_at_min(
     rows: DataFrame,
     keys: list[Column],
     compiled: CompiledAggregates,
     layout: OutputLayout,
-    assigner: TumblingEventTimeWindows | EventTimeSessionWindows,
+    start: int | None,
 ) -> list[DataFrame]:
-    """The firings of the window ending at ``MIN_TIMESTAMP + 1`` (its rows are at MIN), with
-    allowed lateness: one per row, over the rows so far in replay order (running
-    aggregates); as tagged result rows, and a metrics row counting them."""
+    """The firings of the window ending at ``MIN_TIMESTAMP + 1`` (its rows are at MIN; its
+    ``start``, ``None`` below ``MIN_TIMESTAMP``), with allowed lateness: one per row, over
+    the rows so far in replay order (running aggregates); as tagged result rows, and a
+    metrics row counting them."""
     order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(TS), F.col(TB))
     running = order.rowsBetween(Window.unboundedPreceding, 0)
     columns = [
         _native_column(call, False, expression=True).over(running).alias(call.name)
         for call in compiled.calls
     ]
-    start = MIN_TIMESTAMP
-    if isinstance(assigner, TumblingEventTimeWindows):
-        lowest = _TumblingBounds.first_end_of(assigner) - assigner.size
-        start = lowest if lowest >= MIN_TIMESTAMP else None  # type: ignore[assignment]
     # each firing is late (the window is behind the first watermark), numbered in replay order
     index = (F.row_number().over(order) - F.lit(1)).alias(_PANE)
     fired = rows.select(*keys, *columns, index)
@@ -501,18 +514,27 @@ def _native_column(call: AggregateCall, arrival: bool, *, expression: bool = Fal
         if expression and call.expression is not None:
             return call.expression
         return call.column
+    x, key, smallest = pick(call, arrival)
+    return F.min_by(x, key) if smallest else F.max_by(x, key)
+
+
+def pick(call: AggregateCall, arrival: bool) -> tuple[Column, Column, bool]:
+    """A pick (``first`` / ``last`` / ``min_by`` / ``max_by``) as the value, the key that
+    chooses its row (null for rows it skips) and whether the smallest key wins: the replay
+    order (event time[, arrival order], content hash) decides ties."""
+    kind = call.kind
     x = call.args[0]
-    assert x is not None
+    assert x is not None and kind is not None and kind.ordered
     parts = [F.col(TS), *([F.col(ARR)] if arrival else []), F.col(TB)]
     order = F.struct(*parts)
     if kind in (AggKind.FIRST, AggKind.LAST):
         ignore_nulls = len(call.literals) > 1 and bool(call.literals[1])
         key = F.when(x.isNotNull(), order) if ignore_nulls else order
-        return F.min_by(x, key) if kind is AggKind.FIRST else F.max_by(x, key)
+        return x, key, kind is AggKind.FIRST
     o = call.args[1]
     assert o is not None
     if kind is AggKind.MIN_BY:
-        return F.min_by(x, F.when(o.isNotNull(), F.struct(o, *parts)))
+        return x, F.when(o.isNotNull(), F.struct(o, *parts)), True
     # the largest ordering value; on a tie the row first in replay order
     later = F.struct(o, *[F.bitwise_not(c) for c in parts])
-    return F.max_by(x, F.when(o.isNotNull(), later))
+    return x, F.when(o.isNotNull(), later), False
