@@ -66,11 +66,11 @@ from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 __all__ = ["hopping_parts", "hopping_reason"]
 
 # Internal columns (the reserved prefix).
-_B, _R, _F = "__pw_hb", "__pw_hr", "__pw_hf"  # block, pane in block, first window in block
+_B, _R = "__pw_hb", "__pw_hr"  # block, pane in block
 _PREV, _LASTP = "__pw_hprev", "__pw_hlast"
 _EV, _EB, _ER, _S = "__pw_hev", "__pw_heb", "__pw_her", "__pw_hs"
 _NEXT, _START, _END, _W = "__pw_hnext", "__pw_hstart", "__pw_hend", "__pw_hw"
-_MINTS, _IN, _FIRST = "__pw_hmints", "__pw_hin", "__pw_hfirst"
+_IN, _FIRST = "__pw_hin", "__pw_hfirst"
 
 
 @dataclass(frozen=True)
@@ -117,15 +117,23 @@ class HoppingGrid:
         pane = _div(F.pmod(rem - F.lit(o_g), F.lit(size)), self.g)
         return block, pane
 
-    def first_window(self, min_ts: Column, pane: Column) -> Column:
-        """The pane in block of the first window start in the block of a pane (``pane``, one
-        of its event times ``min_ts``): window starts are every ``m`` panes."""
-        slide = self.slide
-        # panes from the last window start at or before the pane: ((ts - offset) mod slide) / g
-        back = _div(
-            F.pmod(F.pmod(min_ts, F.lit(slide)) - F.lit(self.offset % slide), slide), self.g
-        )
-        return F.pmod(pane - back, F.lit(self.m))
+    def first_start(self, block: Column, pane: Column) -> Column:
+        """The first window start at or after ``pane`` of ``block`` (as a pane of the block,
+        possibly ``n`` or more: then in a later block); window starts are every ``m`` panes,
+        at pane ``c`` modulo ``m`` (``offset = o_g + c * g``)."""
+        m = self.m
+        if m == 1:
+            return pane
+        c = (self.offset - self.o_g) // self.g
+        if m < 2**31:  # (block mod m) * (n mod m) fits a long
+            at = F.pmod(F.lit(c % m) - F.pmod(block, F.lit(m)) * F.lit(self.n % m), F.lit(m))
+        else:
+            exact = F.lit(c).cast("decimal(38,0)") - block.cast("decimal(38,0)") * F.lit(
+                self.n
+            ).cast("decimal(38,0)")
+            at = F.pmod(exact, F.lit(m).cast("decimal(38,0)")).cast("long")
+        # `at`: the first window start of the block
+        return pane + F.pmod(at - pane, F.lit(m))
 
     def bounds(self, block: Column, pane: Column) -> tuple[Column, Column]:
         """Start and end (ms) of the window starting at ``pane`` of ``block``: null below
@@ -446,17 +454,8 @@ def _overlapping(
     rows = valid.repartition(*keys) if keys else valid
     block, pane = grid.block_and_pane(ts)
     partials = _Partials.of(compiled.calls)
-    panes = rows.groupBy(*keys, block.alias(_B), pane.alias(_R)).agg(
-        *partials.rows(), F.min(ts).alias(_MINTS)
-    )
+    panes = rows.groupBy(*keys, block.alias(_B), pane.alias(_R)).agg(*partials.rows())
     partials = partials.typed(panes)
-    panes = panes.select(
-        *keys,
-        F.col(_B),
-        F.col(_R),
-        grid.first_window(F.col(_MINTS), F.col(_R)).alias(_F),
-        *[F.col(x) for x in partials.flat],
-    )
     if partials.invertible:
         runs = _sweep(grid, panes, keys, partials)
     else:
@@ -494,32 +493,25 @@ def _sweep(
     partials added) and leaves after itself (subtracted); contents are running sums.
     Columns: keys, block, first window start and the next event (panes in block, the next
     one counted from this block), the calls' values by name."""
-    n, m = grid.n, grid.m
-    b, r, f = F.col(_B), F.col(_R), F.col(_F)
+    n = grid.n
+    b, r = F.col(_B), F.col(_R)
     flat = partials.flat
     last = r == F.lit(n - 1)  # its next pane is the next block's first
 
-    def event(eb: Column, er: Column, ef: Column, sign: int) -> Column:
+    def event(eb: Column, er: Column, sign: int) -> Column:
         values = [F.col(x) if sign > 0 else -F.col(x) for x in flat]
-        fields = [eb.alias(_EB), er.alias(_ER), ef.alias(_F), F.lit(sign).alias(_IN)]
+        fields = [eb.alias(_EB), er.alias(_ER), F.lit(sign).alias(_IN)]
         return F.struct(*fields, *[v.alias(x) for v, x in zip(values, flat, strict=True)])
 
+    after = F.when(last, F.lit(0)).otherwise(r + F.lit(1))
     events = panes.select(
         *keys,
         F.explode(
             F.array(
-                event(  # in at pane - n + 1: the previous block's pane + 1, or this block's 0
-                    F.when(last, b).otherwise(b - F.lit(1)),
-                    F.when(last, F.lit(0)).otherwise(r + F.lit(1)),
-                    F.when(last, f).otherwise(F.pmod(f + F.lit(n % m), F.lit(m))),
-                    1,
-                ),
-                event(  # out after the pane
-                    F.when(last, b + F.lit(1)).otherwise(b),
-                    F.when(last, F.lit(0)).otherwise(r + F.lit(1)),
-                    F.when(last, F.pmod(f - F.lit(n % m), F.lit(m))).otherwise(f),
-                    -1,
-                ),
+                # in at pane - n + 1: the previous block's pane + 1, or this block's 0
+                event(F.when(last, b).otherwise(b - F.lit(1)), after, 1),
+                # out after the pane
+                event(F.when(last, b + F.lit(1)).otherwise(b), after, -1),
             )
         ).alias(_EV),
     ).select(*keys, f"{_EV}.*")
@@ -530,7 +522,7 @@ def _sweep(
     runs = events.select(
         *keys,
         eb,
-        (er + F.pmod(F.col(_F) - er, F.lit(m))).alias(_FIRST),
+        grid.first_start(eb, er).alias(_FIRST),
         # a non-empty run is at most n long: it ends in this block or the next
         F.when(next_b == eb, next_r).when(next_b == eb + F.lit(1), next_r + F.lit(n)).alias(_NEXT),
         F.sum(F.col(_IN)).over(so_far).alias(_IN),
@@ -550,8 +542,8 @@ def _blocks(
 ) -> DataFrame:
     """Runs from block suffixes and prefixes (van Herk / Gil-Werman, the module
     docstring); the columns of :func:`_sweep`'s."""
-    n, m = grid.n, grid.m
-    b, r, f = F.col(_B), F.col(_R), F.col(_F)
+    n = grid.n
+    b, r = F.col(_B), F.col(_R)
     flat = partials.flat
     # suffix aggregates per block: its panes in descending order, running
     desc = Window.partitionBy(*keys, b).orderBy(r.desc())
@@ -560,7 +552,6 @@ def _blocks(
         *keys,
         b,
         r,
-        f,
         *[F.col(x) for x in flat],
         *[
             c.over(desc.rowsBetween(Window.unboundedPreceding, 0)).alias(x)
@@ -569,15 +560,15 @@ def _blocks(
         F.lead(r).over(desc).alias(_PREV),
         F.lag(r).over(desc).isNull().alias(_LASTP),
     )
-    s_part = F.struct(r.alias("r"), *[F.col(x).alias(x) for x in suffix])
-    no_s = F.when(F.lit(False), s_part)  # a null of the struct's type
-    no_p = [F.when(F.lit(False), F.col(x)) for x in flat]
+    # Events: the kind (_IN: 1 a pane entering, 0 a suffix from the pane _S, null neither),
+    # and partial values (a suffix's, or an entering pane's).
     inside = r + F.lit(1) < F.lit(n)
 
-    def event(eb: Column, er: Column, ef: Column, s: Column, p: list[Column]) -> Column:
-        entered = F.lit(1) if p is not no_p else F.lit(None).cast("int")
-        fields = [eb.alias(_EB), er.alias(_ER), ef.alias(_F), s.alias(_S), entered.alias(_IN)]
-        return F.struct(*fields, *[c.alias(x) for c, x in zip(p, flat, strict=True)])
+    def event(eb: Column, er: Column, kind: int | None, values: list[str] | None) -> Column:
+        fields = [eb.alias(_EB), er.alias(_ER), F.lit(kind).cast("int").alias(_IN)]
+        fields.append((r if kind == 0 else F.lit(None).cast("long")).alias(_S))
+        cols = [F.col(v) for v in values] if values else [F.lit(None)] * len(flat)
+        return F.struct(*fields, *[c.alias(x) for c, x in zip(cols, flat, strict=True)])
 
     events = (
         panes.select(
@@ -585,20 +576,11 @@ def _blocks(
             F.explode(
                 F.array(
                     # this pane's suffix, from the pane after the previous one of its block
-                    event(b, F.coalesce(F.col(_PREV) + F.lit(1), F.lit(0)), f, s_part, no_p),
+                    event(b, F.coalesce(F.col(_PREV) + F.lit(1), F.lit(0)), 0, suffix),
                     # after the block's last pane, no suffix (a run boundary)
-                    F.when(F.col(_LASTP) & inside, event(b, r + F.lit(1), f, no_s, no_p)),
+                    F.when(F.col(_LASTP) & inside, event(b, r + F.lit(1), None, None)),
                     # the pane enters the windows of the previous block at pane - n + 1
-                    F.when(
-                        inside,
-                        event(
-                            b - F.lit(1),
-                            r + F.lit(1),
-                            F.pmod(f + F.lit(n % m), F.lit(m)),
-                            no_s,
-                            [F.col(x) for x in flat],
-                        ),
-                    ),
+                    F.when(inside, event(b - F.lit(1), r + F.lit(1), 1, flat)),
                 )
             ).alias(_EV),
         )
@@ -607,16 +589,23 @@ def _blocks(
     )
     order = Window.partitionBy(*keys, F.col(_EB)).orderBy(F.col(_ER))
     so_far = order.rowsBetween(Window.unboundedPreceding, 0)
-    er = F.col(_ER)
+    er, kind = F.col(_ER), F.col(_IN)
+    is_suffix = kind == F.lit(0)
+    suffix_state = F.struct(F.col(_S).alias("r"), *[F.col(x).alias(x) for x in flat])
     runs = events.select(
         *keys,
         F.col(_EB),
         er,
-        (er + F.pmod(F.col(_F) - er, F.lit(m))).alias(_FIRST),
+        grid.first_start(F.col(_EB), er).alias(_FIRST),
         F.coalesce(F.lead(er).over(order), F.lit(n)).alias(_NEXT),
-        F.last(F.col(_S), ignorenulls=True).over(so_far).alias(_S),
-        F.count(F.col(_IN)).over(so_far).alias(_IN),
-        *[c.over(so_far).alias(x) for c, x in zip(partials.merged(F.col), flat, strict=True)],
+        F.last(F.when(is_suffix, suffix_state), ignorenulls=True).over(so_far).alias(_S),
+        F.count(F.when(kind == F.lit(1), 1)).over(so_far).alias(_IN),
+        *[
+            c.over(so_far).alias(x)
+            for c, x in zip(
+                partials.merged(lambda x: F.when(kind == F.lit(1), F.col(x))), flat, strict=True
+            )
+        ],
     )
     # the suffix is inside while its pane is not before the run; the prefix: entered panes
     s_in = F.col(f"{_S}.r") >= er
@@ -626,7 +615,7 @@ def _blocks(
         F.col(_EB),
         F.col(_FIRST),
         F.col(_NEXT),
-        *partials.results(lambda x: F.when(s_in, F.col(f"{_S}.{x}_s")), F.col),
+        *partials.results(lambda x: F.when(s_in, F.col(f"{_S}.{x}")), F.col),
     )
 
 
