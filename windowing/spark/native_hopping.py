@@ -261,7 +261,8 @@ def _disjoint(
     grouped = added.groupBy(*keys, start.alias(_W)).agg(*_aggregates(compiled, arrival=False))
     w = F.col(_W)
     end = (
-        F.when(w == F.lit(MIN_TIMESTAMP), _long(lowest + size))
+        # (the window below the start of time, if one holds it: ending after MIN_TIMESTAMP)
+        F.when(w == F.lit(MIN_TIMESTAMP), _long(max(lowest + size, MIN_TIMESTAMP)))
         .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
         .otherwise(w + F.lit(size))
     )
