@@ -96,9 +96,9 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
     elif type(assigner) is HoppingEventTimeWindows:
         from windowing.spark.native_hopping import hopping_reason  # (it imports this module)
 
-        hopping = hopping_reason(job, calls) if source.arrival_order is None else None
+        hopping = hopping_reason(job, calls)
         if hopping is None:
-            return None  # in arrival order, or aggregates without partials: see hopping_reason
+            return None  # aggregates without partials, ...: see hopping_reason
         shape = hopping
     elif type(assigner) is EventTimeSessionWindows:
         shape = (
@@ -116,13 +116,18 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         return None  # replayed in processing-time order / keys with their own clocks
     arrival = ""
     if source.arrival_order is not None:
-        if type(assigner) is not TumblingEventTimeWindows:
+        if type(assigner) not in (TumblingEventTimeWindows, HoppingEventTimeWindows):
             return None  # sessions merge on arrival: the window operator
         if type(source.watermark) not in (BoundedOutOfOrderness, MonotonousTimestamps):
             return None  # a subclass may compute its watermark otherwise
-        if config.allowed_lateness > 0 and not _windowable(calls):
+        if type(assigner) is HoppingEventTimeWindows:
+            arrival = (
+                "; in arrival order: the watermark each row sees (a prefix maximum of event "
+                "time), rows of windows past their cleanup time to the late side output"
+            )
+        elif config.allowed_lateness > 0 and not _windowable(calls):
             return None  # late firings are running aggregates: Spark's window functions
-        arrival = (
+        arrival = arrival or (
             "; in arrival order: the watermark each row sees (a prefix maximum of event "
             "time), rows of windows past their cleanup time to the late side output, "
             + (
@@ -176,14 +181,15 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     keys = [col(k) for k in layout.keys]
     assigner = config.assigner
     lateness = config.allowed_lateness
+    if source.arrival_order is not None:
+        buckets = min(max(shuffle_partitions(df.sparkSession), 1), 1024)
+        prepared = add_prefix_max(prepared, order=ARR, value=TS, out=WMAX, buckets=buckets)
     if type(assigner) is HoppingEventTimeWindows:
         from windowing.spark.native_hopping import hopping_parts  # (it imports this module)
 
         parts = hopping_parts(job, prepared, keys, compiled, layout)
     elif source.arrival_order is not None:
         assert isinstance(assigner, TumblingEventTimeWindows), "native_reason chose this plan"
-        buckets = min(max(shuffle_partitions(df.sparkSession), 1), 1024)
-        prepared = add_prefix_max(prepared, order=ARR, value=TS, out=WMAX, buckets=buckets)
         parts = _in_arrival_order(assigner, job, prepared, keys, compiled, layout)
     else:
         ts = F.col(TS)
@@ -329,14 +335,8 @@ def _in_arrival_order(
 ) -> _Parts:
     """Tumbling windows replayed in arrival order (``prepared`` has the prefix maximum of
     event time over earlier arrivals, ``__pw_wmax``); see the module docstring."""
-    source = job.source
     lateness = job.config.allowed_lateness
-    delay = source.watermark.delay
-    wmax = F.col(WMAX)
-    # The watermark the row sees: max(MIN, wmax - delay - 1), MIN before any event time.
-    watermark = F.when(wmax >= F.lit(MIN_TIMESTAMP + delay + 1), wmax - F.lit(delay + 1)).otherwise(
-        F.lit(MIN_TIMESTAMP)
-    )
+    watermark = seen_watermark(job)
     bounds = _TumblingBounds(assigner)
     has_arrival, has_time = F.col(ARR).isNotNull(), F.col(TS).isNotNull()
     windowed = (
@@ -384,6 +384,16 @@ def _in_arrival_order(
             ),
         ]
     return _Parts(results, bounds.window_start, bounds.end, windows, input_counts, late, pane)
+
+
+def seen_watermark(job: Job) -> Column:
+    """The watermark each row sees in arrival order: ``max(MIN, wmax - delay - 1)`` from the
+    prefix maximum of event time ``__pw_wmax``, ``MIN_TIMESTAMP`` before any event time."""
+    delay = job.source.watermark.delay
+    wmax = F.col(WMAX)
+    return F.when(wmax >= F.lit(MIN_TIMESTAMP + delay + 1), wmax - F.lit(delay + 1)).otherwise(
+        F.lit(MIN_TIMESTAMP)
+    )
 
 
 def _firings(

@@ -70,7 +70,8 @@ _B, _R = "__pw_hb", "__pw_hr"  # block, pane in block
 _PREV, _LASTP = "__pw_hprev", "__pw_hlast"
 _EV, _EB, _ER, _S = "__pw_hev", "__pw_heb", "__pw_her", "__pw_hs"
 _NEXT, _START, _END, _W = "__pw_hnext", "__pw_hstart", "__pw_hend", "__pw_hw"
-_IN, _FIRST = "__pw_hin", "__pw_hfirst"
+_IN, _FIRST, _PROBE = "__pw_hin", "__pw_hfirst", "__pw_hprobe"
+_BX, _RX = "__pw_hbx", "__pw_hrx"  # the pane a group enters from (arrival order)
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,17 @@ class HoppingGrid:
         )
         return window_start, window_end
 
+    def window_starts(self, first: Column, end: Column) -> Column:
+        """Every window start from pane ``first`` (a window start) to before pane ``end``,
+        one per row (``explode``)."""
+        return F.explode(F.sequence(first, end - F.lit(1), F.lit(self.m).cast("long")))
+
+    def normalized(self, block: Column, pane: Column) -> tuple[Column, Column]:
+        """``pane`` of ``block`` (``-n < pane < 2n``) as a block and a pane in it."""
+        n = self.n
+        shift = F.when(pane >= F.lit(n), 1).when(pane < F.lit(0), -1).otherwise(0)
+        return block + shift, pane - shift * F.lit(n)
+
     def position(self, start: int) -> tuple[int, int]:
         """The (block, pane in block) of the window starting at ``start`` (ms)."""
         pane = (start - self.o_g) // self.g
@@ -168,6 +180,8 @@ def hopping_reason(job: Job, calls: Sequence[AggregateCall]) -> str | None:
     assert isinstance(assigner, HoppingEventTimeWindows)
     grid = HoppingGrid.of(assigner)
     lateness = job.config.allowed_lateness
+    if job.source.arrival_order is not None:
+        return None  # not yet
     if grid.size <= grid.slide:
         if lateness > 0 and grid.min_window_start is not None and not _windowable(calls):
             return None  # the window at the start of time fires per row: running aggregates
@@ -458,18 +472,23 @@ def _overlapping(
     panes = rows.groupBy(*keys, block.alias(_B), pane.alias(_R)).agg(*partials.rows())
     partials = partials.typed(panes)
     if partials.invertible:
-        runs = _sweep(grid, panes, keys, partials)
+        groups = panes.withColumn(_BX, F.col(_B)).withColumn(_RX, F.col(_R))
+        swept = _sweep(grid, groups, keys, partials)
+        nonempty = F.col(_IN) > F.lit(0)
+        runs = swept.where(nonempty & (F.col(_FIRST) < F.col(_NEXT))).select(
+            *keys,
+            F.col(_EB),
+            F.col(_FIRST),
+            F.col(_NEXT),
+            *partials.results(lambda x: None, F.col),
+        )
     else:
         runs = _blocks(grid, panes, keys, partials)
-    # each run's window starts: every m panes from its first, in its block or the next
-    n, m = grid.n, grid.m
-    shift = F.explode(
-        F.sequence(F.col(_FIRST), F.col(_NEXT) - F.lit(1), F.lit(m).cast("long"))
-    ).alias(_W)
-    windows = runs.select(*keys, F.col(_EB), shift, *[col(c.name) for c in compiled.calls])
-    later = F.col(_W) >= F.lit(n)  # in the next block
-    eb = F.col(_EB) + F.when(later, 1).otherwise(0)
-    w = F.col(_W) - F.when(later, n).otherwise(0)
+    shift = grid.window_starts(F.col(_FIRST), F.col(_NEXT))
+    windows = runs.select(
+        *keys, F.col(_EB), shift.alias(_W), *[col(c.name) for c in compiled.calls]
+    )
+    eb, w = grid.normalized(F.col(_EB), F.col(_W))
     min_start = grid.min_window_start
     if min_start is not None:  # behind the first watermark: late, or fired per row
         mb, mr = grid.position(min_start)
@@ -488,53 +507,58 @@ def _overlapping(
 
 
 def _sweep(
-    grid: HoppingGrid, panes: DataFrame, keys: list[Column], partials: _Partials
+    grid: HoppingGrid,
+    groups: DataFrame,
+    keys: list[Column],
+    partials: _Partials,
+    probes: DataFrame | None = None,
 ) -> DataFrame:
-    """Runs from sums: per key in window-start order, a pane enters at ``pane - n + 1`` (its
-    partials added) and leaves after itself (subtracted); contents are running sums.
-    Columns: keys, block, first window start and the next event (panes in block, the next
-    one counted from this block), the calls' values by name."""
+    """Running sums in window-start order, per key: a group of rows enters at ``pane - n +
+    1`` of its pane ``(_BX, _RX)`` (its partials added) and leaves after its pane ``(_B,
+    _R)`` (subtracted); in event-time order both are the rows' pane. Every event starts a
+    run up to the next one (``_FIRST``, ``_NEXT``: window starts as panes of block ``_EB``;
+    the next event counted from this block), holding ``_IN`` groups and the running sums.
+    ``probes`` (keys, ``_EB``, ``_ER`` and columns of their own) read the sums at their
+    position, after the groups' events there."""
     n = grid.n
-    b, r = F.col(_B), F.col(_R)
     flat = partials.flat
-    last = r == F.lit(n - 1)  # its next pane is the next block's first
 
-    def event(eb: Column, er: Column, sign: int) -> Column:
+    def event(block: Column, pane: Column, sign: int, enter: bool) -> Column:
+        last = pane == F.lit(n - 1)  # the next pane is the next block's first
+        if enter:  # at pane - n + 1: the previous block's pane + 1, or this block's 0
+            eb = F.when(last, block).otherwise(block - F.lit(1))
+        else:  # after the pane
+            eb = F.when(last, block + F.lit(1)).otherwise(block)
+        er = F.when(last, F.lit(0)).otherwise(pane + F.lit(1))
         values = [F.col(x) if sign > 0 else -F.col(x) for x in flat]
         fields = [eb.alias(_EB), er.alias(_ER), F.lit(sign).alias(_IN)]
         return F.struct(*fields, *[v.alias(x) for v, x in zip(values, flat, strict=True)])
 
-    after = F.when(last, F.lit(0)).otherwise(r + F.lit(1))
-    events = panes.select(
-        *keys,
-        F.explode(
-            F.array(
-                # in at pane - n + 1: the previous block's pane + 1, or this block's 0
-                event(F.when(last, b).otherwise(b - F.lit(1)), after, 1),
-                # out after the pane
-                event(F.when(last, b + F.lit(1)).otherwise(b), after, -1),
-            )
-        ).alias(_EV),
-    ).select(*keys, f"{_EV}.*")
-    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(_EB), F.col(_ER))
+    enter = event(F.col(_BX), F.col(_RX), 1, True)
+    leave = event(F.col(_B), F.col(_R), -1, False)
+    events = groups.select(*keys, F.explode(F.array(enter, leave)).alias(_EV))
+    events = events.select(*keys, f"{_EV}.*")
+    order_by = [F.col(_EB), F.col(_ER)]
+    if probes is not None:
+        events = events.withColumn(_PROBE, F.lit(False)).unionByName(
+            probes.withColumn(_PROBE, F.lit(True)), allowMissingColumns=True
+        )
+        order_by.append(F.col(_PROBE))
+    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(*order_by)
     so_far = order.rowsBetween(Window.unboundedPreceding, 0)
     eb, er = F.col(_EB), F.col(_ER)
     next_b, next_r = F.lead(eb).over(order), F.lead(er).over(order)
-    runs = events.select(
-        *keys,
+    running = [F.sum(F.col(_IN)).over(so_far).alias(_IN)]
+    running += [c.over(so_far).alias(x) for c, x in zip(partials.merged(F.col), flat, strict=True)]
+    others = [c for c in events.columns if c not in (*flat, _IN, _EB, _ER)]
+    return events.select(
+        *[F.col(c) for c in others],
         eb,
+        er,
         grid.first_start(eb, er).alias(_FIRST),
         # a non-empty run is at most n long: it ends in this block or the next
         F.when(next_b == eb, next_r).when(next_b == eb + F.lit(1), next_r + F.lit(n)).alias(_NEXT),
-        F.sum(F.col(_IN)).over(so_far).alias(_IN),
-        *[c.over(so_far).alias(x) for c, x in zip(partials.merged(F.col), flat, strict=True)],
-    )
-    return runs.where((F.col(_IN) > F.lit(0)) & (F.col(_FIRST) < F.col(_NEXT))).select(
-        *keys,
-        eb,
-        F.col(_FIRST),
-        F.col(_NEXT),
-        *partials.results(lambda x: None, F.col),
+        *running,
     )
 
 
