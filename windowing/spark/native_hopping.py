@@ -181,7 +181,18 @@ def hopping_reason(job: Job, calls: Sequence[AggregateCall]) -> str | None:
     grid = HoppingGrid.of(assigner)
     lateness = job.config.allowed_lateness
     if job.source.arrival_order is not None:
-        return None  # not yet
+        if grid.size <= grid.slide or not _windowable(calls):
+            return None  # windows no longer than the slide in arrival order: the operator
+        if not all(_decompose(call, lambda i: DataType()).invertible for call in calls):
+            return None  # not a count or an exact sum: see windowing.spark.native_hopping_arrival
+        return (
+            f"hopping event-time windows from panes of gcd(size, slide) = {grid.g} ms: rows "
+            "grouped by (key, pane, pane of max(event time, watermark + 1)) enter the windows "
+            "ending after the watermark they saw and leave after their pane (running sums per "
+            "key in window-start order, windows generated per run of equal contents: the "
+            "on-time firings); rows copied into their late windows only, running sums in "
+            "replay order per window (one late firing each)"
+        )
     if grid.size <= grid.slide:
         if lateness > 0 and grid.min_window_start is not None and not _windowable(calls):
             return None  # the window at the start of time fires per row: running aggregates
@@ -215,6 +226,10 @@ def hopping_parts(
     assigner = job.config.assigner
     assert isinstance(assigner, HoppingEventTimeWindows)
     grid = HoppingGrid.of(assigner)
+    if job.source.arrival_order is not None:
+        from windowing.spark.native_hopping_arrival import arrival_parts  # (imports this one)
+
+        return arrival_parts(grid, job, prepared, keys, compiled, layout)
     if grid.size <= grid.slide:
         return _disjoint(grid, job, prepared, keys, compiled, layout)
     return _overlapping(grid, job, prepared, keys, compiled, layout)
@@ -415,13 +430,13 @@ class _Partials:
     def invertible(self) -> bool:
         return all(d.invertible for d in self.parts)
 
+    def expressions(self) -> list[Column]:
+        """The partials' aggregates over rows, in the order of :attr:`flat`."""
+        return [c for d in self.parts for c in d.rows]
+
     def rows(self) -> list[Column]:
         """The pane aggregates (named)."""
-        return [
-            c.alias(x)
-            for d, group in zip(self.parts, self.names, strict=True)
-            for c, x in zip(d.rows, group, strict=True)
-        ]
+        return [c.alias(x) for c, x in zip(self.expressions(), self.flat, strict=True)]
 
     def typed(self, panes: DataFrame) -> _Partials:
         """The same, reading the partials' types from the pane plan (no job runs)."""
