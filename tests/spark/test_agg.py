@@ -574,9 +574,11 @@ def test_hopping_jobs_the_native_plan_leaves_to_the_window_operator(spark: Spark
         WindowedStream.from_dataframe(df, event_time="t", arrival_order="a")
         .key_by("k")
         .window(hopping)
-        .agg(F.sum("i"))
     )
-    assert not in_arrival_order.plan.native
+    assert in_arrival_order.agg(F.sum("i"), F.count("*")).plan.native  # exact sums
+    for not_exact in (F.max("i"), F.sum("d"), F.avg("i"), F.first("s")):
+        assert not in_arrival_order.agg(not_exact).plan.native
+    assert not in_arrival_order.window(HoppingEventTimeWindows(5, 10)).agg(F.sum("i")).plan.native
 
 
 @pytest.mark.parametrize("seed", [s + 7 for s in _fuzz_seeds()])
@@ -598,3 +600,81 @@ def test_random_hopping_configurations_agree(spark: SparkSession, seed: int) -> 
     stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
     columns = invertible_aggregates() if rng.random() < 0.3 else all_but_distinct()
     compare_plans(stream, columns)
+
+
+@pytest.mark.parametrize(
+    ("seed", "size", "slide", "offset", "lateness", "delay", "keyed"),
+    [
+        (61, 10, 3, 0, 0, 2, True),
+        (62, 10, 3, 1, 10, 2, True),
+        (63, 12, 4, -1, 30, 0, True),
+        (64, 9, 2, 1, 7, 5, False),
+        (65, 20, 5, 0, 2**62, 1, True),
+    ],
+    ids=["no lateness", "lateness 10", "lateness 30, offset", "window_all", "huge lateness"],
+)
+def test_native_hopping_in_arrival_order_equals_the_window_operator(
+    spark: SparkSession,
+    seed: int,
+    size: int,
+    slide: int,
+    offset: int,
+    lateness: int,
+    delay: int,
+    keyed: bool,
+) -> None:
+    """Rows join only their windows not past cleanup at the watermark they saw: the on-time
+    firing once, then one late firing per row added later; late rows to the side output."""
+    df = spark.createDataFrame(arrival_rows(seed), SCHEMA + ", a long")
+    source = WindowedStream.from_dataframe(
+        df, event_time="t", arrival_order="a", watermark=BoundedOutOfOrderness(delay)
+    )
+    assigner = HoppingEventTimeWindows(size, slide, offset)
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
+    native = stream.agg(*invertible_aggregates())
+    assert "arrival order" in native.plan.runtime
+    want = compare_plans(stream, invertible_aggregates())
+    firings = [r[: 2 if keyed else 1] for r in want]
+    assert (len(firings) > len(set(firings))) == (lateness > 0)  # late firings
+    late = rows_of(native.get_side_output(LATE))
+    assert {r[-1] for r in late} >= {"null_event_time", "null_arrival_order"}
+    assert any(r[-1] == "late" for r in late) or lateness > 100
+
+
+def test_native_hopping_in_arrival_order_near_the_ends_of_time(spark: SparkSession) -> None:
+    """The window ending at MIN + 1 fires per row with lateness, windows clamped at the end of
+    time, rows behind the watermark by more than a window (late, or late firings)."""
+    times = [MIN_TIMESTAMP, 5, MIN_TIMESTAMP, 9, MAX_TIMESTAMP - 4, 2, MAX_TIMESTAMP, 7, 1, 30]
+    rows = [("a", t, i, 1.0, "x", Decimal(i)) for i, t in enumerate(times)]
+    df = spark.createDataFrame([(*r, a) for a, r in enumerate(rows)], SCHEMA + ", a long")
+    assigner = HoppingEventTimeWindows(6, 2, MIN_TIMESTAMP % 2 - 1)  # a window ends at MIN + 1
+    source = WindowedStream.from_dataframe(
+        df, event_time="t", arrival_order="a", watermark=BoundedOutOfOrderness(0)
+    )
+    for lateness in (0, 1, 20):
+        stream = source.key_by("k").window(assigner).allowed_lateness(lateness)
+        want = compare_plans(stream.side_output_late_data(LATE), invertible_aggregates())
+        assert None in [r[2] for r in want]  # clamped at the end of time
+        assert (MIN_TIMESTAMP + 1 in [r[2] for r in want]) == (lateness > 0)
+
+
+@pytest.mark.parametrize("seed", [s + 11 for s in _fuzz_seeds()])
+def test_random_hopping_arrival_configurations_agree(spark: SparkSession, seed: int) -> None:
+    """A random hopping shape replayed in arrival order (size, slide, offset, watermark
+    delay, lateness, keys or window_all), counts and exact sums: the native plan equals the
+    window operator (``WINDOWING_AGG_FUZZ=N`` adds N more)."""
+    rng = random.Random(seed)
+    df = spark.createDataFrame(arrival_rows(seed, n=rng.randint(20, 300)), SCHEMA + ", a long")
+    source = WindowedStream.from_dataframe(
+        df, event_time="t", arrival_order="a", watermark=BoundedOutOfOrderness(rng.randint(0, 6))
+    )
+    slide = rng.randint(1, 8)
+    size = rng.randint(slide + 1, 6 * slide)
+    assigner = HoppingEventTimeWindows(size, slide, rng.randint(-slide + 1, slide - 1))
+    keyed = rng.random() < 0.8
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    lateness = rng.choice([0, 3, 11, 40, 2**62])
+    compare_plans(
+        windowed.allowed_lateness(lateness).side_output_late_data(LATE), invertible_aggregates()
+    )
