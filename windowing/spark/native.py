@@ -41,7 +41,6 @@ order (:func:`~windowing.spark.aggregates.order_key`), as the window operator do
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
@@ -50,12 +49,25 @@ from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.errors import ErrorPolicy
-from windowing.functions.columns import AggKind
 from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
-from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout, run_batch
 from windowing.spark.inputs import ARR, TB, TS, WMAX, internal_columns
+from windowing.spark.native_hopping import HoppingGrid, hopping_parts, hopping_reason
+from windowing.spark.native_hopping_arrival import arrival_parts
+from windowing.spark.native_parts import (
+    LATE,
+    ON_TIME,
+    NativeParts,
+    aggregate_columns,
+    firings_at_min,
+    input_counters,
+    keys_counter,
+    long_lit,
+    native_column,
+    seen_watermark,
+    windowable,
+)
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -79,7 +91,6 @@ _FIRST = "__pw_nfirst"
 _LAST = "__pw_nlast"
 _PANE = "__pw_npane"
 _TIMING = "__pw_ntiming"
-ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
 
 
 def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
@@ -94,8 +105,6 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
             return None  # the operator's assigner draws the offset
         shape = "tumbling event-time windows: groupBy(keys, window start)"
     elif type(assigner) is HoppingEventTimeWindows:
-        from windowing.spark.native_hopping import hopping_reason  # (it imports this module)
-
         hopping = hopping_reason(job, calls)
         if hopping is None:
             return None  # aggregates without partials, ...: see hopping_reason
@@ -125,7 +134,7 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
                 "; in arrival order: the watermark each row sees (a prefix maximum of event "
                 "time), rows of windows past their cleanup time to the late side output"
             )
-        elif config.allowed_lateness > 0 and not _windowable(calls):
+        elif config.allowed_lateness > 0 and not windowable(calls):
             return None  # late firings are running aggregates: Spark's window functions
         arrival = arrival or (
             "; in arrival order: the watermark each row sees (a prefix maximum of event "
@@ -137,7 +146,7 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
                 "the watermark passed the window's end and again at each later row"
             )
         )
-    elif config.allowed_lateness > 0 and _has_min_window(assigner) and not _windowable(calls):
+    elif config.allowed_lateness > 0 and _has_min_window(assigner) and not windowable(calls):
         return None  # the window at the start of time fires per row: running aggregates
     return (
         f"native Spark plan: {shape}, .agg(...); default trigger, no evictor"
@@ -147,12 +156,6 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         )
         + "; rows without event time to the late side output; Python never sees the rows"
     )
-
-
-def _windowable(calls: Sequence[AggregateCall]) -> bool:
-    """Whether every aggregate runs as a Spark window function (running aggregates): one
-    function the window operator knows, without DISTINCT."""
-    return all(call.kind is not None and not call.distinct for call in calls)
 
 
 def _has_min_window(assigner: object) -> bool:
@@ -184,9 +187,9 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     if source.arrival_order is not None:
         buckets = min(max(shuffle_partitions(df.sparkSession), 1), 1024)
         prepared = add_prefix_max(prepared, order=ARR, value=TS, out=WMAX, buckets=buckets)
-    if type(assigner) is HoppingEventTimeWindows:
-        from windowing.spark.native_hopping import hopping_parts  # (it imports this module)
-
+    if type(assigner) is HoppingEventTimeWindows and source.arrival_order is not None:
+        parts = arrival_parts(HoppingGrid.of(assigner), job, prepared, keys, compiled, layout)
+    elif type(assigner) is HoppingEventTimeWindows:
         parts = hopping_parts(job, prepared, keys, compiled, layout)
     elif source.arrival_order is not None:
         assert isinstance(assigner, TumblingEventTimeWindows), "native_reason chose this plan"
@@ -214,7 +217,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
             bounds = _TumblingBounds(assigner)
             rows = valid.where(~at_min) if min_window else valid
             grouped = rows.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
-                *_aggregates(compiled, arrival=False)
+                *aggregate_columns(compiled, arrival=False)
             )
             window_start, end = bounds.window_start, bounds.end
         else:
@@ -225,7 +228,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
             "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
         )
         counters = prepared.agg(
-            *_input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name)
+            *input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name)
         )
         late = extra + (
             [
@@ -239,7 +242,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         )
         max_ts = F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
         windows = grouped.select(max_ts.alias("mt"))
-        parts = _Parts(grouped, window_start, end, windows, counters, late)
+        parts = NativeParts(grouped, window_start, end, windows, counters, late)
     max_ts = F.coalesce(parts.end - F.lit(1), F.lit(MAX_TIMESTAMP))
     results = parts.results.select(
         *layout.sql.result_branch(
@@ -273,28 +276,6 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     return WindowedResult.of_output(combined, layout, plan)
 
 
-@dataclass(frozen=True)
-class _Parts:
-    """A native plan's pieces: result rows (window columns and the aggregates by name) with
-    their window start and end (ms, null where the assigner's bounds leave ``bigint``), one
-    row per window with contents (``mt``: its max timestamp), the input counters (one row),
-    the late branches (tagged-output columns), and the results' pane columns."""
-
-    results: DataFrame
-    window_start: Column
-    end: Column
-    windows: DataFrame
-    counters: DataFrame
-    late: list[DataFrame]
-    # with pane info: the results' pane index and timing (default: each window's one firing,
-    # on time at the end of input or when the watermark passed its end)
-    pane: tuple[Column, Column] = (F.lit(0), F.lit(ON_TIME))
-
-
-def _aggregates(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
-    return [_native_column(call, arrival).alias(call.name) for call in compiled.calls]
-
-
 class _TumblingBounds:
     """A tumbling window as Spark columns: ``start`` groups rows (the first window's, below
     the end of time, as ``MIN_TIMESTAMP``); ``window_start`` / ``end`` read the grouping
@@ -317,7 +298,8 @@ class _TumblingBounds:
         first_end = self.first_end = lowest + size
         self.end = (
             F.when(
-                w == F.lit(MIN_TIMESTAMP), _long(first_end if first_end <= MAX_TIMESTAMP else None)
+                w == F.lit(MIN_TIMESTAMP),
+                long_lit(first_end if first_end <= MAX_TIMESTAMP else None),
             )
             .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
             .otherwise(w + F.lit(size))
@@ -332,7 +314,7 @@ def _in_arrival_order(
     keys: list[Column],
     compiled: CompiledAggregates,
     layout: OutputLayout,
-) -> _Parts:
+) -> NativeParts:
     """Tumbling windows replayed in arrival order (``prepared`` has the prefix maximum of
     event time over earlier arrivals, ``__pw_wmax``); see the module docstring."""
     lateness = job.config.allowed_lateness
@@ -354,7 +336,7 @@ def _in_arrival_order(
     if lateness == 0:
         # Without lateness a window's contents are the rows it had when the watermark passed
         # its end: one firing each.
-        results = added.groupBy(*keys, _WINDOW).agg(*_aggregates(compiled, arrival=True))
+        results = added.groupBy(*keys, _WINDOW).agg(*aggregate_columns(compiled, arrival=True))
     else:
         results = _firings(added, keys, compiled, numbered=layout.pane_info)
         pane = (F.col(_PANE), F.col(_TIMING))
@@ -369,7 +351,7 @@ def _in_arrival_order(
         elements.alias("num_elements"),
         F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
         F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
-        _keys_counter(layout).alias("num_keys"),
+        keys_counter(layout).alias("num_keys"),
     ).crossJoin(counters.select(F.col("late").alias(late_name)))
     late: list[DataFrame] = []
     if layout.has_late:
@@ -383,17 +365,7 @@ def _in_arrival_order(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
-    return _Parts(results, bounds.window_start, bounds.end, windows, input_counts, late, pane)
-
-
-def seen_watermark(job: Job) -> Column:
-    """The watermark each row sees in arrival order: ``max(MIN, wmax - delay - 1)`` from the
-    prefix maximum of event time ``__pw_wmax``, ``MIN_TIMESTAMP`` before any event time."""
-    delay = job.source.watermark.delay
-    wmax = F.col(WMAX)
-    return F.when(wmax >= F.lit(MIN_TIMESTAMP + delay + 1), wmax - F.lit(delay + 1)).otherwise(
-        F.lit(MIN_TIMESTAMP)
-    )
+    return NativeParts(results, bounds.window_start, bounds.end, windows, input_counts, late, pane)
 
 
 def _firings(
@@ -410,7 +382,7 @@ def _firings(
     on_time = F.col(_W) < F.col(_MT)
     fires = ~on_time | ~F.coalesce(F.lead(on_time).over(order), F.lit(False))
     columns = [
-        _native_column(call, True, expression=True).over(running).alias(call.name)
+        native_column(call, True, expression=True).over(running).alias(call.name)
         for call in compiled.calls
     ]
     if not numbered:
@@ -449,44 +421,11 @@ def _sessions(
         _WINDOW, F.sum(_WINDOW).over(order.rowsBetween(Window.unboundedPreceding, 0))
     )
     grouped = numbered.groupBy(*keys, _WINDOW).agg(
-        *_aggregates(compiled, arrival=False), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
+        *aggregate_columns(compiled, arrival=False), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
     )
     last = F.col(_LAST)
     end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
     return grouped, F.col(_FIRST), end
-
-
-def firings_at_min(
-    rows: DataFrame,
-    keys: list[Column],
-    compiled: CompiledAggregates,
-    layout: OutputLayout,
-    start: int | None,
-) -> list[DataFrame]:
-    """The firings of the window ending at ``MIN_TIMESTAMP + 1`` (its rows are at MIN; its
-    ``start``, ``None`` below ``MIN_TIMESTAMP``), with allowed lateness: one per row, over
-    the rows so far in replay order (running aggregates); as tagged result rows, and a
-    metrics row counting them."""
-    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(TS), F.col(TB))
-    running = order.rowsBetween(Window.unboundedPreceding, 0)
-    columns = [
-        _native_column(call, False, expression=True).over(running).alias(call.name)
-        for call in compiled.calls
-    ]
-    # each firing is late (the window is behind the first watermark), numbered in replay order
-    index = (F.row_number().over(order) - F.lit(1)).alias(_PANE)
-    fired = rows.select(*keys, *columns, index)
-    bounds = (_long(start), _long(MIN_TIMESTAMP + 1), _long(MIN_TIMESTAMP))
-    values = [col(c.name) for c in compiled.calls]
-    results = fired.select(*layout.sql.result_branch(bounds, values, (F.col(_PANE), F.lit(LATE))))
-    n = rows.agg(F.count(F.lit(1)).alias("n")).select(
-        *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
-    )
-    return [results, n]
-
-
-def _long(value: int | None) -> Column:
-    return F.lit(value).cast("long")
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -494,57 +433,3 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     for f in frames[1:]:
         out = out.union(f)
     return out
-
-
-def _keys_counter(layout: OutputLayout) -> Column:
-    """Distinct keys over all input rows (1 for ``window_all`` with any row)."""
-    if layout.keys:
-        return F.count_distinct(F.struct(*[col(k) for k in layout.keys]))
-    return F.when(F.count(F.lit(1)) > 0, F.lit(1)).otherwise(F.lit(0))
-
-
-def _input_counters(layout: OutputLayout) -> list[Column]:
-    """Counters over all input rows in event-time order: rows, elements (with an event
-    time), rows without one, distinct keys."""
-    n = F.count(F.lit(1))
-    return [
-        n.alias("num_input_rows"),
-        F.count(F.col(TS)).alias("num_elements"),
-        (n - F.count(F.col(TS))).alias("num_null_event_time"),
-        _keys_counter(layout).alias("num_keys"),
-    ]
-
-
-def _native_column(call: AggregateCall, arrival: bool, *, expression: bool = False) -> Column:
-    """The user's aggregate column, with the picks (``first`` / ``last`` / ``min_by`` /
-    ``max_by``) made deterministic by the replay order (event time[, arrival order], content
-    hash). ``expression``: without the user's alias (to be used with ``over``)."""
-    kind = call.kind
-    if kind is None or not kind.ordered:
-        if expression and call.expression is not None:
-            return call.expression
-        return call.column
-    x, key, smallest = pick(call, arrival)
-    return F.min_by(x, key) if smallest else F.max_by(x, key)
-
-
-def pick(call: AggregateCall, arrival: bool) -> tuple[Column, Column, bool]:
-    """A pick (``first`` / ``last`` / ``min_by`` / ``max_by``) as the value, the key that
-    chooses its row (null for rows it skips) and whether the smallest key wins: the replay
-    order (event time[, arrival order], content hash) decides ties."""
-    kind = call.kind
-    x = call.args[0]
-    assert x is not None and kind is not None and kind.ordered
-    parts = [F.col(TS), *([F.col(ARR)] if arrival else []), F.col(TB)]
-    order = F.struct(*parts)
-    if kind in (AggKind.FIRST, AggKind.LAST):
-        ignore_nulls = len(call.literals) > 1 and bool(call.literals[1])
-        key = F.when(x.isNotNull(), order) if ignore_nulls else order
-        return x, key, kind is AggKind.FIRST
-    o = call.args[1]
-    assert o is not None
-    if kind is AggKind.MIN_BY:
-        return x, F.when(o.isNotNull(), F.struct(o, *parts)), True
-    # the largest ordering value; on a tie the row first in replay order
-    later = F.struct(o, *[F.bitwise_not(c) for c in parts])
-    return x, F.when(o.isNotNull(), later), False

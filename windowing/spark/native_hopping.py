@@ -32,7 +32,7 @@ per key and pane); a window is ``n = size / g`` consecutive panes and windows st
 Windows at the ends of time follow the assigner: a start below ``MIN_TIMESTAMP`` is null, an
 end past ``MAX_TIMESTAMP`` is clamped (null), and the window ending at ``MIN_TIMESTAMP + 1``
 (behind the first watermark) is late without allowed lateness, and with it fires once per
-row (:func:`~windowing.spark.native.firings_at_min`). Positions are (block, pane in block)
+row (:func:`~windowing.spark.native_parts.firings_at_min`). Positions are (block, pane in block)
 pairs, so nothing overflows near the ends of time.
 """
 
@@ -51,14 +51,14 @@ from windowing.functions.columns import AggKind
 from windowing.job import Job
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.inputs import TS
-from windowing.spark.native import (
-    _aggregates,
-    _input_counters,
-    _long,
-    _Parts,
-    _windowable,
+from windowing.spark.native_parts import (
+    NativeParts,
+    aggregate_columns,
     firings_at_min,
+    input_counters,
+    long_lit,
     pick,
+    windowable,
 )
 from windowing.spark.output import REASON_LATE, REASON_NULL_EVENT_TIME, OutputLayout, col
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -181,7 +181,7 @@ def hopping_reason(job: Job, calls: Sequence[AggregateCall]) -> str | None:
     grid = HoppingGrid.of(assigner)
     lateness = job.config.allowed_lateness
     if job.source.arrival_order is not None:
-        if grid.size <= grid.slide or not _windowable(calls):
+        if grid.size <= grid.slide or not windowable(calls):
             return None  # windows no longer than the slide in arrival order: the operator
         if not all(_decompose(call, lambda i: DataType()).invertible for call in calls):
             return None  # not a count or an exact sum: see windowing.spark.native_hopping_arrival
@@ -194,14 +194,14 @@ def hopping_reason(job: Job, calls: Sequence[AggregateCall]) -> str | None:
             "replay order per window (one late firing each)"
         )
     if grid.size <= grid.slide:
-        if lateness > 0 and grid.min_window_start is not None and not _windowable(calls):
+        if lateness > 0 and grid.min_window_start is not None and not windowable(calls):
             return None  # the window at the start of time fires per row: running aggregates
         return (
             "hopping event-time windows no longer than their slide: a row is in at most one "
             "window (rows between windows count in num_records_in_no_window), "
             "groupBy(keys, window start)"
         )
-    if not _windowable(calls):
+    if not windowable(calls):
         return None  # DISTINCT or a column the window operator cannot read: no partials
     if grid.m >= 2**61:
         return None  # pane arithmetic would overflow a long (a slide of 2**61 ms and more)
@@ -220,16 +220,12 @@ def hopping_parts(
     keys: list[Column],
     compiled: CompiledAggregates,
     layout: OutputLayout,
-) -> _Parts:
+) -> NativeParts:
     """The native plan's pieces for hopping windows in event-time order (its late branches
     include the firings of the window at the start of time)."""
     assigner = job.config.assigner
     assert isinstance(assigner, HoppingEventTimeWindows)
     grid = HoppingGrid.of(assigner)
-    if job.source.arrival_order is not None:
-        from windowing.spark.native_hopping_arrival import arrival_parts  # (imports this one)
-
-        return arrival_parts(grid, job, prepared, keys, compiled, layout)
     if grid.size <= grid.slide:
         return _disjoint(grid, job, prepared, keys, compiled, layout)
     return _overlapping(grid, job, prepared, keys, compiled, layout)
@@ -263,7 +259,7 @@ def _disjoint(
     keys: list[Column],
     compiled: CompiledAggregates,
     layout: OutputLayout,
-) -> _Parts:
+) -> NativeParts:
     """``size <= slide``: each row in at most one window, grouped as tumbling windows of
     the slide are, then cut to ``size``."""
     size, slide, offset = grid.size, grid.slide, grid.offset
@@ -287,24 +283,24 @@ def _disjoint(
     valid = prepared.where(ts.isNotNull())
     start = F.when(ts >= F.lit(MIN_TIMESTAMP) + d, ts - d).otherwise(F.lit(MIN_TIMESTAMP))
     added = valid.where(~between & (~at_min if min_window else F.lit(True)))
-    grouped = added.groupBy(*keys, start.alias(_W)).agg(*_aggregates(compiled, arrival=False))
+    grouped = added.groupBy(*keys, start.alias(_W)).agg(*aggregate_columns(compiled, arrival=False))
     w = F.col(_W)
     end = (
         # (the window below the start of time, if one holds it: ending after MIN_TIMESTAMP)
-        F.when(w == F.lit(MIN_TIMESTAMP), _long(max(lowest + size, MIN_TIMESTAMP)))
+        F.when(w == F.lit(MIN_TIMESTAMP), long_lit(max(lowest + size, MIN_TIMESTAMP)))
         .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
         .otherwise(w + F.lit(size))
     )
     window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
     counters = prepared.agg(
-        *_input_counters(layout),
+        *input_counters(layout),
         F.count(F.when(ts.isNotNull() & is_late, 1)).alias(_late_name(layout)),
         F.count(F.when(ts.isNotNull() & no_window, 1)).alias("num_records_in_no_window"),
     )
     windows = grouped.select(F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP)).alias("mt"))
     late = _firings(grid, job, valid, keys, compiled, layout)
     late += _late_branches(prepared, layout, is_late)
-    return _Parts(grouped, window_start, end, windows, counters, late)
+    return NativeParts(grouped, window_start, end, windows, counters, late)
 
 
 def _late_branches(prepared: DataFrame, layout: OutputLayout, is_late: Column) -> list[DataFrame]:
@@ -475,7 +471,7 @@ def _overlapping(
     keys: list[Column],
     compiled: CompiledAggregates,
     layout: OutputLayout,
-) -> _Parts:
+) -> NativeParts:
     """``size > slide``: panes, then runs of windows with equal contents (the module
     docstring), then the runs' window starts."""
     ts = F.col(TS)
@@ -513,10 +509,10 @@ def _overlapping(
         *keys, start.alias(_START), end.alias(_END), *[col(c.name) for c in compiled.calls]
     )
     mt = F.coalesce(F.col(_END) - F.lit(1), F.lit(MAX_TIMESTAMP))
-    counters = prepared.agg(*_input_counters(layout), F.lit(0).alias(_late_name(layout)))
+    counters = prepared.agg(*input_counters(layout), F.lit(0).alias(_late_name(layout)))
     late = _firings(grid, job, valid, keys, compiled, layout)
     late += _late_branches(prepared, layout, F.lit(False))
-    return _Parts(
+    return NativeParts(
         results, F.col(_START), F.col(_END), results.select(mt.alias("mt")), counters, late
     )
 

@@ -35,7 +35,6 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from windowing.job import Job
 from windowing.spark.aggregates import CompiledAggregates
 from windowing.spark.inputs import ARR, TB, TS
-from windowing.spark.native import LATE, ON_TIME, _keys_counter, _Parts, seen_watermark
 from windowing.spark.native_hopping import (
     _B,
     _BX,
@@ -54,6 +53,7 @@ from windowing.spark.native_hopping import (
     _Partials,
     _sweep,
 )
+from windowing.spark.native_parts import LATE, ON_TIME, NativeParts, keys_counter, seen_watermark
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -83,7 +83,7 @@ def arrival_parts(
     keys: list[Column],
     compiled: CompiledAggregates,
     layout: OutputLayout,
-) -> _Parts:
+) -> NativeParts:
     """Hopping windows (``size > slide``) in arrival order; ``prepared`` has the prefix
     maximum of event time (see the module docstring)."""
     n, size, slide = grid.n, grid.size, grid.slide
@@ -169,7 +169,7 @@ def arrival_parts(
         F.count(F.when(has_arrival & has_time, 1)).alias("num_elements"),
         F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
         F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
-        _keys_counter(layout).alias("num_keys"),
+        keys_counter(layout).alias("num_keys"),
     ).crossJoin(late_count.select(F.col("late").alias(_late_name(layout))))
     late: list[DataFrame] = []
     if layout.has_late:
@@ -184,7 +184,7 @@ def arrival_parts(
             ),
         ]
     pane_columns = (F.col(_PANE), F.col(_TIMING))
-    return _Parts(results, F.col(_START), F.col(_END), windows, counters, late, pane_columns)
+    return NativeParts(results, F.col(_START), F.col(_END), windows, counters, late, pane_columns)
 
 
 def _late_copies(
