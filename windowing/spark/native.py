@@ -25,6 +25,9 @@ Tumbling windows in arrival order (``arrival_order``; the watermark strategy's d
              aggregates, kept at the last row added before the watermark passed the window's
              end (the on-time firing) and at every row added after it (a late firing each)
 
+KIP-450 sliding windows (``SlidingDistinctAssigner``) in event-time order: their own module,
+:mod:`windowing.spark.native_sliding` (range frames over each key's distinct record times).
+
 Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
 merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
 are exactly the runs of its sorted times without a step above ``gap``.
@@ -47,6 +50,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.errors import ErrorPolicy
 from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
@@ -60,6 +64,7 @@ from windowing.spark.native_parts import long_literal as _long
 from windowing.spark.native_parts import native_column as _native_column
 from windowing.spark.native_parts import union_all as _union
 from windowing.spark.native_parts import windowable as _windowable
+from windowing.spark.native_sliding import run_sliding, sliding_reason
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -97,6 +102,8 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         if assigner.stagger is not WindowStagger.ALIGNED:
             return None  # the operator's assigner draws the offset
         shape = "tumbling event-time windows: groupBy(keys, window start)"
+    elif type(assigner) is SlidingDistinctAssigner:
+        return sliding_reason(job, calls)
     elif type(assigner) is EventTimeSessionWindows:
         shape = (
             "event-time sessions by gaps and islands: per key in event-time order, a row more "
@@ -161,6 +168,8 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     """The native plan of ``job`` (the user's own, without the operator's argument columns)
     with the aggregates ``compiled``; see the module docstring."""
     source, config = job.source, job.config
+    if type(config.assigner) is SlidingDistinctAssigner:
+        return run_sliding(compiled, job)
     df = source.df
     layout = build_layout(job, None, compiled.schema, None)
     prepared = df.select(*internal_columns(df, source))
