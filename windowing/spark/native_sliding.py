@@ -30,7 +30,8 @@ aggregates, functions the window operator does not know) and sizes from ``2**62`
 frames in ``bigint`` then overflow) take the general form: the windows from the distinct times
 (``lead``), then each window's rows joined to it by time range (an equi-join on key, sign and a
 bucket of ``size + 1`` ms, then the range) and ``groupBy(window).agg(...)``: one copy of a row
-per window holding it.
+per window holding it (and of each row in the bucket before its own, so that a window is
+joined in one bucket and grouped without another shuffle).
 
 At the start of time: with a grace of 0, a record at ``MIN_TIMESTAMP`` finds its left window
 ``[MIN - size; MIN]`` already closed (watermark ``MIN``): it is late and in no window (Kafka
@@ -91,6 +92,7 @@ _GE = "__pw_sge"  # the window starts at or after the store-expiry bound
 _WS, _WE, _WMT = "__pw_sws", "__pw_swe", "__pw_smt"
 _LO, _HI = "__pw_slo", "__pw_shi"  # the window's rows' times (bigint, clamped)
 _BUCKET = "__pw_sb"
+_KEY, _WKEY, _WNEG, _WBUCKET = "__pw_skey", "__pw_swkey", "__pw_swneg", "__pw_swb"
 _RN, _TRN = "__pw_srn", "__pw_strn"
 _AGG = "__pw_sa"
 
@@ -234,6 +236,16 @@ class _Bounds:
             _GE: _at_least(t, self.expiry - 1),
         }
 
+    def of_range(self, lo: Column, hi: Column) -> tuple[Column, Column, Column]:
+        """Start, end and max timestamp (as the results show them) of the window whose rows'
+        times are ``[lo, hi]`` (its bounds clamped to ``bigint``): only one end can be
+        clamped, a window spanning less than ``2**64`` ms."""
+        size = self.size
+        start = F.when(lo > F.lit(MIN_TIMESTAMP), lo).when(
+            _at_least(hi, MIN_TIMESTAMP + size), hi - F.lit(size)
+        )
+        return start, F.when(hi < F.lit(MAX_TIMESTAMP), hi + F.lit(1)), hi
+
 
 def _plus(column: Column, k: int) -> Column:
     """``column + k`` for ``0 <= k < 2**64`` where the sum fits in ``bigint``, as one sum
@@ -365,8 +377,11 @@ def _joined_windows(
     bounds: _Bounds,
 ) -> tuple[DataFrame, DataFrame]:
     """The general form: the windows from the distinct times, each window's rows joined to
-    it (equi-join on key, sign and a bucket of ``size + 1`` ms, then the range), grouped
-    by window. Returns the result rows and the windows (keys, ``_FIRES``, ``_GE``)."""
+    it, grouped by window. The join's equality is the key (one struct: nulls equal), the
+    sign and a bucket of time (``bigint div width``, ``width = size + 1`` up to ``2**62``): a
+    window in the bucket of its start, a row in its own bucket and the ones before it that a
+    window can reach it from; the aggregation then needs no shuffle of its own. Returns the
+    result rows and the windows (keys, ``_FIRES``, ``_GE``)."""
     ts = F.col(TS)
     size = bounds.size
     rows = valid.withColumn(_NEG, ts < F.lit(0))
@@ -377,42 +392,41 @@ def _joined_windows(
     )
     # (times of one sign: the difference fits in bigint)
     right_exists = nxt.isNotNull() & _at_most(nxt - ts, size + 1)
-    fields = (_WS, _WE, _WMT, _LO, _HI, _GE)
+    fields = (_LO, _HI, _GE)
     last_early = nxt.isNull() | (nxt > F.lit(size))
     # a right window [t + 1; t + 1 + size] may be a left window too: one window
     windows = _windows_of_times(last, keys, bounds, last_early, right_exists, fields).distinct()
     width = min(size + 1, 2**62)
-    renamed = [f"__pw_sk{i}" for i in range(len(keys))]
+    reach = -(-(size + 1) // width)  # buckets past its own that a window reaches (1 or 2)
+    key = F.struct(*keys) if keys else F.lit(0)
     targets = windows.where(F.col(_FIRES)).select(
-        *[k.alias(r) for k, r in zip(keys, renamed, strict=True)],
-        F.col(_NEG).alias("__pw_swneg"),
+        key.alias(_WKEY),
+        F.col(_NEG).alias(_WNEG),
+        F.expr(f"{_LO} div {width}").alias(_WBUCKET),
         _LO,
         _HI,
-        _WS,
-        _WE,
-        _WMT,
-        F.explode(F.sequence(F.expr(f"{_LO} div {width}"), F.expr(f"{_HI} div {width}"))).alias(
-            "__pw_swb"
-        ),
     )
-    bucketed = rows.withColumn(_BUCKET, F.expr(f"{TS} div {width}"))
+    bucket = F.expr(f"{TS} div {width}")
+    copies = F.array(*[bucket - F.lit(i) for i in range(reach + 1)])
+    bucketed = rows.withColumn(_KEY, key).withColumn(_BUCKET, F.explode(copies))
     condition = [
-        *[k.eqNullSafe(F.col(r)) for k, r in zip(keys, renamed, strict=True)],
-        F.col(_NEG) == F.col("__pw_swneg"),
-        F.col(_BUCKET) == F.col("__pw_swb"),
+        F.col(_KEY) == F.col(_WKEY),
+        F.col(_NEG) == F.col(_WNEG),
+        F.col(_BUCKET) == F.col(_WBUCKET),
         ts.between(F.col(_LO), F.col(_HI)),
     ]
     calls = compiled.calls
     grouped = (
         bucketed.join(targets, condition)
-        .groupBy(*renamed, "__pw_swneg", _LO, _HI, _WS, _WE, _WMT)
+        .groupBy(_KEY, _NEG, _BUCKET, _LO, _HI)
         .agg(*[native_column(c, False).alias(c.name) for c in calls])
     )
+    start, end, max_ts = bounds.of_range(F.col(_LO), F.col(_HI))
     results = grouped.select(
-        *[F.col(r).alias(k) for r, k in zip(renamed, layout.keys, strict=True)],
-        _WS,
-        _WE,
-        _WMT,
+        *[F.col(_KEY).getField(k).alias(k) for k in layout.keys],
+        start.alias(_WS),
+        end.alias(_WE),
+        max_ts.alias(_WMT),
         *[col(c.name) for c in calls],
     )
     return results, windows.select(*keys, _FIRES, _GE)
