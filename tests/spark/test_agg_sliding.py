@@ -1,7 +1,7 @@
 """WindowedStream.agg over KIP-450 sliding windows (SlidingDistinctAssigner): the native plan
 (windowing/spark/native_sliding.py) against the window operator running Kafka's algorithm, on
-random data (results, late rows, metrics), in both of its forms (range frames; the join of
-windows to rows), and the jobs that keep the window operator."""
+random data (results, late rows, metrics, pane info), in both of its forms (range frames;
+the join of windows to rows), and the jobs that keep the window operator."""
 
 from __future__ import annotations
 
@@ -54,6 +54,8 @@ def compare(stream: Any, columns: list[Any], form: str) -> tuple[list[Any], Any]
     assert operator.plan.operator.strategy.value == "kafka-sliding"
     with native, operator:
         assert native.results.schema == operator.results.schema
+        pane_columns = ["pane_index", "timing"]
+        assert (native.results.columns[-2:] == pane_columns) == stream.config.pane_info
         want = rows_of(operator.results)
         assert_same_rows(rows_of(native.results), want)
         assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
@@ -122,6 +124,46 @@ def test_native_sliding_equals_the_window_operator(
         assert len(fired_at_min) > 1  # the window at MIN fired once per record
     if size >= 2**62:
         assert metrics.num_windows_left_at_end > 0  # their cleanup time saturates
+
+
+@pytest.mark.parametrize(
+    ("seed", "size", "grace", "keyed", "form"),
+    [
+        (41, 10, 0, True, FRAMES),
+        (42, 3, 4, True, FRAMES),
+        (43, 3, 4, False, FRAMES),
+        (44, 3, 4, True, JOIN),
+        (45, MAX_TIMESTAMP, 2**62, True, JOIN),
+    ],
+    ids=[
+        "size 10, records at MIN late",
+        "records at MIN fire per row",
+        "window_all, records at MIN fire per row",
+        "count distinct, records at MIN fire per row",
+        "size MAX",
+    ],
+)
+def test_pane_info_equals_the_window_operator(
+    spark: SparkSession, seed: int, size: int, grace: int, keyed: bool, form: str
+) -> None:
+    """With ``pane_info()`` the plan gives each result the operator's pane: every window fires
+    once, on time, at the end of input; with a grace the window at the start of time fires
+    per record at MIN, late, numbered in replay order."""
+    rows = random_rows(seed, n=300, extreme=True)
+    source = WindowedStream.from_dataframe(spark.createDataFrame(rows, SCHEMA), event_time="t")
+    assigner = SlidingDistinctAssigner(size, grace=grace)
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    stream = windowed.side_output_late_data(LATE).pane_info()
+    want, _ = compare(stream, windowable() if form == FRAMES else aggregates(), form)
+    at_min = [r for r in want if r[-3] == MIN_TIMESTAMP]  # max_timestamp
+    others = [r for r in want if r[-3] != MIN_TIMESTAMP]
+    assert len(others) > 10
+    assert {r[-2:] for r in others} == {(0, "ON_TIME")}
+    if grace == 0:
+        assert not at_min
+    else:
+        assert {r[-1] for r in at_min} == {"LATE"}
+        assert max(r[-2] for r in at_min) >= 1
 
 
 def test_worked_example(spark: SparkSession) -> None:
@@ -265,4 +307,5 @@ def test_random_sliding_configurations_agree(spark: SparkSession, seed: int) -> 
     windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
     framed = size <= FRAMED_MAX_SIZE and rng.random() < 0.7
     columns = windowable() if framed else aggregates()
-    compare(windowed.side_output_late_data(LATE), columns, FRAMES if framed else JOIN)
+    stream = windowed.side_output_late_data(LATE).pane_info(rng.random() < 0.3)
+    compare(stream, columns, FRAMES if framed else JOIN)

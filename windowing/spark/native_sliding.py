@@ -38,6 +38,8 @@ At the start of time: with a grace of 0, a record at ``MIN_TIMESTAMP`` finds its
 keeps no trace of it). With a grace, that window fires on each of its records at once
 (``EventTimeTrigger``: its end is behind the watermark), over the records so far in replay
 order (a self-join of the key's rows at ``MIN`` numbered in that order), and never at the end.
+With pane info the firings at the end are each window's first (``ON_TIME``), the ones at
+``MIN`` are ``LATE``, numbered in replay order (as the operator's ``PaneTracker`` numbers them).
 
 The metrics are the operator's; ``num_windows_left_at_end`` follows the Kafka store's expiry:
 a key's store is forgotten by a timer at ``start + 3 * size + grace`` of its newest window,
@@ -60,6 +62,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.job import Job
+from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout
 from windowing.spark.inputs import TB, TS, internal_columns
@@ -95,6 +98,7 @@ _BUCKET = "__pw_sb"
 _KEY, _WKEY, _WNEG, _WBUCKET = "__pw_skey", "__pw_swkey", "__pw_swneg", "__pw_swb"
 _RN, _TRN = "__pw_srn", "__pw_strn"
 _AGG = "__pw_sa"
+ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
 
 
 def sliding_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
@@ -165,7 +169,9 @@ def run_sliding(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     branches = [
         results.select(
             *layout.sql.result_branch(
-                (F.col(_WS), F.col(_WE), F.col(_WMT)), [col(c.name) for c in compiled.calls]
+                (F.col(_WS), F.col(_WE), F.col(_WMT)),
+                [col(c.name) for c in compiled.calls],
+                (F.lit(0), F.lit(ON_TIME)),  # each window's one firing, by its timer
             )
         ),
         _window_metrics(windows, keys).select(
@@ -474,11 +480,14 @@ def _firings_at_min(
         .select(
             *[F.col(r).alias(k) for r, k in zip(renamed, layout.keys, strict=True)],
             *[col(c.name) for c in calls],
+            (F.col(_TRN) - F.lit(1)).alias(_RN),  # the firing's pane index
         )
     )
     start = MIN_TIMESTAMP if size == 0 else None  # [MIN - size; MIN] starts below MIN
     window = (long_literal(start), long_literal(MIN_TIMESTAMP + 1), long_literal(MIN_TIMESTAMP))
-    results = fired.select(*layout.sql.result_branch(window, [col(c.name) for c in calls]))
+    # each firing is late (the window is behind the first watermark), numbered in replay order
+    pane = (F.col(_RN), F.lit(LATE))
+    results = fired.select(*layout.sql.result_branch(window, [col(c.name) for c in calls], pane))
     n = fired.agg(F.count(F.lit(1)).alias("n")).select(
         *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
     )
