@@ -17,6 +17,7 @@ from windowing import (
     BoundedOutOfOrderness,
     EventTimeSessionWindows,
     OutputTag,
+    SlidingDistinctAssigner,
     TumblingEventTimeWindows,
     WindowedStream,
 )
@@ -93,7 +94,14 @@ def test_native_tumbling_in_arrival_order_numbers_its_firings(
         assert max(r[-2] for r in got) >= 2
 
 
-@pytest.mark.parametrize("assigner", [TumblingEventTimeWindows(10, 3), EventTimeSessionWindows(1)])
+@pytest.mark.parametrize(
+    "assigner",
+    [
+        TumblingEventTimeWindows(10, 3),
+        EventTimeSessionWindows(1),
+        SlidingDistinctAssigner(10, grace=5),
+    ],
+)
 def test_native_event_time_order_fires_on_time_and_the_start_of_time_late(
     spark: SparkSession, assigner: Any
 ) -> None:

@@ -25,6 +25,9 @@ Tumbling windows in arrival order (``arrival_order``; the watermark strategy's d
              aggregates, kept at the last row added before the watermark passed the window's
              end (the on-time firing) and at every row added after it (a late firing each)
 
+KIP-450 sliding windows (``SlidingDistinctAssigner``) in event-time order: their own module,
+:mod:`windowing.spark.native_sliding` (range frames over each key's distinct record times).
+
 Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
 merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
 are exactly the runs of its sorted times without a step above ``gap``.
@@ -47,14 +50,21 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.errors import ErrorPolicy
-from windowing.functions.columns import AggKind
 from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
 from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout, run_batch
 from windowing.spark.inputs import ARR, TB, TS, WMAX, internal_columns
+from windowing.spark.native_parts import input_counters as _input_counters
+from windowing.spark.native_parts import keys_counter as _keys_counter
+from windowing.spark.native_parts import long_literal as _long
+from windowing.spark.native_parts import native_column as _native_column
+from windowing.spark.native_parts import union_all as _union
+from windowing.spark.native_parts import windowable as _windowable
+from windowing.spark.native_sliding import run_sliding, sliding_reason
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -92,6 +102,8 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         if assigner.stagger is not WindowStagger.ALIGNED:
             return None  # the operator's assigner draws the offset
         shape = "tumbling event-time windows: groupBy(keys, window start)"
+    elif type(assigner) is SlidingDistinctAssigner:
+        return sliding_reason(job, calls)
     elif type(assigner) is EventTimeSessionWindows:
         shape = (
             "event-time sessions by gaps and islands: per key in event-time order, a row more "
@@ -136,12 +148,6 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
     )
 
 
-def _windowable(calls: Sequence[AggregateCall]) -> bool:
-    """Whether every aggregate runs as a Spark window function (running aggregates): one
-    function the window operator knows, without DISTINCT."""
-    return all(call.kind is not None and not call.distinct for call in calls)
-
-
 def _has_min_window(assigner: object) -> bool:
     """Whether a window ends at ``MIN_TIMESTAMP + 1`` (max timestamp MIN, behind the first
     watermark): the first tumbling window for some offsets, a session of gap 1 at MIN."""
@@ -162,6 +168,8 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     """The native plan of ``job`` (the user's own, without the operator's argument columns)
     with the aggregates ``compiled``; see the module docstring."""
     source, config = job.source, job.config
+    if type(config.assigner) is SlidingDistinctAssigner:
+        return run_sliding(compiled, job)
     df = source.df
     layout = build_layout(job, None, compiled.schema, None)
     prepared = df.select(*internal_columns(df, source))
@@ -460,59 +468,3 @@ def _firings_at_min(
         *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
     )
     return [results, n]
-
-
-def _long(value: int | None) -> Column:
-    return F.lit(value).cast("long")
-
-
-def _union(frames: list[DataFrame]) -> DataFrame:
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.union(f)
-    return out
-
-
-def _keys_counter(layout: OutputLayout) -> Column:
-    """Distinct keys over all input rows (1 for ``window_all`` with any row)."""
-    if layout.keys:
-        return F.count_distinct(F.struct(*[col(k) for k in layout.keys]))
-    return F.when(F.count(F.lit(1)) > 0, F.lit(1)).otherwise(F.lit(0))
-
-
-def _input_counters(layout: OutputLayout) -> list[Column]:
-    """Counters over all input rows in event-time order: rows, elements (with an event
-    time), rows without one, distinct keys."""
-    n = F.count(F.lit(1))
-    return [
-        n.alias("num_input_rows"),
-        F.count(F.col(TS)).alias("num_elements"),
-        (n - F.count(F.col(TS))).alias("num_null_event_time"),
-        _keys_counter(layout).alias("num_keys"),
-    ]
-
-
-def _native_column(call: AggregateCall, arrival: bool, *, expression: bool = False) -> Column:
-    """The user's aggregate column, with the picks (``first`` / ``last`` / ``min_by`` /
-    ``max_by``) made deterministic by the replay order (event time[, arrival order], content
-    hash). ``expression``: without the user's alias (to be used with ``over``)."""
-    kind = call.kind
-    if kind is None or not kind.ordered:
-        if expression and call.expression is not None:
-            return call.expression
-        return call.column
-    x = call.args[0]
-    assert x is not None
-    parts = [F.col(TS), *([F.col(ARR)] if arrival else []), F.col(TB)]
-    order = F.struct(*parts)
-    if kind in (AggKind.FIRST, AggKind.LAST):
-        ignore_nulls = len(call.literals) > 1 and bool(call.literals[1])
-        key = F.when(x.isNotNull(), order) if ignore_nulls else order
-        return F.min_by(x, key) if kind is AggKind.FIRST else F.max_by(x, key)
-    o = call.args[1]
-    assert o is not None
-    if kind is AggKind.MIN_BY:
-        return F.min_by(x, F.when(o.isNotNull(), F.struct(o, *parts)))
-    # the largest ordering value; on a tie the row first in replay order
-    later = F.struct(o, *[F.bitwise_not(c) for c in parts])
-    return F.max_by(x, F.when(o.isNotNull(), later))
