@@ -54,7 +54,8 @@ from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
 from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout, run_batch
-from windowing.spark.inputs import ARR, TB, TS, WMAX, internal_columns
+from windowing.spark.firings import firings, running_aggregate
+from windowing.spark.inputs import ARR, TB, TS, internal_columns
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -62,23 +63,34 @@ from windowing.spark.output import (
     OutputLayout,
     col,
 )
-from windowing.spark.plans import plan_job, shuffle_partitions
-from windowing.spark.watermark import add_prefix_max
+from windowing.spark.plans import plan_job
+from windowing.spark.watermark import (
+    WindowCutoffs,
+    count_at_most,
+    element_or_null,
+    one_task_enough,
+    watermark_of,
+)
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
 __all__ = ["native_reason", "run_aggregates", "run_native"]
 
 _WINDOW = "__pw_nw"
-_W = "__pw_nwm"
 _MT = "__pw_nmt"
 _LATE = "__pw_nlate"
-_FIRES = "__pw_nfires"
 _FIRST = "__pw_nfirst"
 _LAST = "__pw_nlast"
 _PANE = "__pw_npane"
 _TIMING = "__pw_ntiming"
 ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
+_CUT = "__pw_ncut_"  # the arrival cutoffs' columns (arrival order)
+_FOUND = "__pw_nfound"
+_PMAX = "__pw_npmax"
+_REASON = "__pw_nreason"
+_ON_TIME = "__pw_nontime"
+_ON_TIME_ROWS = "__pw_nontime_rows"
+_LATE_ROWS = "__pw_nlate_rows"
 
 
 def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
@@ -170,8 +182,6 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     lateness = config.allowed_lateness
     if source.arrival_order is not None:
         assert isinstance(assigner, TumblingEventTimeWindows), "native_reason chose this plan"
-        buckets = min(max(shuffle_partitions(df.sparkSession), 1), 1024)
-        prepared = add_prefix_max(prepared, order=ARR, value=TS, out=WMAX, buckets=buckets)
         parts = _in_arrival_order(assigner, job, prepared, keys, compiled, layout)
     else:
         ts = F.col(TS)
@@ -301,6 +311,16 @@ class _TumblingBounds:
             .otherwise(w + F.lit(size))
         )
         self.window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
+        self._size, self._offset = size, offset
+
+    def start_of(self, t: Column) -> Column:
+        """The grouping value of the window holding event time ``t``, as ``start`` (null for
+        null)."""
+        size = F.lit(self._size)
+        d = F.pmod(F.pmod(t, size) - F.lit(self._offset % self._size), size)
+        return F.when(t >= F.lit(MIN_TIMESTAMP) + d, t - d).when(
+            t.isNotNull(), F.lit(MIN_TIMESTAMP)
+        )
 
 
 def _in_arrival_order(
@@ -311,28 +331,41 @@ def _in_arrival_order(
     compiled: CompiledAggregates,
     layout: OutputLayout,
 ) -> _Parts:
-    """Tumbling windows replayed in arrival order (``prepared`` has the prefix maximum of
-    event time over earlier arrivals, ``__pw_wmax``); see the module docstring."""
+    """Tumbling windows replayed in arrival order; see the module docstring. Whether the
+    watermark had passed a window's end (or its cleanup time) when a row arrived comes from
+    the window's arrival cutoffs (:class:`~windowing.spark.watermark.WindowCutoffs`), joined
+    by window from a broadcast table; only the late rows get their exact watermark."""
     source = job.source
     lateness = job.config.allowed_lateness
     delay = source.watermark.delay
-    wmax = F.col(WMAX)
-    # The watermark the row sees: max(MIN, wmax - delay - 1), MIN before any event time.
-    watermark = F.when(wmax >= F.lit(MIN_TIMESTAMP + delay + 1), wmax - F.lit(delay + 1)).otherwise(
-        F.lit(MIN_TIMESTAMP)
-    )
     bounds = _TumblingBounds(assigner)
-    has_arrival, has_time = F.col(ARR).isNotNull(), F.col(TS).isNotNull()
-    windowed = (
-        prepared.where(has_arrival & has_time)
-        .withColumn(_W, watermark)
-        .withColumn(_WINDOW, bounds.start)
+    arrival, ts = F.col(ARR), F.col(TS)
+    has_arrival, has_time = arrival.isNotNull(), ts.isNotNull()
+    elements = prepared.where(has_arrival & has_time)
+    cutoffs = WindowCutoffs(
+        elements,
+        TS,
+        ARR,
+        bounds.start_of,
+        fire=delay,
+        late=lateness + delay,
+        one_task=one_task_enough(prepared),
     )
     max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
-    cleanup = F.when(max_ts >= F.lit(MAX_TIMESTAMP - lateness), F.lit(MAX_TIMESTAMP)).otherwise(
-        max_ts + F.lit(lateness)
+    # The window ending at MIN + 1 (max timestamp MIN) is behind the first watermark: its
+    # end has passed for every row, and without lateness it is past its cleanup time.
+    at_min = F.col(_MT) == F.lit(MIN_TIMESTAMP)
+
+    def behind(cutoff: Column) -> Column:
+        return cutoff.isNotNull() & (arrival > cutoff)
+
+    marked = (
+        elements.withColumn(_WINDOW, bounds.start)
+        .join(F.broadcast(cutoffs.table(_CUT)), F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .withColumn(_MT, max_ts)
     )
-    marked = windowed.withColumn(_MT, max_ts).withColumn(_LATE, cleanup <= F.col(_W))
+    late = (at_min if lateness == 0 else F.lit(False)) | behind(F.col(_CUT + "late"))
+    marked = marked.withColumn(_LATE, late)
     added = marked.where(~F.col(_LATE))
     pane = (F.lit(0), F.lit(ON_TIME))
     if lateness == 0:
@@ -340,70 +373,112 @@ def _in_arrival_order(
         # its end: one firing each.
         results = added.groupBy(*keys, _WINDOW).agg(*_aggregates(compiled, arrival=True))
     else:
-        results = _firings(added, keys, compiled, numbered=layout.pane_info)
+        on_time = ~(at_min | behind(F.col(_CUT + "fire")))
+        results = _with_late_firings(
+            added, keys, compiled, on_time, prepared, numbered=layout.pane_info
+        )
         pane = (F.col(_PANE), F.col(_TIMING))
     windows = added.groupBy(*keys, _WINDOW).agg(F.max(_MT).alias("mt"))
     n = F.count(F.lit(1))
-    elements = F.count(F.when(has_arrival & has_time, 1))
+    elements_n = F.count(F.when(has_arrival & has_time, 1))
     late_rows = F.count(F.when(F.col(_LATE), 1))
     counters = marked.select(_LATE).agg(late_rows.alias("late"))
     late_name = "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
     input_counts = prepared.agg(
         n.alias("num_input_rows"),
-        elements.alias("num_elements"),
+        elements_n.alias("num_elements"),
         F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
         F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
         _keys_counter(layout).alias("num_keys"),
     ).crossJoin(counters.select(F.col("late").alias(late_name)))
-    late: list[DataFrame] = []
+    late_parts: list[DataFrame] = []
     if layout.has_late:
-        seen = F.when(F.col(_W) != F.lit(MIN_TIMESTAMP), F.col(_W))
-        late = [
-            marked.where(F.col(_LATE)).select(*layout.sql.late_branch(seen, REASON_LATE)),
-            prepared.where(has_arrival & ~has_time)
-            .withColumn(_W, watermark)
-            .select(*layout.sql.late_branch(seen, REASON_NULL_EVENT_TIME)),
+        late_parts = [
+            _late_rows(prepared, cutoffs, bounds, layout, lateness, delay),
             prepared.where(~has_arrival).select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
-    return _Parts(results, bounds.window_start, bounds.end, windows, input_counts, late, pane)
+    return _Parts(results, bounds.window_start, bounds.end, windows, input_counts, late_parts, pane)
 
 
-def _firings(
-    added: DataFrame, keys: list[Column], compiled: CompiledAggregates, *, numbered: bool
+def _late_rows(
+    prepared: DataFrame,
+    cutoffs: WindowCutoffs,
+    bounds: _TumblingBounds,
+    layout: OutputLayout,
+    lateness: int,
+    delay: int,
 ) -> DataFrame:
-    """With allowed lateness: per window, in replay order, the rows added before the
-    watermark passed its end fire once together (at the last of them), and each row added
-    after that fires with everything so far: running aggregates, kept at those rows.
-    ``numbered``: with each firing's pane (``__pw_npane``, ``__pw_ntiming``): the on-time
-    firing is ``ON_TIME``, every later one ``LATE`` (a window's first row already behind the
-    watermark fires ``LATE`` too)."""
-    order = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(F.col(ARR), F.col(TS), F.col(TB))
-    running = order.rowsBetween(Window.unboundedPreceding, 0)
-    on_time = F.col(_W) < F.col(_MT)
-    fires = ~on_time | ~F.coalesce(F.lead(on_time).over(order), F.lit(False))
-    columns = [
-        _native_column(call, True, expression=True).over(running).alias(call.name)
-        for call in compiled.calls
-    ]
-    if not numbered:
-        return (
-            added.select(*keys, F.col(_WINDOW), fires.alias(_FIRES), *columns)
-            .where(F.col(_FIRES))
-            .drop(_FIRES)
+    """The late side output of rows with an arrival order: rows past their window's cleanup
+    time and rows without event time, with the exact watermark they saw. The cutoffs are
+    searched in a broadcast array (one broadcast for this branch: a join by window would be
+    a second one), then :meth:`WindowCutoffs.prefix_max` gives those rows' watermarks."""
+    arrival, ts = F.col(ARR), F.col(TS)
+    with_arrays = prepared.where(arrival.isNotNull()).crossJoin(F.broadcast(cutoffs.arrays(_CUT)))
+    windowed = with_arrays.withColumn(_WINDOW, bounds.start_of(ts))
+    found = count_at_most(windowed, _CUT + "k", F.col(_WINDOW), _FOUND)
+    cutoff = element_or_null(F.col(_CUT + "late"), F.col(_FOUND))
+    max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    at_min = (max_ts == F.lit(MIN_TIMESTAMP)) if lateness == 0 else F.lit(False)
+    late = ts.isNotNull() & (at_min | (cutoff.isNotNull() & (arrival > cutoff)))
+    reason = F.when(ts.isNull(), F.lit(REASON_NULL_EVENT_TIME)).otherwise(F.lit(REASON_LATE))
+    queries = found.where(late | ts.isNull()).withColumn(_REASON, reason)
+    payload = [*prepared.columns, _REASON]
+    seen = cutoffs.prefix_max(queries, _CUT, _FOUND, _PMAX, payload)
+    watermark = watermark_of(F.col(_PMAX), delay)
+    return seen.select(
+        *layout.sql.late_branch(
+            F.when(watermark != F.lit(MIN_TIMESTAMP), watermark), F.col(_REASON)
         )
-    # Numbered in replay order (the watermark never goes back: the on-time firing, if any,
-    # comes before the late ones).
-    timing = F.when(on_time, F.lit(ON_TIME)).otherwise(F.lit(LATE)).alias(_TIMING)
-    replay = [F.col(c) for c in (ARR, TS, TB)]
-    fired = (
-        added.select(*keys, F.col(_WINDOW), *replay, fires.alias(_FIRES), *columns, timing)
-        .where(F.col(_FIRES))
-        .drop(_FIRES)
     )
-    by_replay = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(*replay)
-    return fired.withColumn(_PANE, F.row_number().over(by_replay) - F.lit(1)).drop(ARR, TS, TB)
+
+
+def _with_late_firings(
+    added: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    on_time: Column,
+    prepared: DataFrame,
+    *,
+    numbered: bool,
+) -> DataFrame:
+    """With allowed lateness: per window, the rows added before the watermark passed its
+    end (``on_time``) fire once together, and each row added after that fires with
+    everything so far; see :mod:`windowing.spark.firings`. ``numbered``: with each
+    firing's pane (``__pw_npane``, ``__pw_ntiming``): the on-time firing is ``ON_TIME``,
+    every later one ``LATE`` (a window's first row already behind the watermark fires
+    ``LATE`` too)."""
+    order = [F.col(TS), F.col(ARR), F.col(TB)]  # the picks' order (first, last, ...)
+    replay = F.struct(F.col(ARR), F.col(TS), F.col(TB))  # the late rows' order
+    runs = []
+    for call in compiled.calls:
+        args = [a for a in call.args if a is not None]
+        types = [f.dataType for f in prepared.select(*args).schema.fields] if args else []
+        runs.append(running_aggregate(call, F.col(_ON_TIME), order, types))
+    states = [f"__pw_ns{i}" for i in range(len(runs))]
+    items = [r.item.alias(f"i{i}") for i, r in enumerate(runs)]
+    grouped = (
+        added.withColumn(_ON_TIME, on_time)
+        .groupBy(*keys, _WINDOW)
+        .agg(
+            *[r.state.alias(s) for r, s in zip(runs, states, strict=True)],
+            F.count(F.when(F.col(_ON_TIME), 1)).alias(_ON_TIME_ROWS),
+            F.collect_list(F.when(~F.col(_ON_TIME), F.struct(replay.alias("o"), *items))).alias(
+                _LATE_ROWS
+            ),
+        )
+    )
+    fired = firings(runs, [F.col(s) for s in states], F.col(_ON_TIME_ROWS), F.col(_LATE_ROWS))
+    values = [F.col(f"f.v{i}").alias(call.name) for i, call in enumerate(compiled.calls)]
+    exploded = grouped.select(*keys, _WINDOW, _ON_TIME_ROWS, F.posexplode(fired).alias("p", "f"))
+    if not numbered:
+        return exploded.select(*keys, _WINDOW, *values)
+    # Firings in replay order: the on-time firing (if the window had on-time rows) first,
+    # ON_TIME; every later one LATE.
+    on_time_firing = (F.col("p") == 0) & (F.col(_ON_TIME_ROWS) > 0)
+    timing = F.when(on_time_firing, F.lit(ON_TIME)).otherwise(F.lit(LATE))
+    return exploded.select(*keys, _WINDOW, *values, F.col("p").alias(_PANE), timing.alias(_TIMING))
 
 
 def _sessions(
