@@ -54,8 +54,8 @@ from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
 from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout, run_batch
-from windowing.spark.firings import firings, running_aggregate
-from windowing.spark.inputs import ARR, TB, TS, internal_columns
+from windowing.spark.firings import running_aggregate
+from windowing.spark.inputs import ARR, TB, TS, content_hash, internal_columns
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -66,8 +66,6 @@ from windowing.spark.output import (
 from windowing.spark.plans import plan_job
 from windowing.spark.watermark import (
     WindowCutoffs,
-    count_at_most,
-    element_or_null,
     one_task_enough,
     watermark_of,
 )
@@ -78,19 +76,16 @@ __all__ = ["native_reason", "run_aggregates", "run_native"]
 
 _WINDOW = "__pw_nw"
 _MT = "__pw_nmt"
-_LATE = "__pw_nlate"
 _FIRST = "__pw_nfirst"
 _LAST = "__pw_nlast"
 _PANE = "__pw_npane"
 _TIMING = "__pw_ntiming"
 ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
 _CUT = "__pw_ncut_"  # the arrival cutoffs' columns (arrival order)
-_FOUND = "__pw_nfound"
 _PMAX = "__pw_npmax"
 _REASON = "__pw_nreason"
-_ON_TIME = "__pw_nontime"
-_ON_TIME_ROWS = "__pw_nontime_rows"
-_LATE_ROWS = "__pw_nlate_rows"
+_LATE_KEY = "__pw_nlate_key"
+_FIRST_FIRING = "__pw_nfirst_firing"
 
 
 def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
@@ -313,13 +308,15 @@ class _TumblingBounds:
         self.window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
         self._size, self._offset = size, offset
 
-    def start_of(self, t: Column) -> Column:
-        """The grouping value of the window holding event time ``t``, as ``start`` (null for
-        null)."""
-        size = F.lit(self._size)
-        d = F.pmod(F.pmod(t, size) - F.lit(self._offset % self._size), size)
-        return F.when(t >= F.lit(MIN_TIMESTAMP) + d, t - d).when(
-            t.isNotNull(), F.lit(MIN_TIMESTAMP)
+    def start_of(self, name: str) -> Column:
+        """The grouping value of the window holding the event time in column ``name``, as
+        ``start`` (null for null; SQL text: one call to the JVM)."""
+        size, residue = self._size, self._offset % self._size
+        t = "`" + name.replace("`", "``") + "`"
+        d = f"pmod(pmod({t}, {size}L) - {residue}L, {size}L)"
+        return F.expr(
+            f"CASE WHEN {t} >= {MIN_TIMESTAMP}L + {d} THEN {t} - {d} "
+            f"WHEN {t} IS NOT NULL THEN {MIN_TIMESTAMP}L END"
         )
 
 
@@ -347,54 +344,59 @@ def _in_arrival_order(
         TS,
         ARR,
         bounds.start_of,
-        fire=delay,
-        late=lateness + delay,
+        fire_shift=delay,
+        late_shift=lateness + delay,
         one_task=one_task_enough(prepared),
     )
     max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
     # The window ending at MIN + 1 (max timestamp MIN) is behind the first watermark: its
     # end has passed for every row, and without lateness it is past its cleanup time.
-    at_min = F.col(_MT) == F.lit(MIN_TIMESTAMP)
+    at_min = f"{_MT} = {MIN_TIMESTAMP}L"
 
-    def behind(cutoff: Column) -> Column:
-        return cutoff.isNotNull() & (arrival > cutoff)
+    def behind(cutoff: str) -> str:
+        return f"({_CUT}{cutoff} IS NOT NULL AND {ARR} > {_CUT}{cutoff})"
 
+    late = F.expr(f"({at_min}) OR {behind('late')}" if lateness == 0 else behind("late"))
+    table = F.broadcast(cutoffs.table(_CUT))
     marked = (
         elements.withColumn(_WINDOW, bounds.start)
-        .join(F.broadcast(cutoffs.table(_CUT)), F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
         .withColumn(_MT, max_ts)
     )
-    late = (at_min if lateness == 0 else F.lit(False)) | behind(F.col(_CUT + "late"))
-    marked = marked.withColumn(_LATE, late)
-    added = marked.where(~F.col(_LATE))
+    added = marked.where(~late)
     pane = (F.lit(0), F.lit(ON_TIME))
     if lateness == 0:
         # Without lateness a window's contents are the rows it had when the watermark passed
         # its end: one firing each.
         results = added.groupBy(*keys, _WINDOW).agg(*_aggregates(compiled, arrival=True))
+        first = results
     else:
-        on_time = ~(at_min | behind(F.col(_CUT + "fire")))
-        results = _with_late_firings(
-            added, keys, compiled, on_time, prepared, numbered=layout.pane_info
-        )
+        on_time = F.expr(f"NOT (({at_min}) OR {behind('fire')})")
+        results = _with_late_firings(added, keys, compiled, on_time, prepared)
         pane = (F.col(_PANE), F.col(_TIMING))
-    windows = added.groupBy(*keys, _WINDOW).agg(F.max(_MT).alias("mt"))
-    n = F.count(F.lit(1))
-    elements_n = F.count(F.when(has_arrival & has_time, 1))
-    late_rows = F.count(F.when(F.col(_LATE), 1))
-    counters = marked.select(_LATE).agg(late_rows.alias("late"))
+        first = results.where(F.col(_FIRST_FIRING))
+    # the windows with contents: one row each (their first firing), read from the results
+    windows = first.select(max_ts.alias("mt"))
+    # the counters in one aggregate, over every row joined with the same broadcast table
+    every = (
+        prepared.withColumn(_WINDOW, F.when(has_arrival, bounds.start_of(TS)))
+        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .withColumn(_MT, max_ts)
+    )
     late_name = "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
-    input_counts = prepared.agg(
-        n.alias("num_input_rows"),
-        elements_n.alias("num_elements"),
-        F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
-        F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
+    arrived, timed = f"{ARR} IS NOT NULL", f"{TS} IS NOT NULL"
+    input_counts = every.agg(
+        F.expr("count(1) AS num_input_rows"),
+        F.expr(f"count(IF({arrived} AND {timed}, 1, NULL)) AS num_elements"),
+        F.expr(f"count(IF({arrived} AND NOT {timed}, 1, NULL)) AS num_null_event_time"),
+        F.expr(f"count(IF(NOT {arrived}, 1, NULL)) AS num_null_arrival_order"),
         _keys_counter(layout).alias("num_keys"),
-    ).crossJoin(counters.select(F.col("late").alias(late_name)))
+        F.count(F.when(has_arrival & has_time & late, 1)).alias(late_name),
+    )
     late_parts: list[DataFrame] = []
     if layout.has_late:
         late_parts = [
-            _late_rows(prepared, cutoffs, bounds, layout, lateness, delay),
+            _late_rows(prepared, cutoffs, table, bounds, layout, lateness, delay),
             prepared.where(~has_arrival).select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
@@ -405,28 +407,33 @@ def _in_arrival_order(
 def _late_rows(
     prepared: DataFrame,
     cutoffs: WindowCutoffs,
+    table: DataFrame,
     bounds: _TumblingBounds,
     layout: OutputLayout,
     lateness: int,
     delay: int,
 ) -> DataFrame:
     """The late side output of rows with an arrival order: rows past their window's cleanup
-    time and rows without event time, with the exact watermark they saw. The cutoffs are
-    searched in a broadcast array (one broadcast for this branch: a join by window would be
-    a second one), then :meth:`WindowCutoffs.prefix_max` gives those rows' watermarks."""
+    time and rows without event time, with the exact watermark they saw. The late rows come
+    from the broadcast cutoff table joined by window; their watermarks from
+    :meth:`WindowCutoffs.prefix_max`, with the windows' arrival runs broadcast as one row."""
     arrival, ts = F.col(ARR), F.col(TS)
-    with_arrays = prepared.where(arrival.isNotNull()).crossJoin(F.broadcast(cutoffs.arrays(_CUT)))
-    windowed = with_arrays.withColumn(_WINDOW, bounds.start_of(ts))
-    found = count_at_most(windowed, _CUT + "k", F.col(_WINDOW), _FOUND)
-    cutoff = element_or_null(F.col(_CUT + "late"), F.col(_FOUND))
-    max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
-    at_min = (max_ts == F.lit(MIN_TIMESTAMP)) if lateness == 0 else F.lit(False)
-    late = ts.isNotNull() & (at_min | (cutoff.isNotNull() & (arrival > cutoff)))
-    reason = F.when(ts.isNull(), F.lit(REASON_NULL_EVENT_TIME)).otherwise(F.lit(REASON_LATE))
-    queries = found.where(late | ts.isNull()).withColumn(_REASON, reason)
-    payload = [*prepared.columns, _REASON]
-    seen = cutoffs.prefix_max(queries, _CUT, _FOUND, _PMAX, payload)
-    watermark = watermark_of(F.col(_PMAX), delay)
+    by_window = (
+        prepared.where(arrival.isNotNull())
+        .withColumn(_WINDOW, bounds.start_of(TS))
+        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .withColumn(_MT, F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP)))
+    )
+    behind = f"({_CUT}late IS NOT NULL AND {ARR} > {_CUT}late)"
+    at_min = f"{_MT} = {MIN_TIMESTAMP}L OR " if lateness == 0 else ""
+    late = F.expr(f"{TS} IS NOT NULL AND ({at_min}{behind})")
+    reason = F.expr(f"IF({TS} IS NULL, '{REASON_NULL_EVENT_TIME}', '{REASON_LATE}') AS {_REASON}")
+    inputs = [col(c) for c in layout.input_schema.names]
+    queries = by_window.where(late | ts.isNull()).select(*inputs, arrival, reason)
+    runs = F.broadcast(cutoffs.runs(_CUT))
+    queries = queries.crossJoin(runs)
+    seen = cutoffs.prefix_max(queries, _CUT + "r", _CUT + "rg", _PMAX)
+    watermark = watermark_of(_PMAX, delay)
     return seen.select(
         *layout.sql.late_branch(
             F.when(watermark != F.lit(MIN_TIMESTAMP), watermark), F.col(_REASON)
@@ -440,45 +447,48 @@ def _with_late_firings(
     compiled: CompiledAggregates,
     on_time: Column,
     prepared: DataFrame,
-    *,
-    numbered: bool,
 ) -> DataFrame:
     """With allowed lateness: per window, the rows added before the watermark passed its
     end (``on_time``) fire once together, and each row added after that fires with
-    everything so far; see :mod:`windowing.spark.firings`. ``numbered``: with each
-    firing's pane (``__pw_npane``, ``__pw_ntiming``): the on-time firing is ``ON_TIME``,
-    every later one ``LATE`` (a window's first row already behind the watermark fires
-    ``LATE`` too)."""
+    everything so far: the states of a window's on-time rows and of each late row, merged
+    in replay order (:mod:`windowing.spark.firings`). Shuffled by window first, so that the
+    grouping by late row and the running merge need no other shuffle. Each firing's pane
+    (``__pw_npane``, ``__pw_ntiming``; Spark prunes them without pane info): numbered in
+    replay order, the on-time firing ``ON_TIME`` (it comes first: the watermark never goes
+    back), every later one ``LATE`` (a window's first row already behind the watermark
+    fires ``LATE`` too)."""
     order = [F.col(TS), F.col(ARR), F.col(TB)]  # the picks' order (first, last, ...)
-    replay = F.struct(F.col(ARR), F.col(TS), F.col(TB))  # the late rows' order
+    # a late row's replay-order key; its content hash computed for late rows only (= TB)
+    late_key = F.when(~on_time, F.struct(F.col(ARR), F.col(TS), content_hash(prepared)))
     runs = []
     for call in compiled.calls:
         args = [a for a in call.args if a is not None]
         types = [f.dataType for f in prepared.select(*args).schema.fields] if args else []
-        runs.append(running_aggregate(call, F.col(_ON_TIME), order, types))
+        runs.append(running_aggregate(call, order, types))
     states = [f"__pw_ns{i}" for i in range(len(runs))]
-    items = [r.item.alias(f"i{i}") for i, r in enumerate(runs)]
     grouped = (
-        added.withColumn(_ON_TIME, on_time)
-        .groupBy(*keys, _WINDOW)
-        .agg(
-            *[r.state.alias(s) for r, s in zip(runs, states, strict=True)],
-            F.count(F.when(F.col(_ON_TIME), 1)).alias(_ON_TIME_ROWS),
-            F.collect_list(F.when(~F.col(_ON_TIME), F.struct(replay.alias("o"), *items))).alias(
-                _LATE_ROWS
-            ),
-        )
+        added.withColumn(_LATE_KEY, late_key)  # before the shuffle: it ships no row columns
+        .repartition(*keys, F.col(_WINDOW))
+        .groupBy(*keys, _WINDOW, _LATE_KEY)
+        .agg(*[r.state.alias(s) for r, s in zip(runs, states, strict=True)])
     )
-    fired = firings(runs, [F.col(s) for s in states], F.col(_ON_TIME_ROWS), F.col(_LATE_ROWS))
-    values = [F.col(f"f.v{i}").alias(call.name) for i, call in enumerate(compiled.calls)]
-    exploded = grouped.select(*keys, _WINDOW, _ON_TIME_ROWS, F.posexplode(fired).alias("p", "f"))
-    if not numbered:
-        return exploded.select(*keys, _WINDOW, *values)
-    # Firings in replay order: the on-time firing (if the window had on-time rows) first,
-    # ON_TIME; every later one LATE.
-    on_time_firing = (F.col("p") == 0) & (F.col(_ON_TIME_ROWS) > 0)
-    timing = F.when(on_time_firing, F.lit(ON_TIME)).otherwise(F.lit(LATE))
-    return exploded.select(*keys, _WINDOW, *values, F.col("p").alias(_PANE), timing.alias(_TIMING))
+    by_window = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(
+        F.col(_LATE_KEY).asc_nulls_first()
+    )
+    so_far = by_window.rowsBetween(Window.unboundedPreceding, 0)
+    firing = F.row_number().over(by_window)
+    timing = F.when(F.col(_LATE_KEY).isNull(), F.lit(ON_TIME)).otherwise(F.lit(LATE))
+    return grouped.select(
+        *keys,
+        _WINDOW,
+        *[
+            r.result(r.merge(F.col(s), so_far)).alias(call.name)
+            for r, s, call in zip(runs, states, compiled.calls, strict=True)
+        ],
+        (firing == 1).alias(_FIRST_FIRING),
+        (firing - 1).alias(_PANE),
+        timing.alias(_TIMING),
+    )
 
 
 def _sessions(

@@ -42,9 +42,9 @@ __all__ = [
     "WindowCutoffs",
     "add_prefix_max",
     "add_prefix_max_single_partition",
-    "count_at_most",
-    "element_or_null",
+    "count_below",
     "one_task_enough",
+    "quoted",
     "shifted_back",
     "watermark_of",
 ]
@@ -67,56 +67,47 @@ def one_task_enough(df: DataFrame) -> bool:
 
 
 def _c(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(quoted(name))
+
+
+def quoted(name: str) -> str:
+    """A column name as SQL text."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _long(value: int | None) -> Column:
     return F.lit(value).cast("long")
 
 
-def shifted_back(t: Column, amount: int) -> Column:
-    """``t - amount`` (``amount >= 0``), null where it would fall below ``MIN_TIMESTAMP``
-    (no overflow)."""
+def shifted_back(name: str, amount: int) -> str:
+    """SQL text: the column ``name`` minus ``amount`` (``>= 0``), null where it would fall
+    below ``MIN_TIMESTAMP`` (no overflow)."""
     assert amount >= 0
+    t = quoted(name)
     if amount == 0:
         return t
     if amount > MAX_TIMESTAMP - MIN_TIMESTAMP:
-        return _long(None)
+        return "CAST(NULL AS BIGINT)"
     floor = MIN_TIMESTAMP + amount  # a valid bigint: amount <= MAX - MIN
     if amount <= MAX_TIMESTAMP:
-        return F.when(t >= F.lit(floor), t - F.lit(amount))
+        return f"CASE WHEN {t} >= {floor}L THEN {t} - {amount}L END"
     # t - amount = (t - floor) + MIN, each step within bigint
-    return F.when(t >= F.lit(floor), (t - F.lit(floor)) + F.lit(MIN_TIMESTAMP))
+    return f"CASE WHEN {t} >= {floor}L THEN ({t} - {floor}L) + {MIN_TIMESTAMP}L END"
 
 
-def watermark_of(prefix_max: Column, delay: int) -> Column:
-    """The watermark after seeing ``prefix_max`` (Flink's ``max - delay - 1``, saturating
-    at ``MIN_TIMESTAMP``; ``MIN_TIMESTAMP`` when null)."""
-    return F.coalesce(shifted_back(prefix_max, delay + 1), _long(MIN_TIMESTAMP))
+def watermark_of(prefix_max: str, delay: int) -> Column:
+    """The watermark after seeing the prefix maximum in column ``prefix_max`` (Flink's
+    ``max - delay - 1``, saturating at ``MIN_TIMESTAMP``; ``MIN_TIMESTAMP`` when null)."""
+    return F.expr(f"coalesce({shifted_back(prefix_max, delay + 1)}, {MIN_TIMESTAMP}L)")
 
+
+#: The window partition of a table already in one partition: ``g * 0`` is 0 for every row
+#: (``g`` is never null there) but not a constant to Spark's optimizer, which drops constant
+#: partitions and then warns "No Partition Defined for Window operation".
+_ONE_PARTITION = "PARTITION BY g * 0"
 
 #: Binary-search steps: enough for any array Spark can hold (fewer than 2**31 elements).
 _SEARCH_STEPS = 31
-
-
-def count_at_most(df: DataFrame, values: str, value: Column, out: str) -> DataFrame:
-    """``df`` plus column ``out``: how many elements of the ascending array column ``values``
-    are ``<= value`` (0 when ``value`` is null). A binary search written as one projection
-    per step (code-generated, ``O(log n)`` per row; a higher-order function would be
-    interpreted). The last step holds a nondeterministic term, so Spark's optimizer does not
-    push later filters into the steps (expanding them would double the expression per step)."""
-    n = F.size(_c(values))
-    df = df.withColumn(out, F.lit(0))
-    for j in reversed(range(_SEARCH_STEPS)):
-        nxt = _c(out) + F.lit(1 << j)
-        within = (nxt <= n) & (F.try_element_at(_c(values), nxt) <= value)
-        df = df.withColumn(out, F.when(within, nxt).otherwise(_c(out)))
-    return df.withColumn(out, _c(out) + F.spark_partition_id() * F.lit(0))
-
-
-def element_or_null(values: Column, index: Column) -> Column:
-    """The ``index``-th element (1-based) of ``values``, null for 0 or past the end."""
-    return F.when(index > 0, F.try_element_at(values, index))
 
 
 @dataclass(frozen=True)
@@ -125,26 +116,27 @@ class WindowCutoffs:
 
     For a window ``k`` (its grouping value), with ``end`` its end:
 
-    * ``fire_cutoff(k)``: the earliest arrival of a row with event time ``>= end + fire``;
+    * ``fire(k)``: the earliest arrival of a row with event time ``>= end + fire_shift``;
       a row of ``k`` that arrived after it saw a watermark ``>= end - 1`` (the window's end
-      had passed), with ``fire = delay``;
-    * ``late_cutoff(k)``: the same with ``late = lateness + delay``: a row that arrived after
-      it saw a watermark ``>= end - 1 + lateness`` (the window's cleanup time: late).
+      had passed), with ``fire_shift = delay``;
+    * ``late(k)``: the same with ``late_shift = lateness + delay``: a row that arrived
+      after it saw a watermark ``>= end - 1 + lateness`` (the window's cleanup time: late).
 
     Both are null when no row reaches them. A row with event time ``t`` reaches the
     threshold of every window whose grouping value is below ``window_of(t - shift)``, so the
     cutoffs are minima, over later windows, of the earliest arrival per window of ``t -
     shift``: one aggregate of the rows by (window of t, of t - fire, of t - late), a few rows
-    per window.
+    per window, then running minima over that small table in one partition.
 
     Attributes
     ----------
     elements
-        The rows with an event time (``ts``) and an arrival order (``arrival``).
+        The rows with an event time (column ``ts``) and an arrival order (``arrival``).
     window_of
-        A window's grouping value from an event time (non-decreasing, null for null).
-    fire, late
-        The shifts above (``late >= fire >= 0``).
+        A window's grouping value from the event time in the named column (non-decreasing,
+        null for null).
+    fire_shift, late_shift
+        The shifts above (``late_shift >= fire_shift >= 0``).
     one_task
         Aggregate in one task, without a shuffle (one Spark job less; the rows' event time
         and arrival are read by one task): for small inputs.
@@ -153,59 +145,49 @@ class WindowCutoffs:
     elements: DataFrame
     ts: str
     arrival: str
-    window_of: Callable[[Column], Column]
-    fire: int
-    late: int
+    window_of: Callable[[str], Column]
+    fire_shift: int
+    late_shift: int
     one_task: bool
 
     def _cells(self) -> DataFrame:
         """One row per window grouping value ``g`` that holds rows or a shifted event time,
         in one partition: ``own`` (rows of the window), ``c_fire`` / ``c_late`` (the cutoffs
-        above), ``first`` (the earliest arrival of the window's rows) and ``earliest`` (its
-        minimum over this and later windows)."""
-        ts = _c(self.ts)
+        above) and ``earliest`` (the earliest arrival of the rows of this and later
+        windows). Written as SQL text (few calls to the JVM when the job is built)."""
         rows = self.elements.coalesce(1) if self.one_task else self.elements
-        triples = rows.groupBy(
-            self.window_of(ts).alias("w"),
-            self.window_of(shifted_back(ts, self.fire)).alias("f"),
-            self.window_of(shifted_back(ts, self.late)).alias("l"),
-        ).agg(F.min(_c(self.arrival)).alias("a"))
+        # the shifted times as columns of their own (window_of reads its input thrice)
+        shifted = rows.selectExpr(
+            f"{quoted(self.ts)} AS t",
+            f"{shifted_back(self.ts, self.fire_shift)} AS tf",
+            f"{shifted_back(self.ts, self.late_shift)} AS tl",
+            f"{quoted(self.arrival)} AS a",
+        )
+        triples = shifted.groupBy(
+            self.window_of("t").alias("w"),
+            self.window_of("tf").alias("f"),
+            self.window_of("tl").alias("l"),
+        ).agg(F.expr("min(a) AS a"))
         if not self.one_task:
             triples = triples.coalesce(1)  # a few rows per window: no second shuffle
-
-        def cell(g: str, own: bool, fire: bool, late: bool) -> Column:
-            a, none = F.col("a"), _long(None)
-            return F.struct(
-                F.col(g).alias("g"),
-                (a if own else none).alias("own_a"),
-                (a if fire else none).alias("fire_a"),
-                (a if late else none).alias("late_a"),
-            )
-
         cells = (
-            triples.select(
-                F.inline(
-                    F.array(
-                        cell("w", True, False, False),
-                        cell("f", False, True, False),
-                        cell("l", False, False, True),
-                    )
-                )
+            triples.selectExpr(
+                "inline(array("
+                "named_struct('g', w, 'own_a', a, 'fire_a', NULL, 'late_a', NULL), "
+                "named_struct('g', f, 'own_a', NULL, 'fire_a', a, 'late_a', NULL), "
+                "named_struct('g', l, 'own_a', NULL, 'fire_a', NULL, 'late_a', a)))"
             )
-            .where(F.col("g").isNotNull())
+            .where("g IS NOT NULL")
             .groupBy("g")
-            .agg(*[F.min(c).alias(c) for c in ("own_a", "fire_a", "late_a")])
+            .agg(*[F.expr(f"min({c}) AS {c}") for c in ("own_a", "fire_a", "late_a")])
         )
-        # one partition already; named so that Spark does not warn "No Partition Defined"
-        later = Window.partitionBy(F.lit(0)).orderBy(F.col("g").desc())
-        strictly = later.rowsBetween(Window.unboundedPreceding, -1)
-        return cells.select(
+        later = f"{_ONE_PARTITION} ORDER BY g DESC ROWS BETWEEN UNBOUNDED PRECEDING AND"
+        return cells.selectExpr(
             "g",
-            F.col("own_a").isNotNull().alias("own"),
-            F.min("fire_a").over(strictly).alias("c_fire"),
-            F.min("late_a").over(strictly).alias("c_late"),
-            F.col("own_a").alias("first"),
-            F.min("own_a").over(later.rowsBetween(Window.unboundedPreceding, 0)).alias("earliest"),
+            "own_a IS NOT NULL AS own",
+            f"min(fire_a) OVER ({later} 1 PRECEDING) AS c_fire",
+            f"min(late_a) OVER ({later} 1 PRECEDING) AS c_late",
+            f"min(own_a) OVER ({later} CURRENT ROW) AS earliest",
         )
 
     def table(self, prefix: str) -> DataFrame:
@@ -214,86 +196,83 @@ class WindowCutoffs:
         return (
             self._cells()
             .where("own")
-            .select(
-                F.col("g").alias(prefix + "w"),
-                F.col("c_fire").alias(prefix + "fire"),
-                F.col("c_late").alias(prefix + "late"),
+            .selectExpr(
+                f"g AS {quoted(prefix + 'w')}",
+                f"c_fire AS {quoted(prefix + 'fire')}",
+                f"c_late AS {quoted(prefix + 'late')}",
             )
         )
 
-    def arrays(self, prefix: str) -> DataFrame:
-        """One row: ``<prefix>k`` (the windows with rows, ascending), ``<prefix>fire`` and
-        ``<prefix>late`` (their cutoffs), ``<prefix>r`` (the distinct values of ``earliest``
-        over those windows, ascending) and ``<prefix>rg`` (the last window of each); to
-        broadcast and search (:func:`count_at_most`)."""
-        cells = self._cells().where("own")
-        by_window = Window.partitionBy(F.lit(0)).orderBy("g")
-        ends_run = F.coalesce(F.lead("earliest").over(by_window) != F.col("earliest"), F.lit(True))
-        marked = cells.withColumn("run_end", ends_run)
-        k = F.sort_array(F.collect_list(F.struct("g", "c_fire", "c_late")))
-        runs = F.sort_array(F.collect_list(F.when(F.col("run_end"), F.struct("earliest", "g"))))
-        return marked.agg(k.alias("k"), runs.alias("r")).select(
-            F.col("k.g").alias(prefix + "k"),
-            F.col("k.c_fire").alias(prefix + "fire"),
-            F.col("k.c_late").alias(prefix + "late"),
-            F.col("r.earliest").alias(prefix + "r"),
-            F.col("r.g").alias(prefix + "rg"),
+    def runs(self, prefix: str) -> DataFrame:
+        """One row: ``<prefix>r``, the distinct values of ``earliest`` over the windows with
+        rows (ascending), and ``<prefix>rg``, the last window of each; to broadcast for
+        :meth:`prefix_max`."""
+        by_window = f"OVER ({_ONE_PARTITION} ORDER BY g)"
+        return (
+            self._cells()
+            .where("own")
+            .selectExpr("*", f"coalesce(lead(earliest) {by_window} != earliest, true) AS run_end")
+            .where("run_end")
+            .selectExpr("sort_array(collect_list(struct(earliest, g))) AS r")
+            .selectExpr(f"r.earliest AS {quoted(prefix + 'r')}", f"r.g AS {quoted(prefix + 'rg')}")
         )
 
-    def prefix_max(
-        self, queries: DataFrame, arrays: str, found: str, out: str, payload: list[str]
-    ) -> DataFrame:
-        """The exact prefix maximum (``out``) of each row of ``queries`` (its arrival in
-        column ``arrival``, the arrays of :meth:`arrays` with ``prefix = arrays``; ``found``
-        a free column name), with the columns ``payload`` of ``queries``. The maximum event
-        time over rows that arrived before ``a`` lies in the latest window holding such a
-        row (a later window's rows are all later in event time): the window of the last
-        ``earliest`` value below ``a``. Each query meets that window's rows (their arrival
+    def prefix_max(self, queries: DataFrame, runs: str, runs_window: str, out: str) -> DataFrame:
+        """The exact prefix maximum (``out``) of each row of ``queries``, whose columns are
+        its arrival (``arrival``), the columns ``runs`` / ``runs_window`` of :meth:`runs`
+        and any others (kept as they are). The maximum event time over rows that
+        arrived before ``a`` lies in the latest window holding such a row (a later window's
+        rows are all later in event time): the window of the last ``earliest`` value below
+        ``a``, found by a binary search. Each query meets that window's rows (their arrival
         and event time only) in a window function partitioned by window."""
-        arr = _c(self.arrival)
-        before = F.when(arr > F.lit(MIN_TIMESTAMP), arr - F.lit(1))  # arrival < a: <= a - 1
-        searched = count_at_most(queries, arrays + "r", before, found)
-        window = element_or_null(_c(arrays + "rg"), _c(found))
-        g, a, t, is_query = "__pw_pg", "__pw_pa", "__pw_pt", "__pw_pq"
-        typed = {f.name: f.dataType for f in queries.schema.fields}
-        asked = searched.select(
-            window.alias(g),
-            arr.alias(a),
-            _long(None).alias(t),
-            F.lit(True).alias(is_query),
-            *[_c(p) for p in payload],
+        below = count_below(runs, self.arrival)
+        kept = ", ".join(quoted(c) for c in queries.columns if c not in (runs, runs_window))
+        asked = queries.selectExpr(
+            f"IF({below} > 0, try_element_at({quoted(runs_window)}, {below}), NULL) AS g",
+            f"{quoted(self.arrival)} AS a",
+            "CAST(NULL AS BIGINT) AS t",
+            f"struct({kept}) AS p",
         )
-        ts = _c(self.ts)
+        empty = asked.schema["p"].dataType.simpleString()
         rows = self.elements.select(
-            self.window_of(ts).alias(g),
-            arr.alias(a),
-            ts.alias(t),
-            F.lit(False).alias(is_query),
-            *[F.lit(None).cast(typed[p]).alias(p) for p in payload],
+            self.window_of(self.ts).alias("g"),
+            F.expr(f"{quoted(self.arrival)} AS a"),
+            F.expr(f"{quoted(self.ts)} AS t"),
+            F.expr(f"CAST(NULL AS {empty}) AS p"),
         )
         earlier = (
-            Window.partitionBy(g)
-            .orderBy(F.col(a).asc_nulls_last())
-            .rangeBetween(Window.unboundedPreceding, -1)
+            "PARTITION BY g ORDER BY a ASC NULLS LAST "
+            "RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
         )
         return (
             asked.union(rows)
-            .withColumn(out, F.max(t).over(earlier))
-            .where(F.col(is_query))
-            .select(*[_c(p) for p in payload], _c(out))
+            .selectExpr("p", f"max(t) OVER ({earlier}) AS {quoted(out)}")
+            .where("p IS NOT NULL")
+            .select("p.*", out)
         )
 
 
-def _bucket_index(order: Column, bounds: Column, lo: int, hi: int) -> Column:
-    """How many of the (ascending) ``bounds`` are ``<= order``, known to be in ``[lo, hi]``:
-    a binary search written as nested CASE expressions (code-generated, ``log2(buckets)``
-    comparisons per row; a higher-order ``size(filter(bounds, ...))`` measured ~2x slower)."""
+def count_below(values: str, value: str) -> str:
+    """SQL text: how many elements of the strictly ascending array column ``values`` are
+    below the column ``value`` (null for null): a binary search in one higher-order
+    ``aggregate`` (evaluated per row; used for the few late rows only)."""
+    v, x = quoted(values), quoted(value)
+    sizes = ", ".join(str(1 << j) for j in reversed(range(_SEARCH_STEPS)))
+    step = f"IF(f + s <= size({v}) AND try_element_at({v}, f + s) < {x}, f + s, f)"
+    return f"IF({x} IS NULL, NULL, aggregate(array({sizes}), 0, (f, s) -> {step}))"
+
+
+def _bucket_index(order: str, bounds: str, lo: int, hi: int) -> str:
+    """SQL text: how many of the (ascending) ``bounds`` are ``<= order``, known to be in
+    ``[lo, hi]``: a binary search written as nested CASE expressions (code-generated,
+    ``log2(buckets)`` comparisons per row; a higher-order ``size(filter(bounds, ...))``
+    measured ~2x slower)."""
     if lo == hi:
-        return F.lit(lo)
+        return str(lo)
     mid = (lo + hi + 1) // 2
-    return F.when(
-        order >= F.element_at(bounds, mid), _bucket_index(order, bounds, mid, hi)
-    ).otherwise(_bucket_index(order, bounds, lo, mid - 1))
+    above = _bucket_index(order, bounds, mid, hi)
+    below = _bucket_index(order, bounds, lo, mid - 1)
+    return f"CASE WHEN {order} >= element_at({bounds}, {mid}) THEN {above} ELSE {below} END"
 
 
 def add_prefix_max(
@@ -323,62 +302,59 @@ def add_prefix_max(
        completes each row's prefix maximum.
 
     The quantiles only balance the work: the result is exact whatever they are, so it does
-    not depend on partitioning either.
+    not depend on partitioning either. Written as SQL text (few calls to the JVM).
     """
     buckets = max(1, int(buckets))
-    bucket, is_summary, inside = "__pw_pbucket", "__pw_psummary", "__pw_pinside"
-    known = F.when(_c(order).isNotNull(), _c(value))
-    if buckets == 1:
-        with_bucket = df.withColumn(bucket, F.lit(0))
+    o, v, g = quoted(order), quoted(value), quoted(group)
+    known = f"IF({o} IS NULL, NULL, {v})"
+    if buckets == 1:  # (0 for every row, not a constant: see _ONE_PARTITION)
+        with_bucket = df.selectExpr("*", f"coalesce({o} * 0, 0) AS __pw_pbucket")
     else:
-        probs = [i / buckets for i in range(1, buckets)]
-        bounds = "__pw_pbounds"
-        quantiles = df.agg(F.percentile_approx(_c(order), probs, accuracy).alias(bounds))
+        probs = ", ".join(f"{i / buckets!r}D" for i in range(1, buckets))
+        quantiles = df.selectExpr(
+            f"percentile_approx({o}, array({probs}), {int(accuracy)}) AS __pw_pbounds"
+        )
         # A cross join with one row: a cartesian product reads the aggregate's one partition
         # in every task (a broadcast would be one more Spark job).
-        with_bucket = (
-            df.crossJoin(quantiles.hint("shuffle_replicate_nl"))
-            .withColumn(bucket, _bucket_index(_c(order), _c(bounds), 0, buckets - 1))
-            .drop(bounds)
+        index = _bucket_index(o, "__pw_pbounds", 0, buckets - 1)
+        with_bucket = df.crossJoin(quantiles.hint("shuffle_replicate_nl")).selectExpr(
+            *[quoted(c) for c in df.columns], f"{index} AS __pw_pbucket"
         )
-    by_arrival = Window.partitionBy(bucket).orderBy(_c(order).asc_nulls_last())
-    earlier = by_arrival.rangeBetween(Window.unboundedPreceding, -1)
-    whole = by_arrival.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    windowed = with_bucket.select(
-        *[_c(c) for c in df.columns],
-        _c(bucket),
-        F.max(known).over(earlier).alias(inside),
-        F.max(known).over(whole).alias("__pw_pbmax"),
-        F.row_number().over(by_arrival).alias("__pw_prn"),
+    by_arrival = f"PARTITION BY __pw_pbucket ORDER BY {o} ASC NULLS LAST"
+    windowed = with_bucket.selectExpr(
+        "*",
+        f"max({known}) OVER ({by_arrival} RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        " AS __pw_pinside",
+        f"max({known}) OVER ({by_arrival} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
+        "FOLLOWING) AS __pw_pbmax",
+        f"row_number() OVER ({by_arrival}) AS __pw_prn",
     )
     # the row itself (-1), and on the first row of a bucket one summary per group
-    copies = F.when(
-        F.col("__pw_prn") == 1,
-        F.concat(F.array(F.lit(-1)), F.sequence(F.lit(0), F.lit(groups - 1))),
-    ).otherwise(F.array(F.lit(-1)))
-    exploded = windowed.select("*", F.explode(copies).alias("__pw_pcopy"))
-    summary = F.col("__pw_pcopy") >= 0
-    routed = exploded.select(
-        *[_c(c) for c in df.columns if c != group],
-        F.when(summary, F.col("__pw_pcopy"))
-        .otherwise(_c(group))
-        .cast(df.schema[group].dataType)
-        .alias(group),
-        _c(bucket),
-        _c(inside),
-        F.when(summary, F.col("__pw_pbmax")).alias("__pw_pbmax"),
-        summary.alias(is_summary),
+    copies = (
+        f"explode(IF(__pw_prn = 1, concat(array(-1), sequence(0, {int(groups) - 1})), "
+        "array(-1))) AS __pw_pcopy"
+    )
+    group_type = df.schema[group].dataType.simpleString()
+    others = [quoted(c) for c in df.columns if c != group]
+    routed = windowed.selectExpr("*", copies).selectExpr(
+        *others,
+        f"CAST(IF(__pw_pcopy >= 0, __pw_pcopy, {g}) AS {group_type}) AS {g}",
+        "__pw_pbucket",
+        "__pw_pinside",
+        "IF(__pw_pcopy >= 0, __pw_pbmax, NULL) AS __pw_pbmax",
+        "__pw_pcopy >= 0 AS __pw_psummary",
     )
     # data rows of a bucket before its summary: a running maximum covers earlier buckets only
     running = (
-        Window.partitionBy(_c(group))
-        .orderBy(_c(bucket), _c(is_summary))
-        .rowsBetween(Window.unboundedPreceding, 0)
+        f"PARTITION BY {g} ORDER BY __pw_pbucket, __pw_psummary "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     )
     return (
-        routed.withColumn(out, F.greatest(F.max("__pw_pbmax").over(running), _c(inside)))
-        .where(~_c(is_summary))
-        .select(*[_c(c) for c in df.columns], _c(out))
+        routed.selectExpr(
+            "*", f"greatest(max(__pw_pbmax) OVER ({running}), __pw_pinside) AS {quoted(out)}"
+        )
+        .where("NOT __pw_psummary")
+        .selectExpr(*[quoted(c) for c in df.columns], quoted(out))
     )
 
 
@@ -389,9 +365,5 @@ def add_prefix_max_single_partition(
     partition). Not used by the runtime; kept for the comparison in
     ``benchmarks/spark_watermark.py`` and ``docs/spark.md``."""
     known = F.when(_c(order).isNotNull(), _c(value))
-    frame = (
-        Window.partitionBy(F.lit(0))
-        .orderBy(_c(order).asc_nulls_last())
-        .rangeBetween(Window.unboundedPreceding, -1)
-    )
+    frame = Window.orderBy(_c(order).asc_nulls_last()).rangeBetween(Window.unboundedPreceding, -1)
     return df.withColumn(out, F.max(known).over(frame))
