@@ -41,7 +41,7 @@ order (:func:`~windowing.spark.aggregates.order_key`), as the window operator do
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
@@ -270,8 +270,9 @@ class _Parts:
     counters: DataFrame
     late: list[DataFrame]
     # with pane info: the results' pane index and timing (default: each window's one firing,
-    # on time at the end of input or when the watermark passed its end)
-    pane: tuple[Column, Column] = (F.lit(0), F.lit(ON_TIME))
+    # on time at the end of input or when the watermark passed its end; built when a plan
+    # is, so that importing this module needs no Spark session)
+    pane: tuple[Column, Column] = field(default_factory=lambda: (F.lit(0), F.lit(ON_TIME)))
 
 
 def _aggregates(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
@@ -458,8 +459,13 @@ def _with_late_firings(
     back), every later one ``LATE`` (a window's first row already behind the watermark
     fires ``LATE`` too)."""
     order = [F.col(TS), F.col(ARR), F.col(TB)]  # the picks' order (first, last, ...)
-    # a late row's replay-order key; its content hash computed for late rows only (= TB)
-    late_key = F.when(~on_time, F.struct(F.col(ARR), F.col(TS), content_hash(prepared)))
+    # a late row's replay-order key; its content hash computed for late rows only (= TB),
+    # then a row id: identical late rows (same arrival, event time and content) fire once
+    # each, as in the replay (which of them comes first changes nothing)
+    late_key = F.when(
+        ~on_time,
+        F.struct(F.col(ARR), F.col(TS), content_hash(prepared), F.monotonically_increasing_id()),
+    )
     runs = []
     for call in compiled.calls:
         args = [a for a in call.args if a is not None]
