@@ -17,13 +17,17 @@ batch mode), every window fires once, at the end of input, over all its rows. So
 
 Tumbling windows in arrival order (``arrival_order``; the watermark strategy's delay)::
 
-    rows ──► the watermark each row saw: max(event time of earlier arrivals) - delay - 1
-         ──► late (window cleanup time <= watermark): the late side output, never added
+    rows ──► per window, its arrival cutoffs: the earliest arrival of a row with event time
+             >= end + delay (fire) and >= end + delay + lateness (late), from one small
+             aggregate (WindowCutoffs), broadcast and joined by window
+         ──► arrived after the late cutoff: late, never added; the late side output with the
+             exact watermark it saw (WindowCutoffs.prefix_max, for those rows only)
          ──► no lateness: groupBy(keys, window) of the rows added (they all came before the
              watermark passed the window's end: one firing each)
-             lateness: per window in replay order (arrival, event time, content hash) running
-             aggregates, kept at the last row added before the watermark passed the window's
-             end (the on-time firing) and at every row added after it (a late firing each)
+             lateness: the aggregate state of the window's on-time rows (arrived no later than
+             the fire cutoff) and of each later row, merged in replay order (arrival, event
+             time, content hash) by a running window function over those groups: the
+             on-time firing, then one late firing per row (windowing.spark.firings)
 
 Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
 merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
@@ -122,13 +126,15 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         if config.allowed_lateness > 0 and not _windowable(calls):
             return None  # late firings are running aggregates: Spark's window functions
         arrival = (
-            "; in arrival order: the watermark each row sees (a prefix maximum of event "
-            "time), rows of windows past their cleanup time to the late side output, "
+            "; in arrival order: each window's arrival cutoffs (when the watermark passed its "
+            "end and its cleanup time; one small aggregate, broadcast), rows of windows past "
+            "their cleanup time to the late side output, "
             + (
                 "each window's rows added before the watermark passed its end fire once (groupBy)"
                 if config.allowed_lateness == 0
-                else "running aggregates in replay order fire once for the rows added before "
-                "the watermark passed the window's end and again at each later row"
+                else "the states of each window's on-time rows and of each later row, merged in "
+                "replay order by a window function, fire once for the on-time rows and again "
+                "at each later row"
             )
         )
     elif config.allowed_lateness > 0 and _has_min_window(assigner) and not _windowable(calls):
