@@ -273,6 +273,7 @@ class Run:
     seconds: float | None = None  # None: failed or cancelled
     rows: int | None = None  # output rows
     note: str = ""
+    jobs: int | None = None  # Spark jobs of the timed action
 
 
 class Timer:
@@ -281,8 +282,19 @@ class Timer:
     def __init__(self, spark: SparkSession, timeout: float) -> None:
         self.spark = spark
         self.timeout = timeout
+        self.jobs: int | None = None  # Spark jobs of the last batch action
 
     def batch(self, action: Callable[[], None]) -> tuple[float | None, str]:
+        sc = self.spark.sparkContext
+        group = f"bench-{time.perf_counter_ns()}"
+        sc.setJobGroup(group, "timed action")
+        try:
+            return self._batch(action)
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            self.jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+
+    def _batch(self, action: Callable[[], None]) -> tuple[float | None, str]:
         fired = threading.Event()
 
         def cancel() -> None:
@@ -328,9 +340,11 @@ class BatchConfig:
     builtin_sum: bool = False  # .sum("amount") instead of .aggregate(SumAmount())
     # .agg(*columns) with Spark's aggregate functions (the first one is named "total")
     agg: Callable[[], list[Any]] | None = None
-    # replayed in arrival order ("seq") with a 200 ms watermark delay, 1 s allowed lateness
-    # and a late side output: late rows and late firings, so no agreement check with native
+    # replayed in arrival order ("seq") with a 200 ms watermark delay, allowed lateness
+    # (default 1 s) and a late side output: late rows and late firings, so no agreement
+    # check with native
     arrival: bool = False
+    lateness: str = "1 second"
 
 
 def native_window(df: DataFrame, window: Any, columns: list[Any] | None = None) -> DataFrame:
@@ -422,6 +436,22 @@ BATCH: list[BatchConfig] = [
         arrival=True,
     ),
     BatchConfig(
+        "tumbling-arrival-l0",
+        "tumbling 10 s, .agg(F.sum('amount')), arrival order, no lateness (native plan)",
+        TumblingEventTimeWindows("10 seconds"),
+        lambda df: native_window(df, F.window("ts", "10 seconds")),
+        agg=lambda: [F.sum("amount").alias("total")],
+        arrival=True,
+        lateness="0 seconds",
+    ),
+    BatchConfig(
+        "tumbling-arrival-op",
+        "tumbling 10 s, aggregate(SumAmount()), arrival order, lateness 1 s (operator)",
+        TumblingEventTimeWindows("10 seconds"),
+        lambda df: native_window(df, F.window("ts", "10 seconds")),
+        arrival=True,
+    ),
+    BatchConfig(
         "hopping",
         "hopping 10 s / 1 s",
         SlidingEventTimeWindows("10 seconds", "1 second"),
@@ -502,7 +532,7 @@ def run_ours_batch(
         windowed = (
             source.key_by("key")
             .window(cfg.assigner)
-            .allowed_lateness("1 second")
+            .allowed_lateness(cfg.lateness)
             .side_output_late_data(LATE)
         )
     else:
@@ -520,6 +550,7 @@ def run_ours_batch(
     agree: str | None = None
     try:
         run.seconds, run.note = timer.batch(lambda: noop_write(results))
+        run.jobs = timer.jobs
         if run.seconds is not None:
             run.rows = results.count()  # (untimed) runs the replay again
             if check and cfg.native is not None and not cfg.arrival:
@@ -534,6 +565,7 @@ def run_native_batch(df: DataFrame, cfg: BatchConfig, timer: Timer) -> Run:
     out = cfg.native(df)
     run = Run(f"{cfg.label}: Spark native")
     run.seconds, run.note = timer.batch(lambda: noop_write(out))
+    run.jobs = timer.jobs
     return run
 
 
@@ -784,6 +816,11 @@ def print_row(
     print(f"{name:<56} {secs:>8} {evs:>11} {rows:>10} {vs_native:>8} {vs_ceiling:>8}  {tail}")
 
 
+def jobs(run: Run | None) -> str:
+    """The Spark jobs of a run's timed action, for the notes column."""
+    return "" if run is None or run.jobs is None else f"; {run.jobs} Spark jobs"
+
+
 def header(title: str) -> None:
     print(f"\n{title}")
     cols = ("configuration", "seconds", "events/s", "rows out", "/native", "/ceiling")
@@ -803,7 +840,7 @@ def target(label: str, ours: Run | None, ceiling: Run | None, n: int) -> None:
 
 
 # ------------------------------------------------------------------------------- main
-def make_spark(partitions: int) -> SparkSession:
+def make_spark(partitions: int, coalesce: bool = False) -> SparkSession:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # The executors import this checkout (the one the driver imports), however it is installed.
@@ -815,7 +852,7 @@ def make_spark(partitions: int) -> SparkSession:
         .appName("pyspark-windowing-spark-bench")
         .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.default.parallelism", "2")
-        .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        .config("spark.sql.adaptive.coalescePartitions.enabled", str(coalesce).lower())
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -878,12 +915,15 @@ def batch_section(df: DataFrame, cfgs: list[BatchConfig], timer: Timer, o: Optio
             continue
         check = "agree: " + (agree or ("not checked" if not o.check else "-"))
         vs_native = fmt_ratio(o_rate, rate(n, native_run))
-        print_row(ours.name, ours, n, vs_native, fmt_ratio(o_rate, c_rate), check)
-        print_row(native_run.name, native_run, n)
+        print_row(ours.name, ours, n, vs_native, fmt_ratio(o_rate, c_rate), check + jobs(ours))
+        print_row(native_run.name, native_run, n, agree=jobs(native_run).lstrip("; "))
     for ours, native_run, _ in measured:
-        if ".agg(F.sum" in ours.name and "arrival" in ours.name:
+        if ".agg(F.sum" in ours.name and "arrival" in ours.name and "lateness 1 s" in ours.name:
             vs = fmt_ratio(rate(n, ours), rate(n, native_run))
             print(f"batch tumbling .agg in arrival order, lateness, late rows >= 0.8x native: {vs}")
+        elif "arrival" in ours.name:
+            vs = fmt_ratio(rate(n, ours), rate(n, native_run))
+            print(f"batch {ours.name.split(': ')[0]} / native tumbling: {vs}")
         elif ".agg(F.sum" in ours.name:
             vs = fmt_ratio(rate(n, ours), rate(n, native_run))
             print(f"batch {ours.name.split(',')[0]} .agg(F.sum) >= 1.0x Spark native: {vs}")
@@ -988,6 +1028,11 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=None, help="default 1,000, at most events/100")
     parser.add_argument("--partitions", type=int, default=4, help="spark.sql.shuffle.partitions")
+    parser.add_argument(
+        "--coalesce",
+        action="store_true",
+        help="keep Spark's default AQE partition coalescing (e.g. with --partitions 200)",
+    )
     parser.add_argument("--files", type=int, default=4, help="streaming micro-batches (files)")
     parser.add_argument("--repeat", type=int, default=1, help="keep the fastest of R runs")
     parser.add_argument("--timeout", type=float, default=600.0, help="cap per run, seconds")
@@ -996,8 +1041,9 @@ def main() -> None:
         "--only",
         default="",
         help="comma-separated names: tumbling, tumbling-sum, tumbling-agg, tumbling-agg4, "
-        "tumbling-arrival, hopping, hopping-sum, session, session-sum, session-agg, "
-        "sliding-distinct, sliding-distinct-agg, sliding-distinct-join, streaming",
+        "tumbling-arrival, tumbling-arrival-l0, tumbling-arrival-op, hopping, hopping-sum, "
+        "session, session-sum, session-agg, sliding-distinct, sliding-distinct-agg, "
+        "sliding-distinct-join, streaming",
     )
     parser.add_argument("--skip-streaming", action="store_true")
     parser.add_argument("--no-check", action="store_true", help="skip the agreement checks")
@@ -1019,12 +1065,14 @@ def main() -> None:
     wall = time.perf_counter()
     try:
         write_events(source, n, keys, args.files, args.seed)
-        spark = make_spark(args.partitions)
+        spark = make_spark(args.partitions, args.coalesce)
         df = spark.read.schema(SCHEMA).parquet(str(source)).cache()
         df.count()
         print(
             f"{n:,} events, {keys:,} keys, 1 h event time, local[2], "
-            f"{args.partitions} shuffle partitions, pyspark {spark.version}, "
+            f"{args.partitions} shuffle partitions"
+            + (" (AQE coalescing)" if args.coalesce else "")
+            + f", pyspark {spark.version}, "
             f"best of {opts.repeat}; sum(amount) per key and window; load average "
             + " ".join(f"{x:.1f}" for x in os.getloadavg())
         )
