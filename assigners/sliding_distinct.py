@@ -119,6 +119,27 @@ class SlidingDistinctAssigner(WindowAssigner[Any, TimeWindow]):
         """Kafka ``SlidingWindows.ofTimeDifferenceWithNoGrace``."""
         return cls(size, grace=0)
 
+    def lateness(self, allowed_lateness: int, shown: object = None) -> int:
+        """The operator's allowed lateness (ms) with this assigner: ``grace``, or
+        ``allowed_lateness`` when ``grace`` is 0. ``ValueError`` when both are set and differ
+        (``shown``: the value as the user gave it, for the message).
+
+        Examples
+        --------
+        >>> SlidingDistinctAssigner(10, grace=5).lateness(0)
+        5
+        >>> SlidingDistinctAssigner(10, grace=0).lateness(7)
+        7
+        """
+        if allowed_lateness and self.grace and allowed_lateness != self.grace:
+            given = allowed_lateness if shown is None else shown
+            msg = (
+                f"allowed_lateness={given!r} differs from the grace {self.grace} ms of "
+                f"{self!r}; set one of them"
+            )
+            raise ValueError(msg)
+        return max(allowed_lateness, self.grace)
+
     def assign_windows(
         self, element: Any, timestamp: int | None, context: WindowAssignerContext
     ) -> Collection[TimeWindow]:

@@ -21,6 +21,10 @@ the whole result: a ``noop`` write of the result DataFrame):
   (``tumbling-agg``, ``tumbling-agg4``, ``session-agg``) tumbling 10 s and sessions with
   Spark's own aggregate functions, ``.agg(F.sum("amount"))`` and ``.agg(sum, count, avg,
   max)``, which run as a native Spark plan (``windowing/spark/native.py``: no Python); and
+  (``sliding-distinct-agg``, ``sliding-distinct-join``) KIP-450 sliding windows of 10 s with
+  ``.agg(F.sum("amount"))`` (the native plan's range-frame form,
+  ``windowing/spark/native_sliding.py``) and ``.agg(sum, count(DISTINCT amount))`` (its join
+  form: a copy of a row per window; Spark native computes only the sum); and
   (``tumbling-arrival``) the same ``.agg`` replayed in arrival order (a ``seq`` column, the
   order the events were generated in) with a 200 ms watermark delay, 1 s allowed lateness and
   a late side output (late rows and late firings: not compared with native). The
@@ -32,8 +36,17 @@ the whole result: a ``noop`` write of the result DataFrame):
   (``windowing/spark/native_hopping.py``: no row copied per window); and (``hopping-arrival``)
   the sum replayed in arrival order as ``tumbling-arrival`` is;
 * native: ``groupBy(key, window(ts, ...))`` / ``groupBy(key, session_window(ts, ...))`` with
-  ``sum(amount)``; checked against ours per key and window (``exceptAll`` both ways). Sliding-
-  distinct (KIP-450) windows have no Spark equivalent.
+  ``sum(amount)``; checked against ours per key and window (``exceptAll`` both ways). For
+  sliding-distinct (KIP-450) windows Spark has no window function of its own; the native
+  formulation of the same windows is range frames over each key's rows ordered by event
+  time (``sliding_native``): per row ``sum(amount)`` over ``[t - 10 s, t]`` (its left
+  window) and over ``[t + 1 ms, t + 1 ms + 10 s]`` (its right window), the next time
+  (``lead``) and the last time of the right frame, one row per distinct time, and its left
+  window and, when the next time falls in it and it is no left window, its right window
+  (``inline``). (The event times are far above the window size, so Kafka's shared early
+  window ``[0; size]`` never occurs and the two agree window for window.) ``hopping 10 s /
+  1 s``, the usual approximation, has other windows; its native time is in the hopping
+  rows.
 * ceiling: ``groupBy(key).applyInArrow(f)`` where ``f`` returns one row per key: the shuffle,
   the Arrow transfer and the Python worker round trip that any grouped Python operator pays.
 * per-row Python floor: ``applyInArrow`` that turns the key's rows into ``Row`` objects (the
@@ -109,7 +122,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
@@ -273,6 +286,7 @@ class Run:
     seconds: float | None = None  # None: failed or cancelled
     rows: int | None = None  # output rows
     note: str = ""
+    jobs: int | None = None  # Spark jobs of the timed action
 
 
 class Timer:
@@ -281,8 +295,19 @@ class Timer:
     def __init__(self, spark: SparkSession, timeout: float) -> None:
         self.spark = spark
         self.timeout = timeout
+        self.jobs: int | None = None  # Spark jobs of the last batch action
 
     def batch(self, action: Callable[[], None]) -> tuple[float | None, str]:
+        sc = self.spark.sparkContext
+        group = f"bench-{time.perf_counter_ns()}"
+        sc.setJobGroup(group, "timed action")
+        try:
+            return self._batch(action)
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            self.jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+
+    def _batch(self, action: Callable[[], None]) -> tuple[float | None, str]:
         fired = threading.Event()
 
         def cancel() -> None:
@@ -328,9 +353,11 @@ class BatchConfig:
     builtin_sum: bool = False  # .sum("amount") instead of .aggregate(SumAmount())
     # .agg(*columns) with Spark's aggregate functions (the first one is named "total")
     agg: Callable[[], list[Any]] | None = None
-    # replayed in arrival order ("seq") with a 200 ms watermark delay, 1 s allowed lateness
-    # and a late side output: late rows and late firings, so no agreement check with native
+    # replayed in arrival order ("seq") with a 200 ms watermark delay, allowed lateness
+    # (default 1 s) and a late side output: late rows and late firings, so no agreement
+    # check with native
     arrival: bool = False
+    lateness: str = "1 second"
 
 
 def native_window(df: DataFrame, window: Any, columns: list[Any] | None = None) -> DataFrame:
@@ -343,6 +370,37 @@ def native_window(df: DataFrame, window: Any, columns: list[Any] | None = None) 
         F.col("w.end").alias("window_end"),
         *[c for c in grouped.columns if c not in ("key", "w")],
     )
+
+
+def sliding_native(df: DataFrame, size: int) -> DataFrame:
+    """KIP-450 sliding windows of ``size`` ms written with Spark's own window functions
+    (see the module docstring): range frames per key ordered by event time, one row per
+    distinct time, its left window and (when a later time falls in it and it is no left
+    window) its right window."""
+    order = Window.partitionBy("key").orderBy("ms")
+    left, right = order.rangeBetween(-size, 0), order.rangeBetween(1, size + 1)
+    ms, nxt = F.col("ms"), F.col("next")
+    framed = df.select("key", "amount", F.unix_millis("ts").alias("ms")).select(
+        "key",
+        "ms",
+        F.sum("amount").over(left).alias("left"),
+        F.sum("amount").over(right).alias("right"),
+        F.max("ms").over(right).alias("right_last"),
+        F.lead("ms").over(order).alias("next"),
+    )
+    last = framed.where(nxt.isNull() | (nxt != ms))
+    has_right = (nxt <= ms + size + 1) & (F.col("right_last") != ms + size + 1)
+
+    def window(keep: Any, start: Any, total: str) -> Any:
+        return F.struct(
+            keep.alias("keep"),
+            F.timestamp_millis(start).alias("window_start"),
+            F.timestamp_millis(start + size + 1).alias("window_end"),
+            F.col(total).alias("total"),
+        )
+
+    windows = F.array(window(F.lit(True), ms - size, "left"), window(has_right, ms + 1, "right"))
+    return last.select("key", F.inline(windows)).where("keep").drop("keep")
 
 
 def four_aggregates() -> list[Any]:
@@ -388,6 +446,22 @@ BATCH: list[BatchConfig] = [
         TumblingEventTimeWindows("10 seconds"),
         lambda df: native_window(df, F.window("ts", "10 seconds")),
         agg=lambda: [F.sum("amount").alias("total")],
+        arrival=True,
+    ),
+    BatchConfig(
+        "tumbling-arrival-l0",
+        "tumbling 10 s, .agg(F.sum('amount')), arrival order, no lateness (native plan)",
+        TumblingEventTimeWindows("10 seconds"),
+        lambda df: native_window(df, F.window("ts", "10 seconds")),
+        agg=lambda: [F.sum("amount").alias("total")],
+        arrival=True,
+        lateness="0 seconds",
+    ),
+    BatchConfig(
+        "tumbling-arrival-op",
+        "tumbling 10 s, aggregate(SumAmount()), arrival order, lateness 1 s (operator)",
+        TumblingEventTimeWindows("10 seconds"),
+        lambda df: native_window(df, F.window("ts", "10 seconds")),
         arrival=True,
     ),
     BatchConfig(
@@ -449,7 +523,21 @@ BATCH: list[BatchConfig] = [
         "sliding-distinct",
         "sliding-distinct 10 s",
         SlidingDistinctAssigner("10 seconds", grace=0),
-        None,
+        lambda df: sliding_native(df, 10_000),
+    ),
+    BatchConfig(
+        "sliding-distinct-agg",
+        "sliding-distinct 10 s, .agg(F.sum) (native plan)",
+        SlidingDistinctAssigner("10 seconds", grace=0),
+        lambda df: sliding_native(df, 10_000),
+        agg=lambda: [F.sum("amount").alias("total")],
+    ),
+    BatchConfig(
+        "sliding-distinct-join",
+        "sliding-distinct 10 s, .agg(sum, count distinct) (join)",
+        SlidingDistinctAssigner("10 seconds", grace=0),
+        lambda df: sliding_native(df, 10_000),
+        agg=lambda: [F.sum("amount").alias("total"), F.count_distinct("amount").alias("kinds")],
     ),
 ]
 
@@ -479,7 +567,7 @@ def run_ours_batch(
         windowed = (
             source.key_by("key")
             .window(cfg.assigner)
-            .allowed_lateness("1 second")
+            .allowed_lateness(cfg.lateness)
             .side_output_late_data(LATE)
         )
     else:
@@ -497,6 +585,7 @@ def run_ours_batch(
     agree: str | None = None
     try:
         run.seconds, run.note = timer.batch(lambda: noop_write(results))
+        run.jobs = timer.jobs
         if run.seconds is not None:
             run.rows = results.count()  # (untimed) runs the replay again
             if check and cfg.native is not None and not cfg.arrival:
@@ -511,6 +600,7 @@ def run_native_batch(df: DataFrame, cfg: BatchConfig, timer: Timer) -> Run:
     out = cfg.native(df)
     run = Run(f"{cfg.label}: Spark native")
     run.seconds, run.note = timer.batch(lambda: noop_write(out))
+    run.jobs = timer.jobs
     return run
 
 
@@ -761,6 +851,11 @@ def print_row(
     print(f"{name:<56} {secs:>8} {evs:>11} {rows:>10} {vs_native:>8} {vs_ceiling:>8}  {tail}")
 
 
+def jobs(run: Run | None) -> str:
+    """The Spark jobs of a run's timed action, for the notes column."""
+    return "" if run is None or run.jobs is None else f"; {run.jobs} Spark jobs"
+
+
 def header(title: str) -> None:
     print(f"\n{title}")
     cols = ("configuration", "seconds", "events/s", "rows out", "/native", "/ceiling")
@@ -780,7 +875,7 @@ def target(label: str, ours: Run | None, ceiling: Run | None, n: int) -> None:
 
 
 # ------------------------------------------------------------------------------- main
-def make_spark(partitions: int) -> SparkSession:
+def make_spark(partitions: int, coalesce: bool = False) -> SparkSession:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # The executors import this checkout (the one the driver imports), however it is installed.
@@ -792,7 +887,7 @@ def make_spark(partitions: int) -> SparkSession:
         .appName("pyspark-windowing-spark-bench")
         .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.default.parallelism", "2")
-        .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        .config("spark.sql.adaptive.coalescePartitions.enabled", str(coalesce).lower())
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -855,18 +950,26 @@ def batch_section(df: DataFrame, cfgs: list[BatchConfig], timer: Timer, o: Optio
             continue
         check = "agree: " + (agree or ("not checked" if not o.check else "-"))
         vs_native = fmt_ratio(o_rate, rate(n, native_run))
-        print_row(ours.name, ours, n, vs_native, fmt_ratio(o_rate, c_rate), check)
-        print_row(native_run.name, native_run, n)
+        print_row(ours.name, ours, n, vs_native, fmt_ratio(o_rate, c_rate), check + jobs(ours))
+        print_row(native_run.name, native_run, n, agree=jobs(native_run).lstrip("; "))
     for ours, native_run, _ in measured:
         vs = fmt_ratio(rate(n, ours), rate(n, native_run))
-        if ".agg(F.sum" in ours.name and "arrival" in ours.name and "tumbling" in ours.name:
-            print(f"batch tumbling .agg in arrival order, lateness, late rows >= 0.8x native: {vs}")
-        elif "arrival" in ours.name:
+        arrival, hops = "arrival" in ours.name, ours.name.startswith("hopping")
+        if arrival and hops:
             print(f"batch {ours.name.split(',')[0]} .agg in arrival order (no target): {vs}")
-        elif ".agg(F.sum" in ours.name and ours.name.startswith("hopping"):
+        elif ".agg(F.sum" in ours.name and arrival and "lateness 1 s" in ours.name:
+            print(f"batch tumbling .agg in arrival order, lateness, late rows >= 0.8x native: {vs}")
+        elif arrival:
+            print(f"batch {ours.name.split(': ')[0]} / native tumbling: {vs}")
+        elif ".agg(F.sum" in ours.name and hops:
             print(f"batch hopping 10 s / 1 s .agg(F.sum) >= 2x Spark native: {vs}")
         elif ".agg(F.sum" in ours.name:
             print(f"batch {ours.name.split(',')[0]} .agg(F.sum) >= 1.0x Spark native: {vs}")
+    by_name = {cfg.name: m for m, cfg in zip(measured, cfgs, strict=True)}
+    if "sliding-distinct-agg" in by_name and "hopping" in by_name:
+        sliding, hopping = by_name["sliding-distinct-agg"][0], by_name["hopping"][1]
+        vs = fmt_ratio(rate(n, sliding), rate(n, hopping))
+        print(f"batch sliding-distinct 10 s .agg / Spark native hopping 10 s / 1 s: {vs}")
     for name, what in (("tumbling", "AggregateFunction"), ("tumbling-sum", "built-in .sum")):
         tumbling = [m[0] for m, cfg in zip(measured, cfgs, strict=True) if cfg.name == name]
         if tumbling:
@@ -1077,6 +1180,11 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=None, help="default 1,000, at most events/100")
     parser.add_argument("--partitions", type=int, default=4, help="spark.sql.shuffle.partitions")
+    parser.add_argument(
+        "--coalesce",
+        action="store_true",
+        help="keep Spark's default AQE partition coalescing (e.g. with --partitions 200)",
+    )
     parser.add_argument("--files", type=int, default=4, help="streaming micro-batches (files)")
     parser.add_argument("--repeat", type=int, default=1, help="keep the fastest of R runs")
     parser.add_argument("--timeout", type=float, default=600.0, help="cap per run, seconds")
@@ -1085,8 +1193,9 @@ def main() -> None:
         "--only",
         default="",
         help="comma-separated names: tumbling, tumbling-sum, tumbling-agg, tumbling-agg4, "
-        "tumbling-arrival, hopping, hopping-sum, hopping-agg, hopping-agg4, hopping-arrival, "
-        "session, session-sum, session-agg, sliding-distinct, hopping-sweep, streaming",
+        "tumbling-arrival, tumbling-arrival-l0, tumbling-arrival-op, hopping, hopping-sum, "
+        "hopping-agg, hopping-agg4, hopping-arrival, session, session-sum, session-agg, "
+        "sliding-distinct, sliding-distinct-agg, sliding-distinct-join, hopping-sweep, streaming",
     )
     parser.add_argument("--skip-streaming", action="store_true")
     parser.add_argument("--no-check", action="store_true", help="skip the agreement checks")
@@ -1109,12 +1218,14 @@ def main() -> None:
     wall = time.perf_counter()
     try:
         write_events(source, n, keys, args.files, args.seed)
-        spark = make_spark(args.partitions)
+        spark = make_spark(args.partitions, args.coalesce)
         df = spark.read.schema(SCHEMA).parquet(str(source)).cache()
         df.count()
         print(
             f"{n:,} events, {keys:,} keys, 1 h event time, local[2], "
-            f"{args.partitions} shuffle partitions, pyspark {spark.version}, "
+            f"{args.partitions} shuffle partitions"
+            + (" (AQE coalescing)" if args.coalesce else "")
+            + f", pyspark {spark.version}, "
             f"best of {opts.repeat}; sum(amount) per key and window; load average "
             + " ".join(f"{x:.1f}" for x in os.getloadavg())
         )

@@ -2,8 +2,9 @@
 
 Run: ``PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/spark_watermark.py [rows]``
 
-* ``bucketed``: :func:`windowing.spark.watermark.add_prefix_max` (quantile buckets, a window
-  function partitioned by bucket, earlier-bucket maxima from a tiny self-join; all lazy);
+* ``bucketed``: :func:`windowing.spark.watermark.add_prefix_max`, the batch replay's (quantile
+  buckets, a window function partitioned by bucket, each bucket's maximum sent to every key
+  group and combined there; all lazy; the rows end up shuffled by key group, 128 groups);
 * ``eager``: the same bucketing, with the quantiles and per-bucket maxima collected to the
   driver first and inlined as literals (two small jobs before the main one);
 * ``single``: one unpartitioned window function (Spark moves every row to one partition).
@@ -62,12 +63,15 @@ def main(rows: int) -> None:
             F.col("id").alias("arr"),
             (F.col("id") * 10 - (F.xxhash64("id") % 5_000).cast("long")).alias("ts"),
             (F.col("id") % 1_000).alias("key"),
+            (F.col("id") % 128).cast("int").alias("kg"),
         )
         .cache()
     )
     df.count()
     variants: dict[str, Callable[[], DataFrame]] = {
-        "bucketed": lambda: add_prefix_max(df, order="arr", value="ts", out="wm", buckets=8),
+        "bucketed": lambda: add_prefix_max(
+            df, order="arr", value="ts", out="wm", group="kg", groups=128, buckets=8
+        ),
         "eager": lambda: eager_prefix_max(df, order="arr", value="ts", out="wm", buckets=8),
         "single": lambda: add_prefix_max_single_partition(df, order="arr", value="ts", out="wm"),
     }

@@ -177,13 +177,7 @@ class WindowOperator:
             msg = f"allowed_lateness must be >= 0, got {allowed_lateness!r}"
             raise ValueError(msg)
         if isinstance(assigner, SlidingDistinctAssigner):
-            if lateness and assigner.grace and lateness != assigner.grace:
-                msg = (
-                    f"allowed_lateness={allowed_lateness!r} differs from the grace "
-                    f"{assigner.grace} ms of {assigner!r}; set one of them"
-                )
-                raise ValueError(msg)
-            lateness = max(lateness, assigner.grace)
+            lateness = assigner.lateness(lateness, shown=allowed_lateness)
         if slicing is not None and not isinstance(slicing, bool):
             msg = f"slicing must be a bool or None, got {type(slicing).__name__} {slicing!r}"
             raise ValueError(msg)

@@ -589,8 +589,9 @@ class WindowedStream:
 
         The results have the key column(s), ``window_start``, ``window_end``, one column per
         aggregate (Spark's name, or the alias) and ``max_timestamp``. Where the job's shape
-        allows (tumbling event-time windows, default trigger, no evictor, batch, no arrival
-        order) Spark computes it natively and no row reaches Python (``explain()`` says which
+        allows (batch; tumbling event-time windows, sessions or KIP-450 sliding windows;
+        default trigger, no evictor; no arrival order, or tumbling windows in arrival order)
+        Spark computes it natively and no row reaches Python (``explain()`` says which
         plan runs); anywhere else the window operator computes the aggregates listed in
         ``docs/spark.md`` (count, sum, avg, min, max, first, last, min_by, max_by, count_if,
         bool_and, bool_or), with Spark's results. ``first`` / ``last`` are by event time::

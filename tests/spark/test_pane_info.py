@@ -18,6 +18,7 @@ from windowing import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
     OutputTag,
+    SlidingDistinctAssigner,
     TumblingEventTimeWindows,
     WindowedStream,
 )
@@ -100,6 +101,7 @@ def test_native_tumbling_in_arrival_order_numbers_its_firings(
         TumblingEventTimeWindows(10, 3),
         EventTimeSessionWindows(1),
         HoppingEventTimeWindows(10, 3, 1),
+        SlidingDistinctAssigner(10, grace=5),
     ],
 )
 def test_native_event_time_order_fires_on_time_and_the_start_of_time_late(

@@ -281,9 +281,11 @@ def _output_schema(
     return inferred, False
 
 
-def _bucket_count(spark: SparkSession) -> int:
-    """Buckets for the arrival-order watermark: the shuffle partitions, within [1, 1024]."""
-    return min(max(shuffle_partitions(spark), 1), 1024)
+def prefix_max_buckets(spark: SparkSession) -> int:
+    """Arrival buckets of the watermark's prefix maximum: the shuffle partitions, within
+    [1, 64] (each row carries the bucket bounds for a moment: more buckets would cost more
+    than they balance)."""
+    return min(max(shuffle_partitions(spark), 1), 64)
 
 
 def build_layout(
@@ -365,9 +367,19 @@ def run_batch(
         raise NotImplementedError(msg)
     layout = build_layout(stream, spec, output_schema, side_output_schemas)
     prepared = df.select(*internal_columns(df, source))
+    # One Python call per key group (Flink's key groups), its keys replayed one by one.
+    groups = batch_key_groups(stream)
+    prepared = prepared.withColumn(KEY_GROUP, key_group(keys, groups))
     if source.arrival_order is not None:
+        # (shuffled by key group already: the groupBy below adds no shuffle)
         prepared = add_prefix_max(
-            prepared, order=_ARR, value=_TS, out=_WMAX, buckets=_bucket_count(df.sparkSession)
+            prepared,
+            order=_ARR,
+            value=_TS,
+            out=_WMAX,
+            group=KEY_GROUP,
+            groups=groups,
+            buckets=prefix_max_buckets(df.sparkSession),
         )
     replay = _Replay(
         window=config,
@@ -383,9 +395,7 @@ def run_batch(
         ),
         idleness=idleness_of(stream),
     )
-    # One Python call per key group (Flink's key groups), its keys replayed one by one.
-    groups = batch_key_groups(stream)
-    grouped = prepared.withColumn(KEY_GROUP, key_group(keys, groups)).groupBy(KEY_GROUP)
+    grouped = prepared.groupBy(KEY_GROUP)
 
     def replay_group(table: pa.Table) -> pa.Table:
         return replay(table)

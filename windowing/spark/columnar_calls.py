@@ -317,6 +317,23 @@ class ColumnarCalls:
         codes = group_codes(windows.rows.select(keys), keys) if keys else None
         return windows.window_count(plan, codes)
 
+    def _keys_columns(self, keys: list[Any], trailing_nulls: int = 0) -> list[pa.Array]:
+        """The key column(s) of rows whose keys are ``keys`` (one per row), then
+        ``trailing_nulls`` rows without a key (none for ``window_all``)."""
+        encoders = self.key_encoders
+        if not encoders:
+            return []
+        if len(encoders) == 1:
+            columns: list[list[Any]] = [keys]
+        else:
+            columns = [list(c) for c in zip(*keys, strict=True)] if keys else [[] for _ in encoders]
+        tail = [None] * trailing_nulls
+        out = []
+        for values, enc, t in zip(columns, encoders, self.config.key_arrow_types, strict=True):
+            encoded = values if enc is None else [enc(v) for v in values]
+            out.append(pa.array(encoded + tail, t))
+        return out
+
     def _key_columns(self, key: Any) -> Callable[[int], list[pa.Array]]:
         """The key column(s) of ``key`` for ``n`` output rows (none for ``window_all``)."""
         encoders = self.key_encoders

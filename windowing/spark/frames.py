@@ -44,9 +44,9 @@ __all__ = [
     "PACKED",
     "PACKED_SCHEMA",
     "input_table",
+    "key_ranges",
     "pack",
     "restore_nans",
-    "split_keys",
     "timestamps_as_micros",
     "unpack",
 ]
@@ -171,16 +171,19 @@ def timestamps_as_micros(df: DataFrame) -> DataFrame:
     )
 
 
-def split_keys(table: pa.Table, keys: Sequence[str]) -> Iterator[tuple[Any, pa.Table]]:
-    """``(key, rows)`` for each key of ``table`` (rows kept in their order)."""
+def key_ranges(table: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, list[tuple[Any, int, int]]]:
+    """``table`` with each key's rows together (kept in their order) and ``(key, first row,
+    end row)`` for each key."""
     if table.num_rows == 0:
-        return
+        return table, []
     segments = key_segments(table, keys)
     table = segments.table
     first_rows = pa.array(segments.starts[:-1], pa.int64())
     values = [arrow_to_python(table.column(k).take(first_rows)) for k in keys]
-    for i, (lo, hi) in enumerate(itertools.pairwise(segments.starts)):
-        yield key_value([v[i] for v in values]), table.slice(lo, hi - lo)
+    return table, [
+        (key_value([v[i] for v in values]), lo, hi)
+        for i, (lo, hi) in enumerate(itertools.pairwise(segments.starts))
+    ]
 
 
 def restore_nans(table: pa.Table, masks: Sequence[tuple[str, Sequence[str]]]) -> pa.Table:

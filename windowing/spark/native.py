@@ -17,13 +17,24 @@ batch mode), every window fires once, at the end of input, over all its rows. So
 
 Tumbling windows in arrival order (``arrival_order``; the watermark strategy's delay)::
 
-    rows ──► the watermark each row saw: max(event time of earlier arrivals) - delay - 1
-         ──► late (window cleanup time <= watermark): the late side output, never added
+    rows ──► per window, its arrival cutoffs: the earliest arrival of a row with event time
+             >= end + delay (fire) and >= end + delay + lateness (late), from one small
+             aggregate (WindowCutoffs), broadcast and joined by window
+         ──► arrived after the late cutoff: late, never added; the late side output with the
+             exact watermark it saw (WindowCutoffs.prefix_max, for those rows only)
          ──► no lateness: groupBy(keys, window) of the rows added (they all came before the
              watermark passed the window's end: one firing each)
-             lateness: per window in replay order (arrival, event time, content hash) running
-             aggregates, kept at the last row added before the watermark passed the window's
-             end (the on-time firing) and at every row added after it (a late firing each)
+             lateness: the aggregate state of the window's on-time rows (arrived no later than
+             the fire cutoff) and of each later row, merged in replay order (arrival, event
+             time, content hash) by a running window function over those groups: the
+             on-time firing, then one late firing per row (windowing.spark.firings)
+
+KIP-450 sliding windows (``SlidingDistinctAssigner``) in event-time order: their own module,
+:mod:`windowing.spark.native_sliding` (range frames over each key's distinct record times).
+Hopping event-time windows: their own modules, :mod:`windowing.spark.native_hopping`
+(event-time order: panes and a sweep over each key's blocks of panes) and
+:mod:`windowing.spark.native_hopping_arrival` (arrival order: the watermark each row saw,
+from the batch replay's prefix maximum, :func:`~windowing.spark.watermark.add_prefix_max`).
 
 Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
 merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
@@ -47,12 +58,14 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.errors import ErrorPolicy
 from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout, run_batch
-from windowing.spark.inputs import ARR, TB, TS, WMAX, internal_columns
+from windowing.spark.firings import running_aggregate
+from windowing.spark.inputs import ARR, TB, TS, content_hash, internal_columns
 from windowing.spark.native_hopping import HoppingGrid, hopping_parts, hopping_reason
 from windowing.spark.native_hopping_arrival import arrival_parts
 from windowing.spark.native_parts import (
@@ -63,11 +76,11 @@ from windowing.spark.native_parts import (
     firings_at_min,
     input_counters,
     keys_counter,
-    long_lit,
-    native_column,
-    seen_watermark,
+    long_literal,
+    union_all,
     windowable,
 )
+from windowing.spark.native_sliding import run_sliding, sliding_reason
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -75,22 +88,28 @@ from windowing.spark.output import (
     OutputLayout,
     col,
 )
-from windowing.spark.plans import plan_job, shuffle_partitions
-from windowing.spark.watermark import add_prefix_max
+from windowing.spark.plans import plan_job
+from windowing.spark.watermark import (
+    WindowCutoffs,
+    one_task_enough,
+    watermark_of,
+)
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
 __all__ = ["native_reason", "run_aggregates", "run_native"]
 
 _WINDOW = "__pw_nw"
-_W = "__pw_nwm"
 _MT = "__pw_nmt"
-_LATE = "__pw_nlate"
-_FIRES = "__pw_nfires"
 _FIRST = "__pw_nfirst"
 _LAST = "__pw_nlast"
 _PANE = "__pw_npane"
 _TIMING = "__pw_ntiming"
+_CUT = "__pw_ncut_"  # the arrival cutoffs' columns (arrival order)
+_PMAX = "__pw_npmax"
+_REASON = "__pw_nreason"
+_LATE_KEY = "__pw_nlate_key"
+_FIRST_FIRING = "__pw_nfirst_firing"
 
 
 def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
@@ -104,6 +123,8 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         if assigner.stagger is not WindowStagger.ALIGNED:
             return None  # the operator's assigner draws the offset
         shape = "tumbling event-time windows: groupBy(keys, window start)"
+    elif type(assigner) is SlidingDistinctAssigner:
+        return sliding_reason(job, calls)
     elif type(assigner) is HoppingEventTimeWindows:
         hopping = hopping_reason(job, calls)
         if hopping is None:
@@ -137,13 +158,15 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         elif config.allowed_lateness > 0 and not windowable(calls):
             return None  # late firings are running aggregates: Spark's window functions
         arrival = arrival or (
-            "; in arrival order: the watermark each row sees (a prefix maximum of event "
-            "time), rows of windows past their cleanup time to the late side output, "
+            "; in arrival order: each window's arrival cutoffs (when the watermark passed its "
+            "end and its cleanup time; one small aggregate, broadcast), rows of windows past "
+            "their cleanup time to the late side output, "
             + (
                 "each window's rows added before the watermark passed its end fire once (groupBy)"
                 if config.allowed_lateness == 0
-                else "running aggregates in replay order fire once for the rows added before "
-                "the watermark passed the window's end and again at each later row"
+                else "the states of each window's on-time rows and of each later row, merged in "
+                "replay order by a window function, fire once for the on-time rows and again "
+                "at each later row"
             )
         )
     elif config.allowed_lateness > 0 and _has_min_window(assigner) and not windowable(calls):
@@ -178,15 +201,14 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     """The native plan of ``job`` (the user's own, without the operator's argument columns)
     with the aggregates ``compiled``; see the module docstring."""
     source, config = job.source, job.config
+    if type(config.assigner) is SlidingDistinctAssigner:
+        return run_sliding(compiled, job)
     df = source.df
     layout = build_layout(job, None, compiled.schema, None)
     prepared = df.select(*internal_columns(df, source))
     keys = [col(k) for k in layout.keys]
     assigner = config.assigner
     lateness = config.allowed_lateness
-    if source.arrival_order is not None:
-        buckets = min(max(shuffle_partitions(df.sparkSession), 1), 1024)
-        prepared = add_prefix_max(prepared, order=ARR, value=TS, out=WMAX, buckets=buckets)
     if type(assigner) is HoppingEventTimeWindows and source.arrival_order is not None:
         parts = arrival_parts(HoppingGrid.of(assigner), job, prepared, keys, compiled, layout)
     elif type(assigner) is HoppingEventTimeWindows:
@@ -271,7 +293,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
-    combined = _union(branches)
+    combined = union_all(branches)
     plan = plan_job(job, None, native=native_reason(job, compiled.calls))
     return WindowedResult.of_output(combined, layout, plan)
 
@@ -299,12 +321,24 @@ class _TumblingBounds:
         self.end = (
             F.when(
                 w == F.lit(MIN_TIMESTAMP),
-                long_lit(first_end if first_end <= MAX_TIMESTAMP else None),
+                long_literal(first_end if first_end <= MAX_TIMESTAMP else None),
             )
             .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
             .otherwise(w + F.lit(size))
         )
         self.window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
+        self._size, self._offset = size, offset
+
+    def start_of(self, name: str) -> Column:
+        """The grouping value of the window holding the event time in column ``name``, as
+        ``start`` (null for null; SQL text: one call to the JVM)."""
+        size, residue = self._size, self._offset % self._size
+        t = "`" + name.replace("`", "``") + "`"
+        d = f"pmod(pmod({t}, {size}L) - {residue}L, {size}L)"
+        return F.expr(
+            f"CASE WHEN {t} >= {MIN_TIMESTAMP}L + {d} THEN {t} - {d} "
+            f"WHEN {t} IS NOT NULL THEN {MIN_TIMESTAMP}L END"
+        )
 
 
 def _in_arrival_order(
@@ -315,93 +349,174 @@ def _in_arrival_order(
     compiled: CompiledAggregates,
     layout: OutputLayout,
 ) -> NativeParts:
-    """Tumbling windows replayed in arrival order (``prepared`` has the prefix maximum of
-    event time over earlier arrivals, ``__pw_wmax``); see the module docstring."""
+    """Tumbling windows replayed in arrival order; see the module docstring. Whether the
+    watermark had passed a window's end (or its cleanup time) when a row arrived comes from
+    the window's arrival cutoffs (:class:`~windowing.spark.watermark.WindowCutoffs`), joined
+    by window from a broadcast table; only the late rows get their exact watermark."""
+    source = job.source
     lateness = job.config.allowed_lateness
-    watermark = seen_watermark(job)
+    delay = source.watermark.delay
     bounds = _TumblingBounds(assigner)
-    has_arrival, has_time = F.col(ARR).isNotNull(), F.col(TS).isNotNull()
-    windowed = (
-        prepared.where(has_arrival & has_time)
-        .withColumn(_W, watermark)
-        .withColumn(_WINDOW, bounds.start)
+    arrival, ts = F.col(ARR), F.col(TS)
+    has_arrival, has_time = arrival.isNotNull(), ts.isNotNull()
+    elements = prepared.where(has_arrival & has_time)
+    cutoffs = WindowCutoffs(
+        elements,
+        TS,
+        ARR,
+        bounds.start_of,
+        fire_shift=delay,
+        late_shift=lateness + delay,
+        one_task=one_task_enough(prepared),
     )
     max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
-    cleanup = F.when(max_ts >= F.lit(MAX_TIMESTAMP - lateness), F.lit(MAX_TIMESTAMP)).otherwise(
-        max_ts + F.lit(lateness)
+    # The window ending at MIN + 1 (max timestamp MIN) is behind the first watermark: its
+    # end has passed for every row, and without lateness it is past its cleanup time.
+    at_min = f"{_MT} = {MIN_TIMESTAMP}L"
+
+    def behind(cutoff: str) -> str:
+        return f"({_CUT}{cutoff} IS NOT NULL AND {ARR} > {_CUT}{cutoff})"
+
+    late = F.expr(f"({at_min}) OR {behind('late')}" if lateness == 0 else behind("late"))
+    table = F.broadcast(cutoffs.table(_CUT))
+    marked = (
+        elements.withColumn(_WINDOW, bounds.start)
+        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .withColumn(_MT, max_ts)
     )
-    marked = windowed.withColumn(_MT, max_ts).withColumn(_LATE, cleanup <= F.col(_W))
-    added = marked.where(~F.col(_LATE))
+    added = marked.where(~late)
     pane = (F.lit(0), F.lit(ON_TIME))
     if lateness == 0:
         # Without lateness a window's contents are the rows it had when the watermark passed
         # its end: one firing each.
         results = added.groupBy(*keys, _WINDOW).agg(*aggregate_columns(compiled, arrival=True))
+        first = results
     else:
-        results = _firings(added, keys, compiled, numbered=layout.pane_info)
+        on_time = F.expr(f"NOT (({at_min}) OR {behind('fire')})")
+        results = _with_late_firings(added, keys, compiled, on_time, prepared)
         pane = (F.col(_PANE), F.col(_TIMING))
-    windows = added.groupBy(*keys, _WINDOW).agg(F.max(_MT).alias("mt"))
-    n = F.count(F.lit(1))
-    elements = F.count(F.when(has_arrival & has_time, 1))
-    late_rows = F.count(F.when(F.col(_LATE), 1))
-    counters = marked.select(_LATE).agg(late_rows.alias("late"))
+        first = results.where(F.col(_FIRST_FIRING))
+    # the windows with contents: one row each (their first firing), read from the results
+    windows = first.select(max_ts.alias("mt"))
+    # the counters in one aggregate, over every row joined with the same broadcast table
+    every = (
+        prepared.withColumn(_WINDOW, F.when(has_arrival, bounds.start_of(TS)))
+        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .withColumn(_MT, max_ts)
+    )
     late_name = "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
-    input_counts = prepared.agg(
-        n.alias("num_input_rows"),
-        elements.alias("num_elements"),
-        F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
-        F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
+    arrived, timed = f"{ARR} IS NOT NULL", f"{TS} IS NOT NULL"
+    input_counts = every.agg(
+        F.expr("count(1) AS num_input_rows"),
+        F.expr(f"count(IF({arrived} AND {timed}, 1, NULL)) AS num_elements"),
+        F.expr(f"count(IF({arrived} AND NOT {timed}, 1, NULL)) AS num_null_event_time"),
+        F.expr(f"count(IF(NOT {arrived}, 1, NULL)) AS num_null_arrival_order"),
         keys_counter(layout).alias("num_keys"),
-    ).crossJoin(counters.select(F.col("late").alias(late_name)))
-    late: list[DataFrame] = []
+        F.count(F.when(has_arrival & has_time & late, 1)).alias(late_name),
+    )
+    late_parts: list[DataFrame] = []
     if layout.has_late:
-        seen = F.when(F.col(_W) != F.lit(MIN_TIMESTAMP), F.col(_W))
-        late = [
-            marked.where(F.col(_LATE)).select(*layout.sql.late_branch(seen, REASON_LATE)),
-            prepared.where(has_arrival & ~has_time)
-            .withColumn(_W, watermark)
-            .select(*layout.sql.late_branch(seen, REASON_NULL_EVENT_TIME)),
+        late_parts = [
+            _late_rows(prepared, cutoffs, table, bounds, layout, lateness, delay),
             prepared.where(~has_arrival).select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
-    return NativeParts(results, bounds.window_start, bounds.end, windows, input_counts, late, pane)
-
-
-def _firings(
-    added: DataFrame, keys: list[Column], compiled: CompiledAggregates, *, numbered: bool
-) -> DataFrame:
-    """With allowed lateness: per window, in replay order, the rows added before the
-    watermark passed its end fire once together (at the last of them), and each row added
-    after that fires with everything so far: running aggregates, kept at those rows.
-    ``numbered``: with each firing's pane (``__pw_npane``, ``__pw_ntiming``): the on-time
-    firing is ``ON_TIME``, every later one ``LATE`` (a window's first row already behind the
-    watermark fires ``LATE`` too)."""
-    order = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(F.col(ARR), F.col(TS), F.col(TB))
-    running = order.rowsBetween(Window.unboundedPreceding, 0)
-    on_time = F.col(_W) < F.col(_MT)
-    fires = ~on_time | ~F.coalesce(F.lead(on_time).over(order), F.lit(False))
-    columns = [
-        native_column(call, True, expression=True).over(running).alias(call.name)
-        for call in compiled.calls
-    ]
-    if not numbered:
-        return (
-            added.select(*keys, F.col(_WINDOW), fires.alias(_FIRES), *columns)
-            .where(F.col(_FIRES))
-            .drop(_FIRES)
-        )
-    # Numbered in replay order (the watermark never goes back: the on-time firing, if any,
-    # comes before the late ones).
-    timing = F.when(on_time, F.lit(ON_TIME)).otherwise(F.lit(LATE)).alias(_TIMING)
-    replay = [F.col(c) for c in (ARR, TS, TB)]
-    fired = (
-        added.select(*keys, F.col(_WINDOW), *replay, fires.alias(_FIRES), *columns, timing)
-        .where(F.col(_FIRES))
-        .drop(_FIRES)
+    return NativeParts(
+        results, bounds.window_start, bounds.end, windows, input_counts, late_parts, pane
     )
-    by_replay = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(*replay)
-    return fired.withColumn(_PANE, F.row_number().over(by_replay) - F.lit(1)).drop(ARR, TS, TB)
+
+
+def _late_rows(
+    prepared: DataFrame,
+    cutoffs: WindowCutoffs,
+    table: DataFrame,
+    bounds: _TumblingBounds,
+    layout: OutputLayout,
+    lateness: int,
+    delay: int,
+) -> DataFrame:
+    """The late side output of rows with an arrival order: rows past their window's cleanup
+    time and rows without event time, with the exact watermark they saw. The late rows come
+    from the broadcast cutoff table joined by window; their watermarks from
+    :meth:`WindowCutoffs.prefix_max`, with the windows' arrival runs broadcast as one row."""
+    arrival, ts = F.col(ARR), F.col(TS)
+    by_window = (
+        prepared.where(arrival.isNotNull())
+        .withColumn(_WINDOW, bounds.start_of(TS))
+        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .withColumn(_MT, F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP)))
+    )
+    behind = f"({_CUT}late IS NOT NULL AND {ARR} > {_CUT}late)"
+    at_min = f"{_MT} = {MIN_TIMESTAMP}L OR " if lateness == 0 else ""
+    late = F.expr(f"{TS} IS NOT NULL AND ({at_min}{behind})")
+    reason = F.expr(f"IF({TS} IS NULL, '{REASON_NULL_EVENT_TIME}', '{REASON_LATE}') AS {_REASON}")
+    inputs = [col(c) for c in layout.input_schema.names]
+    queries = by_window.where(late | ts.isNull()).select(*inputs, arrival, reason)
+    runs = F.broadcast(cutoffs.runs(_CUT))
+    queries = queries.crossJoin(runs)
+    seen = cutoffs.prefix_max(queries, _CUT + "r", _CUT + "rg", _PMAX)
+    watermark = watermark_of(_PMAX, delay)
+    return seen.select(
+        *layout.sql.late_branch(
+            F.when(watermark != F.lit(MIN_TIMESTAMP), watermark), F.col(_REASON)
+        )
+    )
+
+
+def _with_late_firings(
+    added: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    on_time: Column,
+    prepared: DataFrame,
+) -> DataFrame:
+    """With allowed lateness: per window, the rows added before the watermark passed its
+    end (``on_time``) fire once together, and each row added after that fires with
+    everything so far: the states of a window's on-time rows and of each late row, merged
+    in replay order (:mod:`windowing.spark.firings`). Shuffled by window first, so that the
+    grouping by late row and the running merge need no other shuffle. Each firing's pane
+    (``__pw_npane``, ``__pw_ntiming``; Spark prunes them without pane info): numbered in
+    replay order, the on-time firing ``ON_TIME`` (it comes first: the watermark never goes
+    back), every later one ``LATE`` (a window's first row already behind the watermark
+    fires ``LATE`` too)."""
+    order = [F.col(TS), F.col(ARR), F.col(TB)]  # the picks' order (first, last, ...)
+    # a late row's replay-order key; its content hash computed for late rows only (= TB),
+    # then a row id: identical late rows (same arrival, event time and content) fire once
+    # each, as in the replay (which of them comes first changes nothing)
+    late_key = F.when(
+        ~on_time,
+        F.struct(F.col(ARR), F.col(TS), content_hash(prepared), F.monotonically_increasing_id()),
+    )
+    runs = []
+    for call in compiled.calls:
+        args = [a for a in call.args if a is not None]
+        types = [f.dataType for f in prepared.select(*args).schema.fields] if args else []
+        runs.append(running_aggregate(call, order, types))
+    states = [f"__pw_ns{i}" for i in range(len(runs))]
+    grouped = (
+        added.withColumn(_LATE_KEY, late_key)  # before the shuffle: it ships no row columns
+        .repartition(*keys, F.col(_WINDOW))
+        .groupBy(*keys, _WINDOW, _LATE_KEY)
+        .agg(*[r.state.alias(s) for r, s in zip(runs, states, strict=True)])
+    )
+    by_window = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(
+        F.col(_LATE_KEY).asc_nulls_first()
+    )
+    so_far = by_window.rowsBetween(Window.unboundedPreceding, 0)
+    firing = F.row_number().over(by_window)
+    timing = F.when(F.col(_LATE_KEY).isNull(), F.lit(ON_TIME)).otherwise(F.lit(LATE))
+    return grouped.select(
+        *keys,
+        _WINDOW,
+        *[
+            r.result(r.merge(F.col(s), so_far)).alias(call.name)
+            for r, s, call in zip(runs, states, compiled.calls, strict=True)
+        ],
+        (firing == 1).alias(_FIRST_FIRING),
+        (firing - 1).alias(_PANE),
+        timing.alias(_TIMING),
+    )
 
 
 def _sessions(
@@ -426,10 +541,3 @@ def _sessions(
     last = F.col(_LAST)
     end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
     return grouped, F.col(_FIRST), end
-
-
-def _union(frames: list[DataFrame]) -> DataFrame:
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.union(f)
-    return out

@@ -56,7 +56,7 @@ from windowing.spark.native_parts import (
     aggregate_columns,
     firings_at_min,
     input_counters,
-    long_lit,
+    long_literal,
     pick,
     windowable,
 )
@@ -287,7 +287,7 @@ def _disjoint(
     w = F.col(_W)
     end = (
         # (the window below the start of time, if one holds it: ending after MIN_TIMESTAMP)
-        F.when(w == F.lit(MIN_TIMESTAMP), long_lit(max(lowest + size, MIN_TIMESTAMP)))
+        F.when(w == F.lit(MIN_TIMESTAMP), long_literal(max(lowest + size, MIN_TIMESTAMP)))
         .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
         .otherwise(w + F.lit(size))
     )

@@ -2,7 +2,8 @@
 (``WindowedStream.agg`` with ``arrival_order``), for aggregates whose partials subtract
 exactly: ``count``, ``count_if``, ``sum`` of integers and decimals, ``avg`` of decimals.
 
-A row arriving at watermark ``wm`` (``windowing.spark.watermark``) joins only its windows
+A row arriving at watermark ``wm`` (the batch replay's prefix maximum of event time over
+earlier arrivals, :func:`~windowing.spark.watermark.add_prefix_max`) joins only its windows
 that are not late (cleanup time ``> wm``), as in Flink; of those, the windows ending after
 ``wm`` hold it when the watermark passes their end (their one *on-time* firing), and the
 others (``max timestamp <= wm < cleanup``) fire again at once with it (a *late* firing).
@@ -34,7 +35,9 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.job import Job
 from windowing.spark.aggregates import CompiledAggregates
-from windowing.spark.inputs import ARR, TB, TS
+from windowing.spark.batch import prefix_max_buckets
+from windowing.spark.inputs import ARR, TB, TS, WMAX
+from windowing.spark.keys import KEY_GROUP, key_group
 from windowing.spark.native_hopping import (
     _B,
     _BX,
@@ -53,13 +56,15 @@ from windowing.spark.native_hopping import (
     _Partials,
     _sweep,
 )
-from windowing.spark.native_parts import LATE, ON_TIME, NativeParts, keys_counter, seen_watermark
+from windowing.spark.native_parts import LATE, ON_TIME, NativeParts, keys_counter
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     OutputLayout,
 )
+from windowing.spark.plans import shuffle_partitions
+from windowing.spark.watermark import add_prefix_max, watermark_of
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = ["arrival_parts"]
@@ -84,13 +89,14 @@ def arrival_parts(
     compiled: CompiledAggregates,
     layout: OutputLayout,
 ) -> NativeParts:
-    """Hopping windows (``size > slide``) in arrival order; ``prepared`` has the prefix
-    maximum of event time (see the module docstring)."""
+    """Hopping windows (``size > slide``) in arrival order (see the module docstring)."""
     n, size, slide = grid.n, grid.size, grid.slide
     lateness = job.config.allowed_lateness
     has_arrival, has_time = F.col(ARR).isNotNull(), F.col(TS).isNotNull()
     ts, wm = F.col(TS), F.col(_WM)
-    elements = prepared.where(has_arrival & has_time).withColumn(_WM, seen_watermark(job))
+    prepared = _with_prefix_max(prepared, layout)
+    seen_watermark = watermark_of(WMAX, job.source.watermark.delay)
+    elements = prepared.where(has_arrival & has_time).withColumn(_WM, seen_watermark)
     # the last window holding ts ends at ts + size - 1 - ((ts - offset) mod slide)
     back = F.pmod(F.pmod(ts, F.lit(slide)) - F.lit(grid.offset % slide), F.lit(slide))
     span = F.lit(size - 1) - back  # >= 0: size > slide
@@ -177,7 +183,7 @@ def arrival_parts(
         late = [
             marked.where(F.col(_LATE_ROW)).select(*layout.sql.late_branch(seen, REASON_LATE)),
             prepared.where(has_arrival & ~has_time)
-            .withColumn(_WM, seen_watermark(job))
+            .withColumn(_WM, seen_watermark)
             .select(*layout.sql.late_branch(seen, REASON_NULL_EVENT_TIME)),
             prepared.where(~has_arrival).select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
@@ -185,6 +191,24 @@ def arrival_parts(
         ]
     pane_columns = (F.col(_PANE), F.col(_TIMING))
     return NativeParts(results, F.col(_START), F.col(_END), windows, counters, late, pane_columns)
+
+
+def _with_prefix_max(prepared: DataFrame, layout: OutputLayout) -> DataFrame:
+    """``prepared`` with the prefix maximum of event time over earlier arrivals (``WMAX``,
+    :func:`~windowing.spark.watermark.add_prefix_max`, as the batch replay computes it),
+    its summaries sent to key groups of the keys (``KEY_GROUP``; one without keys)."""
+    spark = prepared.sparkSession
+    groups = shuffle_partitions(spark) if layout.keys else 1
+    grouped = prepared.withColumn(KEY_GROUP, key_group(layout.keys, groups))
+    return add_prefix_max(
+        grouped,
+        order=ARR,
+        value=TS,
+        out=WMAX,
+        group=KEY_GROUP,
+        groups=groups,
+        buckets=prefix_max_buckets(spark),
+    )
 
 
 def _late_copies(

@@ -1,21 +1,21 @@
-"""The pieces every native plan shares (``windowing.spark.native`` and the hopping plans):
-the plan's parts, the user's aggregates as Spark columns with deterministic picks, the input
-counters, the watermark a row saw in arrival order, and the firings of the window at the
-start of time."""
+"""The pieces every native Spark plan (:mod:`windowing.spark.native`,
+:mod:`windowing.spark.native_sliding`, :mod:`windowing.spark.native_hopping`,
+:mod:`windowing.spark.native_hopping_arrival`) shares: a plan's parts, the user's aggregate
+columns with the replay order's picks, the input counters, the firings of the window at the
+start of time, and small Spark helpers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.functions.columns import AggKind
-from windowing.job import Job
 from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
-from windowing.spark.inputs import ARR, TB, TS, WMAX
+from windowing.spark.inputs import ARR, TB, TS
 from windowing.spark.output import OutputLayout, col
 from windowing.time import MIN_TIMESTAMP
 
@@ -27,15 +27,16 @@ __all__ = [
     "firings_at_min",
     "input_counters",
     "keys_counter",
-    "long_lit",
+    "long_literal",
     "native_column",
     "pick",
-    "seen_watermark",
+    "union_all",
     "windowable",
 ]
 
-_PANE = "__pw_nmpane"  # the firings of the window at the start of time, in replay order
+#: The pane timings native plans write (``Timing`` names).
 ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
+_PANE = "__pw_nmpane"  # the firings of the window at the start of time, in replay order
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,9 @@ class NativeParts:
     counters: DataFrame
     late: list[DataFrame]
     # with pane info: the results' pane index and timing (default: each window's one firing,
-    # on time at the end of input or when the watermark passed its end)
-    pane: tuple[Column, Column] = (F.lit(0), F.lit(ON_TIME))
-
-
-def aggregate_columns(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
-    return [native_column(call, arrival).alias(call.name) for call in compiled.calls]
+    # on time at the end of input or when the watermark passed its end; built when a plan
+    # is, so that importing this module needs no Spark session)
+    pane: tuple[Column, Column] = field(default_factory=lambda: (F.lit(0), F.lit(ON_TIME)))
 
 
 def windowable(calls: Sequence[AggregateCall]) -> bool:
@@ -66,8 +64,17 @@ def windowable(calls: Sequence[AggregateCall]) -> bool:
     return all(call.kind is not None and not call.distinct for call in calls)
 
 
-def long_lit(value: int | None) -> Column:
+def long_literal(value: int | None) -> Column:
+    """``value`` as a ``bigint`` literal (``None``: a null one)."""
     return F.lit(value).cast("long")
+
+
+def union_all(frames: list[DataFrame]) -> DataFrame:
+    """The frames' rows, by position (``union``)."""
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.union(f)
+    return out
 
 
 def keys_counter(layout: OutputLayout) -> Column:
@@ -87,6 +94,11 @@ def input_counters(layout: OutputLayout) -> list[Column]:
         (n - F.count(F.col(TS))).alias("num_null_event_time"),
         keys_counter(layout).alias("num_keys"),
     ]
+
+
+def aggregate_columns(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
+    """The user's aggregates as Spark columns, by name (:func:`native_column`)."""
+    return [native_column(call, arrival).alias(call.name) for call in compiled.calls]
 
 
 def native_column(call: AggregateCall, arrival: bool, *, expression: bool = False) -> Column:
@@ -124,16 +136,6 @@ def pick(call: AggregateCall, arrival: bool) -> tuple[Column, Column, bool]:
     return x, F.when(o.isNotNull(), later), False
 
 
-def seen_watermark(job: Job) -> Column:
-    """The watermark each row sees in arrival order: ``max(MIN, wmax - delay - 1)`` from the
-    prefix maximum of event time ``__pw_wmax``, ``MIN_TIMESTAMP`` before any event time."""
-    delay = job.source.watermark.delay
-    wmax = F.col(WMAX)
-    return F.when(wmax >= F.lit(MIN_TIMESTAMP + delay + 1), wmax - F.lit(delay + 1)).otherwise(
-        F.lit(MIN_TIMESTAMP)
-    )
-
-
 def firings_at_min(
     rows: DataFrame,
     keys: list[Column],
@@ -154,7 +156,7 @@ def firings_at_min(
     # each firing is late (the window is behind the first watermark), numbered in replay order
     index = (F.row_number().over(order) - F.lit(1)).alias(_PANE)
     fired = rows.select(*keys, *columns, index)
-    bounds = (long_lit(start), long_lit(MIN_TIMESTAMP + 1), long_lit(MIN_TIMESTAMP))
+    bounds = (long_literal(start), long_literal(MIN_TIMESTAMP + 1), long_literal(MIN_TIMESTAMP))
     values = [col(c.name) for c in compiled.calls]
     results = fired.select(*layout.sql.result_branch(bounds, values, (F.col(_PANE), F.lit(LATE))))
     n = rows.agg(F.count(F.lit(1)).alias("n")).select(

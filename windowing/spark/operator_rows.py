@@ -8,9 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from windowing.spark.failures import SHOW_VALUES_HINT, window_bounds
+from windowing.spark.failures import SHOW_VALUES_HINT, DeadRows, split_results, window_bounds
 from windowing.windows import TimeWindow
 
 __all__ = [
@@ -18,7 +19,9 @@ __all__ = [
     "REASON_NULL_ARRIVAL_ORDER",
     "REASON_NULL_EVENT_TIME",
     "Encoders",
+    "KeyCallRows",
     "LateRows",
+    "key_call_tables",
     "operator_counters",
     "windowed_columns",
 ]
@@ -115,3 +118,135 @@ def windowed_columns(
             we.append(end)
     mt: list[int | None] = [r.timestamp for r in records]
     return columns, ws, we, mt
+
+
+@dataclass(eq=False)
+class KeyCallRows:
+    """One key call's rows of the tagged output (a streaming micro-batch runs many keys in
+    one call), before they are packed with the other keys' by :func:`key_call_tables`."""
+
+    key: Any
+    results: list[Any]
+    side_outputs: dict[Any, list[Any]]  # OutputTag -> records
+    source: Any  # pa.Table | None: the key's input rows (late rows and dead letters index them)
+    late: LateRows
+    counters: dict[str, int]
+    dead: DeadRows | None
+
+
+#: The key column(s) of one key for ``n`` rows; of rows with these keys then null-key rows.
+KeyColumns = Callable[[Any], Callable[[int], list[Any]]]
+KeysColumns = Callable[[list[Any], int], list[Any]]
+
+
+def key_call_tables(
+    layout: Any,
+    parts: Sequence[KeyCallRows],
+    key_columns: KeyColumns,
+    keys_columns: KeysColumns,
+    with_dead: bool,
+) -> list[pa.Table]:
+    """The tagged output of the key calls ``parts`` (``layout`` an ``OutputLayout``): one
+    table with one metrics row (a table per key costs more than the key's own call). When
+    that table cannot be built (a result that is not a row of the output schema, a side
+    output without a schema), a table per key, which raises the error naming the key, or
+    with dead letters (``with_dead``) turns the bad results into dead letters."""
+    if len(parts) > 1:
+        try:
+            return [_group_table(layout, parts, keys_columns, with_dead)]
+        except Exception:  # each key again below, for its own error
+            pass
+    return [_key_table(layout, part, key_columns(part.key)) for part in parts]
+
+
+def _group_table(
+    layout: Any, parts: Sequence[KeyCallRows], keys_columns: KeysColumns, with_dead: bool
+) -> pa.Table:
+    results: list[Any] = []
+    row_keys: list[Any] = []  # the key of each result, side output, late row, dead letter
+    sides: dict[Any, list[Any]] = {}
+    side_keys: dict[Any, list[Any]] = {}
+    late = LateRows()
+    late_keys: list[Any] = []
+    dead = DeadRows() if with_dead else None
+    dead_keys: list[Any] = []
+    sources: list[Any] = []
+    offset = 0  # of the key's rows in the concatenated sources
+    counters: dict[str, int] = {}
+    for part in parts:
+        key = part.key
+        results += part.results
+        row_keys += [key] * len(part.results)
+        for tag, records in part.side_outputs.items():
+            sides.setdefault(tag, []).extend(records)
+            side_keys.setdefault(tag, []).extend([key] * len(records))
+        d = part.dead
+        if part.source is not None and (
+            part.late.rows or (d is not None and any(r is not None for r in d.rows))
+        ):
+            sources.append(part.source)
+            late.rows += [offset + r for r in part.late.rows]
+            late.watermarks += part.late.watermarks
+            late.reasons += part.late.reasons
+            late_keys += [key] * len(part.late.rows)
+            shift, offset = offset, offset + part.source.num_rows
+        else:
+            shift = 0
+        if d is not None and dead is not None:
+            dead.rows += [None if r is None else shift + r for r in d.rows]
+            dead.phases += d.phases
+            dead.classes += d.classes
+            dead.messages += d.messages
+            dead.starts += d.starts
+            dead.ends += d.ends
+            dead_keys += [key] * len(d)
+        for name, value in part.counters.items():
+            counters[name] = counters.get(name, 0) + value
+    for tag in layout.side_tags:
+        row_keys += side_keys.get(tag, [])
+    row_keys += [*late_keys, *dead_keys]
+
+    def columns(total: int) -> list[Any]:
+        assert total == len(row_keys) + 1  # and the metrics row, without a key
+        return keys_columns(row_keys, 1)
+
+    return layout.tagged_table(
+        key=None,
+        key_columns=columns,
+        results=results,
+        side_outputs=sides,
+        late_source=pa.concat_tables(sources) if sources else None,
+        late=late,
+        counters=counters,
+        dead=dead,
+    )
+
+
+def _key_table(layout: Any, part: KeyCallRows, key_columns: Callable[[int], list[Any]]) -> Any:
+    """One key call's tagged output."""
+
+    def tagged() -> pa.Table:
+        return layout.tagged_table(
+            key=part.key,
+            key_columns=key_columns,
+            results=part.results,
+            side_outputs=part.side_outputs,
+            late_source=part.source,
+            late=part.late,
+            counters=part.counters,
+            dead=part.dead,
+        )
+
+    try:
+        return tagged()
+    except Exception:
+        if part.dead is None:
+            raise
+    # results that are not rows of the output schema: dead letters
+    bad = split_results(part.results, layout.check_result)
+    for _, letter in bad:
+        part.dead.add(letter)
+    drop = {i for i, _ in bad}
+    part.results[:] = [r for i, r in enumerate(part.results) if i not in drop]
+    part.counters["num_results"] = len(part.results)
+    return tagged()

@@ -676,13 +676,16 @@ class SqlBranches:
         named.update(dict(zip(self.layout.result_cols, values, strict=True)))
         return self._branch(_RESULT, named)
 
-    def late_branch(self, watermark: Column, reason: str) -> list[Column]:
-        """The columns of late rows read from the input (by name)."""
+    def late_branch(self, watermark: Column, reason: str | Column) -> list[Column]:
+        """The columns of late rows read from the input (by name); ``reason`` a value or a
+        column."""
         layout = self.layout
         named = {k: col(k) for k in layout.keys}
         fields = layout.input_schema.fields
         named.update({c: col(f.name) for c, f in zip(layout.late_cols, fields, strict=True)})
-        named.update({_LWM: watermark, _LREASON: F.lit(reason)})
+        named.update(
+            {_LWM: watermark, _LREASON: F.lit(reason) if isinstance(reason, str) else reason}
+        )
         return self._branch(_LATE, named)
 
     def metrics_branch(self, counters: Mapping[str, str]) -> list[Column]:

@@ -32,7 +32,6 @@ from windowing.spark.failures import (
     DeadRows,
     ElementFailedError,
     raise_element_error,
-    split_results,
 )
 from windowing.spark.inputs import ARR as _ARR
 from windowing.spark.inputs import PT as _PT
@@ -41,7 +40,7 @@ from windowing.spark.key_clocks import WATERMARK_SHIFT_MS, KeyClocks
 from windowing.spark.keys import (
     state_key,
 )
-from windowing.spark.operator_rows import operator_counters
+from windowing.spark.operator_rows import KeyCallRows, key_call_tables, operator_counters
 from windowing.spark.output import (
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
@@ -74,9 +73,9 @@ from windowing.spark.frames import (
     PACKED,
     PACKED_SCHEMA,
     input_table,
+    key_ranges,
     pack,
     restore_nans,
-    split_keys,
     timestamps_as_micros,
     unpack,
 )
@@ -132,6 +131,42 @@ def _concat_windows(windows: OpenWindows | None, joining: list[OpenWindows]) -> 
     return OpenWindows.concat(parts) if parts else None
 
 
+class _RowColumns:
+    """A group's rows (in key order) as the Python values a key call reads, converted once
+    for all keys when the first key needs them."""
+
+    def __init__(self, table: pa.Table, config: ProcessorConfig) -> None:
+        self.table = table
+        self.config = config
+
+    @functools.cached_property
+    def _columns(self) -> tuple[list[Any], list[Any], list[Any] | None, list[Any] | None]:
+        c, table = self.config, self.table
+        return (
+            table_rows(table, c.layout.input_schema.names),
+            table.column(_TS).to_pylist(),
+            table.column(_ARR).to_pylist() if _ARR in c.internal else None,
+            table.column(_PT).to_pylist() if _PT in c.internal else None,
+        )
+
+    def rows(
+        self, lo: int, hi: int
+    ) -> tuple[list[Any], list[Any], list[Any] | None, list[Any] | None]:
+        """Rows ``lo`` to ``hi``: the input rows, event times, arrival orders, processing
+        times (``None`` without the column)."""
+        elements, ts, arrival, pts = self._columns
+        return (
+            elements[lo:hi],
+            ts[lo:hi],
+            None if arrival is None else arrival[lo:hi],
+            None if pts is None else pts[lo:hi],
+        )
+
+
+#: A key's rows among its group's: (the group's columns, first row, end row).
+_RowSlice = tuple[_RowColumns, int, int]
+
+
 class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
     """One ``WindowOperator`` per Python worker; Spark's grouping key is a key group
     (:meth:`~windowing.stream.WindowedStream.max_parallelism`), with one ValueState and one
@@ -161,6 +196,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         self.stream_watermark = MIN_TIMESTAMP  # Spark's watermark in the operator's terms
         self.now = 0
         self._opened: OpenWindows | None = None  # the windows the last key call left
+        self._key_rows: list[KeyCallRows] = []  # the call's key outputs not yet packed
         schema = c.layout.input_schema
         names = schema.names
         self.record_type = row_class(tuple(names))
@@ -326,19 +362,25 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
             table = restore_nans(table, c.nan_masks)
         registered, entries, windows = self._load()
         self._set_clocks(timerValues)
+        self._key_rows = []
         outputs: list[pa.RecordBatch] = []
         if c.columnar is not None:
             table, windows = self._group_call(table, entries, windows, outputs)
         joining: list[OpenWindows] = []
         touched = set()
-        for k, key_rows in split_keys(table, c.layout.keys):
+        table, ranges = key_ranges(table, c.layout.keys)
+        columns = _RowColumns(table, c)
+        for k, lo, hi in ranges:
             skey = state_key(k)
             touched.add(skey)
-            self._store(entries, skey, self._key_call(k, entries.get(skey), key_rows, outputs))
+            key_rows = table.slice(lo, hi - lo)
+            at = (columns, lo, hi)
+            self._store(entries, skey, self._key_call(k, entries.get(skey), key_rows, outputs, at))
             self._join(entries, skey, joining)
         # keys of the group without rows whose timers are due fire now, as their own
         # timers would at the end of this micro-batch
         self._fire_due(entries, self._clock(), outputs, skip=touched, joining=joining)
+        self._pack_keys(outputs)
         group: list[pa.RecordBatch] = []  # the group's metrics row, packed on its own
         windows = _concat_windows(windows, joining)
         self._save(registered, entries, windows, alive=True, outputs=group, newest=newest)
@@ -354,6 +396,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
     ) -> Any:
         registered, entries, windows = self._load()
         self._set_clocks(timerValues)
+        self._key_rows = []
         outputs: list[pa.RecordBatch] = []
         if windows is not None:
             _, windows = self._group_call(None, entries, windows, outputs)
@@ -362,6 +405,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
             due = max(due, int(expiredTimerInfo.getExpiryTimeInMs()))
         joining: list[OpenWindows] = []
         self._fire_due(entries, due, outputs, skip=(), joining=joining)
+        self._pack_keys(outputs)
         group: list[pa.RecordBatch] = []  # the group's metrics row, packed on its own
         windows = _concat_windows(windows, joining)
         self._save(registered, entries, windows, alive=False, outputs=group)
@@ -400,19 +444,25 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
             self._join(entries, skey, joining)
 
     def _key_call(
-        self, k: Any, entry: Entry | None, table: pa.Table | None, outputs: list[pa.RecordBatch]
+        self,
+        k: Any,
+        entry: Entry | None,
+        table: pa.Table | None,
+        outputs: list[pa.RecordBatch],
+        rows: _RowSlice | None = None,
     ) -> Entry | None:
         """One key's call: fire its due timers, then process its rows of this micro-batch
         (``table``; ``None``: a timer call); its output goes to ``outputs``. Returns the key's
-        new entry. With dead letters, a row whose processing raises is left out and the call
-        starts over from the key's stored state without it."""
+        new entry; ``rows``: the key's rows as Python values, when the group's are at hand.
+        With dead letters, a row whose processing raises is left out and the call starts over
+        from the key's stored state without it."""
         try:
             if self.op.dead_letters is None or table is None:
-                return self._key_call_once(k, entry, table, outputs, {})
+                return self._key_call_once(k, entry, table, outputs, {}, rows)
             skipped: dict[int, Any] = {}  # row -> DeadLetter
             while True:
                 try:
-                    return self._key_call_once(k, entry, table, outputs, skipped)
+                    return self._key_call_once(k, entry, table, outputs, skipped, rows)
                 except ElementFailedError as failed:
                     skipped[failed.row] = failed.letter
         finally:
@@ -426,6 +476,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         table: pa.Table | None,
         outputs: list[pa.RecordBatch],
         skipped: dict[int, Any],
+        rows: _RowSlice | None = None,
     ) -> Entry | None:
         """:meth:`_key_call` but the rows ``skipped`` (their dead letters)."""
         c = self.config
@@ -445,10 +496,8 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         if table is None:
             self._emit(k, None, LateRows(), (0, 0, 0), outputs, {})
             return self._entry(k, ks, self._idle_after(entry, None))
-        elements = table_rows(table, c.layout.input_schema.names)
-        ts = table.column(_TS).to_pylist()
-        arrival = table.column(_ARR).to_pylist() if _ARR in c.internal else None
-        pts = table.column(_PT).to_pylist() if _PT in c.internal else None
+        columns, lo, hi = (_RowColumns(table, c), 0, table.num_rows) if rows is None else rows
+        elements, ts, arrival, pts = columns.rows(lo, hi)
         event_time = op.is_event_time
         tag = c.window.late_output_tag
         late = LateRows()
@@ -555,17 +604,16 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         key: Any,
         table: pa.Table | None,
         late: LateRows,
-        counts: tuple[int, int, int],
+        counters: tuple[int, int, int],
         outputs: list[pa.RecordBatch],
         skipped: dict[int, Any],
     ) -> None:
-        """Add this key's tagged output to ``outputs``; ``counts`` = (input rows, rows
-        without event time, rows without arrival order); ``skipped``: the dead letters of
-        rows left out (row -> ``DeadLetter``)."""
-        c = self.config
+        """Keep this key call's tagged rows for :meth:`_pack_keys`; ``counts`` = (input rows,
+        rows without event time, rows without arrival order); ``skipped``: the dead letters
+        of rows left out (row -> ``DeadLetter``)."""
         op = self.op
         m = op.metrics
-        n_input, null_ts, null_arr = counts
+        n_input, null_ts, null_arr = counters
         has_side = any(records for records in op.side_outputs.values())
         fired = m.num_windows_fired or m.num_null_results
         dead = None
@@ -577,31 +625,24 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
                 dead.add(letter)
         if not (op.output or late.rows or n_input or fired or has_side or dead):
             return
-        counters = operator_counters(op, n_input, null_ts, null_arr)
-
-        def tagged() -> pa.Table:
-            return c.layout.tagged_table(
+        self._key_rows.append(
+            KeyCallRows(
                 key=key,
-                key_columns=self._key_columns(key),
-                results=op.output,
-                side_outputs=op.side_outputs,
-                late_source=table,
+                results=list(op.output),
+                side_outputs={t: list(r) for t, r in op.side_outputs.items() if r},
+                source=table,
                 late=late,
-                counters=counters,
+                counters=operator_counters(op, n_input, null_ts, null_arr),
                 dead=dead,
             )
+        )
 
-        try:
-            out = tagged()
-        except Exception:
-            if dead is None:
-                raise
-            # results that are not rows of the output schema: dead letters
-            bad = split_results(op.output, c.layout.check_result)
-            for _, letter in bad:
-                dead.add(letter)
-            drop = {i for i, _ in bad}
-            op.output[:] = [r for i, r in enumerate(op.output) if i not in drop]
-            counters["num_results"] = len(op.output)
-            out = tagged()
-        outputs.extend(out.to_batches())
+    def _pack_keys(self, outputs: list[pa.RecordBatch]) -> None:
+        """Add the tagged rows of the call's keys (:meth:`_emit`) to ``outputs``."""
+        parts, self._key_rows = self._key_rows, []
+        with_dead = self.op.dead_letters is not None
+        layout = self.config.layout
+        for table in key_call_tables(
+            layout, parts, self._key_columns, self._keys_columns, with_dead
+        ):
+            outputs.extend(table.to_batches())

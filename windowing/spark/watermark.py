@@ -6,102 +6,363 @@ row that arrived strictly before it, *over all keys*::
     watermark(a) = max(event_time of rows with arrival < a) - delay - 1     (MIN if none)
 
 (Flink's ``BoundedOutOfOrderness``; Spark's ``withWatermark`` gives the same set of late rows,
-see ``docs/spark.md``). This module computes the ``max(...)`` part, a prefix maximum over the
-whole input in arrival order, without moving all rows to one partition:
+see ``docs/spark.md``). The ``max(...)`` part is a prefix maximum over the whole input in
+arrival order. Two ways to get it, both lazy (one plan, no driver round trip) and exact
+whatever the partitioning:
 
-1. the arrival values are cut into ``buckets`` ranges at approximate quantiles
-   (``percentile_approx``, one aggregate used as a scalar subquery), so equal arrival values
-   share a bucket and every row of bucket ``b`` arrived after every row of buckets ``< b``;
-2. the maximum event time of each bucket is aggregated (at most ``buckets`` rows) and turned
-   into "maximum of all earlier buckets" by a window function over that tiny table, which is
-   then broadcast;
-3. a window function partitioned by bucket, ordered by arrival, with the range frame
-   ``UNBOUNDED PRECEDING .. 1 PRECEDING`` (strictly earlier arrivals) gives the maximum inside
-   the bucket; the result is the larger of the two.
-
-Everything stays lazy (one plan, no driver round trip). The quantiles only balance the work: the
-result is exact whatever they are, so it does not depend on partitioning either.
+* :func:`add_prefix_max` gives every row its prefix maximum (the batch replay needs the exact
+  watermark of each row): arrival buckets from approximate quantiles, the maximum inside each
+  bucket from a window function ordered by arrival, and the maxima of earlier buckets from
+  one summary row per bucket sent to every key group. Three shuffles, no single-partition
+  step.
+* :class:`WindowCutoffs` answers "has the watermark passed this tumbling window's end (or its
+  cleanup time) when this row arrived?" without computing any row's watermark. The
+  watermark passes ``end + delay`` exactly when some earlier row has an event time
+  ``>= end + delay``, so for each window the first such arrival (a *cutoff*) decides every
+  row of the window: a row is behind iff it arrived after the cutoff. The cutoffs come from
+  one small aggregate (the earliest arrival per window of shifted event times, then minima
+  over later windows), broadcast and joined by window. :meth:`WindowCutoffs.prefix_max`
+  gives the exact prefix maximum of a few rows (late rows) from the same table: the maximum
+  lies in the latest window with an earlier arrival, so each such row meets that window's
+  rows in a window function partitioned by window.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
-__all__ = ["add_prefix_max", "add_prefix_max_single_partition"]
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+
+__all__ = [
+    "ONE_TASK_BYTES",
+    "WindowCutoffs",
+    "add_prefix_max",
+    "add_prefix_max_single_partition",
+    "count_below",
+    "one_task_enough",
+    "quoted",
+    "shifted_back",
+    "watermark_of",
+]
+
+#: Inputs Spark estimates at most this large aggregate the arrival cutoffs in one task.
+ONE_TASK_BYTES = 64 << 20
+
+
+def one_task_enough(df: DataFrame) -> bool:
+    """Whether Spark's own estimate of ``df``'s size (the optimizer's statistics, no job) is
+    at most :data:`ONE_TASK_BYTES`: then the arrival cutoffs are aggregated in one task,
+    which saves a Spark job; larger inputs (and Spark Connect, which has no estimate)
+    aggregate in parallel."""
+    try:
+        jdf = df._jdf
+        size = int(str(jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # Spark Connect, or no statistics
+        return False
+    return 0 <= size <= ONE_TASK_BYTES
 
 
 def _c(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(quoted(name))
 
 
-def _bucket_index(order: Column, bounds: Column, lo: int, hi: int) -> Column:
-    """How many of the (ascending) ``bounds`` are ``<= order``, known to be in ``[lo, hi]``:
-    a binary search written as nested CASE expressions (code-generated, ``log2(buckets)``
-    comparisons per row; a higher-order ``size(filter(bounds, ...))`` measured ~2x slower)."""
+def quoted(name: str) -> str:
+    """A column name as SQL text."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _long(value: int | None) -> Column:
+    return F.lit(value).cast("long")
+
+
+def shifted_back(name: str, amount: int) -> str:
+    """SQL text: the column ``name`` minus ``amount`` (``>= 0``), null where it would fall
+    below ``MIN_TIMESTAMP`` (no overflow)."""
+    assert amount >= 0
+    t = quoted(name)
+    if amount == 0:
+        return t
+    if amount > MAX_TIMESTAMP - MIN_TIMESTAMP:
+        return "CAST(NULL AS BIGINT)"
+    floor = MIN_TIMESTAMP + amount  # a valid bigint: amount <= MAX - MIN
+    if amount <= MAX_TIMESTAMP:
+        return f"CASE WHEN {t} >= {floor}L THEN {t} - {amount}L END"
+    # t - amount = (t - floor) + MIN, each step within bigint
+    return f"CASE WHEN {t} >= {floor}L THEN ({t} - {floor}L) + {MIN_TIMESTAMP}L END"
+
+
+def watermark_of(prefix_max: str, delay: int) -> Column:
+    """The watermark after seeing the prefix maximum in column ``prefix_max`` (Flink's
+    ``max - delay - 1``, saturating at ``MIN_TIMESTAMP``; ``MIN_TIMESTAMP`` when null)."""
+    return F.expr(f"coalesce({shifted_back(prefix_max, delay + 1)}, {MIN_TIMESTAMP}L)")
+
+
+#: The window partition of a table already in one partition: ``g * 0`` is 0 for every row
+#: (``g`` is never null there) but not a constant to Spark's optimizer, which drops constant
+#: partitions and then warns "No Partition Defined for Window operation".
+_ONE_PARTITION = "PARTITION BY g * 0"
+
+#: Binary-search steps: enough for any array Spark can hold (fewer than 2**31 elements).
+_SEARCH_STEPS = 31
+
+
+@dataclass(frozen=True)
+class WindowCutoffs:
+    """The arrival cutoffs of a tumbling assigner's windows (see the module docstring).
+
+    For a window ``k`` (its grouping value), with ``end`` its end:
+
+    * ``fire(k)``: the earliest arrival of a row with event time ``>= end + fire_shift``;
+      a row of ``k`` that arrived after it saw a watermark ``>= end - 1`` (the window's end
+      had passed), with ``fire_shift = delay``;
+    * ``late(k)``: the same with ``late_shift = lateness + delay``: a row that arrived
+      after it saw a watermark ``>= end - 1 + lateness`` (the window's cleanup time: late).
+
+    Both are null when no row reaches them. A row with event time ``t`` reaches the
+    threshold of every window whose grouping value is below ``window_of(t - shift)``, so the
+    cutoffs are minima, over later windows, of the earliest arrival per window of ``t -
+    shift``: one aggregate of the rows by (window of t, of t - fire, of t - late), a few rows
+    per window, then running minima over that small table in one partition.
+
+    Attributes
+    ----------
+    elements
+        The rows with an event time (column ``ts``) and an arrival order (``arrival``).
+    window_of
+        A window's grouping value from the event time in the named column (non-decreasing,
+        null for null).
+    fire_shift, late_shift
+        The shifts above (``late_shift >= fire_shift >= 0``).
+    one_task
+        Aggregate in one task, without a shuffle (one Spark job less; the rows' event time
+        and arrival are read by one task): for small inputs.
+    """
+
+    elements: DataFrame
+    ts: str
+    arrival: str
+    window_of: Callable[[str], Column]
+    fire_shift: int
+    late_shift: int
+    one_task: bool
+
+    def _cells(self) -> DataFrame:
+        """One row per window grouping value ``g`` that holds rows or a shifted event time,
+        in one partition: ``own`` (rows of the window), ``c_fire`` / ``c_late`` (the cutoffs
+        above) and ``earliest`` (the earliest arrival of the rows of this and later
+        windows). Written as SQL text (few calls to the JVM when the job is built)."""
+        rows = self.elements.coalesce(1) if self.one_task else self.elements
+        # the shifted times as columns of their own (window_of reads its input thrice)
+        shifted = rows.selectExpr(
+            f"{quoted(self.ts)} AS t",
+            f"{shifted_back(self.ts, self.fire_shift)} AS tf",
+            f"{shifted_back(self.ts, self.late_shift)} AS tl",
+            f"{quoted(self.arrival)} AS a",
+        )
+        triples = shifted.groupBy(
+            self.window_of("t").alias("w"),
+            self.window_of("tf").alias("f"),
+            self.window_of("tl").alias("l"),
+        ).agg(F.expr("min(a) AS a"))
+        if not self.one_task:
+            triples = triples.coalesce(1)  # a few rows per window: no second shuffle
+        cells = (
+            triples.selectExpr(
+                "inline(array("
+                "named_struct('g', w, 'own_a', a, 'fire_a', NULL, 'late_a', NULL), "
+                "named_struct('g', f, 'own_a', NULL, 'fire_a', a, 'late_a', NULL), "
+                "named_struct('g', l, 'own_a', NULL, 'fire_a', NULL, 'late_a', a)))"
+            )
+            .where("g IS NOT NULL")
+            .groupBy("g")
+            .agg(*[F.expr(f"min({c}) AS {c}") for c in ("own_a", "fire_a", "late_a")])
+        )
+        later = f"{_ONE_PARTITION} ORDER BY g DESC ROWS BETWEEN UNBOUNDED PRECEDING AND"
+        return cells.selectExpr(
+            "g",
+            "own_a IS NOT NULL AS own",
+            f"min(fire_a) OVER ({later} 1 PRECEDING) AS c_fire",
+            f"min(late_a) OVER ({later} 1 PRECEDING) AS c_late",
+            f"min(own_a) OVER ({later} CURRENT ROW) AS earliest",
+        )
+
+    def table(self, prefix: str) -> DataFrame:
+        """The windows with rows: ``<prefix>w`` (grouping value), ``<prefix>fire``,
+        ``<prefix>late`` (the cutoffs); to broadcast and join by window."""
+        return (
+            self._cells()
+            .where("own")
+            .selectExpr(
+                f"g AS {quoted(prefix + 'w')}",
+                f"c_fire AS {quoted(prefix + 'fire')}",
+                f"c_late AS {quoted(prefix + 'late')}",
+            )
+        )
+
+    def runs(self, prefix: str) -> DataFrame:
+        """One row: ``<prefix>r``, the distinct values of ``earliest`` over the windows with
+        rows (ascending), and ``<prefix>rg``, the last window of each; to broadcast for
+        :meth:`prefix_max`."""
+        by_window = f"OVER ({_ONE_PARTITION} ORDER BY g)"
+        return (
+            self._cells()
+            .where("own")
+            .selectExpr("*", f"coalesce(lead(earliest) {by_window} != earliest, true) AS run_end")
+            .where("run_end")
+            .selectExpr("sort_array(collect_list(struct(earliest, g))) AS r")
+            .selectExpr(f"r.earliest AS {quoted(prefix + 'r')}", f"r.g AS {quoted(prefix + 'rg')}")
+        )
+
+    def prefix_max(self, queries: DataFrame, runs: str, runs_window: str, out: str) -> DataFrame:
+        """The exact prefix maximum (``out``) of each row of ``queries``, whose columns are
+        its arrival (``arrival``), the columns ``runs`` / ``runs_window`` of :meth:`runs`
+        and any others (kept as they are). The maximum event time over rows that
+        arrived before ``a`` lies in the latest window holding such a row (a later window's
+        rows are all later in event time): the window of the last ``earliest`` value below
+        ``a``, found by a binary search. Each query meets that window's rows (their arrival
+        and event time only) in a window function partitioned by window."""
+        below = count_below(runs, self.arrival)
+        kept = ", ".join(quoted(c) for c in queries.columns if c not in (runs, runs_window))
+        asked = queries.selectExpr(
+            f"IF({below} > 0, try_element_at({quoted(runs_window)}, {below}), NULL) AS g",
+            f"{quoted(self.arrival)} AS a",
+            "CAST(NULL AS BIGINT) AS t",
+            f"struct({kept}) AS p",
+        )
+        empty = asked.schema["p"].dataType.simpleString()
+        rows = self.elements.select(
+            self.window_of(self.ts).alias("g"),
+            F.expr(f"{quoted(self.arrival)} AS a"),
+            F.expr(f"{quoted(self.ts)} AS t"),
+            F.expr(f"CAST(NULL AS {empty}) AS p"),
+        )
+        earlier = (
+            "PARTITION BY g ORDER BY a ASC NULLS LAST "
+            "RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
+        )
+        return (
+            asked.union(rows)
+            .selectExpr("p", f"max(t) OVER ({earlier}) AS {quoted(out)}")
+            .where("p IS NOT NULL")
+            .select("p.*", out)
+        )
+
+
+def count_below(values: str, value: str) -> str:
+    """SQL text: how many elements of the strictly ascending array column ``values`` are
+    below the column ``value`` (null for null): a binary search in one higher-order
+    ``aggregate`` (evaluated per row; used for the few late rows only)."""
+    v, x = quoted(values), quoted(value)
+    sizes = ", ".join(str(1 << j) for j in reversed(range(_SEARCH_STEPS)))
+    step = f"IF(f + s <= size({v}) AND try_element_at({v}, f + s) < {x}, f + s, f)"
+    return f"IF({x} IS NULL, NULL, aggregate(array({sizes}), 0, (f, s) -> {step}))"
+
+
+def _bucket_index(order: str, bounds: str, lo: int, hi: int) -> str:
+    """SQL text: how many of the (ascending) ``bounds`` are ``<= order``, known to be in
+    ``[lo, hi]``: a binary search written as nested CASE expressions (code-generated,
+    ``log2(buckets)`` comparisons per row; a higher-order ``size(filter(bounds, ...))``
+    measured ~2x slower)."""
     if lo == hi:
-        return F.lit(lo)
+        return str(lo)
     mid = (lo + hi + 1) // 2
-    return F.when(
-        order >= F.element_at(bounds, mid), _bucket_index(order, bounds, mid, hi)
-    ).otherwise(_bucket_index(order, bounds, lo, mid - 1))
+    above = _bucket_index(order, bounds, mid, hi)
+    below = _bucket_index(order, bounds, lo, mid - 1)
+    return f"CASE WHEN {order} >= element_at({bounds}, {mid}) THEN {above} ELSE {below} END"
 
 
 def add_prefix_max(
-    df: DataFrame, *, order: str, value: str, out: str, buckets: int, accuracy: int = 1_000
+    df: DataFrame,
+    *,
+    order: str,
+    value: str,
+    out: str,
+    group: str,
+    groups: int,
+    buckets: int,
+    accuracy: int = 1_000,
 ) -> DataFrame:
     """``df`` plus column ``out``: the maximum of ``value`` over all rows whose ``order`` is
-    strictly smaller (``null`` when there is none). Rows with a null ``order`` take part in
-    nothing (their ``out`` is unspecified); null ``value`` s are ignored.
+    strictly smaller (``null`` when there is none), hash-partitioned by the integral column
+    ``group`` (values in ``[0, groups)``; a later ``groupBy(group)`` needs no shuffle). Rows
+    with a null ``order`` take part in nothing (their ``out`` is unspecified); null
+    ``value`` s are ignored.
 
-    ``order`` must be an integral column. Needs two shuffles of the rows (by bucket) plus two
-    tiny aggregates; no single-partition step.
+    1. ``percentile_approx`` cuts the ``order`` values into ``buckets`` ranges (one global
+       aggregate; its one row is joined to every row without a broadcast). Equal values share
+       a bucket; every row of bucket ``b`` comes after every row of buckets ``< b``.
+    2. Shuffled by bucket, a window function ordered by ``order`` gives the maximum of
+       strictly earlier rows inside the bucket and the bucket's maximum.
+    3. The first row of each bucket also becomes one summary row (the bucket's maximum) per
+       group; shuffled by group, a running maximum of the summaries of earlier buckets
+       completes each row's prefix maximum.
+
+    The quantiles only balance the work: the result is exact whatever they are, so it does
+    not depend on partitioning either. Written as SQL text (few calls to the JVM).
     """
     buckets = max(1, int(buckets))
-    bucket = "__pw_bucket"
-    prev = "__pw_prev"
-    known = F.when(_c(order).isNotNull(), _c(value))
-    if buckets == 1:
-        with_bucket = df.withColumn(bucket, F.lit(0))
-        with_prev = with_bucket.withColumn(prev, F.lit(None).cast("long"))
+    o, v, g = quoted(order), quoted(value), quoted(group)
+    known = f"IF({o} IS NULL, NULL, {v})"
+    if buckets == 1:  # (0 for every row, not a constant: see _ONE_PARTITION)
+        with_bucket = df.selectExpr("*", f"coalesce({o} * 0, 0) AS __pw_pbucket")
     else:
-        probs = [i / buckets for i in range(1, buckets)]
-        # One row of bucket bounds, used as a scalar subquery (computed once).
-        bounds = df.agg(F.percentile_approx(_c(order), probs, accuracy)).scalar()
-        with_bucket = df.withColumn(bucket, _bucket_index(_c(order), bounds, 0, buckets - 1))
-        # Maximum per bucket (at most `buckets` rows), then the maximum over earlier buckets
-        # with a window over that tiny table.
-        earlier = (
-            with_bucket.groupBy(bucket)
-            .agg(F.max(known).alias("__pw_bmax"))
-            .withColumn(
-                prev,
-                F.max("__pw_bmax").over(
-                    # one partition on purpose (a tiny table); named, so Spark does not
-                    # warn "No Partition Defined for Window operation"
-                    Window.partitionBy(F.lit(0))
-                    .orderBy(bucket)
-                    .rowsBetween(Window.unboundedPreceding, -1)
-                ),
-            )
-            .drop("__pw_bmax")
+        probs = ", ".join(f"{i / buckets!r}D" for i in range(1, buckets))
+        quantiles = df.selectExpr(
+            f"percentile_approx({o}, array({probs}), {int(accuracy)}) AS __pw_pbounds"
         )
-        with_prev = with_bucket.join(F.broadcast(earlier), bucket, "left")
-    frame = (
-        Window.partitionBy(bucket)
-        .orderBy(_c(order).asc_nulls_last())
-        .rangeBetween(Window.unboundedPreceding, -1)
+        # A cross join with one row: a cartesian product reads the aggregate's one partition
+        # in every task (a broadcast would be one more Spark job).
+        index = _bucket_index(o, "__pw_pbounds", 0, buckets - 1)
+        with_bucket = df.crossJoin(quantiles.hint("shuffle_replicate_nl")).selectExpr(
+            *[quoted(c) for c in df.columns], f"{index} AS __pw_pbucket"
+        )
+    by_arrival = f"PARTITION BY __pw_pbucket ORDER BY {o} ASC NULLS LAST"
+    windowed = with_bucket.selectExpr(
+        "*",
+        f"max({known}) OVER ({by_arrival} RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        " AS __pw_pinside",
+        f"max({known}) OVER ({by_arrival} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
+        "FOLLOWING) AS __pw_pbmax",
+        f"row_number() OVER ({by_arrival}) AS __pw_prn",
     )
-    return with_prev.withColumn(out, F.greatest(_c(prev), F.max(known).over(frame))).drop(
-        bucket, prev
+    # the row itself (-1), and on the first row of a bucket one summary per group
+    copies = (
+        f"explode(IF(__pw_prn = 1, concat(array(-1), sequence(0, {int(groups) - 1})), "
+        "array(-1))) AS __pw_pcopy"
+    )
+    group_type = df.schema[group].dataType.simpleString()
+    others = [quoted(c) for c in df.columns if c != group]
+    routed = windowed.selectExpr("*", copies).selectExpr(
+        *others,
+        f"CAST(IF(__pw_pcopy >= 0, __pw_pcopy, {g}) AS {group_type}) AS {g}",
+        "__pw_pbucket",
+        "__pw_pinside",
+        "IF(__pw_pcopy >= 0, __pw_pbmax, NULL) AS __pw_pbmax",
+        "__pw_pcopy >= 0 AS __pw_psummary",
+    )
+    # data rows of a bucket before its summary: a running maximum covers earlier buckets only
+    running = (
+        f"PARTITION BY {g} ORDER BY __pw_pbucket, __pw_psummary "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    )
+    return (
+        routed.selectExpr(
+            "*", f"greatest(max(__pw_pbmax) OVER ({running}), __pw_pinside) AS {quoted(out)}"
+        )
+        .where("NOT __pw_psummary")
+        .selectExpr(*[quoted(c) for c in df.columns], quoted(out))
     )
 
 
 def add_prefix_max_single_partition(
     df: DataFrame, *, order: str, value: str, out: str
 ) -> DataFrame:
-    """The same as :func:`add_prefix_max` with one unpartitioned window (every row moves to
-    a single partition). Not used by the runtime; kept for the comparison in
+    """The same prefix maximum with one unpartitioned window (every row moves to a single
+    partition). Not used by the runtime; kept for the comparison in
     ``benchmarks/spark_watermark.py`` and ``docs/spark.md``."""
     known = F.when(_c(order).isNotNull(), _c(value))
     frame = Window.orderBy(_c(order).asc_nulls_last()).rangeBetween(Window.unboundedPreceding, -1)
