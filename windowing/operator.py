@@ -35,8 +35,10 @@ import cloudpickle
 
 import windowing.rules as rules
 from windowing.assigners.base import MergingWindowAssigner, WindowAssigner
-from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.hopping import HoppingEventTimeWindows
+from windowing.assigners.session import DynamicEventTimeSessionWindows, EventTimeSessionWindows
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.engine.aligned import AlignedStrategy
 from windowing.engine.contents import make_adder, make_partials
 from windowing.engine.context import Clock, ProcessContext, WindowContext
@@ -70,6 +72,7 @@ from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.sliding import TimelineExpiry
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.triggers.base import Trigger
+from windowing.triggers.event_time import EventTimeTrigger
 
 __all__ = [
     "END_OF_INPUT_NOTE",
@@ -81,6 +84,15 @@ __all__ = [
 ]
 
 _MISSING: Any = object()
+
+#: Assigners whose windows of an element hold its timestamp (sessions: start at it), so that
+#: an element never reaches a window ending before its timestamp (``fire_ended_windows``).
+_WINDOWS_HOLD_THEIR_ELEMENTS = (
+    TumblingEventTimeWindows,
+    HoppingEventTimeWindows,
+    EventTimeSessionWindows,
+    DynamicEventTimeSessionWindows,
+)
 
 
 class WindowOperator:
@@ -443,6 +455,59 @@ class WindowOperator:
         except Exception as exc:
             exc.add_note(END_OF_INPUT_NOTE)
             raise
+
+    @property
+    def fires_ended_windows(self) -> bool:
+        """Whether :meth:`fire_ended_windows` can fire windows before the end of input: an
+        event-time assigner of this library whose windows hold their elements' timestamps
+        (tumbling, hopping, sessions), the built-in ``EventTimeTrigger`` (its timers are a
+        window's end and cleanup time), and a strategy that keeps each window's own timers
+        (not panes or record timelines)."""
+        return (
+            type(self.assigner) in _WINDOWS_HOLD_THEIR_ELEMENTS
+            and type(self.trigger) is EventTimeTrigger
+            and type(self.strategy) in (GenericStrategy, AlignedStrategy, SessionStrategy)
+        )
+
+    def fire_ended_windows(self, key: Any, upto: int) -> bool:
+        """Fire the event-time timers of ``key`` up to ``upto`` now, as the end of input
+        (:meth:`process_watermark` at ``MAX_TIMESTAMP``) will fire them first: triggers,
+        evictors and window functions see the watermark at ``MAX_TIMESTAMP`` while they run,
+        and the watermark is then back where it was for the elements that follow.
+
+        For a key's bounded input in timestamp order with no watermark yet (Flink's batch
+        mode: the Spark batch replay without arrival order), called when every later element
+        of the key has a timestamp above ``upto + 1``: no later element reaches a window these
+        timers fire (a session ending at ``upto + 1`` would still merge with one at
+        ``upto + 1``), so the outputs and metrics are those of firing at the end, in the
+        same order, and the key keeps only its windows still open (its memory is bounded by
+        them, not by its input). Returns ``False`` and fires nothing unless
+        :attr:`fires_ended_windows` and the watermark is ``MIN_TIMESTAMP``.
+
+        Examples
+        --------
+        >>> from windowing.assigners import TumblingEventTimeWindows
+        >>> op = WindowOperator(TumblingEventTimeWindows(10), lambda a, b: a + b)
+        >>> op.process_elements([(1, 1, "k"), (1, 5, "k"), (1, 12, "k")])
+        >>> op.fire_ended_windows("k", 12 - 2)  # later elements have timestamps >= 12
+        True
+        >>> op.output, op.watermark == MIN_TIMESTAMP
+        ([WindowResult(key='k', window=TimeWindow(start=0, end=10), value=2, timestamp=9)], True)
+        """
+        if not self.fires_ended_windows or self.watermark != MIN_TIMESTAMP:
+            return False
+        states = self.states
+        ks = states.get(key) if states is not None else self.backend.get(key)
+        if ks is None:
+            return True
+        self.watermark = MAX_TIMESTAMP
+        try:
+            self.strategy.fire_event_timers(key, ks, upto)
+        finally:
+            self.watermark = MIN_TIMESTAMP
+        if ks.is_empty():
+            self.backend.remove(key)
+        return True
 
     def not_added(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> None:
         """Account for an element added to no window: late side output, or a metric."""
