@@ -287,6 +287,8 @@ class WindowOperator:
             self.emit_contents = self.evaluator.emit_contents_guarded
         self.strategy = _make_strategy(self, assigner, trigger, evictor)
         self._add_element = self.strategy.add_element
+        #: Whether :meth:`fire_ended_windows` can fire windows before the end of input.
+        self.fires_ended_windows = _fires_ended_windows(self)
 
     # -- dead letters (on_error="dead_letter") ----------------------------------------------
     def dead_letter(self, exc: Exception, key: Any, window: Any) -> bool:
@@ -456,32 +458,17 @@ class WindowOperator:
             exc.add_note(END_OF_INPUT_NOTE)
             raise
 
-    @property
-    def fires_ended_windows(self) -> bool:
-        """Whether :meth:`fire_ended_windows` can fire windows before the end of input: an
-        event-time assigner of this library whose windows hold their elements' timestamps
-        (tumbling, hopping, sessions), the built-in ``EventTimeTrigger`` (its timers are a
-        window's end and cleanup time), and a strategy that keeps each window's own timers
-        (not panes or record timelines)."""
-        return (
-            type(self.assigner) in _WINDOWS_HOLD_THEIR_ELEMENTS
-            and type(self.trigger) is EventTimeTrigger
-            and type(self.strategy) in (GenericStrategy, AlignedStrategy, SessionStrategy)
-        )
-
     def fire_ended_windows(self, key: Any, upto: int) -> bool:
         """Fire the event-time timers of ``key`` up to ``upto`` now, as the end of input
-        (:meth:`process_watermark` at ``MAX_TIMESTAMP``) will fire them first: triggers,
-        evictors and window functions see the watermark at ``MAX_TIMESTAMP`` while they run,
-        and the watermark is then back where it was for the elements that follow.
+        (:meth:`process_watermark` at ``MAX_TIMESTAMP``) will fire them first (triggers,
+        evictors and functions see the watermark at ``MAX_TIMESTAMP``), then put the
+        watermark back for the elements that follow.
 
-        For a key's bounded input in timestamp order with no watermark yet (Flink's batch
-        mode: the Spark batch replay without arrival order), called when every later element
-        of the key has a timestamp above ``upto + 1``: no later element reaches a window these
-        timers fire (a session ending at ``upto + 1`` would still merge with one at
-        ``upto + 1``), so the outputs and metrics are those of firing at the end, in the
-        same order, and the key keeps only its windows still open (its memory is bounded by
-        them, not by its input). Returns ``False`` and fires nothing unless
+        For a key's input in timestamp order with no watermark yet (Flink's batch mode),
+        when every later element has a timestamp above ``upto + 1``: no later element reaches
+        a window these timers fire (a session ending at ``upto + 1`` would still merge), so
+        outputs and metrics are those of the end of input, in the same order, and the key
+        keeps only its open windows. ``False`` (nothing fired) unless
         :attr:`fires_ended_windows` and the watermark is ``MIN_TIMESTAMP``.
 
         Examples
@@ -491,13 +478,12 @@ class WindowOperator:
         >>> op.process_elements([(1, 1, "k"), (1, 5, "k"), (1, 12, "k")])
         >>> op.fire_ended_windows("k", 12 - 2)  # later elements have timestamps >= 12
         True
-        >>> op.output, op.watermark == MIN_TIMESTAMP
-        ([WindowResult(key='k', window=TimeWindow(start=0, end=10), value=2, timestamp=9)], True)
+        >>> op.output
+        [WindowResult(key='k', window=TimeWindow(start=0, end=10), value=2, timestamp=9)]
         """
         if not self.fires_ended_windows or self.watermark != MIN_TIMESTAMP:
             return False
-        states = self.states
-        ks = states.get(key) if states is not None else self.backend.get(key)
+        ks = self.backend.get(key)
         if ks is None:
             return True
         self.watermark = MAX_TIMESTAMP
@@ -659,6 +645,18 @@ def _make_strategy(
     if isinstance(assigner, SlidingDistinctAssigner):
         return TimelineStrategy(op, assigner.size)
     return GenericStrategy(op)
+
+
+def _fires_ended_windows(op: WindowOperator) -> bool:
+    """An event-time assigner of this library whose windows hold their elements' timestamps
+    (tumbling, hopping, sessions), the built-in ``EventTimeTrigger`` (its timers are a
+    window's end and cleanup time), and a strategy that keeps each window's own timers (not
+    panes or record timelines)."""
+    return (
+        type(op.assigner) in _WINDOWS_HOLD_THEIR_ELEMENTS
+        and type(op.trigger) is EventTimeTrigger
+        and type(op.strategy) in (GenericStrategy, AlignedStrategy, SessionStrategy)
+    )
 
 
 def _identity(value: Any) -> Any:

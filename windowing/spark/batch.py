@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyspark
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
@@ -45,6 +46,7 @@ from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.spark.failures import DEAD_LETTER_COLUMNS
 from windowing.spark.inputs import ARR as _ARR
+from windowing.spark.inputs import TB as _TB
 from windowing.spark.inputs import TS as _TS
 from windowing.spark.inputs import WMAX as _WMAX
 from windowing.spark.inputs import internal_columns, replay_order
@@ -346,7 +348,12 @@ def run_batch(
     prepared = df.select(*internal_columns(df, source))
     # One Python call per key group (Flink's key groups), its keys replayed one by one.
     groups = batch_key_groups(stream)
-    prepared = prepared.withColumn(KEY_GROUP, key_group(keys, groups))
+    # Spark drops a constant from a sort (the key group of window_all, or of constant keys)
+    # and then sorts by the grouping column again, with an external sort that does not keep
+    # the order of equal rows once it spills: ``+ pmod(content hash, 1)`` (always 0) keeps
+    # the key group a column of the data, so the sort below satisfies the grouping.
+    kg = key_group(keys, groups) + F.pmod(col(_TB), F.lit(1))
+    prepared = prepared.withColumn(KEY_GROUP, kg)
     if source.arrival_order is not None:
         # (shuffled by key group already: the sort and groupBy below add no shuffle)
         prepared = add_prefix_max(

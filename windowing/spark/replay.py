@@ -149,7 +149,7 @@ _NO_KEY: Any = object()
 
 
 # ---------------------------------------------------------------------------- one key group
-class KeyGroupCall:
+class _GroupStream:
     """One key group's call: its record batches replayed key by key."""
 
     def __init__(self, replay: Replay) -> None:
@@ -170,13 +170,19 @@ class KeyGroupCall:
         self.first_key: Any = None
         self.input_rows = self.null_ts = self.null_arr = self.left_at_end = self.num_keys = 0
         self.memory_limit = _memory_limit()
+        self.active_key: Any = None  # the key being replayed (memory errors name it)
 
     def run(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            if batch.num_rows:
-                yield from self._batch(batch)
-        block = OutputBlock(self, None)
-        self._end_current(block)
+        try:
+            for batch in batches:
+                if batch.num_rows:
+                    yield from self._batch(batch)
+            block = OutputBlock(self, None)
+            self._end_current(block)
+        except WindowStateTooLargeError:
+            raise
+        except MemoryError as exc:  # spark.executor.pyspark.memory: name the key
+            raise self._too_large(self.active_key, exc) from exc
         counters = operator_counters(self.op, self.input_rows, self.null_ts, self.null_arr)
         counters["num_windows_left_at_end"] = self.left_at_end
         counters["num_keys"] = self.num_keys
@@ -206,8 +212,9 @@ class KeyGroupCall:
         first = 0
         if going_on and self.current is not None:
             run = self.current
+            self.active_key = run.key
             chunk = Chunk(replay, batch, 0, starts[1])
-            self._guarded_feed(run, chunk, 0, starts[1], block, batch)
+            self._feed(run, chunk, 0, starts[1], block, batch)
             first = 1
             if len(keys) > 1:
                 self._finish(run, block)
@@ -243,14 +250,14 @@ class KeyGroupCall:
             run = OperatorRun(self, keys[j], skeys[j], starts[j])
             if j == first and carry is not None and carry.num_rows:
                 carried = Chunk(replay, carry, 0, carry.num_rows)
-                self._guarded_feed(run, carried, 0, carry.num_rows, block, carry)
-            self._guarded_feed(run, chunk, starts[j], starts[j + 1], block, batch)
+                self._feed(run, carried, 0, carry.num_rows, block, carry)
+            self._feed(run, chunk, starts[j], starts[j + 1], block, batch)
             if j < last:
                 self._finish(run, block)
             else:
                 self.current = run
 
-    def _guarded_feed(
+    def _feed(
         self,
         run: OperatorRun,
         chunk: Chunk,
@@ -259,16 +266,12 @@ class KeyGroupCall:
         block: OutputBlock,
         source: pa.RecordBatch | pa.Table,
     ) -> None:
-        try:
-            run.feed(chunk, lo, hi, block, source)
-        except MemoryError as exc:
-            raise self._too_large(run.key, exc) from exc
+        self.active_key = run.key
+        run.feed(chunk, lo, hi, block, source)
 
     def _finish(self, run: OperatorRun, block: OutputBlock) -> None:
-        try:
-            run.finish(block)
-        except MemoryError as exc:
-            raise self._too_large(run.key, exc) from exc
+        self.active_key = run.key
+        run.finish(block)
 
     def _end_current(self, block: OutputBlock) -> None:
         """The current key's input has ended."""
@@ -283,7 +286,7 @@ class KeyGroupCall:
                 run.batch_id = -1  # its key row is not in the current batch
                 run.detach(as_batch(carry.slice(0, 1)))
                 chunk = Chunk(self.replay, carry, 0, carry.num_rows)
-                self._guarded_feed(run, chunk, 0, carry.num_rows, block, carry)
+                self._feed(run, chunk, 0, carry.num_rows, block, carry)
                 self._finish(run, block)
 
     # -- keys on whole columns ---------------------------------------------------------------
@@ -331,7 +334,7 @@ class KeyGroupCall:
         if rest.num_rows > self.replay.carry_rows:  # one long window: the operator reduces it
             run = OperatorRun(self, keys[-1], skeys[-1], starts[-2])
             chunk = Chunk(self.replay, rest, 0, rest.num_rows)
-            self._guarded_feed(run, chunk, 0, rest.num_rows, block, rest)
+            self._feed(run, chunk, 0, rest.num_rows, block, rest)
             self.current = run
             return
         self.carry = rest
@@ -389,7 +392,7 @@ class KeyGroupCall:
         the memory the batches and outputs do not: those are released after each batch)."""
         if self.memory_limit is None:
             return
-        used = _resident_bytes()
+        used = _address_space()
         if used is not None and used > _MEMORY_SHARE * self.memory_limit:
             raise self._too_large(run.key, None, used)
 
@@ -411,7 +414,7 @@ class KeyGroupCall:
         )
         limit = self.memory_limit
         memory = (
-            f"the Python worker uses {used / 2**20:,.0f} MiB of "
+            f"the Python worker's address space is {used / 2**20:,.0f} MiB of "
             f"spark.executor.pyspark.memory={limit / 2**20:,.0f} MiB"
             if used is not None and limit is not None
             else "the Python worker ran out of memory"
@@ -446,11 +449,12 @@ def _memory_limit() -> int | None:
     return mb * 2**20 if mb > 0 else None
 
 
-def _resident_bytes() -> int | None:
-    """This process's resident memory (Linux), else ``None``."""
+def _address_space() -> int | None:
+    """This process's address space (Linux), which ``spark.executor.pyspark.memory`` limits
+    (``RLIMIT_AS``), else ``None``."""
     try:
         with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
 
@@ -484,7 +488,7 @@ class Replay:
     def batches(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The tagged output of one key group's record batches."""
         schema = self.layout.arrow_schema
-        for out in KeyGroupCall(self).run(batches):
+        for out in _GroupStream(self).run(batches):
             # Columns copied from the input (keys, late rows) carry the session time zone;
             # Spark wants UTC back. Same instants: a cast of the type only.
             if out.schema.equals(schema):

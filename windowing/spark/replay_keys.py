@@ -40,6 +40,7 @@ from windowing.spark.failures import (
 )
 from windowing.spark.inputs import ARR, PT, TS, WMAX
 from windowing.spark.operator_rows import (
+    REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     LateRows,
@@ -176,7 +177,8 @@ class KeyLog:
 class OutputBlock:
     """The outputs of one input batch (or of the end of a key group), built into tagged
     record batches: operator outputs with the key columns of the batch's rows, or of the key
-    rows of keys that began in an earlier batch, and results computed on whole columns."""
+    rows of keys that began in an earlier batch; late rows and dead letters with their input
+    rows (of the batch, or copied from an earlier one); results computed on whole columns."""
 
     def __init__(self, group: KeyGroupCall, batch: pa.RecordBatch | None) -> None:
         layout = group.replay.layout
@@ -189,9 +191,20 @@ class OutputBlock:
         self.sides: dict[OutputTag, list[Any]] = {t: [] for t in layout.side_tags}
         self.side_refs: dict[OutputTag, list[int]] = {t: [] for t in layout.side_tags}
         self.late = LateRows()
+        self.late_refs: list[int] = []
         self.dead = DeadRows()
         self.dead_refs: list[int] = []
+        self.extra_rows: list[pa.RecordBatch] = []
         self.columnar: list[pa.RecordBatch] = []
+
+    def input_row(self, source: pa.RecordBatch | pa.Table, row: int) -> int:
+        """Row ``row`` of ``source`` (this block's batch, or a table of an earlier one) as an
+        index of the block's input rows (late rows and dead letters are taken from them)."""
+        if source is self.batch:
+            return row
+        copy = source.take(pa.array([row], pa.int64()))  # not a view of the whole batch
+        self.extra_rows.append(as_batch(copy))
+        return self.base + len(self.extra_rows) - 1
 
     def extra(self, key_row: pa.RecordBatch) -> int:
         """A key row of a key that began in an earlier batch: its index in the key rows."""
@@ -219,13 +232,17 @@ class OutputBlock:
             refs: list[int | None] = [*self.result_refs]
             for tag in layout.side_tags:
                 refs += self.side_refs[tag]
-            refs += [*self.late.rows, *self.dead_refs, metrics_ref]
+            refs += [*self.late_refs, *self.dead_refs, metrics_ref]
             assert total == len(refs)
             if key_table is None:  # no row of any key: the metrics row alone
                 schema = layout.arrow_schema
                 return [pa.nulls(total, schema.field(k).type) for k in keys]
             take = pa.array(refs, pa.int64())
             return [key_table.column(k).take(take).combine_chunks() for k in keys]
+
+        inputs = [] if self.batch is None else [self.batch]
+        inputs += self.extra_rows
+        late_source = pa.Table.from_batches(inputs) if inputs else None
 
         def tagged() -> pa.Table:
             all_counters["num_results"] = len(self.results)
@@ -234,7 +251,7 @@ class OutputBlock:
                 key_columns=key_columns,
                 results=self.results,
                 side_outputs=self.sides,
-                late_source=self.batch,
+                late_source=late_source,
                 late=self.late,
                 counters=all_counters,
                 dead=self.dead if layout.dead_letter else None,
@@ -286,6 +303,9 @@ class OperatorRun:
         self.position = 0  # rows of the key fed so far
         self.pending: list[tuple[Any, Any, Any]] = []
         self.pending_pos: list[int] = []  # their positions, with dead letters
+        # the rows the pending elements (and the current feed's) came from: (source, first
+        # row, the rows as Python objects), for the input columns of a late element
+        self.sources: list[tuple[Any, int, list[Any]]] = []
         self.incremental = group.guarded  # event-time order: elements as they come
         self.newest: int | None = None  # the key's largest event time so far (idleness)
         self.last: int | None = None  # when its last row arrived (idleness)
@@ -325,10 +345,10 @@ class OperatorRun:
         without it."""
         pos0 = self.position
         self.position += hi - lo
-        in_block = source is block.batch
+        self.sources.append((source, lo, chunk.rows(lo, hi)))
         if self.log is None:
             attempt = self._feed_once(chunk, lo, hi, pos0)
-            self._collect(block, attempt, chunk, lo, hi, pos0, (), in_block)
+            self._collect(block, attempt, source, lo, pos0, ())
             return
         self.log.append(as_batch(source.slice(lo, hi - lo)))
         failed_here: list[int] = []
@@ -340,7 +360,7 @@ class OperatorRun:
                 self.skipped[failed.row] = failed.letter
                 failed_here.append(failed.row)
                 self._start_over()
-        self._collect(block, attempt, chunk, lo, hi, pos0, failed_here, in_block)
+        self._collect(block, attempt, source, lo, pos0, failed_here)
 
     def _start_over(self) -> None:
         """After an element failed: the key's state as it was just before the rows of the
@@ -503,7 +523,7 @@ class OperatorRun:
             else:
                 self._flush()
                 self._advance(MAX_TIMESTAMP, MAX_TIMESTAMP)
-            self._collect(block, Attempt(), None, 0, 0, self.position, (), False)
+            self._collect(block, Attempt(), None, 0, self.position, ())
             group.left_at_end += sum(1 for _ in op.iter_windows(self.key))
         finally:
             op.backend.remove(self.key)  # the key's input has ended
@@ -514,54 +534,57 @@ class OperatorRun:
         self,
         block: OutputBlock,
         attempt: Attempt,
-        chunk: Chunk | None,
+        source: pa.RecordBatch | pa.Table | None,
         lo: int,
-        hi: int,
         pos0: int,
         failed: Any,
-        in_block: bool,
     ) -> None:
-        """Move what the operator and the runtime noted for the rows ``lo`` to ``hi`` into
-        ``block``: results, side outputs, late rows, dead letters (the rows ``failed``)."""
+        """Move what the operator and the runtime noted while rows from ``lo`` of ``source``
+        (positions from ``pos0`` of the key) were fed into ``block``: results, side outputs,
+        late rows, dead letters (the positions ``failed``)."""
         group = self.group
         op = group.op
         layout = group.replay.layout
         group.null_ts += attempt.null_ts
         group.null_arr += attempt.null_arr
+        ref = self.ref(block)
+        noted = attempt.late
+        for row, watermark, reason in zip(noted.rows, noted.watermarks, noted.reasons, strict=True):
+            assert source is not None
+            block.late.add(block.input_row(source, row), watermark, reason)
+            block.late_refs.append(ref)
         sides = op.side_outputs
         tag = group.late_tag
         lates = sides.pop(tag, None) if tag is not None else None
-        rows_noted = attempt.late.rows or lates or failed
-        assert in_block or not rows_noted, "rows outside the batch are never late or failing"
-        block_late = block.late
-        noted = attempt.late
-        for row, watermark, reason in zip(noted.rows, noted.watermarks, noted.reasons, strict=True):
-            block_late.add(row, watermark, reason)
-        if lates:
-            assert chunk is not None
-            index = {id(r): lo + i for i, r in enumerate(chunk.rows(lo, hi))}
-            block_late.add_late_elements(lates, index)
-        ref = -1
+        if lates:  # elements of this feed, or held from earlier ones (event-time order)
+            index = {
+                id(r): (held, start + i)
+                for held, start, rows in self.sources
+                for i, r in enumerate(rows)
+            }
+            for e in lates:
+                held, row = index[id(e.value)]
+                block.late.add(block.input_row(held, row), e.watermark, REASON_LATE)
+                block.late_refs.append(ref)
+        if not self.pending:
+            self.sources.clear()  # every element held went to the operator
         for side_tag, records in sides.items():
             if records:
                 layout.check_side_output(side_tag, records, self.key)
-                ref = self.ref(block)
                 block.sides[side_tag].extend(records)
                 block.side_refs[side_tag].extend([ref] * len(records))
         sides.clear()
         output = op.output
         if output:
-            ref = self.ref(block)
             block.results.extend(output)
             block.result_refs.extend([ref] * len(output))
             output.clear()
         for position in sorted(failed):
-            row = lo + position - pos0
-            block.dead.add(self.skipped[position], row)
-            block.dead_refs.append(row)
+            assert source is not None
+            block.dead.add(self.skipped[position], block.input_row(source, lo + position - pos0))
+            block.dead_refs.append(ref)
         letters = op.dead_letters
         if letters:
-            ref = self.ref(block)
             for letter in letters:
                 block.dead.add(letter)
                 block.dead_refs.append(ref)
