@@ -81,6 +81,8 @@ __all__ = [
     "OperatorMetrics",
     "StateBackend",
     "WindowOperator",
+    "fire_ended_windows",
+    "fires_ended_windows",
 ]
 
 _MISSING: Any = object()
@@ -287,8 +289,6 @@ class WindowOperator:
             self.emit_contents = self.evaluator.emit_contents_guarded
         self.strategy = _make_strategy(self, assigner, trigger, evictor)
         self._add_element = self.strategy.add_element
-        #: Whether :meth:`fire_ended_windows` can fire windows before the end of input.
-        self.fires_ended_windows = _fires_ended_windows(self)
 
     # -- dead letters (on_error="dead_letter") ----------------------------------------------
     def dead_letter(self, exc: Exception, key: Any, window: Any) -> bool:
@@ -458,43 +458,6 @@ class WindowOperator:
             exc.add_note(END_OF_INPUT_NOTE)
             raise
 
-    def fire_ended_windows(self, key: Any, upto: int) -> bool:
-        """Fire the event-time timers of ``key`` up to ``upto`` now, as the end of input
-        (:meth:`process_watermark` at ``MAX_TIMESTAMP``) will fire them first (triggers,
-        evictors and functions see the watermark at ``MAX_TIMESTAMP``), then put the
-        watermark back for the elements that follow.
-
-        For a key's input in timestamp order with no watermark yet (Flink's batch mode),
-        when every later element has a timestamp above ``upto + 1``: no later element reaches
-        a window these timers fire (a session ending at ``upto + 1`` would still merge), so
-        outputs and metrics are those of the end of input, in the same order, and the key
-        keeps only its open windows. ``False`` (nothing fired) unless
-        :attr:`fires_ended_windows` and the watermark is ``MIN_TIMESTAMP``.
-
-        Examples
-        --------
-        >>> from windowing.assigners import TumblingEventTimeWindows
-        >>> op = WindowOperator(TumblingEventTimeWindows(10), lambda a, b: a + b)
-        >>> op.process_elements([(1, 1, "k"), (1, 5, "k"), (1, 12, "k")])
-        >>> op.fire_ended_windows("k", 12 - 2)  # later elements have timestamps >= 12
-        True
-        >>> op.output
-        [WindowResult(key='k', window=TimeWindow(start=0, end=10), value=2, timestamp=9)]
-        """
-        if not self.fires_ended_windows or self.watermark != MIN_TIMESTAMP:
-            return False
-        ks = self.backend.get(key)
-        if ks is None:
-            return True
-        self.watermark = MAX_TIMESTAMP
-        try:
-            self.strategy.fire_event_timers(key, ks, upto)
-        finally:
-            self.watermark = MIN_TIMESTAMP
-        if ks.is_empty():
-            self.backend.remove(key)
-        return True
-
     def not_added(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> None:
         """Account for an element added to no window: late side output, or a metric."""
         if self.is_element_late(timestamp):
@@ -647,8 +610,9 @@ def _make_strategy(
     return GenericStrategy(op)
 
 
-def _fires_ended_windows(op: WindowOperator) -> bool:
-    """An event-time assigner of this library whose windows hold their elements' timestamps
+def fires_ended_windows(op: WindowOperator) -> bool:
+    """Whether :func:`fire_ended_windows` can fire windows of ``op`` before the end of input:
+    an event-time assigner of this library whose windows hold their elements' timestamps
     (tumbling, hopping, sessions), the built-in ``EventTimeTrigger`` (its timers are a
     window's end and cleanup time), and a strategy that keeps each window's own timers (not
     panes or record timelines)."""
@@ -657,6 +621,48 @@ def _fires_ended_windows(op: WindowOperator) -> bool:
         and type(op.trigger) is EventTimeTrigger
         and type(op.strategy) in (GenericStrategy, AlignedStrategy, SessionStrategy)
     )
+
+
+def fire_ended_windows(op: WindowOperator, key: Any, upto: int) -> bool:
+    """Fire the event-time timers of ``key`` up to ``upto`` now, as the end of input
+    (``op.process_watermark(MAX_TIMESTAMP)``) will fire them first (triggers, evictors and
+    functions see the watermark at ``MAX_TIMESTAMP``, panes are timed as in that step), then
+    put the watermark back for the elements that follow.
+
+    For a key's input in timestamp order with no watermark yet (Flink's batch mode, the Spark
+    batch replay without arrival order), when every later element has a timestamp above
+    ``upto + 1``: no later element reaches a window these timers fire (a session ending at
+    ``upto + 1`` would still merge), so the outputs and metrics are those of the end of input,
+    in the same order, and the key keeps only its open windows: its memory is bounded by
+    them, not by its input. ``False`` (nothing fired) unless :func:`fires_ended_windows` and
+    the watermark is ``MIN_TIMESTAMP``.
+
+    Examples
+    --------
+    >>> from windowing.assigners import TumblingEventTimeWindows
+    >>> op = WindowOperator(TumblingEventTimeWindows(10), lambda a, b: a + b)
+    >>> op.process_elements([(1, 1, "k"), (1, 5, "k"), (1, 12, "k")])
+    >>> fire_ended_windows(op, "k", 12 - 2)  # later elements have timestamps >= 12
+    True
+    >>> op.output, op.watermark == MIN_TIMESTAMP
+    ([WindowResult(key='k', window=TimeWindow(start=0, end=10), value=2, timestamp=9)], True)
+    """
+    if op.watermark != MIN_TIMESTAMP or not fires_ended_windows(op):
+        return False
+    ks = op.backend.get(key)
+    if ks is None:
+        return True
+    # the step of the end of input (pane info: the watermark advances from MIN_TIMESTAMP)
+    op.watermark_before, op.watermark = MIN_TIMESTAMP, MAX_TIMESTAMP
+    op.step_clock = StepClock.EVENT
+    try:
+        op.strategy.fire_event_timers(key, ks, upto)
+    finally:
+        op.watermark = op.watermark_before = MIN_TIMESTAMP
+        op.step_clock = StepClock.NONE
+    if ks.is_empty():
+        op.backend.remove(key)
+    return True
 
 
 def _identity(value: Any) -> Any:

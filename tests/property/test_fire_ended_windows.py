@@ -1,8 +1,9 @@
-"""``WindowOperator.fire_ended_windows``: a key's bounded input in timestamp order, fed chunk
+"""``windowing.operator.fire_ended_windows``: a key's bounded input in timestamp order, fed chunk
 by chunk with the windows no later element reaches fired after each chunk, gives exactly what
 ``process_to_end`` gives (the end of input firing everything): the same outputs in the same
-order, the same metrics, the same watermark seen by functions and evictors, the same
-per-key state written by process functions; and the key keeps only its open windows.
+order (with their panes), the same metrics, the same watermark seen by functions and
+evictors, the same per-key state written by process functions; and the key keeps only its
+open windows.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from windowing.assigners import (
 )
 from windowing.evictors import CountEvictor
 from windowing.functions import Aggregate, AggregateFunction, Process, ProcessWindowFunction, Reduce
-from windowing.operator import WindowOperator
+from windowing.operator import WindowOperator, fire_ended_windows, fires_ended_windows
 from windowing.state import ValueStateDescriptor
 from windowing.triggers import ContinuousEventTimeTrigger, CountTrigger, EventTimeTrigger
 
@@ -84,6 +85,7 @@ def run(
     lateness: int = 0,
     evictor: Any = None,
     trigger: Any = None,
+    pane_info: bool = False,
 ) -> tuple[Any, ...]:
     """The outputs of one key whose elements are ``stamps`` (sorted), as the end of input
     fires them (``chunks=None``), or fed in chunks of those sizes with the ended windows
@@ -95,6 +97,7 @@ def run(
         trigger=trigger,
         allowed_lateness=lateness,
         late_output_tag=OutputTag("late"),
+        pane_info=pane_info,
     )
     elements = [(i % 13, t, "k") for i, t in enumerate(stamps)]
     held = 0
@@ -107,7 +110,7 @@ def run(
             at += size
             op.process_elements(part)
             if part:
-                assert op.fire_ended_windows("k", part[-1][1] - 2) is op.fires_ended_windows
+                assert fire_ended_windows(op, "k", part[-1][1] - 2) is fires_ended_windows(op)
                 assert op.watermark == MIN_TIMESTAMP
             held = max(held, len(list(op.iter_windows("k"))))
         op.process_elements(elements[at:])
@@ -123,12 +126,23 @@ chunks_st = st.lists(st.integers(1, 9), min_size=1, max_size=30)
 
 @pytest.mark.parametrize("function", sorted(FUNCTIONS))
 @pytest.mark.parametrize("assigner", sorted(ASSIGNERS))
-@given(stamps=stamps_st, chunks=chunks_st, lateness=st.sampled_from([0, 7]))
+@given(
+    stamps=stamps_st,
+    chunks=chunks_st,
+    lateness=st.sampled_from([0, 7]),
+    pane_info=st.booleans(),
+)
 def test_firing_ended_windows_early_equals_firing_them_at_the_end(
-    assigner: str, function: str, stamps: list[int], chunks: list[int], lateness: int
+    assigner: str,
+    function: str,
+    stamps: list[int],
+    chunks: list[int],
+    lateness: int,
+    pane_info: bool,
 ) -> None:
-    want = run(ASSIGNERS[assigner](), FUNCTIONS[function](), stamps, None, lateness=lateness)
-    got = run(ASSIGNERS[assigner](), FUNCTIONS[function](), stamps, chunks, lateness=lateness)
+    options = {"lateness": lateness, "pane_info": pane_info}
+    want = run(ASSIGNERS[assigner](), FUNCTIONS[function](), stamps, None, **options)
+    got = run(ASSIGNERS[assigner](), FUNCTIONS[function](), stamps, chunks, **options)
     assert got[:4] == want[:4]
     if function in ("process", "reduce_process"):
         assert all(r.value[2] == MAX_TIMESTAMP for r in got[0])  # as at the end of input
@@ -163,8 +177,8 @@ def test_other_triggers_and_assigners_fire_nothing_early(assigner: Any, trigger:
     op = WindowOperator(assigner, Process(Seen()), trigger=trigger)
     op.process_elements([(1, t, "k") for t in range(0, 50, 2)])
     before = len(op.output)
-    assert not op.fires_ended_windows
-    assert op.fire_ended_windows("k", 40) is False
+    assert not fires_ended_windows(op)
+    assert fire_ended_windows(op, "k", 40) is False
     assert len(op.output) == before
 
 
@@ -172,5 +186,5 @@ def test_nothing_fires_once_a_watermark_exists() -> None:
     op = WindowOperator(TumblingEventTimeWindows(10), Process(Seen()), trigger=EventTimeTrigger())
     op.process_elements([(1, t, "k") for t in range(0, 50, 2)])
     op.process_watermark(5)
-    assert op.fire_ended_windows("k", 40) is False
+    assert fire_ended_windows(op, "k", 40) is False
     assert op.output == []

@@ -7,7 +7,7 @@ come, the watermark moving between them as a streaming run's would. In event-tim
 arrival order: Flink's batch mode) a key of at most ``CHUNK_ROWS`` elements goes to the
 operator in one pass at its end; a larger one chunk by chunk, the windows no later element
 can reach fired as the end of input will fire them
-(:meth:`~windowing.operator.WindowOperator.fire_ended_windows`), so that the key keeps only
+(:func:`~windowing.operator.fire_ended_windows`), so that the key keeps only
 its open windows.
 
 With ``on_error("dead_letter")`` a row whose processing raises is left out by replaying the
@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from windowing.operator import WindowOperator
+from windowing.operator import WindowOperator, fire_ended_windows
 from windowing.records import OutputTag
 from windowing.spark.failures import (
     DeadRows,
@@ -482,7 +482,7 @@ class OperatorRun:
 
     def _fire_ended(self, upto: int) -> None:
         try:
-            self.group.op.fire_ended_windows(self.key, upto)
+            fire_ended_windows(self.group.op, self.key, upto)
         except Exception as exc:
             exc.add_note(
                 f"while firing the windows of key {self.key!r} ended before {upto + 2} in the "
