@@ -291,6 +291,27 @@ class Attempt:
 class OperatorRun:
     """One key replayed on the group's operator, its rows fed batch by batch."""
 
+    __slots__ = (
+        "batch_id",
+        "extra_block",
+        "extra_ref",
+        "group",
+        "incremental",
+        "key",
+        "key_row",
+        "last",
+        "log",
+        "metrics0",
+        "newest",
+        "pending",
+        "pending_pos",
+        "position",
+        "row",
+        "skey",
+        "skipped",
+        "sources",
+    )
+
     def __init__(self, group: KeyGroupCall, key: Any, skey: Any, row: int) -> None:
         self.group = group
         self.key = key
@@ -313,7 +334,7 @@ class OperatorRun:
         op.watermark, op.processing_time = MIN_TIMESTAMP, 0  # a key of its own
         self.skipped: dict[int, Any] = {}  # position -> DeadLetter
         self.log: KeyLog | None = None
-        self.metrics0 = None
+        self.metrics0: Any = None
         if group.guarded:
             self.log = KeyLog(group.replay.log_bytes)
             self.metrics0 = dataclasses.replace(op.metrics)
@@ -544,11 +565,19 @@ class OperatorRun:
         late rows, dead letters (the positions ``failed``)."""
         group = self.group
         op = group.op
+        noted = attempt.late
+        if not (
+            noted.rows or op.output or op.side_outputs or failed or op.dead_letters
+        ):  # nothing to move (a key's rows held for its one pass, the common case)
+            group.null_ts += attempt.null_ts
+            group.null_arr += attempt.null_arr
+            if not self.pending:
+                self.sources.clear()
+            return
         layout = group.replay.layout
         group.null_ts += attempt.null_ts
         group.null_arr += attempt.null_arr
         ref = self.ref(block)
-        noted = attempt.late
         for row, watermark, reason in zip(noted.rows, noted.watermarks, noted.reasons, strict=True):
             assert source is not None
             block.late.add(block.input_row(source, row), watermark, reason)
