@@ -321,8 +321,13 @@ def test_the_table_form_of_pyspark_4_0_gives_the_same(
 
 
 # ---------------------------------------------------------------------------- columns
-def sum_reference(rows: list[tuple[Any, ...]], kind: AggregationType, size: int) -> list[Any]:
-    h = WindowOperatorHarness(TumblingEventTimeWindows(size), FieldAggregation(kind, "amount"))
+def sum_reference(
+    rows: list[tuple[Any, ...]], kind: AggregationType, size: int, assigner: Any = None
+) -> list[Any]:
+    """The harness's results of ``kind`` over ``amount`` (tumbling windows of ``size`` unless
+    ``assigner`` is given), in event-time order per key."""
+    windows = assigner if assigner is not None else TumblingEventTimeWindows(size)
+    h = WindowOperatorHarness(windows, FieldAggregation(kind, "amount"))
     names = ("user", "amount", "ts", "seq", "pad")
     for r in sorted(rows, key=lambda r: (r[0], r[2])):
         record = Row(**dict(zip(names, r, strict=True)))
@@ -334,24 +339,43 @@ def sum_reference(rows: list[tuple[Any, ...]], kind: AggregationType, size: int)
     )
 
 
+SHAPES = {
+    "tumbling-short": lambda: TumblingEventTimeWindows(300),
+    "tumbling-long": lambda: TumblingEventTimeWindows(4_000),
+    "hopping-short": lambda: HoppingEventTimeWindows(600, 200),
+    "hopping-long": lambda: HoppingEventTimeWindows(4_000, 1_000),
+    "session-short": lambda: EventTimeSessionWindows(150),
+    "session-long": lambda: EventTimeSessionWindows(4_000),
+}
+
+
 @pytest.mark.parametrize(
-    "kind", [AggregationType.SUM, AggregationType.MAX, AggregationType.MIN_BY], ids=str
+    ("kind", "carry"),
+    [(AggregationType.SUM, 5), (AggregationType.MIN_BY, 1_000)],
+    ids=["sum-carry-5", "min_by-carry-1000"],
 )
-@pytest.mark.parametrize("size", [300, 4_000], ids=["short-windows", "long-windows"])
+@pytest.mark.parametrize("shape", list(SHAPES))
 def test_a_hot_key_on_whole_columns_equals_the_harness(
-    spark: SparkSession, tiny: None, kind: AggregationType, size: int
+    spark: SparkSession,
+    tiny: None,
+    monkeypatch: pytest.MonkeyPatch,
+    shape: str,
+    kind: AggregationType,
+    carry: int,
 ) -> None:
-    """Windows of a few rows are carried across batches; windows of more rows than a batch
-    carries go to the operator: the same results either way."""
+    """Batches of 7 rows: a key's windows that go on in the next batch are carried (its last
+    tumbling window or session; all its rows with hopping windows); carried rows beyond
+    ``carry`` go to the operator: the same results and metrics either way."""
+    monkeypatch.setattr(replay, "CARRY_ROWS", carry)
     rows = events(31, arrival=False)
-    windowed = stream(to_df(spark, rows), arrival=False).window(TumblingEventTimeWindows(size))
+    windowed = stream(to_df(spark, rows), arrival=False).window(SHAPES[shape]())
     field = {"sum": windowed.sum, "max": windowed.max, "min_by": windowed.min_by}[kind.value]
     result = field("amount")
     assert result.plan.columnar is not None
     with result:
         got = sorted(tuple(r) for r in result.results.collect())
         metrics = result.collect_metrics()
-    assert got == sum_reference(rows, kind, size)
+    assert got == sum_reference(rows, kind, 0, SHAPES[shape]())
     assert metrics.num_elements == metrics.num_input_rows == len(rows)
     assert metrics.num_windows_fired == metrics.num_results == len(got)
     assert metrics.num_keys == len({r[0] for r in rows})

@@ -14,10 +14,11 @@ many rows a key has:
   (:mod:`windowing.spark.replay_keys`: in arrival order with the watermark moving between
   them; in event-time order in one pass, or chunk by chunk for a large key, its windows no
   later row reaches fired early, so it keeps only its open windows);
-* built-in aggregations of tumbling windows in event-time order are reduced on whole columns
-  (:mod:`windowing.spark.columnar`), many keys at once; the rows of the last window of a
-  batch, which the next batch may continue, are carried over (a window of more than
-  ``CARRY_ROWS`` rows goes to the operator instead).
+* built-in aggregations of tumbling, hopping or session windows in event-time order are
+  reduced on whole columns (:mod:`windowing.spark.columnar`), many keys at once; the rows of
+  the last key of a batch that the next batch may continue are carried over: those of its
+  last window or session, all of them for hopping windows (which overlap); carried rows
+  beyond ``CARRY_ROWS`` go to the operator instead.
 
 The input order is checked, not assumed: a key's rows out of replay order, or a key whose
 rows are not contiguous, raise :class:`InputOrderError` rather than give other results.
@@ -43,7 +44,8 @@ from windowing.idleness import Idleness
 from windowing.job import WindowConfig
 from windowing.operator import WindowOperator
 from windowing.spark import replay_keys
-from windowing.spark.columnar import ColumnarAggregation, columnar_results
+from windowing.spark.columnar import ColumnarAggregation, ColumnarPlan, columnar_results
+from windowing.spark.columnar_sessions import SessionAggregation
 from windowing.spark.inputs import TS, replay_order
 from windowing.spark.keys import group_codes, key_value, state_key
 from windowing.spark.operator_rows import operator_counters
@@ -54,9 +56,9 @@ from windowing.spark.schema import arrow_to_python
 
 __all__ = ["CARRY_ROWS", "InputOrderError", "Replay", "WindowStateTooLargeError"]
 
-#: The rows of one window a columnar aggregation carries from batch to batch; a larger
-#: window of a key goes to the operator (one reduced value per window). The default of
-#: ``Replay.carry_rows``.
+#: The rows of a key a columnar aggregation carries from batch to batch (its last window or
+#: session; all its rows with hopping windows); beyond them the key's carried rows go to the
+#: operator (one reduced value per window). The default of ``Replay.carry_rows``.
 CARRY_ROWS = 65_536
 #: The share of ``spark.executor.pyspark.memory`` a worker may reach before a key whose
 #: windows hold it fails with :class:`WindowStateTooLargeError`.
@@ -301,9 +303,9 @@ class _GroupStream:
         skeys: list[Any],
         block: OutputBlock,
     ) -> None:
-        """Keys ``first`` on of the batch reduced on whole columns, the rows of its last
-        window carried to the next batch; all of them on the operator when the columns
-        cannot take them."""
+        """Keys ``first`` on of the batch reduced on whole columns, the rows of the last key
+        that later rows may join carried to the next batch; all of them on the operator when
+        the columns cannot take them."""
         plan = self.replay.columnar
         assert plan is not None
         a = starts[first]
@@ -321,17 +323,14 @@ class _GroupStream:
         if times.null_count:
             self._operators(batch, starts, first, keys, skeys, block, carry)
             return
-        t = times.to_numpy()
         last_start = starts[-2] - a + lead if len(keys) - 1 > first else 0
-        t_last = int(t[-1])
-        window = t_last - (t_last - plan.offset) % plan.size
-        tail = last_start + int(np.searchsorted(t[last_start:], window, side="left"))
+        tail = _carried_from(plan, times.to_numpy(), last_start)
         done = part.slice(0, tail)
         if done.num_rows and not self._reduce(done, part_codes[:tail], block):
             self._operators(batch, starts, first, keys, skeys, block, carry)
             return
         rest = part.slice(tail)
-        if rest.num_rows > self.replay.carry_rows:  # one long window: the operator reduces it
+        if rest.num_rows > self.replay.carry_rows:  # a long window: the operator reduces it
             run = OperatorRun(self, keys[-1], skeys[-1], starts[-2])
             chunk = Chunk(self.replay, rest, 0, rest.num_rows)
             self._feed(run, chunk, 0, rest.num_rows, block, rest)
@@ -362,7 +361,7 @@ class _GroupStream:
             else:
                 columns.append(part.column(field.name).take(rows).combine_chunks())
         starts = pa.array(found.starts, pa.int64())
-        ends = pa.array(found.starts + plan.size, pa.int64())
+        ends = pa.array(found.ends, pa.int64())
         fired = len(found.starts)
         counters = {
             "num_elements": part.num_rows,
@@ -378,7 +377,7 @@ class _GroupStream:
         block.columnar.extend(
             replay.layout.tagged_result_batches(
                 key_columns=key_columns,
-                bounds=(starts, ends, pa.array(found.starts + (plan.size - 1), pa.int64())),
+                bounds=(starts, ends, pa.array(found.ends - 1, pa.int64())),
                 columns=columns,
                 counters=counters,
             )
@@ -459,6 +458,22 @@ def _address_space() -> int | None:
         return None
 
 
+def _carried_from(plan: ColumnarPlan, t: np.ndarray[Any, Any], lo: int) -> int:
+    """The first of the rows ``lo:`` of the last key (event times ``t``, sorted) that may
+    share a window with the key's later rows (whose times are ``>= t[-1]``): the rows of its
+    last tumbling window or of its last session; with hopping windows, which overlap, all of
+    them."""
+    if isinstance(plan, ColumnarAggregation):
+        t_last = int(t[-1])
+        window = t_last - (t_last - plan.offset) % plan.size
+        return lo + int(np.searchsorted(t[lo:], window, side="left"))
+    if isinstance(plan, SessionAggregation):
+        # a session ends at its last time + gap, and a row at most that far merges into it
+        cut = np.flatnonzero(np.diff(t[lo:]) > plan.gap)
+        return lo + int(cut[-1]) + 1 if len(cut) else lo
+    return lo
+
+
 # ---------------------------------------------------------------------------- the function
 @dataclass(frozen=True, eq=False)
 class Replay:
@@ -477,7 +492,7 @@ class Replay:
     has_arrival: bool
     has_processing_time: bool
     # Results computed on whole columns (rows in event-time order only: job_columnar).
-    columnar: ColumnarAggregation | None = None
+    columnar: ColumnarPlan | None = None
     # Keys' own idle clocks on the processing_time column (``idle_timeout``).
     idleness: Idleness | None = None
     # Bounds of a worker's memory (the module constants when the plan is built).
