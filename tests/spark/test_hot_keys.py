@@ -554,6 +554,7 @@ def run_job(what: str, base: Path) -> tuple[dict[str, Any], str]:
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
+@pytest.mark.slow  # a Spark of its own (about 100 s on 2 busy cores)
 def test_a_window_larger_than_the_worker_names_the_key(tmp_path: Path) -> None:
     """With ``spark.executor.pyspark.memory``, a hot key through a reduce completes (one
     value per window), and a window whose elements do not fit fails with an error naming the
@@ -567,6 +568,7 @@ def test_a_window_larger_than_the_worker_names_the_key(tmp_path: Path) -> None:
     assert "spark.executor.pyspark.memory=700 MiB" in error
 
 
+@pytest.mark.slow  # a Spark of its own (about 100 s on 2 busy cores)
 def test_a_hot_key_streaming_query_stops_cleanly(tmp_path: Path) -> None:
     """Stopped while a micro-batch of its hot key is being written, the query ends without
     an exception and without a ``StackOverflowError`` in the stream execution thread."""
