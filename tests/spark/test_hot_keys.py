@@ -479,12 +479,14 @@ def test_idle_timeout_of_a_hot_key_does_not_depend_on_batches(
 
 
 # ---------------------------------------------------------------------------- the plan
-def test_the_plan_sorts_once_and_the_grouping_keeps_it(spark: SparkSession) -> None:
+@pytest.mark.parametrize("arrival", [False, True], ids=["event-order", "arrival-order"])
+def test_the_plan_sorts_once_and_the_grouping_keeps_it(spark: SparkSession, arrival: bool) -> None:
     """One shuffle by key group and one sort by key group, key and replay order below the
-    grouped map: Spark adds no sort of its own that would lose the replay order."""
-    rows = events(61, n_hot=20, arrival=False)
+    grouped map: Spark adds no sort of its own that would lose the replay order. With an
+    arrival order the shuffle is the prefix maximum's (its own sorts are further down)."""
+    rows = events(61, n_hot=20, arrival=arrival)
     result = (
-        stream(to_df(spark, rows), arrival=False)
+        stream(to_df(spark, rows), arrival=arrival)
         .window(TumblingEventTimeWindows(1_000))
         .process(Seen(), output_schema=SEEN)
     )
@@ -493,12 +495,16 @@ def test_the_plan_sorts_once_and_the_grouping_keeps_it(spark: SparkSession) -> N
     plan = output._jdf.queryExecution().executedPlan().toString()
     if "== Final Plan ==" in plan:  # adaptive execution: the plan that ran
         plan = plan[plan.index("== Final Plan ==") : plan.index("== Initial Plan ==")]
-    grouped = plan[plan.index("FlatMapGroupsInArrow") :]
-    sorts = [line for line in grouped.splitlines() if "Sort [" in line]
-    assert len(sorts) == 1, plan
-    assert "__pw_kg" in sorts[0] and "user" in sorts[0]
-    assert "__pw_ts#" in sorts[0] and "ASC NULLS LAST" in sorts[0]
-    assert grouped.count("Exchange hashpartitioning(__pw_kg") == 1, plan
+    grouped = plan[plan.index("FlatMapGroupsInArrow") :].splitlines()
+    first_sort = next(i for i, line in enumerate(grouped) if "Sort [" in line)
+    assert not any("Exchange" in line for line in grouped[:first_sort]), plan
+    ours = grouped[first_sort]
+    assert "__pw_kg" in ours and "user" in ours
+    assert "__pw_ts#" in ours and "ASC NULLS LAST" in ours
+    assert ("__pw_arr#" in ours) == arrival
+    if not arrival:
+        assert sum("Sort [" in line for line in grouped) == 1, plan
+        assert sum("Exchange hashpartitioning(__pw_kg" in line for line in grouped) == 1, plan
 
 
 def order_batch(users: list[str], ts: list[int | None]) -> pa.RecordBatch:
