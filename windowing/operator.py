@@ -35,8 +35,10 @@ import cloudpickle
 
 import windowing.rules as rules
 from windowing.assigners.base import MergingWindowAssigner, WindowAssigner
-from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.hopping import HoppingEventTimeWindows
+from windowing.assigners.session import DynamicEventTimeSessionWindows, EventTimeSessionWindows
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.engine.aligned import AlignedStrategy
 from windowing.engine.contents import make_adder, make_partials
 from windowing.engine.context import Clock, ProcessContext, WindowContext
@@ -70,6 +72,7 @@ from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.sliding import TimelineExpiry
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.triggers.base import Trigger
+from windowing.triggers.event_time import EventTimeTrigger
 
 __all__ = [
     "END_OF_INPUT_NOTE",
@@ -78,9 +81,20 @@ __all__ = [
     "OperatorMetrics",
     "StateBackend",
     "WindowOperator",
+    "fire_ended_windows",
+    "fires_ended_windows",
 ]
 
 _MISSING: Any = object()
+
+#: Assigners whose windows of an element hold its timestamp (sessions: start at it), so that
+#: an element never reaches a window ending before its timestamp (``fire_ended_windows``).
+_WINDOWS_HOLD_THEIR_ELEMENTS = (
+    TumblingEventTimeWindows,
+    HoppingEventTimeWindows,
+    EventTimeSessionWindows,
+    DynamicEventTimeSessionWindows,
+)
 
 
 class WindowOperator:
@@ -594,6 +608,61 @@ def _make_strategy(
     if isinstance(assigner, SlidingDistinctAssigner):
         return TimelineStrategy(op, assigner.size)
     return GenericStrategy(op)
+
+
+def fires_ended_windows(op: WindowOperator) -> bool:
+    """Whether :func:`fire_ended_windows` can fire windows of ``op`` before the end of input:
+    an event-time assigner of this library whose windows hold their elements' timestamps
+    (tumbling, hopping, sessions), the built-in ``EventTimeTrigger`` (its timers are a
+    window's end and cleanup time), and a strategy that keeps each window's own timers (not
+    panes or record timelines)."""
+    return (
+        type(op.assigner) in _WINDOWS_HOLD_THEIR_ELEMENTS
+        and type(op.trigger) is EventTimeTrigger
+        and type(op.strategy) in (GenericStrategy, AlignedStrategy, SessionStrategy)
+    )
+
+
+def fire_ended_windows(op: WindowOperator, key: Any, upto: int) -> bool:
+    """Fire the event-time timers of ``key`` up to ``upto`` now, as the end of input
+    (``op.process_watermark(MAX_TIMESTAMP)``) will fire them first (triggers, evictors and
+    functions see the watermark at ``MAX_TIMESTAMP``, panes are timed as in that step), then
+    put the watermark back for the elements that follow.
+
+    For a key's input in timestamp order with no watermark yet (Flink's batch mode, the Spark
+    batch replay without arrival order), when every later element has a timestamp above
+    ``upto + 1``: no later element reaches a window these timers fire (a session ending at
+    ``upto + 1`` would still merge), so the outputs and metrics are those of the end of input,
+    in the same order, and the key keeps only its open windows: its memory is bounded by
+    them, not by its input. ``False`` (nothing fired) unless :func:`fires_ended_windows` and
+    the watermark is ``MIN_TIMESTAMP``.
+
+    Examples
+    --------
+    >>> from windowing.assigners import TumblingEventTimeWindows
+    >>> op = WindowOperator(TumblingEventTimeWindows(10), lambda a, b: a + b)
+    >>> op.process_elements([(1, 1, "k"), (1, 5, "k"), (1, 12, "k")])
+    >>> fire_ended_windows(op, "k", 12 - 2)  # later elements have timestamps >= 12
+    True
+    >>> op.output, op.watermark == MIN_TIMESTAMP
+    ([WindowResult(key='k', window=TimeWindow(start=0, end=10), value=2, timestamp=9)], True)
+    """
+    if op.watermark != MIN_TIMESTAMP or not fires_ended_windows(op):
+        return False
+    ks = op.backend.get(key)
+    if ks is None:
+        return True
+    # the step of the end of input (pane info: the watermark advances from MIN_TIMESTAMP)
+    op.watermark_before, op.watermark = MIN_TIMESTAMP, MAX_TIMESTAMP
+    op.step_clock = StepClock.EVENT
+    try:
+        op.strategy.fire_event_timers(key, ks, upto)
+    finally:
+        op.watermark = op.watermark_before = MIN_TIMESTAMP
+        op.step_clock = StepClock.NONE
+    if ks.is_empty():
+        op.backend.remove(key)
+    return True
 
 
 def _identity(value: Any) -> Any:

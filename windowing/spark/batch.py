@@ -5,70 +5,59 @@ The plan (see ``docs/spark.md``)::
     input ──► add internal columns: event time in ms, arrival order, processing time,
               a content hash (tie-breaker), and with an arrival order the prefix-max watermark
           ──► the key group (__pw_kg): pmod(hash(keys), groups), 0 for window_all
-          ──► groupBy(__pw_kg).applyInArrow(replay)
+          ──► repartition(__pw_kg).sortWithinPartitions(__pw_kg, keys, replay order)
+          ──► groupBy(__pw_kg).applyInArrow(replay over record batches)
           ──► one combined output: results, late rows and metrics, tagged
           ──► results / late side output / metrics DataFrames (filters of that output; lazy,
               like any DataFrame: ``result.persist()`` or ``with result:`` computes it once)
 
-``replay`` runs on the executors, once per key group (Flink's key groups: a Python call costs
-about a millisecond, so one call per key would dominate with many keys): it sorts the group's
-rows by key and replay order, and replays each key on one
-:class:`~windowing.operator.WindowOperator` (the same one the test harness drives): the key's
-rows in arrival order with the watermark a streaming run would have seen, then the watermark
-and processing time at ``MAX_TIMESTAMP`` (end of input). Each key starts from a fresh clock
-and state, so results never depend on how keys are grouped. The group's outputs form one
-tagged table; rows become Python objects a chunk of whole keys at a time.
+``replay`` (:mod:`windowing.spark.replay`) runs on the executors, once per key group (Flink's
+key groups: a Python call costs about a millisecond, so one call per key would dominate with
+many keys). Spark sorts the group's rows by key and replay order (arrival order, else
+processing time, then event time, then the content hash; nulls last) and hands them to Python
+as record batches; the grouped exchange keeps that sort (the repartition is the grouping's
+shuffle, and a sort by the key group alone is satisfied by it). Each key is replayed on one
+:class:`~windowing.operator.WindowOperator` (the same one the test harness drives) as its
+rows stream in: in arrival order with the watermark a streaming run would have seen, then
+the watermark and processing time at ``MAX_TIMESTAMP`` (end of input). Each key starts from a
+fresh clock and state, so results never depend on how keys are grouped or batched.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyspark
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from windowing.errors import ErrorPolicy
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from windowing.functions.spec import WindowFunctionSpec
-from windowing.idleness import Idleness
-from windowing.job import Job, WindowConfig
-from windowing.operator import WindowOperator
+from windowing.job import Job
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
-from windowing.spark.columnar import ColumnarPlan, columnar_results
-from windowing.spark.failures import (
-    DEAD_LETTER_COLUMNS,
-    DeadRows,
-    ElementFailedError,
-    raise_element_error,
-    split_results,
-)
+from windowing.spark.failures import DEAD_LETTER_COLUMNS
 from windowing.spark.inputs import ARR as _ARR
-from windowing.spark.inputs import PT as _PT
 from windowing.spark.inputs import TB as _TB
 from windowing.spark.inputs import TS as _TS
 from windowing.spark.inputs import WMAX as _WMAX
-from windowing.spark.inputs import internal_columns
-from windowing.spark.keys import KEY_GROUP, KeySegments, key_group, key_segments, key_value
+from windowing.spark.inputs import internal_columns, replay_order
+from windowing.spark.keys import KEY_GROUP, key_group
 from windowing.spark.metrics import METRIC_NAMES, BatchMetrics
-from windowing.spark.operator_rows import operator_counters
 from windowing.spark.output import (
     LATE_COLUMNS,
     PANE_COLUMNS,
-    REASON_NULL_ARRIVAL_ORDER,
-    REASON_NULL_EVENT_TIME,
     RESULT_COLUMNS,
-    LateRows,
     OutputLayout,
+    col,
 )
 from windowing.spark.plans import (
     batch_key_groups,
@@ -78,26 +67,16 @@ from windowing.spark.plans import (
     shuffle_partitions,
     window_operator,
 )
+from windowing.spark.replay import Replay
 from windowing.spark.schema import (
-    arrow_to_python,
     column_time_kind,
     parse_output_schema,
     schema_from_annotation,
-    table_rows,
 )
 from windowing.spark.side_outputs import check_names, no_side_output, parse_side_output_schemas
 from windowing.spark.watermark import add_prefix_max
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
-__all__ = ["BatchMetrics", "WindowedResult", "run_batch"]
-
-
-def replay_order(*, arrival: bool, processing_time: bool) -> list[tuple[str, str, str]]:
-    """Pyarrow sort keys of the replay order inside a key: arrival order, else processing
-    time, then event time, then the content hash (never dependent on partitioning); nulls
-    last."""
-    first = [_ARR] if arrival else [_PT] if processing_time else []
-    return [(n, "ascending", "at_end") for n in (*first, _TS, _TB)]
+__all__ = ["BatchMetrics", "WindowedResult", "replay_order", "run_batch", "streams_record_batches"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -369,9 +348,14 @@ def run_batch(
     prepared = df.select(*internal_columns(df, source))
     # One Python call per key group (Flink's key groups), its keys replayed one by one.
     groups = batch_key_groups(stream)
-    prepared = prepared.withColumn(KEY_GROUP, key_group(keys, groups))
+    # Spark drops a constant from a sort (the key group of window_all, or of constant keys)
+    # and then sorts by the grouping column again, with an external sort that does not keep
+    # the order of equal rows once it spills: ``+ pmod(content hash, 1)`` (always 0) keeps
+    # the key group a column of the data, so the sort below satisfies the grouping.
+    kg = key_group(keys, groups) + F.pmod(col(_TB), F.lit(1))
+    prepared = prepared.withColumn(KEY_GROUP, kg)
     if source.arrival_order is not None:
-        # (shuffled by key group already: the groupBy below adds no shuffle)
+        # (shuffled by key group already: the sort and groupBy below add no shuffle)
         prepared = add_prefix_max(
             prepared,
             order=_ARR,
@@ -381,7 +365,7 @@ def run_batch(
             groups=groups,
             buckets=prefix_max_buckets(df.sparkSession),
         )
-    replay = _Replay(
+    replay = Replay(
         window=config,
         spec=spec,
         keys=keys,
@@ -395,380 +379,39 @@ def run_batch(
         ),
         idleness=idleness_of(stream),
     )
-    grouped = prepared.groupBy(KEY_GROUP)
+    # Rows sorted by key and replay order by Spark within each key group's partition: the
+    # grouped exchange keeps the sort (one shuffle, no other sort). With an arrival order the
+    # prefix maximum has shuffled the rows by key group already.
+    order = replay_order(
+        arrival=source.arrival_order is not None, processing_time=source.processing_time is not None
+    )
+    shuffled = (
+        prepared if source.arrival_order is not None else prepared.repartition(col(KEY_GROUP))
+    )
+    ordered = shuffled.sortWithinPartitions(
+        col(KEY_GROUP), *[col(k) for k in keys], *[col(n).asc_nulls_last() for n, _, _ in order]
+    )
+    grouped = ordered.groupBy(KEY_GROUP)
+    if streams_record_batches():
 
-    def replay_group(table: pa.Table) -> pa.Table:
-        return replay(table)
+        def replay_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return replay.batches(batches)
 
-    combined = grouped.applyInArrow(replay_group, schema=layout.schema)
+        combined = grouped.applyInArrow(replay_batches, schema=layout.schema)
+    else:  # PySpark 4.0: the group as one table (same results; not bounded by batches)
+
+        def replay_table(table: pa.Table) -> pa.Table:
+            return replay.table(table)
+
+        combined = grouped.applyInArrow(replay_table, schema=layout.schema)
     return WindowedResult.of_output(combined, layout, plan_job(stream, spec))
 
 
-# ---------------------------------------------------------------------------- executor side
-#: Rows converted to Python objects at a time (whole keys; a larger key is one chunk).
-_CHUNK_ROWS = 65_536
-
-
-@dataclass(frozen=True, eq=False)
-class _Replay:
-    """The grouped-map function: replays each key of one key group through a WindowOperator,
-    one key after another.
-
-    Shipped to executors with cloudpickle (with the assigner, trigger, evictor and functions).
-    """
-
-    window: WindowConfig
-    spec: Any
-    keys: tuple[str, ...]
-    input_names: list[str]
-    layout: OutputLayout
-    watermark: Any  # a windowing.stream watermark strategy
-    has_arrival: bool
-    has_processing_time: bool
-    # Results computed on whole columns (rows in event-time order only: job_columnar).
-    columnar: ColumnarPlan | None = None
-    # Keys' own idle clocks on the processing_time column (``idle_timeout``).
-    idleness: Idleness | None = None
-
-    def __call__(self, table: pa.Table) -> pa.Table:
-        order = replay_order(arrival=self.has_arrival, processing_time=self.has_processing_time)
-        segments = key_segments(table, self.keys, order)
-        out = _replay_group(self, segments)
-        # Columns copied from the input (keys, late rows) carry the session time zone; Spark
-        # wants UTC back. Same instants: a cast of the type only.
-        schema = self.layout.arrow_schema
-        return out if out.schema.equals(schema) else out.cast(schema)
-
-    def operator(self) -> WindowOperator:
-        return window_operator(self.window, self.spec)
-
-
-def _replay_group(replay: _Replay, segments: KeySegments) -> pa.Table:
-    table = segments.table
-    # A columnar plan exists only for rows replayed in event-time order (job_columnar).
-    if replay.columnar is not None and table.column(_TS).null_count == 0:
-        columnar = _replay_columnar(replay, segments)
-        if columnar is not None:
-            return columnar
-    return _GroupReplay(replay, segments).run()
-
-
-def _replay_columnar(replay: _Replay, segments: KeySegments) -> pa.Table | None:
-    """The tagged output of an in-order replay computed on whole columns (see
-    :mod:`windowing.spark.columnar`), or ``None`` when the operator must run."""
-    plan = replay.columnar
-    assert plan is not None
-    table = segments.table
-    found = columnar_results(plan, table.column(_TS), table.column(plan.field), segments.codes)
-    if found is None:
-        return None
-    rows = pa.array(found.rows, pa.int64())
-    columns = []
-    for field in replay.layout.out_schema.fields:
-        if found.field_values is not None and field.name == plan.field:
-            columns.append(pa.array(found.field_values))
-        else:
-            columns.append(table.column(field.name).take(rows).combine_chunks())
-    starts = pa.array(found.starts, pa.int64())
-    ends = pa.array(found.ends, pa.int64())
-    n, fired = table.num_rows, len(found.starts)
-    counters = {
-        "num_input_rows": n,
-        "num_elements": n,
-        "num_windows_fired": fired,
-        "num_results": fired,
-        "num_keys": len(segments),
-    }
-
-    def key_columns(total: int) -> list[pa.Array]:
-        # the results: their own rows; the metrics row: any row of the group
-        take = found.rows if total == fired else np.zeros(total, np.int64)
-        return [table.column(k).take(take).combine_chunks() for k in replay.keys]
-
-    batches = replay.layout.tagged_result_batches(
-        key_columns=key_columns,
-        bounds=(starts, ends, pc.subtract(ends, 1)),
-        columns=columns,
-        counters=counters,
-    )
-    return pa.Table.from_batches(batches)
-
-
-class _GroupReplay:
-    """One key group's replay on one operator: each key's rows in replay order with the
-    watermark a streaming run would have seen, then the end of input; the outputs of all
-    keys gathered into one tagged table (the key columns taken from each key's first row)."""
-
-    def __init__(self, replay: _Replay, segments: KeySegments) -> None:
-        self.replay = replay
-        self.segments = segments
-        self.op = replay.operator()
-        self.results: list[Any] = []
-        self.result_rows: list[int] = []  # the first row of each result's key
-        self.sides: dict[OutputTag, list[Any]] = {t: [] for t in replay.layout.side_tags}
-        self.side_rows: dict[OutputTag, list[int]] = {t: [] for t in replay.layout.side_tags}
-        self.late = LateRows()
-        self.dead = DeadRows()
-        self.dead_rows: list[int] = []  # the first row of each dead letter's key
-        self.null_ts = self.null_arr = self.left_at_end = 0
-
-    def run(self) -> pa.Table:
-        replay, segments = self.replay, self.segments
-        table = segments.table
-        starts = segments.starts
-        first_key: Any = None
-        # Convert whole keys to Python objects a chunk of rows at a time.
-        k = 0
-        while k < len(segments):
-            lo = starts[k]
-            last = k + 1
-            while last < len(segments) and starts[last + 1] - lo <= _CHUNK_ROWS:
-                last += 1
-            chunk = _Chunk(replay, table, lo, starts[last])
-            for j in range(k, last):
-                key = chunk.key(starts[j])
-                if j == 0:
-                    first_key = key
-                self._replay_key(chunk, key, starts[j], starts[j + 1])
-            k = last
-        counters = operator_counters(self.op, table.num_rows, self.null_ts, self.null_arr)
-        counters["num_results"] = len(self.results)
-        counters["num_windows_left_at_end"] = self.left_at_end
-        counters["num_keys"] = len(segments)
-        layout = replay.layout
-        key_rows = [*self.result_rows]
-        for tag in layout.side_tags:
-            key_rows += self.side_rows[tag]
-        key_rows += [*self.late.rows, *self.dead_rows, 0]  # the metrics row: any row
-        take = pa.array(key_rows, pa.int64())
-
-        def key_columns(total: int) -> list[pa.Array]:
-            assert total == len(key_rows)
-            return [table.column(name).take(take).combine_chunks() for name in replay.keys]
-
-        def tagged() -> pa.Table:
-            return layout.tagged_table(
-                key=first_key,
-                key_columns=key_columns,
-                results=self.results,
-                side_outputs=self.sides,
-                late_source=table,
-                late=self.late,
-                counters=counters,
-                dead=self.dead if layout.dead_letter else None,
-            )
-
-        if not layout.dead_letter:
-            return tagged()
-        try:
-            return tagged()
-        except Exception:  # a result that is not a row of the output schema: dead letters
-            bad = split_results(self.results, layout.check_result)
-        for i, letter in bad:
-            self.dead.add(letter)
-            self.dead_rows.append(self.result_rows[i])
-        drop = {i for i, _ in bad}
-        keep = [i for i in range(len(self.results)) if i not in drop]
-        self.results = [self.results[i] for i in keep]
-        self.result_rows = [self.result_rows[i] for i in keep]
-        counters["num_results"] = len(self.results)
-        key_rows = [*self.result_rows]
-        for tag in layout.side_tags:
-            key_rows += self.side_rows[tag]
-        key_rows += [*self.late.rows, *self.dead_rows, 0]
-        take = pa.array(key_rows, pa.int64())
-        return tagged()
-
-    def _replay_key(self, chunk: _Chunk, key: Any, lo: int, hi: int) -> None:
-        """Replay rows ``lo`` to ``hi`` (one key) of the group's table; with dead letters,
-        a row whose processing raises is left out and the key replayed again without it."""
-        op = self.op
-        letters = op.dead_letters
-        if letters is None:
-            self._replay_key_once(chunk, key, lo, hi, {})
-            return
-        skipped: dict[int, Any] = {}  # row -> DeadLetter
-        metrics = dataclasses.replace(op.metrics)
-        late = (len(self.late.rows), self.null_ts, self.null_arr)
-        while True:
-            try:
-                self._replay_key_once(chunk, key, lo, hi, skipped)
-                break
-            except ElementFailedError as failed:
-                op.metrics = dataclasses.replace(metrics)
-                self.null_ts, self.null_arr = late[1], late[2]
-                for column in (self.late.rows, self.late.watermarks, self.late.reasons):
-                    del column[late[0] :]
-                op.output.clear()
-                op.side_outputs.clear()
-                letters.clear()
-                op.backend.remove(key)
-                op.scheduler.forget(key)
-                skipped[failed.row] = failed.letter
-        for row, letter in sorted(skipped.items()):
-            self.dead.add(letter, row)
-            self.dead_rows.append(row)
-        for letter in letters:
-            self.dead.add(letter)
-            self.dead_rows.append(lo)
-        letters.clear()
-
-    def _replay_key_once(
-        self, chunk: _Chunk, key: Any, lo: int, hi: int, skipped: Mapping[int, Any]
-    ) -> None:
-        """Replay rows ``lo`` to ``hi`` of the group's table but the rows ``skipped``."""
-        replay, op = self.replay, self.op
-        tag = replay.window.late_output_tag
-        rows, ts = chunk.rows(lo, hi), chunk.ts(lo, hi)
-        wmax, arrival, pts = chunk.wmax(lo, hi), chunk.arrival(lo, hi), chunk.pts(lo, hi)
-        event_time = op.is_event_time
-        watermark_for = replay.watermark.current_watermark
-        late = self.late
-        pending: list[tuple[Any, Any, Any]] = []
-        pending_rows: list[int] = []  # their rows, with dead letters
-        guarded = op.dead_letters is not None
-        n_results = len(op.output)
-        op.watermark, op.processing_time = MIN_TIMESTAMP, 0  # a key of its own
-
-        def flush(to_end: bool = False) -> None:
-            before = op.metrics.num_elements  # counted as each element starts
-            try:
-                if to_end:
-                    op.process_to_end(key, pending)
-                elif pending:
-                    op.process_elements(pending)
-            except Exception as exc:
-                failed = op.metrics.num_elements - before - 1
-                where = "the Spark batch replay"
-                raise_element_error(
-                    exc,
-                    failed,
-                    pending,
-                    pending_rows,
-                    key,
-                    where,
-                    guarded=guarded,
-                    show_values=replay.window.show_values,
-                )
-            pending.clear()
-            pending_rows.clear()
-
-        def advance(watermark: int, processing_time: int | None) -> None:
-            try:
-                if watermark > op.watermark:
-                    op.process_watermark(watermark)
-                if processing_time is not None and processing_time > op.processing_time:
-                    op.advance_processing_time(processing_time)
-            except Exception as exc:
-                exc.add_note(
-                    f"while advancing the watermark to {watermark} / processing time to "
-                    f"{processing_time} for key {key!r} in the Spark batch replay"
-                )
-                raise
-
-        nulls = event_time and None in ts
-        if arrival is None and pts is None and not nulls and not skipped:
-            # Event-time order, no arrival order: the key's input, then the end of input.
-            pending.extend(zip(rows, ts, repeat(key, len(rows)), strict=True))
-            if guarded:
-                pending_rows.extend(range(lo, hi))
-            flush(to_end=True)
-        elif arrival is None and pts is None and not nulls:
-            for i, row in enumerate(rows):
-                if lo + i not in skipped:
-                    pending.append((row, ts[i], key))
-                    pending_rows.append(lo + i)
-            flush(to_end=True)
-        else:
-            idleness = replay.idleness
-            newest: int | None = None  # the key's largest event time so far (idleness)
-            last: int | None = None  # when its last row arrived (idleness)
-            for i, row in enumerate(rows):
-                if arrival is not None and arrival[i] is None:
-                    self.null_arr += 1
-                    if tag is not None:
-                        late.add(lo + i, None, REASON_NULL_ARRIVAL_ORDER)
-                    continue
-                wm = op.watermark
-                if wmax is not None and wmax[i] is not None:
-                    wm = watermark_for(wmax[i])
-                pt = pts[i] if pts is not None else None
-                t = ts[i]
-                if idleness is not None and pt is not None:
-                    # the key's own clock moved while it was quiet (windowing.idleness)
-                    wm = max(wm, idleness.watermark_at(newest, last, pt))
-                    last = pt
-                    if t is not None:
-                        newest = t if newest is None else max(newest, t)
-                if wm > op.watermark or (pt is not None and pt > op.processing_time):
-                    flush()
-                    advance(wm, pt)
-                if t is None and event_time:
-                    self.null_ts += 1
-                    if tag is not None:
-                        late.add(lo + i, op.watermark, REASON_NULL_EVENT_TIME)
-                    continue
-                if lo + i in skipped:
-                    continue  # a dead letter (its watermark advance happened)
-                pending.append((row, t, key))
-                if guarded:
-                    pending_rows.append(lo + i)
-            flush()
-            advance(MAX_TIMESTAMP, MAX_TIMESTAMP)
-
-        sides = op.side_outputs
-        if tag is not None:
-            lates = sides.pop(tag, None)
-            if lates:
-                late.add_late_elements(lates, {id(r): lo + i for i, r in enumerate(rows)})
-        for side_tag, records in sides.items():
-            replay.layout.check_side_output(side_tag, records, key)
-            self.sides[side_tag].extend(records)
-            self.side_rows[side_tag].extend([lo] * len(records))
-        sides.clear()
-        output = op.output
-        self.results.extend(output[n_results:] if n_results else output)
-        self.result_rows.extend([lo] * (len(output) - n_results))
-        output.clear()
-        self.left_at_end += sum(1 for _ in op.iter_windows(key))
-        op.backend.remove(key)  # the key's input has ended
-
-
-class _Chunk:
-    """Rows ``lo`` to ``hi`` of a group's table (whole keys) as Python objects: the input
-    rows as ``Row``s, the event time, arrival order, processing time and watermark columns."""
-
-    def __init__(self, replay: _Replay, table: pa.Table, lo: int, hi: int) -> None:
-        part = table.slice(lo, hi - lo)
-        self.lo = lo
-        self._rows: list[Any] = table_rows(part, replay.input_names)
-        self._ts: list[Any] = part.column(_TS).to_pylist()
-        self._wmax: list[Any] | None = (
-            part.column(_WMAX).to_pylist() if replay.has_arrival else None
-        )
-        self._arrival: list[Any] | None = (
-            part.column(_ARR).to_pylist() if replay.has_arrival else None
-        )
-        self._pts: list[Any] | None = (
-            part.column(_PT).to_pylist() if replay.has_processing_time else None
-        )
-        self._keys = [arrow_to_python(part.column(k)) for k in replay.keys]
-
-    def key(self, row: int) -> Any:
-        i = row - self.lo
-        return key_value([values[i] for values in self._keys])
-
-    def rows(self, lo: int, hi: int) -> list[Any]:
-        return self._rows[lo - self.lo : hi - self.lo]
-
-    def ts(self, lo: int, hi: int) -> list[Any]:
-        return self._ts[lo - self.lo : hi - self.lo]
-
-    def wmax(self, lo: int, hi: int) -> list[Any] | None:
-        return None if self._wmax is None else self._wmax[lo - self.lo : hi - self.lo]
-
-    def arrival(self, lo: int, hi: int) -> list[Any] | None:
-        return None if self._arrival is None else self._arrival[lo - self.lo : hi - self.lo]
-
-    def pts(self, lo: int, hi: int) -> list[Any] | None:
-        return None if self._pts is None else self._pts[lo - self.lo : hi - self.lo]
+def streams_record_batches(version: str | None = None) -> bool:
+    """Whether this PySpark's ``applyInArrow`` takes a function over an iterator of record
+    batches (4.1+), so that a key group's rows reach Python a batch at a time."""
+    parts = (version or pyspark.__version__).split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (4, 1)
+    except (ValueError, IndexError):
+        return True

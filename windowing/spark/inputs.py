@@ -25,6 +25,7 @@ __all__ = [
     "content_hash",
     "internal_columns",
     "key_columns",
+    "replay_order",
     "time_millis",
 ]
 
@@ -34,6 +35,14 @@ ARR = "__pw_arr"
 PT = "__pw_pt"
 TB = "__pw_tb"
 WMAX = "__pw_wmax"
+
+
+def replay_order(*, arrival: bool, processing_time: bool) -> list[tuple[str, str, str]]:
+    """Pyarrow sort keys of the replay order inside a key: arrival order, else processing
+    time, then event time, then the content hash (never dependent on partitioning); nulls
+    last."""
+    first = [ARR] if arrival else [PT] if processing_time else []
+    return [(n, "ascending", "at_end") for n in (*first, TS, TB)]
 
 
 def time_millis(df: DataFrame, name: str, parameter: str = "time column") -> Column:

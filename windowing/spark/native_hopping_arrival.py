@@ -199,7 +199,10 @@ def _with_prefix_max(prepared: DataFrame, layout: OutputLayout) -> DataFrame:
     its summaries sent to key groups of the keys (``KEY_GROUP``; one without keys)."""
     spark = prepared.sparkSession
     groups = shuffle_partitions(spark) if layout.keys else 1
-    grouped = prepared.withColumn(KEY_GROUP, key_group(layout.keys, groups))
+    # (+ pmod(content hash, 1), always 0: without keys the group is no constant, which
+    # Spark would drop from the prefix maximum's window partition, warning that it has none)
+    kg = key_group(layout.keys, groups) + F.pmod(F.col(TB), F.lit(1))
+    grouped = prepared.withColumn(KEY_GROUP, kg)
     return add_prefix_max(
         grouped,
         order=ARR,

@@ -52,10 +52,12 @@ __all__ = [
     "STAGING",
     "FileSink",
     "FormatSink",
+    "QueryStoppedError",
     "Sink",
     "TableSink",
     "WindowedQuery",
     "check_sink_paths",
+    "stopped_error",
     "write_results_and_late",
 ]
 
@@ -460,16 +462,22 @@ def write_results_and_late(
     publish(spark if classic else None)  # a driver that died between a commit and its rename
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        publish(batch.sparkSession if classic else None)  # earlier batches are committed
-        several = len(outputs) > 1  # several outputs read it: persisted, the operator runs once
-        if several:
-            batch = batch.persist()
         try:
-            for select, sink in outputs:
-                sink.write(select(batch), batch_id)
-        finally:
+            publish(batch.sparkSession if classic else None)  # earlier batches are committed
+            several = len(outputs) > 1  # several outputs: persisted, the operator runs once
             if several:
-                batch.unpersist()
+                batch = batch.persist()
+            try:
+                for select, sink in outputs:
+                    sink.write(select(batch), batch_id)
+            finally:
+                if several:
+                    batch.unpersist()
+        except Exception as exc:
+            stopped = stopped_error(exc, batch_id)
+            if stopped is None:
+                raise
+            raise stopped from None  # a short traceback: see stopped_error
 
     writer = result.output.writeStream.foreachBatch(write_batch).option(
         "checkpointLocation", checkpoint
@@ -501,6 +509,52 @@ def write_results_and_late(
             spark.streams.removeListener(listener)
 
     return WindowedQuery(query, lambda: publish(spark), release)
+
+
+#: The Java exceptions Spark takes for a stop of the query (``StreamExecution``'s
+#: ``IO_EXCEPTION_NAMES``).
+_INTERRUPTIONS = (
+    "java.lang.InterruptedException",
+    "java.io.InterruptedIOException",
+    "java.nio.channels.ClosedByInterruptException",
+)
+
+
+class QueryStoppedError(RuntimeError):
+    """The query was stopped while a micro-batch's writes waited on the JVM; Spark takes the
+    error for the stop (the query ends without an exception)."""
+
+
+def stopped_error(exc: BaseException, batch_id: int) -> QueryStoppedError | None:
+    """For an error of a JVM call caused by an interruption (``query.stop()`` while the
+    ``foreachBatch`` function waited on the JVM): a :class:`QueryStoppedError` whose
+    message is short and names the interruption; ``None`` for any other error.
+
+    Spark tells a stop from a failure of a ``foreachBatch`` function by matching the text of
+    the Python traceback with a regular expression
+    (``py4j.protocol.Py4JJavaError: An error occurred while calling((.|\\r\\n|\\r|\\n)*)``
+    then the interruption's class name, in ``StreamExecution.isInterruptionException``),
+    which recurses once per character of the text after its first words: the traceback of
+    the JVM error, with its Java stack trace, overflows the stack of the stream execution
+    thread (a ``StackOverflowError`` when a query is stopped during a long micro-batch, as
+    with a hot key). The short error keeps that text to one line that still matches."""
+    java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+    found = None
+    with contextlib.suppress(Exception):  # the JVM may be going away: no error then
+        for _ in range(32):  # the cause chain, bounded
+            if java is None:
+                break
+            name = str(java.getClass().getName())
+            if name in _INTERRUPTIONS:
+                found = name
+                break
+            java = java.getCause()
+    if found is None:
+        return None
+    return QueryStoppedError(
+        f"py4j.protocol.Py4JJavaError: An error occurred while calling the JVM: {found} "
+        f"(the query was stopped during micro-batch {batch_id})"
+    )
 
 
 def _side_output(result: StreamingWindowedResult, tag: OutputTag, df: DataFrame) -> DataFrame:
