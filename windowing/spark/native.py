@@ -76,6 +76,7 @@ from windowing.spark.native_parts import (
     firings_at_min,
     input_counters,
     keys_counter,
+    late_counter,
     long_literal,
     union_all,
     windowable,
@@ -246,9 +247,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
             grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
             if min_window:
                 grouped = grouped.where(F.col(_LAST) != F.lit(MIN_TIMESTAMP))
-        late_name = (
-            "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
-        )
+        late_name = late_counter(layout)
         counters = prepared.agg(
             *input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name)
         )
@@ -404,7 +403,7 @@ def _in_arrival_order(
         .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
         .withColumn(_MT, max_ts)
     )
-    late_name = "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
+    late_name = late_counter(layout)
     arrived, timed = f"{ARR} IS NOT NULL", f"{TS} IS NOT NULL"
     input_counts = every.agg(
         F.expr("count(1) AS num_input_rows"),

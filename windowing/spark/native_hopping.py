@@ -56,6 +56,7 @@ from windowing.spark.native_parts import (
     aggregate_columns,
     firings_at_min,
     input_counters,
+    late_counter,
     long_literal,
     pick,
     windowable,
@@ -231,10 +232,6 @@ def hopping_parts(
     return _overlapping(grid, job, prepared, keys, compiled, layout)
 
 
-def _late_name(layout: OutputLayout) -> str:
-    return "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
-
-
 def _firings(
     grid: HoppingGrid,
     job: Job,
@@ -294,7 +291,7 @@ def _disjoint(
     window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
     counters = prepared.agg(
         *input_counters(layout),
-        F.count(F.when(ts.isNotNull() & is_late, 1)).alias(_late_name(layout)),
+        F.count(F.when(ts.isNotNull() & is_late, 1)).alias(late_counter(layout)),
         F.count(F.when(ts.isNotNull() & no_window, 1)).alias("num_records_in_no_window"),
     )
     windows = grouped.select(F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP)).alias("mt"))
@@ -509,7 +506,7 @@ def _overlapping(
         *keys, start.alias(_START), end.alias(_END), *[col(c.name) for c in compiled.calls]
     )
     mt = F.coalesce(F.col(_END) - F.lit(1), F.lit(MAX_TIMESTAMP))
-    counters = prepared.agg(*input_counters(layout), F.lit(0).alias(_late_name(layout)))
+    counters = prepared.agg(*input_counters(layout), F.lit(0).alias(late_counter(layout)))
     late = _firings(grid, job, valid, keys, compiled, layout)
     late += _late_branches(prepared, layout, F.lit(False))
     return NativeParts(

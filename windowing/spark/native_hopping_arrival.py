@@ -52,11 +52,10 @@ from windowing.spark.native_hopping import (
     _RX,
     _START,
     HoppingGrid,
-    _late_name,
     _Partials,
     _sweep,
 )
-from windowing.spark.native_parts import LATE, ON_TIME, NativeParts, keys_counter
+from windowing.spark.native_parts import LATE, ON_TIME, NativeParts, keys_counter, late_counter
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -176,7 +175,7 @@ def arrival_parts(
         F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
         F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
         keys_counter(layout).alias("num_keys"),
-    ).crossJoin(late_count.select(F.col("late").alias(_late_name(layout))))
+    ).crossJoin(late_count.select(F.col("late").alias(late_counter(layout))))
     late: list[DataFrame] = []
     if layout.has_late:
         seen = F.when(wm != F.lit(MIN_TIMESTAMP), wm)

@@ -27,6 +27,7 @@ __all__ = [
     "firings_at_min",
     "input_counters",
     "keys_counter",
+    "late_counter",
     "long_literal",
     "native_column",
     "pick",
@@ -82,6 +83,12 @@ def keys_counter(layout: OutputLayout) -> Column:
     if layout.keys:
         return F.count_distinct(F.struct(*[col(k) for k in layout.keys]))
     return F.when(F.count(F.lit(1)) > 0, F.lit(1)).otherwise(F.lit(0))
+
+
+def late_counter(layout: OutputLayout) -> str:
+    """The metric counting late rows: ``num_late_records_side_output`` with a late side
+    output, else ``num_late_records_dropped``."""
+    return "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
 
 
 def input_counters(layout: OutputLayout) -> list[Column]:

@@ -69,6 +69,7 @@ from windowing.spark.native_parts import (
     LATE,
     ON_TIME,
     input_counters,
+    late_counter,
     long_literal,
     native_column,
     union_all,
@@ -186,7 +187,7 @@ def run_sliding(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     ]
     if grace > 0:
         branches += _firings_at_min(valid.where(at_min), layout, compiled, assigner.size)
-    late_name = "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
+    late_name = late_counter(layout)
     counters = prepared.agg(*input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name))
     branches.append(counters.select(*layout.sql.metrics_branch({n: n for n in counters.columns})))
     if layout.has_late:
