@@ -1,5 +1,5 @@
-"""WindowedStream.agg / .count: Spark's aggregate functions per window. The native plan
-(tumbling windows, batch, event-time order) against the window operator on random data
+"""WindowedStream.agg / .count: Spark's aggregate functions per window. The native plans
+(tumbling, hopping and session windows, batch) against the window operator on random data
 (results, late rows, metrics), and both against Spark's own groupBy(window())."""
 
 from __future__ import annotations
@@ -202,9 +202,15 @@ def test_count_and_explain(spark: SparkSession, capsys: pytest.CaptureFixture[st
     assert sessions.plan.native
     assert rows_of(sessions.results) == [("a", 1, 7, 2, 6), ("b", 12, 17, 1, 16)]
     hopping = stream.window(HoppingEventTimeWindows(10, 5)).count()
-    assert not hopping.plan.native
+    assert hopping.plan.native and "panes of gcd(size, slide) = 5 ms" in hopping.plan.runtime
+    hopping.explain()
+    assert "native Spark plan: hopping event-time windows" in capsys.readouterr().out
     expected = [("a", -5, 5, 2, 4), ("a", 0, 10, 2, 9), ("b", 5, 15, 1, 14), ("b", 10, 20, 1, 19)]
     assert rows_of(hopping.results) == sorted(expected, key=repr)
+    sampled = stream.window(HoppingEventTimeWindows(2, 10)).count()  # size <= slide
+    assert sampled.plan.native and "at most one window" in sampled.plan.runtime
+    assert rows_of(sampled.results) == [("a", 0, 2, 1, 1)]
+    assert sampled.collect_metrics().num_records_in_no_window == 2  # a at 2, b at 12
 
 
 def test_aggregates_the_operator_cannot_compute_run_natively_or_fail_clearly(
@@ -404,3 +410,271 @@ def test_random_configurations_agree(spark: SparkSession, seed: int) -> None:
         assert_same_rows(rows_of(native.results), rows_of(operator.results))
         assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
         assert native.collect_metrics() == operator.collect_metrics()
+
+
+# -- hopping windows ---------------------------------------------------------------------------
+def invertible_aggregates() -> list[Any]:
+    """Aggregates the hopping plan computes as running sums (panes in minus panes out)."""
+    return [
+        F.count("*").alias("n"),
+        F.count("s"),
+        F.sum("i").alias("sum_i"),
+        F.sum(F.col("i") * 2 + 1).alias("expr"),
+        F.sum("m").alias("sum_m"),
+        F.avg("m").alias("avg_m"),
+        F.count_if(F.col("i") > 0).alias("positive"),
+    ]
+
+
+def all_but_distinct() -> list[Any]:
+    return [*[c for c in aggregates() if "distinct" not in repr(c)], F.bool_or(F.col("d") > 1)]
+
+
+def compare_plans(stream: Any, columns: list[Any]) -> list[tuple[Any, ...]]:
+    """The native plan equals the window operator: results, late rows, metrics; returns the
+    operator's results."""
+    native, operator = both_plans(stream, columns)
+    with native, operator:
+        want = rows_of(operator.results)
+        assert native.results.schema == operator.results.schema
+        assert_same_rows(rows_of(native.results), want)
+        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
+        assert native.collect_metrics() == operator.collect_metrics()
+    return want
+
+
+@pytest.mark.parametrize(
+    ("seed", "size", "slide", "offset", "extreme", "keyed", "lateness", "columns"),
+    [
+        (31, 10, 2, 0, False, True, 0, all_but_distinct),
+        (32, 10, 4, 1, False, True, 5, all_but_distinct),
+        (33, 9, 6, -2, False, False, 0, all_but_distinct),
+        (34, 10, 3, 1, True, True, 0, all_but_distinct),
+        (35, 10, 3, 1, True, True, 5, all_but_distinct),
+        (36, 7, 2, 1, True, False, 2**62, all_but_distinct),
+        (37, 2**62, 2**61, 5, True, True, 2**62, all_but_distinct),
+        (38, 10, 3, 1, True, True, 0, invertible_aggregates),
+        (39, 11, 4, -3, True, False, 7, invertible_aggregates),
+        (40, 3, 8, 2, True, True, 0, aggregates),
+        (41, 4, 7, 3, True, True, 3, all_but_distinct),
+        (42, 6, 6, 1, True, True, 0, aggregates),
+        (43, 2**32 + 1, 2**32, 7, True, True, 0, all_but_distinct),
+        (44, 2**32 + 1, 2**32, 7, True, True, 0, invertible_aggregates),
+    ],
+    ids=[
+        "size 5 slides",
+        "slide not dividing size",
+        "window_all, offset",
+        "ends of time: the window at the start of time is late",
+        "ends of time: it fires per row",
+        "window_all at the ends of time, huge lateness",
+        "huge windows",
+        "running sums, ends of time",
+        "running sums, window_all, lateness",
+        "size below slide: rows between windows",
+        "size below slide, the window at the start of time fires per row",
+        "size equal to slide",
+        "slide of 2**32 panes, gcd 1",
+        "slide of 2**32 panes, running sums",
+    ],
+)
+def test_native_hopping_equals_the_window_operator(
+    spark: SparkSession,
+    seed: int,
+    size: int,
+    slide: int,
+    offset: int,
+    extreme: bool,
+    keyed: bool,
+    lateness: int,
+    columns: Any,
+) -> None:
+    """Hopping windows from panes (block suffixes and prefixes, or running sums) or, no
+    longer than their slide, one groupBy: the window operator's results exactly."""
+    df = spark.createDataFrame(random_rows(seed, extreme=extreme), SCHEMA)
+    source = WindowedStream.from_dataframe(df, event_time="t")
+    assigner = HoppingEventTimeWindows(size, slide, offset)
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
+    want = compare_plans(stream, columns())
+    assert len(want) > 3
+    starts = [r[1 if keyed else 0] for r in want]
+    if size > slide and size < 100:
+        assert len(set(starts)) * slide >= len(want) / 3  # windows overlap: rows in several
+    if extreme and size < 100:
+        assert None in starts or lateness == 0  # windows starting below the start of time
+
+
+def test_hopping_windows_near_the_ends_of_time(spark: SparkSession) -> None:
+    """Windows starting below MIN_TIMESTAMP (null start), ending past MAX_TIMESTAMP (null
+    end, max_timestamp MAX), and the window ending at MIN + 1 (late, or fired per row)."""
+    rows = [
+        ("a", MIN_TIMESTAMP, 1, 1.0, "x", None),
+        ("a", MIN_TIMESTAMP + 1, 2, 1.0, "y", None),
+        ("a", MAX_TIMESTAMP, 3, 1.0, "z", None),
+        ("a", MAX_TIMESTAMP - 4, 4, 1.0, "w", None),
+    ]
+    df = spark.createDataFrame(rows, SCHEMA)
+    assigner = HoppingEventTimeWindows(6, 2, MIN_TIMESTAMP % 2 - 1)  # a window ends at MIN + 1
+    assert (MIN_TIMESTAMP + 1 - 6 - assigner.offset) % 2 == 0
+    stream = WindowedStream.from_dataframe(df, event_time="t").key_by("k").window(assigner)
+    columns = [F.sum("i").alias("total"), F.max("s").alias("top")]
+    for lateness in (0, 1):
+        want = compare_plans(stream.allowed_lateness(lateness).side_output_late_data(LATE), columns)
+        ends = [r[2] for r in want]
+        assert None in ends  # clamped at the end of time
+        assert sum(r[1] is None for r in want) >= 2  # starts below the start of time
+        assert (MIN_TIMESTAMP + 1 in ends) == (lateness > 0)  # fired per row, or late
+
+
+@pytest.mark.parametrize(
+    ("size", "slide"), [("10 seconds", "1 second"), ("10 seconds", "3 seconds")]
+)
+def test_hopping_agg_equals_sparks_own_group_by_window(
+    spark: SparkSession, size: str, slide: str
+) -> None:
+    rows = [r for r in random_rows(45, spread=100) if r[1] is not None]
+    df = spark.createDataFrame(rows, SCHEMA).withColumn("ts", F.timestamp_seconds("t"))
+    cols = [F.sum("i").alias("total"), F.count("*").alias("n"), F.max("s").alias("top")]
+    ours = (
+        WindowedStream.from_dataframe(df, event_time="ts")
+        .key_by("k")
+        .window(HoppingEventTimeWindows(size, slide))
+        .agg(*cols)
+    )
+    assert ours.plan.native
+    got = ours.results.select("k", "window_start", "window_end", "total", "n", "top")
+    spark_own = df.groupBy("k", F.window("ts", size, slide)).agg(*cols)
+    spark_own = spark_own.select("k", "window.start", "window.end", "total", "n", "top")
+    assert rows_of(got) == rows_of(spark_own)
+
+
+def test_hopping_native_plan_runs_no_python(spark: SparkSession) -> None:
+    df = spark.createDataFrame(random_rows(46), SCHEMA)
+    stream = (
+        WindowedStream.from_dataframe(df, event_time="t")
+        .key_by("k")
+        .window(HoppingEventTimeWindows(10, 3))
+        .side_output_late_data(LATE)
+    )
+    for result in (stream.agg(F.sum("i")), stream.agg(F.max("s"), F.first("i"))):
+        assert result.plan.native
+        for frame in (result.results, result.get_side_output(LATE), result.metrics):
+            plan = frame._jdf.queryExecution().executedPlan().toString()
+            assert "Python" not in plan and "Arrow" not in plan, plan
+
+
+def test_hopping_jobs_the_native_plan_leaves_to_the_window_operator(spark: SparkSession) -> None:
+    df = spark.createDataFrame(arrival_rows(47, n=80), SCHEMA + ", a long")
+    hopping = HoppingEventTimeWindows(10, 5)
+    keyed = WindowedStream.from_dataframe(df, event_time="t").key_by("k")
+    distinct = keyed.window(hopping).agg(F.count_distinct("i"))  # no partials to merge
+    assert not distinct.plan.native and distinct.results.count() > 0
+    sampled = keyed.window(HoppingEventTimeWindows(5, 10)).agg(F.count_distinct("i"))
+    assert sampled.plan.native  # size <= slide: one groupBy takes any aggregate
+    arrival_keyed = WindowedStream.from_dataframe(df, event_time="t", arrival_order="a").key_by("k")
+    in_arrival_order = arrival_keyed.window(hopping)
+    assert in_arrival_order.agg(F.sum("i"), F.count("*")).plan.native  # exact sums
+    for not_exact in (F.max("i"), F.sum("d"), F.avg("i"), F.first("s")):
+        fallback = in_arrival_order.agg(not_exact)
+        assert not fallback.plan.native and fallback.plan.operator is not None
+    assert not arrival_keyed.window(HoppingEventTimeWindows(5, 10)).agg(F.sum("i")).plan.native
+
+
+@pytest.mark.parametrize("seed", [s + 7 for s in _fuzz_seeds()])
+def test_random_hopping_configurations_agree(spark: SparkSession, seed: int) -> None:
+    """A random hopping shape (size, slide, offset, lateness, keys or window_all, data near
+    the ends of time; running sums or block suffixes and prefixes): the native plan equals
+    the window operator (``WINDOWING_AGG_FUZZ=N`` adds N more)."""
+    rng = random.Random(seed)
+    extreme = rng.random() < 0.3
+    slide = rng.randint(1, 12)
+    size = rng.choice([rng.randint(1, slide), rng.randint(slide, 6 * slide), slide * 5])
+    offset = rng.randint(-slide + 1, slide - 1)
+    rows = random_rows(seed, n=rng.randint(20, 300), extreme=extreme, spread=rng.choice([30, 300]))
+    source = WindowedStream.from_dataframe(spark.createDataFrame(rows, SCHEMA), event_time="t")
+    assigner = HoppingEventTimeWindows(size, slide, offset)
+    keyed = rng.random() < 0.8
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    lateness = rng.choice([0, 0, 3, 11, 2**62])
+    stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
+    columns = invertible_aggregates() if rng.random() < 0.3 else all_but_distinct()
+    compare_plans(stream, columns)
+
+
+@pytest.mark.parametrize(
+    ("seed", "size", "slide", "offset", "lateness", "delay", "keyed"),
+    [
+        (61, 10, 3, 0, 0, 2, True),
+        (62, 10, 3, 1, 10, 2, True),
+        (63, 12, 4, -1, 30, 0, True),
+        (64, 9, 2, 1, 7, 5, False),
+        (65, 20, 5, 0, 2**62, 1, True),
+    ],
+    ids=["no lateness", "lateness 10", "lateness 30, offset", "window_all", "huge lateness"],
+)
+def test_native_hopping_in_arrival_order_equals_the_window_operator(
+    spark: SparkSession,
+    seed: int,
+    size: int,
+    slide: int,
+    offset: int,
+    lateness: int,
+    delay: int,
+    keyed: bool,
+) -> None:
+    """Rows join only their windows not past cleanup at the watermark they saw: the on-time
+    firing once, then one late firing per row added later; late rows to the side output."""
+    df = spark.createDataFrame(arrival_rows(seed), SCHEMA + ", a long")
+    source = WindowedStream.from_dataframe(
+        df, event_time="t", arrival_order="a", watermark=BoundedOutOfOrderness(delay)
+    )
+    assigner = HoppingEventTimeWindows(size, slide, offset)
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
+    native = stream.agg(*invertible_aggregates())
+    assert "arrival order" in native.plan.runtime
+    want = compare_plans(stream, invertible_aggregates())
+    firings = [r[: 2 if keyed else 1] for r in want]
+    assert (len(firings) > len(set(firings))) == (lateness > 0)  # late firings
+    late = rows_of(native.get_side_output(LATE))
+    assert {r[-1] for r in late} >= {"null_event_time", "null_arrival_order"}
+    assert any(r[-1] == "late" for r in late) or lateness > 100
+
+
+def test_native_hopping_in_arrival_order_near_the_ends_of_time(spark: SparkSession) -> None:
+    """The window ending at MIN + 1 fires per row with lateness, windows clamped at the end of
+    time, rows behind the watermark by more than a window (late, or late firings)."""
+    times = [MIN_TIMESTAMP, 5, MIN_TIMESTAMP, 9, MAX_TIMESTAMP - 4, 2, MAX_TIMESTAMP, 7, 1, 30]
+    rows = [("a", t, i, 1.0, "x", Decimal(i)) for i, t in enumerate(times)]
+    df = spark.createDataFrame([(*r, a) for a, r in enumerate(rows)], SCHEMA + ", a long")
+    assigner = HoppingEventTimeWindows(6, 2, MIN_TIMESTAMP % 2 - 1)  # a window ends at MIN + 1
+    source = WindowedStream.from_dataframe(
+        df, event_time="t", arrival_order="a", watermark=BoundedOutOfOrderness(0)
+    )
+    for lateness in (0, 1, 20):
+        stream = source.key_by("k").window(assigner).allowed_lateness(lateness)
+        want = compare_plans(stream.side_output_late_data(LATE), invertible_aggregates())
+        assert None in [r[2] for r in want]  # clamped at the end of time
+        assert (MIN_TIMESTAMP + 1 in [r[2] for r in want]) == (lateness > 0)
+
+
+@pytest.mark.parametrize("seed", [s + 11 for s in _fuzz_seeds()])
+def test_random_hopping_arrival_configurations_agree(spark: SparkSession, seed: int) -> None:
+    """A random hopping shape replayed in arrival order (size, slide, offset, watermark
+    delay, lateness, keys or window_all), counts and exact sums: the native plan equals the
+    window operator (``WINDOWING_AGG_FUZZ=N`` adds N more)."""
+    rng = random.Random(seed)
+    df = spark.createDataFrame(arrival_rows(seed, n=rng.randint(20, 300)), SCHEMA + ", a long")
+    source = WindowedStream.from_dataframe(
+        df, event_time="t", arrival_order="a", watermark=BoundedOutOfOrderness(rng.randint(0, 6))
+    )
+    slide = rng.randint(1, 8)
+    size = rng.randint(slide + 1, 6 * slide)
+    assigner = HoppingEventTimeWindows(size, slide, rng.randint(-slide + 1, slide - 1))
+    keyed = rng.random() < 0.8
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    lateness = rng.choice([0, 3, 11, 40, 2**62])
+    compare_plans(
+        windowed.allowed_lateness(lateness).side_output_late_data(LATE), invertible_aggregates()
+    )

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F  # noqa: N812
 from windowing import (
     BoundedOutOfOrderness,
     EventTimeSessionWindows,
+    HoppingEventTimeWindows,
     OutputTag,
     SlidingDistinctAssigner,
     TumblingEventTimeWindows,
@@ -99,6 +100,7 @@ def test_native_tumbling_in_arrival_order_numbers_its_firings(
     [
         TumblingEventTimeWindows(10, 3),
         EventTimeSessionWindows(1),
+        HoppingEventTimeWindows(10, 3, 1),
         SlidingDistinctAssigner(10, grace=5),
     ],
 )
@@ -168,3 +170,31 @@ def test_pane_info_with_the_window_struct_and_a_bad_value(spark: SparkSession) -
         windowed.pane_info("yes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="'timing' appears twice"):
         windowed.pane_info().agg(F.count("*").alias("timing"))
+
+
+@pytest.mark.parametrize("lateness", [0, 15])
+def test_native_hopping_in_arrival_order_numbers_its_firings(
+    spark: SparkSession, lateness: int
+) -> None:
+    df = spark.createDataFrame(random_rows(lateness + 3), SCHEMA)
+    stream = (
+        WindowedStream.from_dataframe(
+            df, event_time="t", arrival_order="arr", watermark=BoundedOutOfOrderness(3)
+        )
+        .key_by("k")
+        .window(HoppingEventTimeWindows(10, 4, 2))
+        .allowed_lateness(lateness)
+        .side_output_late_data(LATE)
+        .pane_info()
+    )
+    columns = [F.sum("v").alias("total"), F.count("*").alias("n")]
+    native = stream.agg(*columns)
+    operator = stream.trigger(SameAsDefault()).agg(*columns)
+    assert native.plan.native and not operator.plan.native
+    with native, operator:
+        got = rows_of(native.results)
+        assert got == rows_of(operator.results)
+        assert native.collect_metrics() == operator.collect_metrics()
+    assert {r[-1] for r in got} == ({"ON_TIME"} if lateness == 0 else {"ON_TIME", "LATE"})
+    if lateness:
+        assert max(r[-2] for r in got) >= 2

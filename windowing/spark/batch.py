@@ -260,7 +260,7 @@ def _output_schema(
     return inferred, False
 
 
-def _bucket_count(spark: SparkSession) -> int:
+def prefix_max_buckets(spark: SparkSession) -> int:
     """Arrival buckets of the watermark's prefix maximum: the shuffle partitions, within
     [1, 64] (each row carries the bucket bounds for a moment: more buckets would cost more
     than they balance)."""
@@ -363,7 +363,7 @@ def run_batch(
             out=_WMAX,
             group=KEY_GROUP,
             groups=groups,
-            buckets=_bucket_count(df.sparkSession),
+            buckets=prefix_max_buckets(df.sparkSession),
         )
     replay = Replay(
         window=config,

@@ -31,6 +31,10 @@ Tumbling windows in arrival order (``arrival_order``; the watermark strategy's d
 
 KIP-450 sliding windows (``SlidingDistinctAssigner``) in event-time order: their own module,
 :mod:`windowing.spark.native_sliding` (range frames over each key's distinct record times).
+Hopping event-time windows: their own modules, :mod:`windowing.spark.native_hopping`
+(event-time order: panes and a sweep over each key's blocks of panes) and
+:mod:`windowing.spark.native_hopping_arrival` (arrival order: the watermark each row saw,
+from the batch replay's prefix maximum, :func:`~windowing.spark.watermark.add_prefix_max`).
 
 Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
 merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
@@ -48,27 +52,35 @@ order (:func:`~windowing.spark.aggregates.order_key`), as the window operator do
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
+from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.errors import ErrorPolicy
 from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
-from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout, run_batch
 from windowing.spark.firings import running_aggregate
 from windowing.spark.inputs import ARR, TB, TS, content_hash, internal_columns
-from windowing.spark.native_parts import input_counters as _input_counters
-from windowing.spark.native_parts import keys_counter as _keys_counter
-from windowing.spark.native_parts import long_literal as _long
-from windowing.spark.native_parts import native_column as _native_column
-from windowing.spark.native_parts import union_all as _union
-from windowing.spark.native_parts import windowable as _windowable
+from windowing.spark.native_hopping import HoppingGrid, hopping_parts, hopping_reason
+from windowing.spark.native_hopping_arrival import arrival_parts
+from windowing.spark.native_parts import (
+    LATE,
+    ON_TIME,
+    NativeParts,
+    aggregate_columns,
+    firings_at_min,
+    input_counters,
+    keys_counter,
+    late_counter,
+    long_literal,
+    union_all,
+    windowable,
+)
 from windowing.spark.native_sliding import run_sliding, sliding_reason
 from windowing.spark.output import (
     REASON_LATE,
@@ -94,7 +106,6 @@ _FIRST = "__pw_nfirst"
 _LAST = "__pw_nlast"
 _PANE = "__pw_npane"
 _TIMING = "__pw_ntiming"
-ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
 _CUT = "__pw_ncut_"  # the arrival cutoffs' columns (arrival order)
 _PMAX = "__pw_npmax"
 _REASON = "__pw_nreason"
@@ -115,6 +126,11 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         shape = "tumbling event-time windows: groupBy(keys, window start)"
     elif type(assigner) is SlidingDistinctAssigner:
         return sliding_reason(job, calls)
+    elif type(assigner) is HoppingEventTimeWindows:
+        hopping = hopping_reason(job, calls)
+        if hopping is None:
+            return None  # aggregates without partials, ...: see hopping_reason
+        shape = hopping
     elif type(assigner) is EventTimeSessionWindows:
         shape = (
             "event-time sessions by gaps and islands: per key in event-time order, a row more "
@@ -131,13 +147,18 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
         return None  # replayed in processing-time order / keys with their own clocks
     arrival = ""
     if source.arrival_order is not None:
-        if type(assigner) is not TumblingEventTimeWindows:
+        if type(assigner) not in (TumblingEventTimeWindows, HoppingEventTimeWindows):
             return None  # sessions merge on arrival: the window operator
         if type(source.watermark) not in (BoundedOutOfOrderness, MonotonousTimestamps):
             return None  # a subclass may compute its watermark otherwise
-        if config.allowed_lateness > 0 and not _windowable(calls):
+        if type(assigner) is HoppingEventTimeWindows:
+            arrival = (
+                "; in arrival order: the watermark each row sees (a prefix maximum of event "
+                "time), rows of windows past their cleanup time to the late side output"
+            )
+        elif config.allowed_lateness > 0 and not windowable(calls):
             return None  # late firings are running aggregates: Spark's window functions
-        arrival = (
+        arrival = arrival or (
             "; in arrival order: each window's arrival cutoffs (when the watermark passed its "
             "end and its cleanup time; one small aggregate, broadcast), rows of windows past "
             "their cleanup time to the late side output, "
@@ -149,7 +170,7 @@ def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
                 "at each later row"
             )
         )
-    elif config.allowed_lateness > 0 and _has_min_window(assigner) and not _windowable(calls):
+    elif config.allowed_lateness > 0 and _has_min_window(assigner) and not windowable(calls):
         return None  # the window at the start of time fires per row: running aggregates
     return (
         f"native Spark plan: {shape}, .agg(...); default trigger, no evictor"
@@ -189,7 +210,11 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     keys = [col(k) for k in layout.keys]
     assigner = config.assigner
     lateness = config.allowed_lateness
-    if source.arrival_order is not None:
+    if type(assigner) is HoppingEventTimeWindows and source.arrival_order is not None:
+        parts = arrival_parts(HoppingGrid.of(assigner), job, prepared, keys, compiled, layout)
+    elif type(assigner) is HoppingEventTimeWindows:
+        parts = hopping_parts(job, prepared, keys, compiled, layout)
+    elif source.arrival_order is not None:
         assert isinstance(assigner, TumblingEventTimeWindows), "native_reason chose this plan"
         parts = _in_arrival_order(assigner, job, prepared, keys, compiled, layout)
     else:
@@ -206,23 +231,25 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         valid = prepared.where(ts.isNotNull() & ~is_late)
         extra: list[DataFrame] = []
         if min_window and lateness > 0:
-            extra = _firings_at_min(valid.where(at_min), keys, compiled, layout, assigner)
+            start: int | None = MIN_TIMESTAMP
+            if isinstance(assigner, TumblingEventTimeWindows):
+                lowest = _TumblingBounds.first_end_of(assigner) - assigner.size
+                start = lowest if lowest >= MIN_TIMESTAMP else None
+            extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
         if isinstance(assigner, TumblingEventTimeWindows):
             bounds = _TumblingBounds(assigner)
             rows = valid.where(~at_min) if min_window else valid
             grouped = rows.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
-                *_aggregates(compiled, arrival=False)
+                *aggregate_columns(compiled, arrival=False)
             )
             window_start, end = bounds.window_start, bounds.end
         else:
             grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
             if min_window:
                 grouped = grouped.where(F.col(_LAST) != F.lit(MIN_TIMESTAMP))
-        late_name = (
-            "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
-        )
+        late_name = late_counter(layout)
         counters = prepared.agg(
-            *_input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name)
+            *input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name)
         )
         late = extra + (
             [
@@ -236,7 +263,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         )
         max_ts = F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
         windows = grouped.select(max_ts.alias("mt"))
-        parts = _Parts(grouped, window_start, end, windows, counters, late)
+        parts = NativeParts(grouped, window_start, end, windows, counters, late)
     max_ts = F.coalesce(parts.end - F.lit(1), F.lit(MAX_TIMESTAMP))
     results = parts.results.select(
         *layout.sql.result_branch(
@@ -265,32 +292,9 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
-    combined = _union(branches)
+    combined = union_all(branches)
     plan = plan_job(job, None, native=native_reason(job, compiled.calls))
     return WindowedResult.of_output(combined, layout, plan)
-
-
-@dataclass(frozen=True)
-class _Parts:
-    """A native plan's pieces: result rows (window columns and the aggregates by name) with
-    their window start and end (ms, null where the assigner's bounds leave ``bigint``), one
-    row per window with contents (``mt``: its max timestamp), the input counters (one row),
-    the late branches (tagged-output columns), and the results' pane columns."""
-
-    results: DataFrame
-    window_start: Column
-    end: Column
-    windows: DataFrame
-    counters: DataFrame
-    late: list[DataFrame]
-    # with pane info: the results' pane index and timing (default: each window's one firing,
-    # on time at the end of input or when the watermark passed its end; built when a plan
-    # is, so that importing this module needs no Spark session)
-    pane: tuple[Column, Column] = field(default_factory=lambda: (F.lit(0), F.lit(ON_TIME)))
-
-
-def _aggregates(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
-    return [_native_column(call, arrival).alias(call.name) for call in compiled.calls]
 
 
 class _TumblingBounds:
@@ -315,7 +319,8 @@ class _TumblingBounds:
         first_end = self.first_end = lowest + size
         self.end = (
             F.when(
-                w == F.lit(MIN_TIMESTAMP), _long(first_end if first_end <= MAX_TIMESTAMP else None)
+                w == F.lit(MIN_TIMESTAMP),
+                long_literal(first_end if first_end <= MAX_TIMESTAMP else None),
             )
             .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
             .otherwise(w + F.lit(size))
@@ -342,7 +347,7 @@ def _in_arrival_order(
     keys: list[Column],
     compiled: CompiledAggregates,
     layout: OutputLayout,
-) -> _Parts:
+) -> NativeParts:
     """Tumbling windows replayed in arrival order; see the module docstring. Whether the
     watermark had passed a window's end (or its cleanup time) when a row arrived comes from
     the window's arrival cutoffs (:class:`~windowing.spark.watermark.WindowCutoffs`), joined
@@ -383,7 +388,7 @@ def _in_arrival_order(
     if lateness == 0:
         # Without lateness a window's contents are the rows it had when the watermark passed
         # its end: one firing each.
-        results = added.groupBy(*keys, _WINDOW).agg(*_aggregates(compiled, arrival=True))
+        results = added.groupBy(*keys, _WINDOW).agg(*aggregate_columns(compiled, arrival=True))
         first = results
     else:
         on_time = F.expr(f"NOT (({at_min}) OR {behind('fire')})")
@@ -398,14 +403,14 @@ def _in_arrival_order(
         .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
         .withColumn(_MT, max_ts)
     )
-    late_name = "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
+    late_name = late_counter(layout)
     arrived, timed = f"{ARR} IS NOT NULL", f"{TS} IS NOT NULL"
     input_counts = every.agg(
         F.expr("count(1) AS num_input_rows"),
         F.expr(f"count(IF({arrived} AND {timed}, 1, NULL)) AS num_elements"),
         F.expr(f"count(IF({arrived} AND NOT {timed}, 1, NULL)) AS num_null_event_time"),
         F.expr(f"count(IF(NOT {arrived}, 1, NULL)) AS num_null_arrival_order"),
-        _keys_counter(layout).alias("num_keys"),
+        keys_counter(layout).alias("num_keys"),
         F.count(F.when(has_arrival & has_time & late, 1)).alias(late_name),
     )
     late_parts: list[DataFrame] = []
@@ -416,7 +421,9 @@ def _in_arrival_order(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
-    return _Parts(results, bounds.window_start, bounds.end, windows, input_counts, late_parts, pane)
+    return NativeParts(
+        results, bounds.window_start, bounds.end, windows, input_counts, late_parts, pane
+    )
 
 
 def _late_rows(
@@ -528,40 +535,8 @@ def _sessions(
         _WINDOW, F.sum(_WINDOW).over(order.rowsBetween(Window.unboundedPreceding, 0))
     )
     grouped = numbered.groupBy(*keys, _WINDOW).agg(
-        *_aggregates(compiled, arrival=False), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
+        *aggregate_columns(compiled, arrival=False), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
     )
     last = F.col(_LAST)
     end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
     return grouped, F.col(_FIRST), end
-
-
-def _firings_at_min(
-    rows: DataFrame,
-    keys: list[Column],
-    compiled: CompiledAggregates,
-    layout: OutputLayout,
-    assigner: TumblingEventTimeWindows | EventTimeSessionWindows,
-) -> list[DataFrame]:
-    """The firings of the window ending at ``MIN_TIMESTAMP + 1`` (its rows are at MIN), with
-    allowed lateness: one per row, over the rows so far in replay order (running
-    aggregates); as tagged result rows, and a metrics row counting them."""
-    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(TS), F.col(TB))
-    running = order.rowsBetween(Window.unboundedPreceding, 0)
-    columns = [
-        _native_column(call, False, expression=True).over(running).alias(call.name)
-        for call in compiled.calls
-    ]
-    start = MIN_TIMESTAMP
-    if isinstance(assigner, TumblingEventTimeWindows):
-        lowest = _TumblingBounds.first_end_of(assigner) - assigner.size
-        start = lowest if lowest >= MIN_TIMESTAMP else None  # type: ignore[assignment]
-    # each firing is late (the window is behind the first watermark), numbered in replay order
-    index = (F.row_number().over(order) - F.lit(1)).alias(_PANE)
-    fired = rows.select(*keys, *columns, index)
-    bounds = (_long(start), _long(MIN_TIMESTAMP + 1), _long(MIN_TIMESTAMP))
-    values = [col(c.name) for c in compiled.calls]
-    results = fired.select(*layout.sql.result_branch(bounds, values, (F.col(_PANE), F.lit(LATE))))
-    n = rows.agg(F.count(F.lit(1)).alias("n")).select(
-        *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
-    )
-    return [results, n]

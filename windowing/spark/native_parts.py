@@ -1,27 +1,62 @@
 """The pieces every native Spark plan (:mod:`windowing.spark.native`,
-:mod:`windowing.spark.native_sliding`) shares: the user's aggregate columns with the replay
-order's picks, the input counters, and small Spark helpers."""
+:mod:`windowing.spark.native_sliding`, :mod:`windowing.spark.native_hopping`,
+:mod:`windowing.spark.native_hopping_arrival`) shares: a plan's parts, the user's aggregate
+columns with the replay order's picks, the input counters, the firings of the window at the
+start of time, and small Spark helpers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.functions.columns import AggKind
-from windowing.spark.aggregates import AggregateCall
+from windowing.records import Timing
+from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.inputs import ARR, TB, TS
 from windowing.spark.output import OutputLayout, col
+from windowing.time import MIN_TIMESTAMP
 
 __all__ = [
+    "LATE",
+    "ON_TIME",
+    "NativeParts",
+    "aggregate_columns",
+    "firings_at_min",
     "input_counters",
     "keys_counter",
+    "late_counter",
     "long_literal",
     "native_column",
+    "pick",
     "union_all",
     "windowable",
 ]
+
+#: The pane timings native plans write (``Timing`` names).
+ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
+_PANE = "__pw_nmpane"  # the firings of the window at the start of time, in replay order
+
+
+@dataclass(frozen=True)
+class NativeParts:
+    """A native plan's pieces: result rows (window columns and the aggregates by name) with
+    their window start and end (ms, null where the assigner's bounds leave ``bigint``), one
+    row per window with contents (``mt``: its max timestamp), the input counters (one row),
+    the late branches (tagged-output columns), and the results' pane columns."""
+
+    results: DataFrame
+    window_start: Column
+    end: Column
+    windows: DataFrame
+    counters: DataFrame
+    late: list[DataFrame]
+    # with pane info: the results' pane index and timing (default: each window's one firing,
+    # on time at the end of input or when the watermark passed its end; built when a plan
+    # is, so that importing this module needs no Spark session)
+    pane: tuple[Column, Column] = field(default_factory=lambda: (F.lit(0), F.lit(ON_TIME)))
 
 
 def windowable(calls: Sequence[AggregateCall]) -> bool:
@@ -50,6 +85,12 @@ def keys_counter(layout: OutputLayout) -> Column:
     return F.when(F.count(F.lit(1)) > 0, F.lit(1)).otherwise(F.lit(0))
 
 
+def late_counter(layout: OutputLayout) -> str:
+    """The metric counting late rows: ``num_late_records_side_output`` with a late side
+    output, else ``num_late_records_dropped``."""
+    return "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
+
+
 def input_counters(layout: OutputLayout) -> list[Column]:
     """Counters over all input rows in event-time order: rows, elements (with an event
     time), rows without one, distinct keys."""
@@ -62,6 +103,11 @@ def input_counters(layout: OutputLayout) -> list[Column]:
     ]
 
 
+def aggregate_columns(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
+    """The user's aggregates as Spark columns, by name (:func:`native_column`)."""
+    return [native_column(call, arrival).alias(call.name) for call in compiled.calls]
+
+
 def native_column(call: AggregateCall, arrival: bool, *, expression: bool = False) -> Column:
     """The user's aggregate column, with the picks (``first`` / ``last`` / ``min_by`` /
     ``max_by``) made deterministic by the replay order (event time[, arrival order], content
@@ -71,18 +117,56 @@ def native_column(call: AggregateCall, arrival: bool, *, expression: bool = Fals
         if expression and call.expression is not None:
             return call.expression
         return call.column
+    x, key, smallest = pick(call, arrival)
+    return F.min_by(x, key) if smallest else F.max_by(x, key)
+
+
+def pick(call: AggregateCall, arrival: bool) -> tuple[Column, Column, bool]:
+    """A pick (``first`` / ``last`` / ``min_by`` / ``max_by``) as the value, the key that
+    chooses its row (null for rows it skips) and whether the smallest key wins: the replay
+    order (event time[, arrival order], content hash) decides ties."""
+    kind = call.kind
     x = call.args[0]
-    assert x is not None
+    assert x is not None and kind is not None and kind.ordered
     parts = [F.col(TS), *([F.col(ARR)] if arrival else []), F.col(TB)]
     order = F.struct(*parts)
     if kind in (AggKind.FIRST, AggKind.LAST):
         ignore_nulls = len(call.literals) > 1 and bool(call.literals[1])
         key = F.when(x.isNotNull(), order) if ignore_nulls else order
-        return F.min_by(x, key) if kind is AggKind.FIRST else F.max_by(x, key)
+        return x, key, kind is AggKind.FIRST
     o = call.args[1]
     assert o is not None
     if kind is AggKind.MIN_BY:
-        return F.min_by(x, F.when(o.isNotNull(), F.struct(o, *parts)))
+        return x, F.when(o.isNotNull(), F.struct(o, *parts)), True
     # the largest ordering value; on a tie the row first in replay order
     later = F.struct(o, *[F.bitwise_not(c) for c in parts])
-    return F.max_by(x, F.when(o.isNotNull(), later))
+    return x, F.when(o.isNotNull(), later), False
+
+
+def firings_at_min(
+    rows: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+    start: int | None,
+) -> list[DataFrame]:
+    """The firings of the window ending at ``MIN_TIMESTAMP + 1`` (its rows are at MIN; its
+    ``start``, ``None`` below ``MIN_TIMESTAMP``), with allowed lateness: one per row, over
+    the rows so far in replay order (running aggregates); as tagged result rows, and a
+    metrics row counting them."""
+    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(TS), F.col(TB))
+    running = order.rowsBetween(Window.unboundedPreceding, 0)
+    columns = [
+        native_column(call, False, expression=True).over(running).alias(call.name)
+        for call in compiled.calls
+    ]
+    # each firing is late (the window is behind the first watermark), numbered in replay order
+    index = (F.row_number().over(order) - F.lit(1)).alias(_PANE)
+    fired = rows.select(*keys, *columns, index)
+    bounds = (long_literal(start), long_literal(MIN_TIMESTAMP + 1), long_literal(MIN_TIMESTAMP))
+    values = [col(c.name) for c in compiled.calls]
+    results = fired.select(*layout.sql.result_branch(bounds, values, (F.col(_PANE), F.lit(LATE))))
+    n = rows.agg(F.count(F.lit(1)).alias("n")).select(
+        *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
+    )
+    return [results, n]

@@ -62,12 +62,14 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.job import Job
-from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout
 from windowing.spark.inputs import TB, TS, internal_columns
 from windowing.spark.native_parts import (
+    LATE,
+    ON_TIME,
     input_counters,
+    late_counter,
     long_literal,
     native_column,
     union_all,
@@ -98,7 +100,6 @@ _BUCKET = "__pw_sb"
 _KEY, _WKEY, _WNEG, _WBUCKET = "__pw_skey", "__pw_swkey", "__pw_swneg", "__pw_swb"
 _RN, _TRN = "__pw_srn", "__pw_strn"
 _AGG = "__pw_sa"
-ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
 
 
 def sliding_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
@@ -186,7 +187,7 @@ def run_sliding(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     ]
     if grace > 0:
         branches += _firings_at_min(valid.where(at_min), layout, compiled, assigner.size)
-    late_name = "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
+    late_name = late_counter(layout)
     counters = prepared.agg(*input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name))
     branches.append(counters.select(*layout.sql.metrics_branch({n: n for n in counters.columns})))
     if layout.has_late:
