@@ -233,12 +233,14 @@ class WindowCutoffs:
             "CAST(NULL AS BIGINT) AS t",
             f"struct({kept}) AS p",
         )
-        empty = asked.schema["p"].dataType.simpleString()
+        # a null of the struct's type as a Column: SQL text cannot name every field (e.g. a
+        # key column named `lower(user)`)
+        empty = F.lit(None).cast(asked.schema["p"].dataType)
         rows = self.elements.select(
             self.window_of(self.ts).alias("g"),
             F.expr(f"{quoted(self.arrival)} AS a"),
             F.expr(f"{quoted(self.ts)} AS t"),
-            F.expr(f"CAST(NULL AS {empty}) AS p"),
+            empty.alias("p"),
         )
         earlier = (
             "PARTITION BY g ORDER BY a ASC NULLS LAST "
