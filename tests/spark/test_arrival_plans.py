@@ -156,6 +156,7 @@ def test_batch_replay_in_arrival_order_runs_four_jobs(spark: SparkSession) -> No
     assert result.results.count() > 0
 
 
+@pytest.mark.slow  # about 30 s: ./dev test-slow
 @pytest.mark.usefixtures("default_partitions")
 def test_parallel_cutoffs_give_the_same_results(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch
