@@ -604,7 +604,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         key: Any,
         table: pa.Table | None,
         late: LateRows,
-        counters: tuple[int, int, int],
+        counts: tuple[int, int, int],
         outputs: list[pa.RecordBatch],
         skipped: dict[int, Any],
     ) -> None:
@@ -613,7 +613,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         of rows left out (row -> ``DeadLetter``)."""
         op = self.op
         m = op.metrics
-        n_input, null_ts, null_arr = counters
+        n_input, null_ts, null_arr = counts
         has_side = any(records for records in op.side_outputs.values())
         fired = m.num_windows_fired or m.num_null_results
         dead = None
