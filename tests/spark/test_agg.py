@@ -363,12 +363,19 @@ def test_count_distinct_with_late_firings_runs_the_window_operator(spark: SparkS
     assert not late_firings.plan.native and late_firings.results.count() > 0
 
 
-def _fuzz_seeds() -> list[int]:
-    """Seeds of random configurations; ``WINDOWING_AGG_FUZZ=N`` adds N more (e.g. 100)."""
+def fuzz_seeds(seeds: list[int], more_from: int) -> list[Any]:
+    """Seeds of random configurations: the first two run with the Spark suite, the others are
+    marked slow (``./dev test-slow``); ``WINDOWING_AGG_FUZZ=N`` adds N more, from
+    ``more_from`` (e.g. 100; not marked slow: asked for)."""
     import os
 
     extra = int(os.environ.get("WINDOWING_AGG_FUZZ", "0"))
-    return [113, 217, 301, 415, *range(1_000, 1_000 + extra)]
+    slow = [pytest.param(s, marks=pytest.mark.slow) for s in seeds[2:]]
+    return [*seeds[:2], *slow, *range(more_from, more_from + extra)]
+
+
+def _fuzz_seeds(shift: int = 0) -> list[Any]:
+    return fuzz_seeds([s + shift for s in (113, 217, 301, 415)], 1_000 + shift)
 
 
 @pytest.mark.parametrize("seed", _fuzz_seeds())
@@ -581,7 +588,7 @@ def test_hopping_jobs_the_native_plan_leaves_to_the_window_operator(spark: Spark
     assert not arrival_keyed.window(HoppingEventTimeWindows(5, 10)).agg(F.sum("i")).plan.native
 
 
-@pytest.mark.parametrize("seed", [s + 7 for s in _fuzz_seeds()])
+@pytest.mark.parametrize("seed", _fuzz_seeds(7))
 def test_random_hopping_configurations_agree(spark: SparkSession, seed: int) -> None:
     """A random hopping shape (size, slide, offset, lateness, keys or window_all, data near
     the ends of time; running sums or block suffixes and prefixes): the native plan equals
@@ -659,7 +666,7 @@ def test_native_hopping_in_arrival_order_near_the_ends_of_time(spark: SparkSessi
         assert (MIN_TIMESTAMP + 1 in [r[2] for r in want]) == (lateness > 0)
 
 
-@pytest.mark.parametrize("seed", [s + 11 for s in _fuzz_seeds()])
+@pytest.mark.parametrize("seed", _fuzz_seeds(11))
 def test_random_hopping_arrival_configurations_agree(spark: SparkSession, seed: int) -> None:
     """A random hopping shape replayed in arrival order (size, slide, offset, watermark
     delay, lateness, keys or window_all), counts and exact sums: the native plan equals the

@@ -5,7 +5,6 @@ the join of windows to rows), and the jobs that keep the window operator."""
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 from typing import Any
@@ -21,6 +20,7 @@ from test_agg import (
     aggregates,
     arrival_rows,
     assert_same_rows,
+    fuzz_seeds,
     random_rows,
     rows_of,
 )
@@ -285,13 +285,7 @@ def test_grace_and_allowed_lateness_must_agree(spark: SparkSession) -> None:
     assert same.plan.native
 
 
-def _fuzz_seeds() -> list[int]:
-    """Seeds of random configurations; ``WINDOWING_AGG_FUZZ=N`` adds N more (e.g. 100)."""
-    extra = int(os.environ.get("WINDOWING_AGG_FUZZ", "0"))
-    return [31, 47, 59, *range(3_000, 3_000 + extra)]
-
-
-@pytest.mark.parametrize("seed", _fuzz_seeds())
+@pytest.mark.parametrize("seed", fuzz_seeds([31, 47, 59], 3_000))
 def test_random_sliding_configurations_agree(spark: SparkSession, seed: int) -> None:
     """A random shape (size, grace, keys or window_all, data near the ends of time, the
     aggregates of either form): the native plan equals the window operator."""
