@@ -56,40 +56,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
-#: Parametrized cases marked slow (``./dev test-slow`` runs them, ``./dev test`` does not):
-#: each repeats a plan path that another case of the same test takes with the suite, and
-#: together they cost about a minute and a half of the suite's time.
-SLOW_CASES = frozenset(
-    {
-        "test_agg.py::test_native_hopping_in_arrival_order_equals_the_window_operator[no lateness]",
-        "test_agg.py::test_native_hopping_in_arrival_order_equals_the_window_operator"
-        "[lateness 30, offset]",
-        "test_agg.py::test_native_hopping_in_arrival_order_equals_the_window_operator"
-        "[huge lateness]",
-        "test_agg.py::test_native_arrival_order_equals_the_window_operator[no late tag]",
-        "test_agg.py::test_native_arrival_order_equals_the_window_operator[lateness 7]",
-        "test_agg.py::test_native_hopping_equals_the_window_operator[window_all, offset]",
-        "test_agg.py::test_native_hopping_equals_the_window_operator"
-        "[slide of 2**32 panes, running sums]",
-        "test_arrival_plans.py::test_ends_of_time_in_arrival_order[3-7--2-4611686018427387904-0]",
-        "test_arrival_plans.py::test_ends_of_time_in_arrival_order[4-7-0-3-4611686018427387904]",
-        "test_arrival_plans.py::test_ends_of_time_in_arrival_order"
-        "[5-4611686018427387904-5-4611686018427387904-4611686018427387904]",
-        "test_agg_sliding.py::test_pane_info_equals_the_window_operator[size MAX]",
-        "test_agg_sliding.py::test_pane_info_equals_the_window_operator"
-        "[count distinct, records at MIN fire per row]",
-        "test_spark_streaming.py::test_restart_with_state_on_whole_columns[hopping]",
-    }
-)
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _HERE in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.spark)
-            if f"{Path(str(item.fspath)).name}::{item.name}" in SLOW_CASES:
-                item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -314,7 +314,12 @@ def arrival_rows(seed: int, n: int = 400) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize(
     ("seed", "lateness", "delay", "tag"),
-    [(21, 0, 2, True), (22, 10, 2, True), (23, 30, 0, False), (24, 7, 5, True)],
+    [
+        (21, 0, 2, True),
+        (22, 10, 2, True),
+        pytest.param(23, 30, 0, False, marks=pytest.mark.slow),
+        pytest.param(24, 7, 5, True, marks=pytest.mark.slow),
+    ],
     ids=["no lateness", "lateness 10", "no late tag", "lateness 7"],
 )
 def test_native_arrival_order_equals_the_window_operator(
@@ -455,7 +460,7 @@ def compare_plans(stream: Any, columns: list[Any]) -> list[tuple[Any, ...]]:
     [
         (31, 10, 2, 0, False, True, 0, all_but_distinct),
         (32, 10, 4, 1, False, True, 5, all_but_distinct),
-        (33, 9, 6, -2, False, False, 0, all_but_distinct),
+        pytest.param(33, 9, 6, -2, False, False, 0, all_but_distinct, marks=pytest.mark.slow),
         (34, 10, 3, 1, True, True, 0, all_but_distinct),
         (35, 10, 3, 1, True, True, 5, all_but_distinct),
         (36, 7, 2, 1, True, False, 2**62, all_but_distinct),
@@ -466,7 +471,9 @@ def compare_plans(stream: Any, columns: list[Any]) -> list[tuple[Any, ...]]:
         (41, 4, 7, 3, True, True, 3, all_but_distinct),
         (42, 6, 6, 1, True, True, 0, aggregates),
         (43, 2**32 + 1, 2**32, 7, True, True, 0, all_but_distinct),
-        (44, 2**32 + 1, 2**32, 7, True, True, 0, invertible_aggregates),
+        pytest.param(
+            44, 2**32 + 1, 2**32, 7, True, True, 0, invertible_aggregates, marks=pytest.mark.slow
+        ),
     ],
     ids=[
         "size 5 slides",
@@ -612,11 +619,11 @@ def test_random_hopping_configurations_agree(spark: SparkSession, seed: int) -> 
 @pytest.mark.parametrize(
     ("seed", "size", "slide", "offset", "lateness", "delay", "keyed"),
     [
-        (61, 10, 3, 0, 0, 2, True),
+        pytest.param(61, 10, 3, 0, 0, 2, True, marks=pytest.mark.slow),
         (62, 10, 3, 1, 10, 2, True),
-        (63, 12, 4, -1, 30, 0, True),
+        pytest.param(63, 12, 4, -1, 30, 0, True, marks=pytest.mark.slow),
         (64, 9, 2, 1, 7, 5, False),
-        (65, 20, 5, 0, 2**62, 1, True),
+        pytest.param(65, 20, 5, 0, 2**62, 1, True, marks=pytest.mark.slow),
     ],
     ids=["no lateness", "lateness 10", "lateness 30, offset", "window_all", "huge lateness"],
 )

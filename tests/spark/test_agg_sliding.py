@@ -132,8 +132,8 @@ def test_native_sliding_equals_the_window_operator(
         (41, 10, 0, True, FRAMES),
         (42, 3, 4, True, FRAMES),
         (43, 3, 4, False, FRAMES),
-        (44, 3, 4, True, JOIN),
-        (45, MAX_TIMESTAMP, 2**62, True, JOIN),
+        pytest.param(44, 3, 4, True, JOIN, marks=pytest.mark.slow),
+        pytest.param(45, MAX_TIMESTAMP, 2**62, True, JOIN, marks=pytest.mark.slow),
     ],
     ids=[
         "size 10, records at MIN late",

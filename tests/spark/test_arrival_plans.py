@@ -197,9 +197,9 @@ def extreme_rows(seed: int) -> list[tuple[Any, ...]]:
     [
         (1, 10, 3, 0, 0),
         (2, 10, 3, 2, 7),
-        (3, 7, -2, 2**62, 0),
-        (4, 7, 0, 3, 2**62),
-        (5, 2**62, 5, 2**62, 2**62),
+        pytest.param(3, 7, -2, 2**62, 0, marks=pytest.mark.slow),
+        pytest.param(4, 7, 0, 3, 2**62, marks=pytest.mark.slow),
+        pytest.param(5, 2**62, 5, 2**62, 2**62, marks=pytest.mark.slow),
         (6, 1, 0, 0, 1),
     ],
 )

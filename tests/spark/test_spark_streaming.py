@@ -256,7 +256,11 @@ def built_in_sum(
 
 @pytest.mark.parametrize(
     "windows",
-    [None, HoppingEventTimeWindows(SIZE, 2_000), EventTimeSessionWindows(2_500)],
+    [
+        None,
+        pytest.param(HoppingEventTimeWindows(SIZE, 2_000), marks=pytest.mark.slow),
+        EventTimeSessionWindows(2_500),
+    ],
     ids=["tumbling", "hopping", "session"],
 )
 def test_restart_with_state_on_whole_columns(
