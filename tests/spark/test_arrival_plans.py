@@ -156,6 +156,29 @@ def test_batch_replay_in_arrival_order_runs_four_jobs(spark: SparkSession) -> No
     assert result.results.count() > 0
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native plan", "batch replay"])
+@pytest.mark.usefixtures("default_partitions")
+def test_a_persisted_result_is_read_in_few_tasks(spark: SparkSession, native: bool) -> None:
+    """A persisted output is cached with its shuffles coalesced: reading the late rows or
+    the metrics after the results runs a few tasks, not one per default shuffle partition
+    of every branch (over 400 for the native plan), and the session's setting is back."""
+    key = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
+    before = spark.conf.get(key)
+    stream = windowed(events(spark, n=600))
+    result = (
+        stream.agg(F.sum("amount").alias("total"))
+        if native
+        else stream.aggregate(Total(), output_schema="total bigint")
+    )
+    assert result.plan.native == native
+    with result:
+        assert spark.conf.get(key) == before
+        assert result.results.count() > 0
+        assert result.output.rdd.getNumPartitions() <= 20
+        assert result.get_side_output(LATE).count() > 0
+        assert result.collect_metrics().num_input_rows == 600
+
+
 @pytest.mark.slow  # about 30 s: ./dev test-slow
 @pytest.mark.usefixtures("default_partitions")
 def test_parallel_cutoffs_give_the_same_results(

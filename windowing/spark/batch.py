@@ -78,6 +78,9 @@ from windowing.spark.watermark import add_prefix_max
 
 __all__ = ["BatchMetrics", "WindowedResult", "replay_order", "run_batch", "streams_record_batches"]
 
+#: Whether adaptive execution may change a cached plan's output partitioning (Spark: false).
+_CACHED_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
+
 
 @dataclass(frozen=True, eq=False)
 class WindowedResult:
@@ -178,8 +181,21 @@ class WindowedResult:
 
     def persist(self, storage_level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> WindowedResult:
         """Persist the operator output, so that the first action on any of the result's
-        DataFrames runs the replay and later ones read it; returns this result."""
-        self.output.persist(storage_level)
+        DataFrames runs the replay and later ones read it; returns this result.
+
+        The output is cached with adaptive execution free to coalesce its shuffle partitions
+        (``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning``, set for this call
+        only): Spark's default keeps every shuffle's ``spark.sql.shuffle.partitions`` in a
+        cached plan, and each later read of the output would run a task per partition of
+        every branch (over 400 with the default 200, for a few rows). The tagged output has
+        no partitioning a later query could reuse."""
+        conf = self.output.sparkSession.conf
+        before = conf.get(_CACHED_PARTITIONING)
+        conf.set(_CACHED_PARTITIONING, "true")
+        try:
+            self.output.persist(storage_level)
+        finally:
+            conf.set(_CACHED_PARTITIONING, before if before is not None else "false")
         return self
 
     def unpersist(self, blocking: bool = False) -> None:
