@@ -950,6 +950,24 @@ def test_large_outputs_of_record_batches_are_packed_in_slices() -> None:
     assert pa.Table.from_batches(list(frames.unpack(iter([batch])))).equals(big)
 
 
+def test_a_call_yields_one_frame_for_all_its_outputs() -> None:
+    """The key calls' output and the group's metrics row travel in one frame (Spark converts
+    each frame at a fixed cost), as IPC streams of their own: the metrics row's null columns
+    may have other types; an empty output adds no row."""
+    import pyarrow as pa
+
+    from windowing.spark import frames
+
+    keys = pa.table({"a": pa.array([1, 2]), "b": pa.array(["x", "y"])})
+    metrics = pa.table({"a": pa.nulls(1, pa.int64()), "b": pa.nulls(1, pa.null())})
+    packed = frames.pack(keys.to_batches(), [], metrics.to_batches())
+    assert len(packed) == 2
+    blobs = list(packed[frames.PACKED])
+    assert from_ipc(blobs[0]).equals(keys)
+    assert from_ipc(blobs[1]).equals(metrics)
+    assert len(frames.pack([], [])) == 0
+
+
 @pytest.mark.parametrize("nulls", [False, True])
 def test_input_frames_become_tables_in_replay_order(nulls: bool) -> None:
     """The processor's frame -> Arrow conversion (numpy, sorted with numpy when the order

@@ -61,20 +61,25 @@ _PACKED_COLUMNS = pd.Index([PACKED])
 _PACK_LIMIT = 128 * 1024
 
 
-def pack(output: pa.Table | list[pa.RecordBatch]) -> pd.DataFrame:
-    """One processor call's tagged output (a table, or record batches of one schema) as the
-    frame the processor yields: Arrow IPC streams in one binary column, one row (or, for a
-    large output, one row per slice of about ``_PACK_LIMIT`` bytes). Spark converts each
-    yielded pandas frame back to Arrow column by column (a fixed cost per column); one
-    binary column keeps that cost to one column whatever the layout."""
-    blob = to_ipc(output)
-    rows = output.num_rows if isinstance(output, pa.Table) else sum(b.num_rows for b in output)
-    if len(blob) <= _PACK_LIMIT or rows < 2:
-        blobs = [blob]
-    else:
+def pack(*outputs: pa.Table | list[pa.RecordBatch]) -> pd.DataFrame:
+    """One processor call's tagged outputs (tables, or record batches of one schema each;
+    empty lists are skipped) as the one frame the processor yields: Arrow IPC streams in one
+    binary column, a row per output (or, for a large output, one row per slice of about
+    ``_PACK_LIMIT`` bytes). Spark converts each yielded pandas frame back to Arrow column by
+    column (a fixed cost per column and frame); one binary column and one frame per call
+    keep that cost to one column whatever the layout."""
+    blobs: list[bytes] = []
+    for output in outputs:
+        if isinstance(output, list) and not output:
+            continue
+        blob = to_ipc(output)
+        rows = output.num_rows if isinstance(output, pa.Table) else sum(b.num_rows for b in output)
+        if len(blob) <= _PACK_LIMIT or rows < 2:
+            blobs.append(blob)
+            continue
         table = output if isinstance(output, pa.Table) else pa.Table.from_batches(output)
         step = max(1, rows * _PACK_LIMIT // len(blob))
-        blobs = [to_ipc(table.slice(i, step)) for i in range(0, rows, step)]
+        blobs.extend(to_ipc(table.slice(i, step)) for i in range(0, rows, step))
     column = np.empty((len(blobs), 1), dtype=object)
     column[:, 0] = blobs
     # a 2-d block and a prebuilt column index: the cheapest frames pandas builds

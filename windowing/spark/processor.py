@@ -225,8 +225,8 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         """Write the group's state once (or clear it when nothing is left) and keep one
         Spark timer at the earliest due time of its windows; ``alive``: the registered timer
         has not fired. A metrics row with the group's state bytes and open windows goes to
-        ``outputs`` (packed on its own: its null columns need not have the types of the key
-        calls' columns, e.g. the time zone of input timestamps)."""
+        ``outputs`` (an IPC stream of its own: its null columns need not have the types of
+        the key calls' columns, e.g. the time zone of input timestamps)."""
         if self.config.idleness is not None:
             self._prune_clocks(entries)
         due = [e[1] for e in entries.values() if e[1] is not None]
@@ -381,12 +381,10 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         # timers would at the end of this micro-batch
         self._fire_due(entries, self._clock(), outputs, skip=touched, joining=joining)
         self._pack_keys(outputs)
-        group: list[pa.RecordBatch] = []  # the group's metrics row, packed on its own
+        group: list[pa.RecordBatch] = []  # the group's metrics row: an IPC stream of its own
         windows = _concat_windows(windows, joining)
         self._save(registered, entries, windows, alive=True, outputs=group, newest=newest)
-        if outputs:
-            yield pack(outputs)
-        yield pack(group)
+        yield pack(outputs, group)
 
     def handleExpiredTimer(  # noqa: N802 - Spark's name; called with keyword arguments
         self,
@@ -406,12 +404,10 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         joining: list[OpenWindows] = []
         self._fire_due(entries, due, outputs, skip=(), joining=joining)
         self._pack_keys(outputs)
-        group: list[pa.RecordBatch] = []  # the group's metrics row, packed on its own
+        group: list[pa.RecordBatch] = []  # the group's metrics row: an IPC stream of its own
         windows = _concat_windows(windows, joining)
         self._save(registered, entries, windows, alive=False, outputs=group)
-        if outputs:
-            yield pack(outputs)
-        yield pack(group)
+        yield pack(outputs, group)
 
     def _clock(self) -> int:
         """The Spark clock timers are due by: the watermark, or processing time."""
