@@ -26,6 +26,7 @@ fresh clock and state, so results never depend on how keys are grouped or batche
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -103,48 +104,56 @@ class WindowedResult:
     results
         Key column(s), ``window_start``, ``window_end``, the function's output columns, and
         ``max_timestamp`` (the result's event time).
-    metrics
-        One row with the :class:`BatchMetrics` counters as ``bigint`` columns.
     output
         The combined, tagged operator output (internal layout; for debugging).
-    late_output_tag
-        The tag given to ``side_output_late_data``, if any.
-    side_outputs
-        The DataFrame of each tag declared in ``side_output_schemas``.
+    layout
+        How ``output`` splits into the outputs.
     plan
         How the job runs (:class:`~windowing.plan.JobPlan`); :meth:`explain` prints it.
-    dead_letters
-        The errors routed by ``on_error("dead_letter")``: the input columns (key columns
-        always, the others for a failing element), ``error_phase``, ``error_class``,
-        ``error_message``, ``window_start``, ``window_end``; empty without it.
+
+    ``metrics``, ``late``, ``side_outputs`` and ``dead_letters`` (the errors routed by
+    ``on_error("dead_letter")``) are built when first read.
     """
 
     results: DataFrame
-    metrics: DataFrame
     output: DataFrame = dataclasses.field(repr=False)
+    layout: OutputLayout = dataclasses.field(repr=False)
     plan: JobPlan = dataclasses.field(repr=False)
-    late_output_tag: OutputTag | None = None
-    late: DataFrame | None = dataclasses.field(default=None, repr=False)
-    side_outputs: Mapping[OutputTag, DataFrame] = dataclasses.field(
-        default_factory=dict, repr=False
-    )
-    dead_letters: DataFrame | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def of_output(cls, output: DataFrame, layout: OutputLayout, plan: JobPlan) -> WindowedResult:
         """The result whose DataFrames are filters of the tagged ``output`` laid out as
-        ``layout`` (the batch replay's, or a native plan's built with Spark SQL)."""
-        tag = layout.late_output_tag
-        return cls(
-            plan=plan,
-            results=layout.select_results(output),
-            metrics=layout.select_metric_totals(output),
-            output=output,
-            late_output_tag=tag,
-            late=None if tag is None else layout.select_late(output),
-            side_outputs={t: layout.select_side_output(output, t) for t in layout.side_tags},
-            dead_letters=layout.select_dead_letters(output),
-        )
+        ``layout`` (the batch replay's, or a native plan's built with Spark SQL). Only
+        ``results`` is built here; the other outputs when first read (PySpark analyzes a
+        DataFrame when it builds it: several analyses of the whole plan saved per call)."""
+        return cls(results=layout.select_results(output), output=output, layout=layout, plan=plan)
+
+    @property
+    def late_output_tag(self) -> OutputTag | None:
+        """The tag given to ``side_output_late_data``, if any."""
+        return self.layout.late_output_tag
+
+    @functools.cached_property
+    def metrics(self) -> DataFrame:
+        """One row with the :class:`BatchMetrics` counters as ``bigint`` columns."""
+        return self.layout.select_metric_totals(self.output)
+
+    @functools.cached_property
+    def late(self) -> DataFrame | None:
+        """The late side output (see :meth:`get_side_output`), or ``None`` without
+        ``side_output_late_data``."""
+        tag = self.layout.late_output_tag
+        return None if tag is None else self.layout.select_late(self.output)
+
+    @functools.cached_property
+    def side_outputs(self) -> Mapping[OutputTag, DataFrame]:
+        """The DataFrame of each tag declared in ``side_output_schemas``."""
+        return {t: self.layout.select_side_output(self.output, t) for t in self.layout.side_tags}
+
+    @functools.cached_property
+    def dead_letters(self) -> DataFrame:
+        """The errors routed by ``on_error("dead_letter")`` (empty without it)."""
+        return self.layout.select_dead_letters(self.output)
 
     def explain(self) -> None:
         """Print how the job runs: the runtime, a columnar path if any, and the strategy the
