@@ -261,9 +261,7 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
             if layout.has_late
             else []
         )
-        max_ts = F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
-        windows = grouped.select(max_ts.alias("mt"))
-        parts = NativeParts(grouped, window_start, end, windows, counters, late)
+        parts = NativeParts(grouped, window_start, end, F.lit(True), counters, late)
     max_ts = F.coalesce(parts.end - F.lit(1), F.lit(MAX_TIMESTAMP))
     results = parts.results.select(
         *layout.sql.result_branch(
@@ -272,23 +270,21 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
             parts.pane,
         )
     )
-    window_metrics = parts.results.agg(F.count(F.lit(1)).alias("n"))
-    left = parts.windows.agg(
-        # no cleanup timer at the end of time: such windows keep their state (rules.py)
-        F.count(
-            F.when(
-                (F.col("mt") >= F.lit(MAX_TIMESTAMP - lateness))
-                & (F.col("mt") != F.lit(MAX_TIMESTAMP)),
-                1,
-            )
-        ).alias("left"),
+    # the firings and the windows left at the end, in one aggregate over the results: a
+    # window whose max timestamp is within the lateness of the end of time is left (no
+    # cleanup timer at the end of time: such windows keep their state, rules.py)
+    left_at_end = (max_ts >= F.lit(MAX_TIMESTAMP - lateness)) & (max_ts != F.lit(MAX_TIMESTAMP))
+    fired = parts.results.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count(F.when(parts.first_firing & left_at_end, 1)).alias("left"),
     )
     branches = [
         results,
-        window_metrics.select(
-            *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
+        fired.select(
+            *layout.sql.metrics_branch(
+                {"num_windows_fired": "n", "num_results": "n", "num_windows_left_at_end": "left"}
+            )
         ),
-        left.select(*layout.sql.metrics_branch({"num_windows_left_at_end": "left"})),
         parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
@@ -389,14 +385,12 @@ def _in_arrival_order(
         # Without lateness a window's contents are the rows it had when the watermark passed
         # its end: one firing each.
         results = added.groupBy(*keys, _WINDOW).agg(*aggregate_columns(compiled, arrival=True))
-        first = results
+        first = F.lit(True)
     else:
         on_time = F.expr(f"NOT (({at_min}) OR {behind('fire')})")
         results = _with_late_firings(added, keys, compiled, on_time, prepared)
         pane = (F.col(_PANE), F.col(_TIMING))
-        first = results.where(F.col(_FIRST_FIRING))
-    # the windows with contents: one row each (their first firing), read from the results
-    windows = first.select(max_ts.alias("mt"))
+        first = F.col(_FIRST_FIRING)  # the windows with contents: one row each
     # the counters in one aggregate, over every row joined with the same broadcast table
     every = (
         prepared.withColumn(_WINDOW, F.when(has_arrival, bounds.start_of(TS)))
@@ -422,7 +416,7 @@ def _in_arrival_order(
             ),
         ]
     return NativeParts(
-        results, bounds.window_start, bounds.end, windows, input_counts, late_parts, pane
+        results, bounds.window_start, bounds.end, first, input_counts, late_parts, pane
     )
 
 

@@ -294,10 +294,9 @@ def _disjoint(
         F.count(F.when(ts.isNotNull() & is_late, 1)).alias(late_counter(layout)),
         F.count(F.when(ts.isNotNull() & no_window, 1)).alias("num_records_in_no_window"),
     )
-    windows = grouped.select(F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP)).alias("mt"))
     late = _firings(grid, job, valid, keys, compiled, layout)
     late += _late_branches(prepared, layout, is_late)
-    return NativeParts(grouped, window_start, end, windows, counters, late)
+    return NativeParts(grouped, window_start, end, F.lit(True), counters, late)
 
 
 def _late_branches(prepared: DataFrame, layout: OutputLayout, is_late: Column) -> list[DataFrame]:
@@ -505,13 +504,10 @@ def _overlapping(
     results = windows.select(
         *keys, start.alias(_START), end.alias(_END), *[col(c.name) for c in compiled.calls]
     )
-    mt = F.coalesce(F.col(_END) - F.lit(1), F.lit(MAX_TIMESTAMP))
     counters = prepared.agg(*input_counters(layout), F.lit(0).alias(late_counter(layout)))
     late = _firings(grid, job, valid, keys, compiled, layout)
     late += _late_branches(prepared, layout, F.lit(False))
-    return NativeParts(
-        results, F.col(_START), F.col(_END), results.select(mt.alias("mt")), counters, late
-    )
+    return NativeParts(results, F.col(_START), F.col(_END), F.lit(True), counters, late)
 
 
 def _sweep(

@@ -166,8 +166,6 @@ def arrival_parts(
         F.when(is_late, F.lit(LATE)).otherwise(F.lit(ON_TIME)).alias(_TIMING),
         new_window.alias(_NEW),
     )
-    mt = F.coalesce(F.col(_END) - F.lit(1), F.lit(MAX_TIMESTAMP))
-    windows = results.where(F.col(_NEW)).select(mt.alias("mt"))
     late_count = marked.select(_LATE_ROW).agg(F.count(F.when(F.col(_LATE_ROW), 1)).alias("late"))
     counters = prepared.agg(
         F.count(F.lit(1)).alias("num_input_rows"),
@@ -189,7 +187,9 @@ def arrival_parts(
             ),
         ]
     pane_columns = (F.col(_PANE), F.col(_TIMING))
-    return NativeParts(results, F.col(_START), F.col(_END), windows, counters, late, pane_columns)
+    return NativeParts(
+        results, F.col(_START), F.col(_END), F.col(_NEW), counters, late, pane_columns
+    )
 
 
 def _with_prefix_max(prepared: DataFrame, layout: OutputLayout) -> DataFrame:

@@ -43,14 +43,15 @@ _PANE = "__pw_nmpane"  # the firings of the window at the start of time, in repl
 @dataclass(frozen=True)
 class NativeParts:
     """A native plan's pieces: result rows (window columns and the aggregates by name) with
-    their window start and end (ms, null where the assigner's bounds leave ``bigint``), one
-    row per window with contents (``mt``: its max timestamp), the input counters (one row),
-    the late branches (tagged-output columns), and the results' pane columns."""
+    their window start and end (ms, null where the assigner's bounds leave ``bigint``),
+    which result rows are a window's first firing (one per window with contents: the
+    windows, counted from the results in the same aggregate as them), the input counters
+    (one row), the late branches (tagged-output columns), and the results' pane columns."""
 
     results: DataFrame
     window_start: Column
     end: Column
-    windows: DataFrame
+    first_firing: Column
     counters: DataFrame
     late: list[DataFrame]
     # with pane info: the results' pane index and timing (default: each window's one firing,
