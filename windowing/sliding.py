@@ -89,6 +89,18 @@ class Timeline:
         if time <= MAX_TIMESTAMP and (self.due is None or time < self.due):
             self.due = time
 
+    def max_timestamp_of(self, start: int, size: int) -> int:
+        """The max timestamp of the live window starting at ``start``: ``start + size``,
+        but a right window reaching past the end of time is clamped there, as
+        :func:`~windowing.assigners.sliding_distinct.right_window` clamps it (a window ending
+        past it at a record is that record's left window, which is not)."""
+        last = start + size
+        if last <= MAX_TIMESTAMP:
+            return last
+        i = bisect_left(self.stamps, last)
+        at_record = i < len(self.stamps) and self.stamps[i] == last
+        return last if at_record else MAX_TIMESTAMP
+
     def __len__(self) -> int:
         return len(self.stamps)
 

@@ -286,6 +286,15 @@ class GenericCloseTrigger(OnWindowCloseTrigger):
     cursor_only=False,
     base=MAX_TIMESTAMP - 66,
 )
+@example(  # a right window past the end of time is clamped there: it fires at MAX and goes
+    steps=[("e", 0), ("w", 13), ("w", 25), ("w", 25), ("w", 25), ("l", 1), ("e", 0), ("l", 0)],
+    size=8,
+    grace=0,
+    function="reduce",
+    close=False,
+    cursor_only=False,
+    base=MAX_TIMESTAMP - 66,
+)
 def test_lazy_windows_match_materialised_windows(
     steps: list[tuple[str, int]],
     size: int,

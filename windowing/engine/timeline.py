@@ -109,9 +109,13 @@ class TimelineStrategy(GenericStrategy):
         if self.kafka is not None:
             store = ks.kafka
             starts = [] if store is None else store.starts
-        else:
-            starts = [] if ks.timeline is None else sorted(ks.timeline.live)
-        return [TimeWindow(s, s + size + 1) for s in starts]
+            return [TimeWindow(s, s + size + 1) for s in starts]
+        timeline = ks.timeline
+        if timeline is None:
+            return []
+        return [
+            TimeWindow(s, timeline.max_timestamp_of(s, size) + 1) for s in sorted(timeline.live)
+        ]
 
     def num_event_time_timers(self, ks: KeyState) -> int:
         return len(ks.evt_timers) + (ks.timeline is not None and ks.timeline.due is not None)

@@ -68,14 +68,14 @@ class DerivedSliding:
         # No key of the operator's schedule is due before this (see drain).
         self.min_due = MIN_TIMESTAMP
 
-    def _kept_at_end(self, live: set[int]) -> set[int]:
+    def _kept_at_end(self, timeline: Timeline) -> set[int]:
         """The windows (by start) that keep their state at the end of time: no cleanup timer
         (the cleanup time saturates), and with ``EventTimeTrigger`` no trigger timer at the
         end of time either (:func:`windowing.rules.keeps_state`)."""
         size, lateness = self.size, self.lateness
         kept = set()
-        for start in live:
-            max_ts = start + size
+        for start in timeline.live:
+            max_ts = timeline.max_timestamp_of(start, size)
             cleanup = cleanup_time(max_ts, lateness)
             if cleanup == MAX_TIMESTAMP and (
                 keeps_state(max_ts, cleanup, MAX_TIMESTAMP) or not self.fires_at_end
@@ -378,7 +378,7 @@ class DerivedSliding:
                         if end_of_time:
                             # Every window has fired (or never will); those whose cleanup
                             # time saturates keep their state, as in Flink (rules).
-                            kept = self._kept_at_end(timeline.live)
+                            kept = self._kept_at_end(timeline)
                             if kept:
                                 timeline.live = kept
                                 timeline.due = None
