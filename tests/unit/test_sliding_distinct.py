@@ -347,6 +347,24 @@ def test_windows_ending_at_the_end_of_time(close: bool) -> None:
     assert got == ([("k", -4, 1)] if close else sorted([("k", -4, 1), *ending_at_the_end]))
 
 
+@pytest.mark.parametrize("slicing", [False, True])
+def test_open_windows_past_the_end_of_time_are_listed_as_they_fire(slicing: bool) -> None:
+    """A right window reaching past the end of time ends there (the assigner clamps it): the
+    open windows listed (``iter_windows``: the state reader, the open-windows gauge) are the
+    windows that fire, in Kafka's window store as on the timeline."""
+    h = WindowOperatorHarness(
+        SlidingDistinctAssigner(8, grace=0), lambda a, b: a + b, slicing=slicing
+    )
+    h.process_watermark(MAX_TIMESTAMP - 8)
+    h.process_elements([(1, MAX_TIMESTAMP - 7, "k"), (2, MAX_TIMESTAMP - 8, "k")])
+    listed = {(w.start, w.end) for w in h.operator.iter_windows("k")}
+    h.process_watermark(MAX_TIMESTAMP)
+    fired = {(r.window.start, r.window.end) for r in h.extract_output()}
+    end = MAX_TIMESTAMP + 1
+    assert listed == {(MAX_TIMESTAMP - 15, MAX_TIMESTAMP - 6), (MAX_TIMESTAMP - 7, end)}
+    assert (MAX_TIMESTAMP - 7, end) in fired
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

@@ -64,6 +64,12 @@ class KafkaSliding:
         self.grace = grace
         self.copy = _copier(op)
 
+    def window_at(self, start: int) -> TimeWindow:
+        """The store's window starting at ``start``: ``[start; start + size]``, its end
+        clamped at the end of time (its max timestamp is then ``MAX_TIMESTAMP``)."""
+        end = start + self.size + 1
+        return TimeWindow(start, end if end <= MAX_TIMESTAMP else MAX_TIMESTAMP + 1)
+
     # ------------------------------------------------------------------ time
     def _closed(self, window: TimeWindow, wm: int) -> bool:
         """Kafka's ``windowEnd < closeTime`` with the watermark as stream time - 1."""
@@ -141,8 +147,7 @@ class _Run:
         self.added = False
 
     def _window(self, start: int) -> TimeWindow:
-        end = start + self.sliding.size + 1
-        return TimeWindow(start, end if end <= MAX_TIMESTAMP else MAX_TIMESTAMP + 1)
+        return self.sliding.window_at(start)
 
     # ------------------------------------------------------------------ Kafka's passes
     def process_reverse(self) -> None:

@@ -108,8 +108,7 @@ class TimelineStrategy(GenericStrategy):
         size = self.size
         if self.kafka is not None:
             store = ks.kafka
-            starts = [] if store is None else store.starts
-            return [TimeWindow(s, s + size + 1) for s in starts]
+            return [] if store is None else [self.kafka.window_at(s) for s in store.starts]
         timeline = ks.timeline
         if timeline is None:
             return []
