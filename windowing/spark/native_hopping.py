@@ -64,15 +64,34 @@ from windowing.spark.native_parts import (
 from windowing.spark.output import REASON_LATE, REASON_NULL_EVENT_TIME, OutputLayout, col
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
-__all__ = ["hopping_parts", "hopping_reason"]
+__all__ = [
+    "HB",
+    "HBX",
+    "HEB",
+    "HEND",
+    "HER",
+    "HFIRST",
+    "HIN",
+    "HNEXT",
+    "HPROBE",
+    "HR",
+    "HRX",
+    "HSTART",
+    "HoppingGrid",
+    "Partials",
+    "hopping_parts",
+    "hopping_reason",
+    "sweep",
+]
 
-# Internal columns (the reserved prefix).
-_B, _R = "__pw_hb", "__pw_hr"  # block, pane in block
+# Internal columns (the reserved prefix), shared with the arrival-order plan
+# (native_hopping_arrival.py).
+HB, HR = "__pw_hb", "__pw_hr"  # block, pane in block
 _PREV, _LASTP = "__pw_hprev", "__pw_hlast"
-_EV, _EB, _ER, _S = "__pw_hev", "__pw_heb", "__pw_her", "__pw_hs"
-_NEXT, _START, _END, _W = "__pw_hnext", "__pw_hstart", "__pw_hend", "__pw_hw"
-_IN, _FIRST, _PROBE = "__pw_hin", "__pw_hfirst", "__pw_hprobe"
-_BX, _RX = "__pw_hbx", "__pw_hrx"  # the pane a group enters from (arrival order)
+_EV, HEB, HER, _S = "__pw_hev", "__pw_heb", "__pw_her", "__pw_hs"
+HNEXT, HSTART, HEND, _W = "__pw_hnext", "__pw_hstart", "__pw_hend", "__pw_hw"
+HIN, HFIRST, HPROBE = "__pw_hin", "__pw_hfirst", "__pw_hprobe"
+HBX, HRX = "__pw_hbx", "__pw_hrx"  # the pane a group enters from (arrival order)
 
 
 @dataclass(frozen=True)
@@ -401,7 +420,7 @@ def _decompose(call: AggregateCall, types: Callable[[int], DataType]) -> _Decomp
 
 
 @dataclass(frozen=True)
-class _Partials:
+class Partials:
     """The job's aggregate columns as partials, with the internal names of their columns."""
 
     calls: tuple[AggregateCall, ...]
@@ -409,7 +428,7 @@ class _Partials:
     names: list[list[str]]
 
     @classmethod
-    def of(cls, calls: Sequence[AggregateCall]) -> _Partials:
+    def of(cls, calls: Sequence[AggregateCall]) -> Partials:
         parts = [_decompose(call, lambda i: DataType()) for call in calls]
         names = [[f"__pw_hx{j}_{i}" for i in range(len(d.rows))] for j, d in enumerate(parts)]
         return cls(tuple(calls), parts, names)
@@ -430,14 +449,14 @@ class _Partials:
         """The pane aggregates (named)."""
         return [c.alias(x) for c, x in zip(self.expressions(), self.flat, strict=True)]
 
-    def typed(self, panes: DataFrame) -> _Partials:
+    def typed(self, panes: DataFrame) -> Partials:
         """The same, reading the partials' types from the pane plan (no job runs)."""
         schema = panes.schema
         parts = [
             _decompose(call, lambda i, group=group: schema[group[i]].dataType)  # type: ignore[misc]
             for call, group in zip(self.calls, self.names, strict=True)
         ]
-        return _Partials(self.calls, parts, self.names)
+        return Partials(self.calls, parts, self.names)
 
     def merged(self, column: Callable[[str], Column]) -> list[Column]:
         """The merge aggregates of every partial column, in order (``column``: by name)."""
@@ -475,54 +494,54 @@ def _overlapping(
     # One shuffle, by key: panes, blocks and events of a key stay in its partition.
     rows = valid.repartition(*keys) if keys else valid
     block, pane = grid.block_and_pane(ts)
-    partials = _Partials.of(compiled.calls)
-    panes = rows.groupBy(*keys, block.alias(_B), pane.alias(_R)).agg(*partials.rows())
+    partials = Partials.of(compiled.calls)
+    panes = rows.groupBy(*keys, block.alias(HB), pane.alias(HR)).agg(*partials.rows())
     partials = partials.typed(panes)
     if partials.invertible:
-        groups = panes.withColumn(_BX, F.col(_B)).withColumn(_RX, F.col(_R))
-        swept = _sweep(grid, groups, keys, partials)
-        nonempty = F.col(_IN) > F.lit(0)
-        runs = swept.where(nonempty & (F.col(_FIRST) < F.col(_NEXT))).select(
+        groups = panes.withColumn(HBX, F.col(HB)).withColumn(HRX, F.col(HR))
+        swept = sweep(grid, groups, keys, partials)
+        nonempty = F.col(HIN) > F.lit(0)
+        runs = swept.where(nonempty & (F.col(HFIRST) < F.col(HNEXT))).select(
             *keys,
-            F.col(_EB),
-            F.col(_FIRST),
-            F.col(_NEXT),
+            F.col(HEB),
+            F.col(HFIRST),
+            F.col(HNEXT),
             *partials.results(lambda x: None, F.col),
         )
     else:
         runs = _blocks(grid, panes, keys, partials)
-    shift = grid.window_starts(F.col(_FIRST), F.col(_NEXT))
+    shift = grid.window_starts(F.col(HFIRST), F.col(HNEXT))
     windows = runs.select(
-        *keys, F.col(_EB), shift.alias(_W), *[col(c.name) for c in compiled.calls]
+        *keys, F.col(HEB), shift.alias(_W), *[col(c.name) for c in compiled.calls]
     )
-    eb, w = grid.normalized(F.col(_EB), F.col(_W))
+    eb, w = grid.normalized(F.col(HEB), F.col(_W))
     min_start = grid.min_window_start
     if min_start is not None:  # behind the first watermark: late, or fired per row
         mb, mr = grid.position(min_start)
         windows = windows.where((eb != F.lit(mb)) | (w != F.lit(mr)))
     start, end = grid.bounds(eb, w)
     results = windows.select(
-        *keys, start.alias(_START), end.alias(_END), *[col(c.name) for c in compiled.calls]
+        *keys, start.alias(HSTART), end.alias(HEND), *[col(c.name) for c in compiled.calls]
     )
     counters = prepared.agg(*input_counters(layout), F.lit(0).alias(late_counter(layout)))
     late = _firings(grid, job, valid, keys, compiled, layout)
     late += _late_branches(prepared, layout, F.lit(False))
-    return NativeParts(results, F.col(_START), F.col(_END), F.lit(True), counters, late)
+    return NativeParts(results, F.col(HSTART), F.col(HEND), F.lit(True), counters, late)
 
 
-def _sweep(
+def sweep(
     grid: HoppingGrid,
     groups: DataFrame,
     keys: list[Column],
-    partials: _Partials,
+    partials: Partials,
     probes: DataFrame | None = None,
 ) -> DataFrame:
     """Running sums in window-start order, per key: a group of rows enters at ``pane - n +
-    1`` of its pane ``(_BX, _RX)`` (its partials added) and leaves after its pane ``(_B,
-    _R)`` (subtracted); in event-time order both are the rows' pane. Every event starts a
-    run up to the next one (``_FIRST``, ``_NEXT``: window starts as panes of block ``_EB``;
-    the next event counted from this block), holding ``_IN`` groups and the running sums.
-    ``probes`` (keys, ``_EB``, ``_ER`` and columns of their own) read the sums at their
+    1`` of its pane ``(HBX, HRX)`` (its partials added) and leaves after its pane ``(HB,
+    HR)`` (subtracted); in event-time order both are the rows' pane. Every event starts a
+    run up to the next one (``HFIRST``, ``HNEXT``: window starts as panes of block ``HEB``;
+    the next event counted from this block), holding ``HIN`` groups and the running sums.
+    ``probes`` (keys, ``HEB``, ``HER`` and columns of their own) read the sums at their
     position, after the groups' events there."""
     n = grid.n
     flat = partials.flat
@@ -535,44 +554,44 @@ def _sweep(
             eb = F.when(last, block + F.lit(1)).otherwise(block)
         er = F.when(last, F.lit(0)).otherwise(pane + F.lit(1))
         values = [F.col(x) if sign > 0 else -F.col(x) for x in flat]
-        fields = [eb.alias(_EB), er.alias(_ER), F.lit(sign).alias(_IN)]
+        fields = [eb.alias(HEB), er.alias(HER), F.lit(sign).alias(HIN)]
         return F.struct(*fields, *[v.alias(x) for v, x in zip(values, flat, strict=True)])
 
-    enter = event(F.col(_BX), F.col(_RX), 1, True)
-    leave = event(F.col(_B), F.col(_R), -1, False)
+    enter = event(F.col(HBX), F.col(HRX), 1, True)
+    leave = event(F.col(HB), F.col(HR), -1, False)
     events = groups.select(*keys, F.explode(F.array(enter, leave)).alias(_EV))
     events = events.select(*keys, f"{_EV}.*")
-    order_by = [F.col(_EB), F.col(_ER)]
+    order_by = [F.col(HEB), F.col(HER)]
     if probes is not None:
-        events = events.withColumn(_PROBE, F.lit(False)).unionByName(
-            probes.withColumn(_PROBE, F.lit(True)), allowMissingColumns=True
+        events = events.withColumn(HPROBE, F.lit(False)).unionByName(
+            probes.withColumn(HPROBE, F.lit(True)), allowMissingColumns=True
         )
-        order_by.append(F.col(_PROBE))
+        order_by.append(F.col(HPROBE))
     order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(*order_by)
     so_far = order.rowsBetween(Window.unboundedPreceding, 0)
-    eb, er = F.col(_EB), F.col(_ER)
+    eb, er = F.col(HEB), F.col(HER)
     next_b, next_r = F.lead(eb).over(order), F.lead(er).over(order)
-    running = [F.sum(F.col(_IN)).over(so_far).alias(_IN)]
+    running = [F.sum(F.col(HIN)).over(so_far).alias(HIN)]
     running += [c.over(so_far).alias(x) for c, x in zip(partials.merged(F.col), flat, strict=True)]
-    others = [c for c in events.columns if c not in (*flat, _IN, _EB, _ER)]
+    others = [c for c in events.columns if c not in (*flat, HIN, HEB, HER)]
     return events.select(
         *[F.col(c) for c in others],
         eb,
         er,
-        grid.first_start(eb, er).alias(_FIRST),
+        grid.first_start(eb, er).alias(HFIRST),
         # a non-empty run is at most n long: it ends in this block or the next
-        F.when(next_b == eb, next_r).when(next_b == eb + F.lit(1), next_r + F.lit(n)).alias(_NEXT),
+        F.when(next_b == eb, next_r).when(next_b == eb + F.lit(1), next_r + F.lit(n)).alias(HNEXT),
         *running,
     )
 
 
 def _blocks(
-    grid: HoppingGrid, panes: DataFrame, keys: list[Column], partials: _Partials
+    grid: HoppingGrid, panes: DataFrame, keys: list[Column], partials: Partials
 ) -> DataFrame:
     """Runs from block suffixes and prefixes (van Herk / Gil-Werman, the module
-    docstring); the columns of :func:`_sweep`'s."""
+    docstring); the columns of :func:`sweep`'s."""
     n = grid.n
-    b, r = F.col(_B), F.col(_R)
+    b, r = F.col(HB), F.col(HR)
     flat = partials.flat
     # suffix aggregates per block: its panes in descending order, running
     desc = Window.partitionBy(*keys, b).orderBy(r.desc())
@@ -589,12 +608,12 @@ def _blocks(
         F.lead(r).over(desc).alias(_PREV),
         F.lag(r).over(desc).isNull().alias(_LASTP),
     )
-    # Events: the kind (_IN: 1 a pane entering, 0 a suffix from the pane _S, null neither),
+    # Events: the kind (HIN: 1 a pane entering, 0 a suffix from the pane _S, null neither),
     # and partial values (a suffix's, or an entering pane's).
     inside = r + F.lit(1) < F.lit(n)
 
     def event(eb: Column, er: Column, kind: int | None, values: list[str] | None) -> Column:
-        fields = [eb.alias(_EB), er.alias(_ER), F.lit(kind).cast("int").alias(_IN)]
+        fields = [eb.alias(HEB), er.alias(HER), F.lit(kind).cast("int").alias(HIN)]
         fields.append((r if kind == 0 else F.lit(None).cast("long")).alias(_S))
         cols = [F.col(v) for v in values] if values else [F.lit(None)] * len(flat)
         return F.struct(*fields, *[c.alias(x) for c, x in zip(cols, flat, strict=True)])
@@ -616,19 +635,19 @@ def _blocks(
         .where(F.col(_EV).isNotNull())
         .select(*keys, f"{_EV}.*")
     )
-    order = Window.partitionBy(*keys, F.col(_EB)).orderBy(F.col(_ER))
+    order = Window.partitionBy(*keys, F.col(HEB)).orderBy(F.col(HER))
     so_far = order.rowsBetween(Window.unboundedPreceding, 0)
-    er, kind = F.col(_ER), F.col(_IN)
+    er, kind = F.col(HER), F.col(HIN)
     is_suffix = kind == F.lit(0)
     suffix_state = F.struct(F.col(_S).alias("r"), *[F.col(x).alias(x) for x in flat])
     runs = events.select(
         *keys,
-        F.col(_EB),
+        F.col(HEB),
         er,
-        grid.first_start(F.col(_EB), er).alias(_FIRST),
-        F.coalesce(F.lead(er).over(order), F.lit(n)).alias(_NEXT),
+        grid.first_start(F.col(HEB), er).alias(HFIRST),
+        F.coalesce(F.lead(er).over(order), F.lit(n)).alias(HNEXT),
         F.last(F.when(is_suffix, suffix_state), ignorenulls=True).over(so_far).alias(_S),
-        F.count(F.when(kind == F.lit(1), 1)).over(so_far).alias(_IN),
+        F.count(F.when(kind == F.lit(1), 1)).over(so_far).alias(HIN),
         *[
             c.over(so_far).alias(x)
             for c, x in zip(
@@ -638,12 +657,12 @@ def _blocks(
     )
     # the suffix is inside while its pane is not before the run; the prefix: entered panes
     s_in = F.col(f"{_S}.r") >= er
-    nonempty = s_in | (F.col(_IN) > F.lit(0))
-    return runs.where(nonempty & (F.col(_FIRST) < F.col(_NEXT))).select(
+    nonempty = s_in | (F.col(HIN) > F.lit(0))
+    return runs.where(nonempty & (F.col(HFIRST) < F.col(HNEXT))).select(
         *keys,
-        F.col(_EB),
-        F.col(_FIRST),
-        F.col(_NEXT),
+        F.col(HEB),
+        F.col(HFIRST),
+        F.col(HNEXT),
         *partials.results(lambda x: F.when(s_in, F.col(f"{_S}.{x}")), F.col),
     )
 

@@ -39,21 +39,21 @@ from windowing.spark.batch import prefix_max_buckets
 from windowing.spark.inputs import ARR, TB, TS, WMAX
 from windowing.spark.keys import KEY_GROUP, key_group
 from windowing.spark.native_hopping import (
-    _B,
-    _BX,
-    _EB,
-    _END,
-    _ER,
-    _FIRST,
-    _IN,
-    _NEXT,
-    _PROBE,
-    _R,
-    _RX,
-    _START,
+    HB,
+    HBX,
+    HEB,
+    HEND,
+    HER,
+    HFIRST,
+    HIN,
+    HNEXT,
+    HPROBE,
+    HR,
+    HRX,
+    HSTART,
     HoppingGrid,
-    _Partials,
-    _sweep,
+    Partials,
+    sweep,
 )
 from windowing.spark.native_parts import LATE, ON_TIME, NativeParts, keys_counter, late_counter
 from windowing.spark.output import (
@@ -107,33 +107,33 @@ def arrival_parts(
     block, pane = grid.block_and_pane(ts)
     x_block, x_pane = grid.block_and_pane(F.greatest(ts, wm + F.lit(1)))  # wm < MAX
     positioned = added.select(
-        "*", block.alias(_B), pane.alias(_R), x_block.alias(_BX), x_pane.alias(_RX)
+        "*", block.alias(HB), pane.alias(HR), x_block.alias(HBX), x_pane.alias(HRX)
     )
     # The pane of x relative to the row's block (x >= ts: the same block or a later one).
-    x_rel = F.when(F.col(_BX) == F.col(_B), F.col(_RX)).when(
-        F.col(_BX) == F.col(_B) + F.lit(1), F.col(_RX) + F.lit(n)
+    x_rel = F.when(F.col(HBX) == F.col(HB), F.col(HRX)).when(
+        F.col(HBX) == F.col(HB) + F.lit(1), F.col(HRX) + F.lit(n)
     )
-    on_time = x_rel.isNotNull() & (x_rel - F.lit(n) < F.col(_R))  # a window ends after wm
-    partials = _Partials.of(compiled.calls)
-    groups = positioned.where(on_time).groupBy(*keys, _B, _R, _BX, _RX).agg(*partials.rows())
+    on_time = x_rel.isNotNull() & (x_rel - F.lit(n) < F.col(HR))  # a window ends after wm
+    partials = Partials.of(compiled.calls)
+    groups = positioned.where(on_time).groupBy(*keys, HB, HR, HBX, HRX).agg(*partials.rows())
     partials = partials.typed(groups)
     probes = _late_copies(grid, positioned, keys, partials, x_rel, lateness) if lateness else None
-    swept = _sweep(grid, groups, keys, partials, probes)
+    swept = sweep(grid, groups, keys, partials, probes)
     # One row per firing: a run's on-time windows, and a probe's late firing (marked -1).
-    runs = (F.col(_IN) > F.lit(0)) & (F.col(_FIRST) < F.col(_NEXT))
+    runs = (F.col(HIN) > F.lit(0)) & (F.col(HFIRST) < F.col(HNEXT))
     starts = F.when(
-        runs, F.sequence(F.col(_FIRST), F.col(_NEXT) - F.lit(1), F.lit(grid.m).cast("long"))
+        runs, F.sequence(F.col(HFIRST), F.col(HNEXT) - F.lit(1), F.lit(grid.m).cast("long"))
     ).otherwise(F.array().cast("array<bigint>"))
     if probes is not None:
         starts = F.concat(
             starts,
             F.when(
-                F.coalesce(F.col(_PROBE), F.lit(False)), F.array(F.lit(-1).cast("long"))
+                F.coalesce(F.col(HPROBE), F.lit(False)), F.array(F.lit(-1).cast("long"))
             ).otherwise(F.array().cast("array<bigint>")),
         )
     fired = swept.select("*", F.explode(starts).alias(_W))
     is_late = F.col(_W) == F.lit(-1)
-    eb, w = grid.normalized(F.col(_EB), F.when(is_late, F.col(_ER)).otherwise(F.col(_W)))
+    eb, w = grid.normalized(F.col(HEB), F.when(is_late, F.col(HER)).otherwise(F.col(_W)))
     start, end = grid.bounds(eb, w)
     on_time_values = partials.results(lambda x: None, F.col)
     late_values = (
@@ -149,18 +149,18 @@ def arrival_parts(
         F.lit(0)
         if probes is None
         else F.when(
-            is_late, F.col(_PANE) + F.when(F.col(_IN) > F.lit(0), 1).otherwise(0)
+            is_late, F.col(_PANE) + F.when(F.col(HIN) > F.lit(0), 1).otherwise(0)
         ).otherwise(F.lit(0))
     )
     new_window = (
         F.lit(True)
         if probes is None
-        else ~is_late | (F.col(_FIRST_LATE) & (F.col(_IN) == F.lit(0)))
+        else ~is_late | (F.col(_FIRST_LATE) & (F.col(HIN) == F.lit(0)))
     )
     results = fired.select(
         *keys,
-        start.alias(_START),
-        end.alias(_END),
+        start.alias(HSTART),
+        end.alias(HEND),
         *values,
         pane_index.alias(_PANE),
         F.when(is_late, F.lit(LATE)).otherwise(F.lit(ON_TIME)).alias(_TIMING),
@@ -188,7 +188,7 @@ def arrival_parts(
         ]
     pane_columns = (F.col(_PANE), F.col(_TIMING))
     return NativeParts(
-        results, F.col(_START), F.col(_END), F.col(_NEW), counters, late, pane_columns
+        results, F.col(HSTART), F.col(HEND), F.col(_NEW), counters, late, pane_columns
     )
 
 
@@ -217,7 +217,7 @@ def _late_copies(
     grid: HoppingGrid,
     rows: DataFrame,
     keys: list[Column],
-    partials: _Partials,
+    partials: Partials,
     x_rel: Column,
     lateness: int,
 ) -> DataFrame:
@@ -228,26 +228,26 @@ def _late_copies(
     n = grid.n
     # the row's windows start at panes r - n + 1 .. r of its block; those ending at or
     # before the watermark (last pane < pane of x) start before x_rel - n + 1
-    high = F.least(F.col(_R), F.coalesce(x_rel - F.lit(n), F.col(_R)))
-    first = grid.first_start(F.col(_B), F.col(_R) - F.lit(n - 1))
+    high = F.least(F.col(HR), F.coalesce(x_rel - F.lit(n), F.col(HR)))
+    first = grid.first_start(F.col(HB), F.col(HR) - F.lit(n - 1))
     copies = rows.where(first <= high).select(
         "*", grid.window_starts(first, high + F.lit(1)).alias(_W)
     )
-    eb, er = grid.normalized(F.col(_B), F.col(_W))
+    eb, er = grid.normalized(F.col(HB), F.col(_W))
     _, end = grid.bounds(eb, er)
     max_ts = F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
-    copies = copies.select("*", eb.alias(_EB), er.alias(_ER)).where(
+    copies = copies.select("*", eb.alias(HEB), er.alias(HER)).where(
         _cleanup_after(max_ts, lateness, F.col(_WM))
     )
-    order = Window.partitionBy(*keys, F.col(_EB), F.col(_ER)).orderBy(
+    order = Window.partitionBy(*keys, F.col(HEB), F.col(HER)).orderBy(
         F.col(ARR), F.col(TS), F.col(TB)
     )
     running = order.rowsBetween(Window.unboundedPreceding, 0)
     rank = F.row_number().over(order) - F.lit(1)
     return copies.select(
         *keys,
-        F.col(_EB),
-        F.col(_ER),
+        F.col(HEB),
+        F.col(HER),
         *[
             c.over(running).alias(f"{x}_late")
             for c, x in zip(partials.expressions(), partials.flat, strict=True)
