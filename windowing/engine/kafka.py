@@ -30,9 +30,10 @@ update; here each window a record creates or updates gets the trigger's ``on_ele
 Kafka's order, so ``OnWindowUpdateTrigger`` emits Kafka's update stream and the default
 ``EventTimeTrigger`` fires a window when the watermark passes its end.
 
-Windows that closed stay in the key's store (as in Kafka's, whose retention is kept long
-enough for every window a later record may need) until no record that can still arrive
-would fetch them.
+Windows that closed stay in the key's store until no record that can still arrive would
+fetch them. Kafka's store retention (``2 * size + grace`` from the latest window start of any
+key of its task) can hide such windows after a jump in stream time; that is not reproduced
+(``docs/semantics.md``, ``tests/unit/test_kafka_store_retention.py``).
 """
 
 from __future__ import annotations
