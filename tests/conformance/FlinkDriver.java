@@ -29,6 +29,9 @@ import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.functions.ReduceFunction;
 import org.apache.flink.api.common.serialization.SerializerConfigImpl;
+import org.apache.flink.api.common.state.KeyedStateStore;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
@@ -90,6 +93,8 @@ import org.apache.flink.util.OutputTag;
  *
  * <p>Output, one line per record, tab separated: {@code <id> R <key> <start> <end> <value>
  * <timestamp>} for a window result, {@code <id> L <element> <timestamp>} for a late element,
+ * {@code <id> S <key> <start> <end> <value> <timestamp>} for a side output of a context function
+ * ({@code fn=*_ctx}, see {@link CtxEmit}),
  * {@code <id> E <message>} when the scenario's pipeline could not be built or failed, and
  * {@code # done <ids>} after the outputs of a finished job. What a window operator throws is
  * caught by the {@link Guard} in front of it and reported for its scenario alone; should a job
@@ -261,6 +266,133 @@ public final class FlinkDriver {
             String body = join(elements);
             String value = prefix.isEmpty() ? body : prefix + "[" + body + "]";
             out.collect("*\t" + windowBounds(ctx.window()) + "\t" + value);
+        }
+    }
+
+    static final ValueStateDescriptor<Long> WINDOW_FIRINGS =
+            new ValueStateDescriptor<>("w", Types.LONG);
+    static final ValueStateDescriptor<Long> KEY_FIRINGS =
+            new ValueStateDescriptor<>("g", Types.LONG);
+    static final ValueStateDescriptor<Long> KEY_CLEARS =
+            new ValueStateDescriptor<>("cl", Types.LONG);
+
+    static long increment(KeyedStateStore store, ValueStateDescriptor<Long> descriptor)
+            throws Exception {
+        ValueState<Long> state = store.getState(descriptor);
+        long count = (state.value() == null ? 0 : state.value()) + 1;
+        state.update(count);
+        return count;
+    }
+
+    static long valueOr0(KeyedStateStore store, ValueStateDescriptor<Long> descriptor)
+            throws Exception {
+        Long v = store.getState(descriptor).value();
+        return v == null ? 0 : v;
+    }
+
+    /**
+     * What the context functions ({@code fn=*_ctx}) do, for keyed and non-keyed windows alike
+     * (tests/conformance/ours.py ContextEmit): each firing counts itself in window state ("w",
+     * "-" for merging windows, where Flink forbids it) and in the key's global state ("g"),
+     * and returns {@code C[e1;e2]#w=..#g=..#wm=..#cl=..} with the watermark ("-" when not
+     * keyed: ProcessAllWindowFunction's context has none) and the key's clear calls so far,
+     * after emitting {@code O[n]#g=..} to the side output. {@code clear} counts itself in
+     * global state, emits {@code X#w=..#cl=..#wm=..} (the window count it clears; key "-":
+     * its context has no key) to the side output, and clears the window state.
+     */
+    static final class CtxLogic implements java.io.Serializable {
+        final boolean merging;
+        final OutputTag<String> side;
+
+        CtxLogic(boolean merging, OutputTag<String> side) {
+            this.merging = merging;
+            this.side = side;
+        }
+
+        String process(
+                String key,
+                Window window,
+                KeyedStateStore windowState,
+                KeyedStateStore globalState,
+                String watermark,
+                Iterable<?> elements,
+                java.util.function.BiConsumer<OutputTag<String>, String> output)
+                throws Exception {
+            int n = 0;
+            for (Object e : elements) {
+                n++;
+            }
+            String w = merging ? "-" : String.valueOf(increment(windowState, WINDOW_FIRINGS));
+            long g = increment(globalState, KEY_FIRINGS);
+            long cl = valueOr0(globalState, KEY_CLEARS);
+            String bounds = key + "\t" + windowBounds(window) + "\t";
+            output.accept(side, bounds + "O[" + n + "]#g=" + g);
+            return bounds + "C[" + join(elements) + "]#w=" + w + "#g=" + g + "#wm=" + watermark
+                    + "#cl=" + cl;
+        }
+
+        void clear(
+                Window window,
+                KeyedStateStore windowState,
+                KeyedStateStore globalState,
+                String watermark,
+                java.util.function.BiConsumer<OutputTag<String>, String> output)
+                throws Exception {
+            String w = "-";
+            if (!merging) {
+                ValueState<Long> state = windowState.getState(WINDOW_FIRINGS);
+                w = fmt(state.value());
+                state.clear();
+            }
+            long cl = increment(globalState, KEY_CLEARS);
+            output.accept(side, "-\t" + windowBounds(window) + "\tX#w=" + w + "#cl=" + cl
+                    + "#wm=" + watermark);
+        }
+    }
+
+    /** Keyed context function (see {@link CtxLogic}). */
+    static final class CtxEmit<I, W extends Window>
+            extends ProcessWindowFunction<I, String, String, W> {
+        private final CtxLogic logic;
+
+        CtxEmit(CtxLogic logic) {
+            this.logic = logic;
+        }
+
+        @Override
+        public void process(String key, Context ctx, Iterable<I> elements, Collector<String> out)
+                throws Exception {
+            out.collect(logic.process(key, ctx.window(), ctx.windowState(), ctx.globalState(),
+                    String.valueOf(ctx.currentWatermark()), elements, ctx::output));
+        }
+
+        @Override
+        public void clear(Context ctx) throws Exception {
+            logic.clear(ctx.window(), ctx.windowState(), ctx.globalState(),
+                    String.valueOf(ctx.currentWatermark()), ctx::output);
+        }
+    }
+
+    /** Non-keyed context function (see {@link CtxLogic}). */
+    static final class CtxEmitAll<I, W extends Window>
+            extends ProcessAllWindowFunction<I, String, W> {
+        private final CtxLogic logic;
+
+        CtxEmitAll(CtxLogic logic) {
+            this.logic = logic;
+        }
+
+        @Override
+        public void process(Context ctx, Iterable<I> elements, Collector<String> out)
+                throws Exception {
+            out.collect(logic.process(
+                    "*", ctx.window(), ctx.windowState(), ctx.globalState(), "-", elements,
+                    ctx::output));
+        }
+
+        @Override
+        public void clear(Context ctx) throws Exception {
+            logic.clear(ctx.window(), ctx.windowState(), ctx.globalState(), "-", ctx::output);
         }
     }
 
@@ -499,6 +631,9 @@ public final class FlinkDriver {
         String fn = s.get("fn");
         OutputTag<Tuple3<String, Long, String>> late =
                 new OutputTag<>("late-" + s.id, ELEMENT_TYPE);
+        OutputTag<String> side = new OutputTag<>("ctx-" + s.id, Types.STRING);
+        CtxLogic ctxLogic = new CtxLogic(
+                assignerSpec.startsWith("session") || assignerSpec.equals("dynsession"), side);
 
         SingleOutputStreamOperator<String> results;
         if (keyed) {
@@ -545,6 +680,16 @@ public final class FlinkDriver {
                 case "apply":
                     results = ws.apply(new Apply(), Types.STRING);
                     break;
+                case "process_ctx":
+                    results = ws.process(new CtxEmit(ctxLogic), Types.STRING);
+                    break;
+                case "reduce_ctx":
+                    results = ws.reduce(new ConcatReduce(), new CtxEmit(ctxLogic), Types.STRING);
+                    break;
+                case "agg_ctx":
+                    results = ws.aggregate(new ConcatAggregate(), new CtxEmit(ctxLogic),
+                            ACC_TYPE, Types.STRING, Types.STRING);
+                    break;
                 default:
                     throw new IllegalArgumentException("fn " + fn);
             }
@@ -590,6 +735,16 @@ public final class FlinkDriver {
                 case "apply":
                     results = ws.apply(new ApplyAll(), Types.STRING);
                     break;
+                case "process_ctx":
+                    results = ws.process(new CtxEmitAll(ctxLogic), Types.STRING);
+                    break;
+                case "reduce_ctx":
+                    results = ws.reduce(new ConcatReduce(), new CtxEmitAll(ctxLogic), Types.STRING);
+                    break;
+                case "agg_ctx":
+                    results = ws.aggregate(new ConcatAggregate(), new CtxEmitAll(ctxLogic),
+                            ACC_TYPE, Types.STRING, Types.STRING);
+                    break;
                 default:
                     throw new IllegalArgumentException("fn " + fn);
             }
@@ -600,6 +755,12 @@ public final class FlinkDriver {
         if (lateTag) {
             results.getSideOutput(late)
                     .process(new Record<Tuple3<String, Long, String>>(s.id + "\tL"))
+                    .returns(Types.STRING)
+                    .sinkTo(new DiscardingSink<>());
+        }
+        if (fn.endsWith("_ctx")) {
+            results.getSideOutput(side)
+                    .process(new Record<String>(s.id + "\tS"))
                     .returns(Types.STRING)
                     .sinkTo(new DiscardingSink<>());
         }

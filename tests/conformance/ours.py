@@ -1,7 +1,9 @@
 """Our side: a scenario replayed through :class:`windowing.testing.WindowOperatorHarness`.
 
 The functions mirror those of ``FlinkDriver.java`` one for one, and outputs are rendered as
-the same tab-separated fields the driver prints, so the two can be compared as multisets.
+the same tab-separated fields the driver prints, so the two can be compared as multisets:
+``R`` results, ``L`` late elements, ``S`` side outputs of the context functions
+(:class:`ContextEmit`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from windowing.assigners import (
 )
 from windowing.count_windows import count_window
 from windowing.evictors import CountEvictor, DeltaEvictor, Evictor, TimeEvictor
-from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
+from windowing.functions import (
+    AggregateFunction,
+    ProcessWindowFunction,
+    ProcessWindowFunctionContext,
+    WindowFunction,
+)
+from windowing.state import KeyedStateStore, ValueStateDescriptor
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers import (
@@ -101,6 +109,57 @@ class Apply(WindowFunction[Any, str, Any, Any]):
         return [f"A[{_join(elements)}]"]
 
 
+WINDOW_FIRINGS = ValueStateDescriptor[int]("w")
+KEY_FIRINGS = ValueStateDescriptor[int]("g")
+KEY_CLEARS = ValueStateDescriptor[int]("cl")
+CONTEXT_TAG = OutputTag("ctx")
+
+
+def _increment(store: KeyedStateStore, descriptor: ValueStateDescriptor[int]) -> int:
+    state = store.get_state(descriptor)
+    count = (state.value() or 0) + 1
+    state.update(count)
+    return count
+
+
+class ContextEmit(ProcessWindowFunction[Any, str, Any, Any]):
+    """Uses the whole context (the ``*_ctx`` functions). Each firing counts itself in window
+    state (``w``, ``-`` for merging windows, where Flink forbids it) and in the key's global
+    state (``g``), and emits ``C[e1;e2]#w=..#g=..#wm=..#cl=..`` with the watermark (``-``
+    when not keyed: Flink's ``ProcessAllWindowFunction`` context has none) and the key's
+    ``clear`` calls so far, plus ``O[n]#g=..`` (``n`` elements) to the side output
+    :data:`CONTEXT_TAG`. ``clear`` counts itself in global state, emits
+    ``X#w=..#cl=..#wm=..`` (the window count it clears) to the side output, and clears the
+    window state."""
+
+    def __init__(self, *, keyed: bool, merging: bool) -> None:
+        self.keyed = keyed
+        self.merging = merging
+
+    def _watermark(self, context: ProcessWindowFunctionContext) -> str:
+        return str(context.current_watermark()) if self.keyed else "-"
+
+    def process(
+        self, key: Any, context: ProcessWindowFunctionContext, elements: Iterable[Any]
+    ) -> Iterable[str]:
+        values = list(elements)
+        w = "-" if self.merging else str(_increment(context.window_state(), WINDOW_FIRINGS))
+        g = _increment(context.global_state(), KEY_FIRINGS)
+        cl = context.global_state().get_state(KEY_CLEARS).value() or 0
+        context.output(CONTEXT_TAG, f"O[{len(values)}]#g={g}")
+        wm = self._watermark(context)
+        return [f"C[{_join(values)}]#w={w}#g={g}#wm={wm}#cl={cl}"]
+
+    def clear(self, context: ProcessWindowFunctionContext) -> None:
+        w = "-"
+        if not self.merging:
+            state = context.window_state().get_state(WINDOW_FIRINGS)
+            w = fmt(state.value())
+            state.clear()
+        cl = _increment(context.global_state(), KEY_CLEARS)
+        context.output(CONTEXT_TAG, f"X#w={w}#cl={cl}#wm={self._watermark(context)}")
+
+
 def num_delta(old: Element, new: Element) -> float:
     return float(new.num - old.num)
 
@@ -176,12 +235,17 @@ def build(s: Scenario, *, slicing: bool | None = None) -> WindowOperatorHarness:
         if s.evictor != "none":
             options["evictor"] = _evictor(s.evictor)
     function: Any = ConcatAggregate() if s.fn.startswith("agg") else concat_reduce
+    merging = s.assigner.startswith(("session", "dynsession"))
     if s.fn == "process":
         function = Emit()
     elif s.fn == "apply":
         function = Apply()
     elif s.fn.endswith("_pwf"):
         options["window_function"] = Emit()
+    elif s.fn == "process_ctx":
+        function = ContextEmit(keyed=s.keyed, merging=merging)
+    elif s.fn.endswith("_ctx"):
+        options["window_function"] = ContextEmit(keyed=s.keyed, merging=merging)
     return WindowOperatorHarness(
         assigner,
         function,
@@ -242,4 +306,8 @@ def run(s: Scenario, *, slicing: bool | None = None, timeout: int = 5) -> Outcom
         lines.append(("R", key, *_bounds(res.window), fmt(res.value), str(res.timestamp)))
     for late in h.extract_late_elements():
         lines.append(("L", fmt(late.value), str(late.timestamp)))
+    for res in h.extract_side_output(CONTEXT_TAG):
+        # Flink's clear() context has no key: its side outputs show "-".
+        key = "-" if res.value.startswith("X") else "*" if res.key is None else str(res.key)
+        lines.append(("S", key, *_bounds(res.window), fmt(res.value), str(res.timestamp)))
     return Outcome(lines=lines)

@@ -20,6 +20,11 @@ MIN_LONG = -(2**63)
 MAX_LONG = 2**63 - 1
 
 FUNCTIONS = ("reduce", "reduce_pwf", "agg", "agg_pwf", "process", "apply")
+# Functions that also use the process function's context (window and global state, the
+# watermark, side outputs, ``clear``); drawn only when asked for (``run.py --functions``),
+# so that the scenarios of a seed stay those recorded with the default draw.
+CONTEXT_FUNCTIONS = ("process_ctx", "reduce_ctx", "agg_ctx")
+FUNCTION_SETS = {"default": FUNCTIONS, "ctx": CONTEXT_FUNCTIONS}
 TAGS = "abcdefghijklmnopqrstuvwxyz"
 MAX_RECORDS = 25
 
@@ -47,7 +52,7 @@ class Scenario:
       (delta ``new.num - old.num``), wrapped in a purging trigger when ``purge``;
     * ``evictor``: ``none``, ``count:N:WHEN``, ``time:MS:WHEN``, ``delta:THRESHOLD:WHEN`` with
       ``WHEN`` ``before`` or ``after``;
-    * ``fn``: one of :data:`FUNCTIONS`.
+    * ``fn``: one of :data:`FUNCTIONS` or :data:`CONTEXT_FUNCTIONS`.
     """
 
     sid: str
@@ -319,8 +324,10 @@ def _avoid_runaway(assigner: str, records: tuple[Record, ...]) -> tuple[Record, 
     return tuple(out)
 
 
-def generate(seed: int, index: int) -> Scenario:
-    """The scenario ``index`` of ``seed`` (the same on every machine and Python version)."""
+def generate(seed: int, index: int, functions: tuple[str, ...] = FUNCTIONS) -> Scenario:
+    """The scenario ``index`` of ``seed`` (the same on every machine and Python version),
+    its function drawn from ``functions`` (the last draw: other choices do not change the
+    rest of the scenario)."""
     rng = random.Random(scenario_id(seed, index))
     keyed = rng.random() < 0.88
     keys = ("x", "y", "z")[: rng.randint(1, 3)]
@@ -347,7 +354,7 @@ def generate(seed: int, index: int) -> Scenario:
         evictor=evictor,
         lateness=lateness,
         late_tag=rng.random() < 0.6,
-        fn=rng.choice(FUNCTIONS),
+        fn=rng.choice(functions),
         records=_avoid_runaway(assigner, records),
     )
 
@@ -386,9 +393,10 @@ def simplifications(s: Scenario) -> Iterator[Scenario]:
         yield dataclasses.replace(s, trigger="default", purge=False)
     if not s.keyed:
         yield dataclasses.replace(s, keyed=True)
-    if s.fn not in ("reduce", "process"):
-        yield dataclasses.replace(s, fn="reduce")
-        yield dataclasses.replace(s, fn="process")
+    simpler = ("process_ctx",) if s.fn in CONTEXT_FUNCTIONS else ("reduce", "process")
+    for fn in simpler:
+        if s.fn not in simpler:
+            yield dataclasses.replace(s, fn=fn)
     for i, r in enumerate(recs):
         if r.num != 1:
             yield dataclasses.replace(s, records=_put(recs, i, dataclasses.replace(r, num=1)))
