@@ -147,9 +147,6 @@ class _Run:
         self.wm = op.watermark
         self.added = False
 
-    def _window(self, start: int) -> TimeWindow:
-        return self.sliding.window_at(start)
-
     # ------------------------------------------------------------------ Kafka's passes
     def process_reverse(self) -> None:
         size, ts, store = self.sliding.size, self.ts, self.store
@@ -229,7 +226,7 @@ class _Run:
     def update(self, start: int) -> None:
         """Kafka's ``updateWindowAndForward`` of a stored window: add the record unless the
         window is closed."""
-        window = self._window(start)
+        window = self.sliding.window_at(start)
         if self.sliding._closed(window, self.wm):
             return
         store = self.store
@@ -239,7 +236,7 @@ class _Run:
     def create(self, start: int, seed: Any, max_ts: int, *, update: bool) -> None:
         """A new window: ``seed`` (a copy of another window's aggregate, or nothing), plus the
         record when ``update`` (Kafka puts a right window without the closed-window check)."""
-        window = self._window(start)
+        window = self.sliding.window_at(start)
         if update and self.sliding._closed(window, self.wm):
             return
         store = self.store
