@@ -194,13 +194,15 @@ def test_global_windows_fold_apply_and_reduce_with_window_function(
     )
     folded = stream.fold(
         "", lambda acc, r: acc + r.page[0], output_schema="letters string"
-    )  # GlobalWindow: null window bounds; max_timestamp out of timestamp range -> null
+    )  # GlobalWindow: null window bounds; max_timestamp (the end of time) clamped
     applied = stream.apply(Labels(), output_schema="label string, start int")
     with_wf = stream.reduce(lambda a, b: b, window_function=LastPage(), output_schema="page string")
     with folded, applied, with_wf:
         f = folded.results.collect()
         assert sorted(r.letters for r in f) == ["ch", "hh", "hh", "hh"]
-        assert {(r.window_start, r.window_end, r.max_timestamp) for r in f} == {(None, None, None)}
+        last = "9999-12-31T23:59:59.999999"  # Spark's last instant
+        bounds = {(r.window_start, r.window_end, r.max_timestamp.isoformat()) for r in f}
+        assert bounds == {(None, None, last)}
         assert folded.collect_metrics().num_windows_left_at_end == 1  # bob's cart click
         assert len(applied.results.collect()) == 8
         assert [r.page for r in with_wf.results.collect()] == ["home"] * 4
@@ -446,3 +448,51 @@ def test_explain_names_runtime_columnar_path_and_strategy(
     assert live.plan.runtime.startswith("streaming: transformWithStateInPandas over 128")
     assert live.plan.operator.strategy is Strategy.ALIGNED
     assert not live.plan.operator.direct_result
+
+
+MIN_LONG, MAX_LONG = -(2**63), 2**63 - 1
+
+
+@pytest.mark.parametrize("function", ["agg", "reduce"], ids=["native", "operator"])
+def test_window_bounds_beyond_the_column_type_are_clamped_not_null(
+    spark: SparkSession, function: str
+) -> None:
+    """A window reaching past the ends of ``long`` (bigint event times) or of Spark's
+    timestamps (years 1 to 9999) has its bounds clamped to the column type's range, never
+    null: in the native plans and in the operator's replay."""
+
+    def results(df: DataFrame, assigner: Any) -> list[tuple[Any, ...]]:
+        stream = WindowedStream.from_dataframe(df, event_time="ts").key_by("k").window(assigner)
+        out = (
+            stream.agg(F.sum("v").alias("v"))
+            if function == "agg"
+            else stream.reduce(lambda a, b: Row(k=a.k, ts=a.ts, v=a.v + b.v))
+        )
+        times = [F.col(c).cast("string") for c in ("window_start", "window_end", "max_timestamp")]
+        rows = out.results.select(*times, "v").collect()  # text: the session's time zone, UTC
+        return sorted((tuple(r) for r in rows), key=repr)
+
+    longs = spark.createDataFrame(
+        [("a", MIN_LONG + 5, 1), ("a", MAX_LONG - 5, 2), ("b", 0, 3)], "k string, ts bigint, v long"
+    )
+    assert results(longs, TumblingEventTimeWindows(10)) == sorted(
+        [
+            (str(MIN_LONG), str(MIN_LONG + 8), str(MIN_LONG + 7), 1),  # starts below -2**63
+            (str(MAX_LONG - 7), str(MAX_LONG), str(MAX_LONG), 2),  # ends past 2**63 - 1
+            ("0", "10", "9", 3),
+        ],
+        key=repr,
+    )
+    times = spark.createDataFrame(
+        [("a", "0001-01-01 00:00:00.001", 1), ("a", "9999-12-31 23:59:59.999", 2)],
+        "k string, ts string, v long",
+    ).withColumn("ts", F.to_timestamp("ts"))
+    day = TumblingEventTimeWindows("1 day", offset="12 hours")
+    last = "9999-12-31 23:59:59.999999"  # Spark's last instant
+    assert results(times, day) == sorted(
+        [
+            ("0001-01-01 00:00:00", "0001-01-01 12:00:00", "0001-01-01 11:59:59.999", 1),
+            ("9999-12-31 12:00:00", last, last, 2),
+        ],
+        key=repr,
+    )

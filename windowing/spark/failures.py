@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from windowing.engine.notes import END_OF_INPUT_NOTE
 from windowing.errors import DeadLetter, ErrorPhase
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
     "DEAD_LETTER_COLUMNS",
@@ -37,8 +38,6 @@ DEAD_LETTER_COLUMNS = ("error_phase", "error_class", "error_message", "window_st
 
 #: How to see row values in error notes.
 SHOW_VALUES_HINT = "row values hidden; on_error(..., show_values=True) shows them"
-
-_INT64_MAX = 2**63 - 1
 
 
 def _describe(value: Any, show_values: bool) -> str:
@@ -138,16 +137,21 @@ def failing_window(records: Sequence[Any], values: Sequence[Any], arrow_type: pa
 
 
 def window_bounds(window: Any) -> tuple[int | None, int | None]:
-    """A window's start and end in int64 ms (``None`` for a window without them, or beyond
-    the int64 range)."""
+    """A window's start and end in int64 ms (``None`` for a window without them).
+
+    Bounds beyond the int64 range are clamped to it: a start below ``MIN_TIMESTAMP`` (the
+    assigner keeps its true value) is ``MIN_TIMESTAMP``, an end past ``MAX_TIMESTAMP`` (the
+    operator's ``MAX_TIMESTAMP + 1``) is ``MAX_TIMESTAMP``, as Flink's window end saturates at
+    ``Long.MAX_VALUE`` (``docs/failures.md``, "The ends of time")."""
     start = getattr(window, "start", None)
     end = getattr(window, "end", None)
     if not (isinstance(start, int) and isinstance(end, int)):
         return None, None
-    return (
-        start if -_INT64_MAX - 1 <= start <= _INT64_MAX else None,
-        end if -_INT64_MAX - 1 <= end <= _INT64_MAX else None,
-    )
+    return _in_long(start), _in_long(end)
+
+
+def _in_long(ms: int) -> int:
+    return min(max(ms, MIN_TIMESTAMP), MAX_TIMESTAMP)
 
 
 @dataclass

@@ -51,7 +51,7 @@ from windowing.spark.schema import (
     make_row_encoder,
 )
 from windowing.spark.side_outputs import no_side_output
-from windowing.time import MIN_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
     "LATE_COLUMNS",
@@ -92,9 +92,12 @@ _DMSG = "__pw_dmsg"
 _RESULT, _LATE, _METRICS, _SIDE = 0, 1, 2, 3
 _DEAD = 120  # dead letters (after the last side output)
 
-# Epoch milliseconds representable as a Spark timestamp (years 1 to 9999).
+# Epoch milliseconds representable as a Spark timestamp (years 1 to 9999), and the first and
+# last instants of that range in microseconds (the bounds window bounds are clamped to).
 _SPARK_MIN_MS = -62_135_596_800_000
 _SPARK_MAX_MS = 253_402_300_799_999
+_SPARK_MIN_US = _SPARK_MIN_MS * 1_000
+_SPARK_MAX_US = 253_402_300_799_999_999
 
 
 # The metrics row's counters and gauges (COUNTER_NAMES order) in one array column: one column
@@ -120,14 +123,36 @@ def counter_sql(name: str) -> str:
     return f"{_COUNTERS}[{COUNTER_NAMES.index(name)}]"
 
 
-def ms_to_time(column: Column, kind: str) -> Column:
-    """Epoch milliseconds as a ``timestamp`` (``kind == "timestamp"``; null outside Spark's
-    range) or unchanged ``bigint``."""
-    if kind == "timestamp":
-        return F.when(
-            column.between(_SPARK_MIN_MS, _SPARK_MAX_MS), F.timestamp_millis(column)
-        ).otherwise(F.lit(None).cast(TimestampType()))
-    return column
+def ms_to_time(column: Column, kind: str, *, clamp: bool = False) -> Column:
+    """Epoch milliseconds as a ``timestamp`` (``kind == "timestamp"``) or unchanged ``bigint``.
+
+    A time outside Spark's timestamps (years 1 to 9999) is null, or with ``clamp`` (window
+    bounds) the first or last instant Spark holds, as the window operator clamps a window end
+    past the end of ``long`` (``docs/failures.md``, "The ends of time")."""
+    if kind != "timestamp":
+        return column
+    if clamp:
+        return (
+            F.when(column < F.lit(_SPARK_MIN_MS), F.timestamp_micros(F.lit(_SPARK_MIN_US)))
+            .when(column > F.lit(_SPARK_MAX_MS), F.timestamp_micros(F.lit(_SPARK_MAX_US)))
+            .otherwise(F.timestamp_millis(column))
+        )
+    return F.when(
+        column.between(_SPARK_MIN_MS, _SPARK_MAX_MS), F.timestamp_millis(column)
+    ).otherwise(F.lit(None).cast(TimestampType()))
+
+
+def bound_sql(name: str, alias: str | None = None, *, kind: str) -> str:
+    """:func:`ms_to_time` of the window bound or max timestamp in column ``name`` (clamped)
+    as SQL text (``AS alias`` when given): one call to the JVM for a whole projection."""
+    as_alias = "" if alias is None else f" AS {alias}"
+    if kind != "timestamp":
+        return f"{name}{as_alias}"
+    return (
+        f"CASE WHEN {name} < {_SPARK_MIN_MS} THEN timestamp_micros({_SPARK_MIN_US}) "
+        f"WHEN {name} > {_SPARK_MAX_MS} THEN timestamp_micros({_SPARK_MAX_US}) "
+        f"ELSE timestamp_millis({name}) END{as_alias}"
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,18 +286,10 @@ class OutputLayout:
         )
 
     # -- driver side: split the output -----------------------------------------------------
-    def time_sql(self, name: str, alias: str | None = None) -> str:
-        """:func:`ms_to_time` as SQL text (``AS alias`` when given)."""
-        as_alias = "" if alias is None else f" AS {alias}"
-        if self.ts_kind != "timestamp":
-            return f"{name}{as_alias}"
-        within = f"{name} BETWEEN {_SPARK_MIN_MS} AND {_SPARK_MAX_MS}"
-        return f"CASE WHEN {within} THEN timestamp_millis({name}) END{as_alias}"
-
     def _windowed(
         self, df: DataFrame, kind: int, cols: list[str], fields: StructType, struct: str | None
     ) -> DataFrame:
-        time = self.time_sql
+        time = functools.partial(bound_sql, kind=self.ts_kind)
         values = [f"{c} AS {_quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)]
         keys = [_quoted(k) for k in self.keys]
         # SQL text: one call to the JVM for the whole projection
@@ -349,8 +366,8 @@ class OutputLayout:
             f"{_LREASON} AS {phase}",
             f"{_DCLASS} AS {error_class}",
             f"{_DMSG} AS {message}",
-            layout.time_sql(_WS, start),
-            layout.time_sql(_WE, end),
+            bound_sql(_WS, start, kind=layout.ts_kind),
+            bound_sql(_WE, end, kind=layout.ts_kind),
         )
 
     def select_side_output(self, df: DataFrame, tag: OutputTag) -> DataFrame:
@@ -666,10 +683,21 @@ class SqlBranches:
     ) -> list[Column]:
         """The columns of result rows: the key columns (by name), window start, end and max
         timestamp in ms, the output fields' ``values``, and with pane info the ``pane``
-        (index, timing name)."""
+        (index, timing name).
+
+        The native plans' windows all have bounds: a null start is one below
+        ``MIN_TIMESTAMP``, a null end one past ``MAX_TIMESTAMP``; both are clamped to the ends
+        of ``long`` here, as :func:`~windowing.spark.failures.window_bounds` clamps the
+        operator's."""
         ws, we, mt = bounds
         named: dict[str, Column | str] = {k: col(k) for k in self.layout.keys}
-        named.update({_WS: ws, _WE: we, _MT: mt})
+        named.update(
+            {
+                _WS: F.coalesce(ws, F.lit(MIN_TIMESTAMP).cast("long")),
+                _WE: F.coalesce(we, F.lit(MAX_TIMESTAMP).cast("long")),
+                _MT: mt,
+            }
+        )
         if self.layout.pane_info:
             assert pane is not None, "a native plan with pane info gives each result its pane"
             named.update({_PI: pane[0], _PT: pane[1]})
