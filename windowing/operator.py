@@ -46,7 +46,7 @@ from windowing.engine.encoding import (
     MAGIC,
     decode_snapshot,
     encode_snapshot,
-    require_unauthenticated_allowed,
+    legacy_pickle_allowed,
 )
 from windowing.engine.evaluation import WindowEvaluator
 from windowing.engine.generic import GenericStrategy
@@ -558,20 +558,25 @@ class WindowOperator:
             return list(live)
         return sorted(ks.contents, key=_window_sort_key)
 
-    def snapshot(self) -> bytes:
+    def snapshot(self, *, trusted: bool = False) -> bytes:
         """All key states and the clocks, as bytes (outputs are not included), in the
-        versioned state encoding (:mod:`windowing.engine.encoding`): plain data plus the
-        cloudpickled user objects (contents, state values, keys)."""
-        return encode_snapshot(self.watermark, self.processing_time, self.backend.items())
+        versioned state encoding (:mod:`windowing.engine.encoding`): plain data, signed with
+        the state key if one is set. User objects (a user's accumulator class, ...) need the
+        key, the opt-in ``WINDOWING_TRUST_UNSIGNED_STATE=1``, or ``trusted`` (a snapshot this
+        process reads back itself)."""
+        return encode_snapshot(
+            self.watermark, self.processing_time, self.backend.items(), trusted=trusted
+        )
 
-    def restore(self, data: bytes) -> None:
-        """Load a :meth:`snapshot` into this (fresh) operator, replacing its state. Snapshots
-        of earlier versions (pickles, without the format header) still load, with a
+    def restore(self, data: bytes, *, trusted: bool = False) -> None:
+        """Load a :meth:`snapshot` into this (fresh) operator, replacing its state; ``trusted``
+        unpickles the user objects of an unsigned snapshot. Snapshots of earlier versions
+        (pickles, without the format header) still load under the opt-in, with a
         ``DeprecationWarning``."""
         if bytes(data[:4]) == MAGIC:
-            watermark, processing_time, states = decode_snapshot(data)
+            watermark, processing_time, states = decode_snapshot(data, trusted=trusted)
         else:
-            watermark, processing_time, states = _legacy_snapshot(data)
+            watermark, processing_time, states = _legacy_snapshot(data, trusted=trusted)
         for key, _ in list(self.backend.items()):
             self.backend.remove(key)
         self.scheduler.clear()
@@ -677,9 +682,10 @@ def _window_sort_key(window: Any) -> tuple[int, int, str]:
     return (MAX_TIMESTAMP, MAX_TIMESTAMP, repr(window))
 
 
-def _legacy_snapshot(data: bytes) -> tuple[int, int, list[tuple[Any, KeyState]]]:
+def _legacy_snapshot(data: bytes, *, trusted: bool) -> tuple[int, int, list[tuple[Any, KeyState]]]:
     """A snapshot of version 0.1 (a cloudpickled dict)."""
-    require_unauthenticated_allowed("a pickled snapshot of an earlier version")
+    if not trusted:
+        legacy_pickle_allowed("a pickled snapshot of an earlier version")
     try:
         payload = cloudpickle.loads(data)
     except Exception as exc:

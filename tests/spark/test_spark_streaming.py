@@ -1224,6 +1224,31 @@ def call_processor(
     return sorted(results)
 
 
+def group_scope() -> Any:
+    """Where the processor's key group 0 state belongs outside a Spark task (no query)."""
+    from windowing.spark.checkpoint import StateOwner
+
+    return StateOwner().scope(0)
+
+
+def legacy_value(plain: Any, users: list[Any]) -> bytes:
+    """A state value as versions before format 3 wrote it: format 2, the plain part naming
+    the user objects by index, signed with the state key without a scope."""
+    import hashlib
+    import hmac
+    import pickle
+
+    from windowing.engine import encoding
+
+    payload = pickle.dumps((plain, pickle.dumps(users, protocol=5)), protocol=5)
+    header = encoding.MAGIC + bytes((2,))
+    key = encoding.state_key()
+    assert key is not None
+    return (
+        header + bytes((32,)) + hmac.new(key, header + payload, hashlib.sha256).digest() + payload
+    )
+
+
 def stored_key_states(handle: _FakeHandle) -> dict[Any, Any]:
     """The key states in the fake handle's key group value: each key run by the operator's
     own state, and for the keys in the group's columnar windows, those windows (one
@@ -1233,10 +1258,11 @@ def stored_key_states(handle: _FakeHandle) -> dict[Any, Any]:
     assert handle.state.value is not None
     data = handle.state.value[0]
     assert data[:4] == b"PWST"  # the versioned encoding, not a pickle
-    version, key_groups, timer, entries, windows = checkpoint.decode_group(data)
-    assert (version, key_groups) == (checkpoint.STATE_VERSION, 128)
+    scope = group_scope()
+    version, key_groups, timer, entries, windows, job = checkpoint.decode_group(data, scope)
+    assert (version, key_groups) == (checkpoint.STATE_VERSION, 128) and job is not None
     assert handle.timers == ({timer} if timer is not None else set())
-    states = {k: checkpoint.decode_entry(e[2]) for k, e in entries.items()}
+    states = {k: checkpoint.decode_entry(e[2], scope) for k, e in entries.items()}
     if windows is not None:
         in_columns = set(windows.rows.column("user").to_pylist())
         assert not in_columns & set(states), "a key in both forms"
@@ -1271,34 +1297,39 @@ def test_a_key_returns_to_columns_after_an_operator_call(
 def test_checkpoints_of_the_pickled_layout_still_load(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A key group's state written by the previous layout (3: a pickle, key states pickled)
-    continues as it would have; the next write is the versioned encoding."""
+    """A key group's state written by layout 3 (a pickle, key states pickled) continues as it
+    would have under the opt-in (a pickle names internal classes: only a full unpickler reads
+    it); the next write is the versioned encoding."""
     import pickle
 
+    from windowing.engine import encoding
     from windowing.spark import checkpoint
 
     processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.reduce(add))
     call = functools.partial(call_processor, processor)
     assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
-    version, key_groups, timer, entries, windows = checkpoint.decode_group(handle.state.value[0])
-    assert version == checkpoint.STATE_VERSION
+    scope = group_scope()
+    _, key_groups, timer, entries, windows, _ = checkpoint.decode_group(
+        handle.state.value[0], scope
+    )
     legacy_entries = {
-        k: (key, due, pickle.dumps(checkpoint.decode_entry(blob)), clock)
+        k: (key, due, pickle.dumps(checkpoint.decode_entry(blob, scope)), clock)
         for k, (key, due, blob, clock, *_) in entries.items()
     }
     handle.state.value = (pickle.dumps((3, key_groups, timer, legacy_entries, windows)),)
-    # A pickle cannot be authenticated: refused while a state key is set, loaded (with a
-    # warning) without one.
-    from windowing.engine import encoding
-
+    # A pickle cannot be authenticated: refused while a state key is set; without one, only
+    # under the opt-in.
     with pytest.raises(encoding.StateAuthenticationError, match="layout 2 or 3"):
         call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
     monkeypatch.delenv(encoding.STATE_KEY_ENV)
-    monkeypatch.setattr(encoding, "_warned", False)
-    with pytest.warns(encoding.UnauthenticatedStateWarning):
-        got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
+    with pytest.raises(encoding.UntrustedStateError, match=f"layout 2 or 3.*{encoding.TRUST_ENV}"):
+        call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
+    monkeypatch.setenv(encoding.TRUST_ENV, "1")
+    got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
     assert got == [("a", T0, (1 * 31 + 3) % 1_000_003)]
     assert handle.state.value[0][:4] == b"PWST"
+    monkeypatch.delenv(encoding.TRUST_ENV)
+    assert handle.state.value[0][5] == 0  # unsigned plain data: loads without the opt-in
     assert set(stored_key_states(handle)) == {"b"}
 
 
@@ -1462,7 +1493,10 @@ def test_bigint_event_times_at_the_ends_of_long_stream_as_they_replay(
     assert sorted(streamed["results"], key=repr) == [
         r for r in replayed["results"] if r not in open_at_end
     ]
-    assert any(r[4] == -(2**63) + 5 for r in streamed["results"])  # the window at the start
+    # the window at the start of time starts below -2**63: its start is clamped, never null
+    assert [r[1] for r in streamed["results"] if r[4] == -(2**63) + 5] == [-(2**63)]
+    # the window at the end ends past 2**63 - 1: its end is clamped (replay: end of input)
+    assert [r[2] for r in open_at_end] == [2**63 - 1]
     # the same rows are late; the watermark that made them late is Spark's limit in streaming
     assert [r[:-2] + r[-1:] for r in streamed["late"]] == [
         r[:-2] + r[-1:] for r in replayed["late"]
@@ -1523,6 +1557,7 @@ def test_timestamps_of_any_year_stream_as_they_replay(spark: SparkSession, tmp_p
     replayed = {"results": as_text(result.results), "late": as_text(result.get_side_output(LATE))}
     open_at_end = [r for r in replayed["results"] if '"window_start":"9999-12-31' in r]
     assert len(open_at_end) == 1
+    assert '"window_end":"9999-12-31T23:59:59.999' in open_at_end[0]  # clamped, not null
     assert streamed["results"] == [r for r in replayed["results"] if r not in open_at_end]
     assert streamed["late"] == replayed["late"] and len(streamed["late"]) == 1
     assert any('"born":"0001-01-01' in r for r in streamed["results"])
@@ -1534,23 +1569,24 @@ def test_checkpoints_without_window_counts_still_load(
 ) -> None:
     """A key group's state of layout 4 (no open-window count per key) continues as it would
     have; its keys are counted once, at the next write (layout 5)."""
-    from windowing.engine.encoding import StateWriter
     from windowing.spark import checkpoint
 
     processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.reduce(add))
     call = functools.partial(call_processor, processor)
     assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
-    _, key_groups, timer, entries, _ = checkpoint.decode_group(handle.state.value[0])
+    scope = group_scope()
+    _, key_groups, timer, entries, _, _ = checkpoint.decode_group(handle.state.value[0], scope)
     assert {k: e[4] for k, e in entries.items()} == {"a": 1, "b": 1}
-    writer = StateWriter()
-    items = [
-        (writer.value(k), writer.value(key), due, blob, clock)
-        for k, (key, due, blob, clock, *_) in entries.items()
-    ]
-    handle.state.value = (writer.finish(("group", 4, key_groups, timer, items, None)),)
+    users: list[Any] = []
+    items = []
+    for k, (key, due, blob, clock, *_) in entries.items():
+        users += [k, key]
+        items.append((len(users) - 2, len(users) - 1, due, blob, clock))
+    plain = ("group", 4, key_groups, timer, items, None)
+    handle.state.value = (legacy_value(plain, users),)
     got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
     assert got == [("a", T0, (1 * 31 + 3) % 1_000_003)]
-    version, _, _, entries, _ = checkpoint.decode_group(handle.state.value[0])
+    version, _, _, entries, _, _ = checkpoint.decode_group(handle.state.value[0], scope)
     assert version == checkpoint.STATE_VERSION
     assert {k: e[4] for k, e in entries.items()} == {"b": 1}
 
@@ -1596,21 +1632,21 @@ def test_checkpoints_of_layout_6_with_columnar_windows_still_load(
 ) -> None:
     """A key group's state of layout 6 (columnar windows of tumbling windows only, encoded
     without a kind) continues as it would have, and is rewritten in the current layout."""
-    from windowing.engine.encoding import StateWriter, open_state
+    from windowing.engine.encoding import open_state
     from windowing.spark import checkpoint
 
     processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.sum("amount"))
     call = functools.partial(call_processor, processor)
     assert call(0, [("a", 1, T0), ("b", 2, T0 + SIZE), ("a", 3, T0 + 5)]) == []
-    plain, _ = open_state(handle.state.value[0])
-    _, _, key_groups, timer, items, windows = plain
+    scope = group_scope()
+    plain, _ = open_state(handle.state.value[0], scope)
+    _, _, key_groups, timer, items, windows, _ = plain
     assert windows is not None and items == []  # every key on columns
-    layout_6_windows = open_state(windows)[0]
+    layout_6_windows = open_state(windows, scope)[0]
     assert len(layout_6_windows) == 4  # ("open", starts, rows, fired watermark): no kind
-    writer = StateWriter()
-    handle.state.value = (writer.finish(("group", 6, key_groups, timer, [], windows)),)
+    handle.state.value = (legacy_value(("group", 6, key_groups, timer, [], windows), []),)
     got = call(T0 + SIZE + 1 + SHIFT, [("b", 5, T0 + SIZE + 7)])
     assert got == [("a", T0, 4)]
-    version, _, _, _, again = checkpoint.decode_group(handle.state.value[0])
-    assert version == checkpoint.STATE_VERSION == 7
+    version, _, _, _, again, _ = checkpoint.decode_group(handle.state.value[0], scope)
+    assert version == checkpoint.STATE_VERSION == 8
     assert again is not None and again.kind == "tumbling"

@@ -1,23 +1,28 @@
 """The versioned state encoding (``windowing.engine.encoding``).
 
-``tests/fixtures/state/format1-*.bin`` (unsigned) and ``format2-*.bin`` (signed with the test
-suite's state key, ``tests/conftest.py``) are snapshots taken mid-way through the scenarios
-below. Restoring one and running the rest of its scenario must give exactly what a run that
-never stopped gives: a later change must keep these files loading (or bump the format with a
-clear error). Regenerate the current format's files only when adding a scenario:
+``tests/fixtures/state/format1-*.bin`` (unsigned), ``format2-*.bin`` and ``format3-*.bin``
+(signed with the test suite's state key, ``tests/conftest.py``) are snapshots taken mid-way
+through the scenarios below. Restoring one and running the rest of its scenario must give
+exactly what a run that never stopped gives: a later change must keep these files loading (or
+bump the format with a clear error). Regenerate the current format's files only when adding a
+scenario:
 
     .venv/bin/python -m tests.unit.test_state_encoding
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 import pickle
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from windowing import MAX_TIMESTAMP, OutputTag
 from windowing.assigners import (
@@ -33,17 +38,23 @@ from windowing.engine.encoding import (
     FORMAT,
     MAGIC,
     STATE_KEY_ENV,
+    TRUST_ENV,
     StateAuthenticationError,
+    StateCorruptError,
     StateFormatError,
-    UnauthenticatedStateWarning,
+    StateScope,
+    UntrustedStateError,
     decode_key_state,
+    decode_snapshot,
     encode_key_state,
 )
+from windowing.engine.keystate import KeyState
 from windowing.evictors import CountEvictor
 from windowing.functions import AggregateFunction, ProcessWindowFunction, ReduceFunction
 from windowing.state import ValueStateDescriptor
 from windowing.testing import WindowOperatorHarness
 from windowing.triggers import ContinuousEventTimeTrigger, CountTrigger
+from windowing.windows import TimeWindow
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "state"
 LATE = OutputTag("late")
@@ -159,12 +170,12 @@ def _cut(script: list[tuple[str, Any, Any]]) -> int:
 
 @pytest.fixture
 def no_state_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No state key, and the once-per-process warning not given yet."""
+    """No state key (state is checksummed, not signed) and no opt-in."""
     monkeypatch.delenv(STATE_KEY_ENV)
-    monkeypatch.setattr(encoding, "_warned", False)
+    monkeypatch.delenv(TRUST_ENV, raising=False)
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_fixtures_restore_and_continue_as_an_uninterrupted_run(
     name: str, version: int, monkeypatch: pytest.MonkeyPatch
@@ -180,16 +191,14 @@ def test_fixtures_restore_and_continue_as_an_uninterrupted_run(
     data = (FIXTURES / f"format{version}-{name}.bin").read_bytes()
     assert data[:4] == MAGIC and data[4] == version
     restored = SCENARIOS[name]()
-    if version == 1:  # unsigned: loads only without a key, with a warning
+    if version == 1:  # unsigned: refused with a key; plain values load without one, quietly
         with pytest.raises(StateAuthenticationError, match="not authenticated"):
-            restored.restore(data)
+            restored.operator.restore(data)
         monkeypatch.delenv(STATE_KEY_ENV)
-        monkeypatch.setattr(encoding, "_warned", False)
-        with pytest.warns(UnauthenticatedStateWarning, match=STATE_KEY_ENV):
-            restored.restore(data)
+        restored.operator.restore(data)  # warnings are errors in the tests: none is given
     else:
-        assert data[5] == 32  # signed
-        restored.restore(data)
+        assert data[5] == (32 if version == 2 else 1)  # signed
+        restored.operator.restore(data)
     assert restored.metrics == type(restored.metrics)()  # metrics are not state
     _drive(restored, script[cut:])
     outputs, late, _ = _observed(restored)
@@ -212,76 +221,94 @@ def test_snapshot_of_this_version_equals_the_fixture_state(name: str) -> None:
     assert fresh.num_processing_time_timers() == h.num_processing_time_timers()
 
 
-def test_the_plain_part_never_runs_code(tmp_path: Path) -> None:
-    """A tampered state naming a callable is refused before anything is called."""
+class Boom:
+    """An object whose unpickling would create ``marker``: proof of code run from state."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (self.marker,))
+
+
+def _forged(plain: Any, *, flags: int, scope: StateScope = encoding.NO_SCOPE) -> bytes:
+    """A format 3 value with a valid tag for ``scope`` (the key's HMAC if one is set, else
+    the checksum): what whoever can write the checkpoint (and knows the key) could write."""
+    payload = pickle.dumps(plain, protocol=5)
+    header = MAGIC + bytes((FORMAT, flags))
+    return header + encoding._tag(encoding.state_key(), scope, header, payload) + payload
+
+
+def test_unsigned_state_never_runs_code(tmp_path: Path, no_state_key: None) -> None:
+    """Unsigned state naming a callable is refused before anything is called, even with a
+    valid checksum and the user-objects flag cleared; so is a format 2 plain part."""
     marker = tmp_path / "ran"
-
-    class Boom:
-        def __reduce__(self) -> tuple[Any, ...]:
-            return (Path.touch, (marker,))
-
-    payload = pickle.dumps((Boom(), pickle.dumps([])))
-    header = MAGIC + bytes((FORMAT,))
-    key = os.environ[STATE_KEY_ENV].encode()
-    tag = encoding.hmac.new(key, header + payload, "sha256").digest()  # even correctly signed
-    crafted = header + bytes((len(tag),)) + tag + payload
+    crafted = _forged(("snapshot", 0, 0, [("k", Boom(marker))]), flags=0)
+    with pytest.raises(UntrustedStateError, match=r"pathlib\.Path\.touch.*WINDOWING_STATE_KEY"):
+        decode_snapshot(crafted)
+    flagged = _forged(("snapshot", 0, 0, [("k", Boom(marker))]), flags=2)
+    with pytest.raises(UntrustedStateError, match="user objects"):
+        decode_snapshot(flagged)
+    legacy = MAGIC + bytes((2, 0)) + pickle.dumps((Boom(marker), pickle.dumps([])))
     with pytest.raises(StateFormatError, match="holds no objects"):
-        decode_key_state(crafted)
+        decode_key_state(legacy)
+    legacy_users = MAGIC + bytes((2, 0)) + pickle.dumps(((), pickle.dumps([Boom(marker)])))
+    with pytest.raises(UntrustedStateError, match=r"pathlib\.Path\.touch"):
+        decode_key_state(legacy_users)
     assert not marker.exists()
 
 
-def test_tampered_user_objects_are_refused_before_unpickling(tmp_path: Path) -> None:
-    """With a state key, user objects that the key does not authenticate are never unpickled:
-    a tampered snapshot whose user part would run code raises a clear error instead."""
+def test_tampered_signed_state_is_refused_before_unpickling(tmp_path: Path) -> None:
+    """With a state key, state the key does not authenticate is never unpickled: a changed
+    payload or a flipped bit raises a clear error instead."""
     marker = tmp_path / "ran"
-
-    class Boom:
-        def __reduce__(self) -> tuple[Any, ...]:
-            return (Path.touch, (marker,))
-
-    h = SCENARIOS["tumbling-process-state"]()
-    _drive(h, _events(1)[:20])
-    good = h.snapshot()
-    assert good[5] == 32
-    plain, _ = pickle.loads(good[6 + 32 :])
-    evil = good[: 6 + 32] + pickle.dumps((plain, pickle.dumps([Boom()] * 50)), protocol=5)
+    op = SCENARIOS["tumbling-process-state"]().operator
+    good = op.snapshot()
+    assert good[5] == 1  # signed
+    evil = good[: 6 + 32] + pickle.dumps(("snapshot", 0, 0, [("k", Boom(marker))]), protocol=5)
     with pytest.raises(StateAuthenticationError, match="tampered"):
-        SCENARIOS["tumbling-process-state"]().restore(evil)
+        decode_snapshot(evil)
     flipped = good[:-3] + bytes((good[-3] ^ 1,)) + good[-2:]
     with pytest.raises(StateAuthenticationError, match="tampered"):
-        SCENARIOS["tumbling-process-state"]().restore(flipped)
+        decode_snapshot(flipped)
     assert not marker.exists()
 
 
-def test_state_of_another_key_or_none_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    h = SCENARIOS["kip450-kafka"]()
-    _drive(h, _events(2)[:30])
-    signed = h.snapshot()
-    monkeypatch.setenv(STATE_KEY_ENV, "another key")
-    with pytest.raises(StateAuthenticationError, match="another key"):
-        SCENARIOS["kip450-kafka"]().restore(signed)
-    monkeypatch.delenv(STATE_KEY_ENV)
-    unsigned = h.snapshot()
-    assert unsigned[5] == 0
-    monkeypatch.setenv(STATE_KEY_ENV, "the test suite's state key")
-    with pytest.raises(StateAuthenticationError, match="written without one"):
-        SCENARIOS["kip450-kafka"]().restore(unsigned)
+@pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])
+def test_a_value_moved_to_another_key_group_or_query_is_refused(
+    signed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tag covers where a value belongs: a key group's value copied into another key
+    group, or into another query's checkpoint, is refused, naming where it was found."""
+    if not signed:
+        monkeypatch.delenv(STATE_KEY_ENV)
+    ks = KeyState()
+    ks.contents[TimeWindow(0, 10)] = 42
+    data = encode_key_state(ks, StateScope("query-a", 3, "key group 3"))
+    assert decode_key_state(data, StateScope("query-a", 3, "key group 3")).contents == {
+        TimeWindow(0, 10): 42
+    }
+    error = StateAuthenticationError if signed else StateCorruptError
+    for elsewhere in (StateScope("query-a", 4, "key group 4"), StateScope("query-b", 3, "kg 3")):
+        with pytest.raises(error, match=rf"{elsewhere.where}.*(another query or key group)"):
+            decode_key_state(data, elsewhere)
 
 
-def test_without_a_key_state_loads_with_one_warning(no_state_key: None) -> None:
-    h = SCENARIOS["hopping-panes"]()
-    _drive(h, _events(3)[:30])
-    data = h.snapshot()
-    with pytest.warns(UnauthenticatedStateWarning, match="run code"):
-        SCENARIOS["hopping-panes"]().restore(data)
-    restored = SCENARIOS["hopping-panes"]()
-    restored.restore(data)  # once per process: no second warning (warnings are errors here)
-    assert restored.snapshot() == data
+def test_every_single_bit_flip_of_unsigned_state_is_refused(no_state_key: None) -> None:
+    """Unsigned state is checksummed: no single-bit corruption loads as other state."""
+    ks = KeyState()
+    ks.contents[TimeWindow(0, 10)] = [1, 2.5, "three", None]
+    ks.evt_timers.add((9, TimeWindow(0, 10)))
+    ks.evt_heap.append((9, 0, TimeWindow(0, 10)))
+    data = encode_key_state(ks)
+    for bit in range(len(data) * 8):
+        flipped = bytearray(data)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises((StateFormatError, StateAuthenticationError)):
+            decode_key_state(bytes(flipped))
 
 
 def test_other_formats_and_foreign_bytes_are_refused_clearly() -> None:
-    from windowing.engine.keystate import KeyState
-
     good = encode_key_state(KeyState())
     newer = good[:4] + bytes((FORMAT + 1,)) + good[5:]
     with pytest.raises(
@@ -290,6 +317,22 @@ def test_other_formats_and_foreign_bytes_are_refused_clearly() -> None:
         decode_key_state(newer)
     with pytest.raises(StateFormatError, match="no format header"):
         decode_key_state(pickle.dumps({"version": 1}))
+
+
+def test_state_of_another_key_or_none_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    op = SCENARIOS["kip450-kafka"]().operator
+    signed = op.snapshot()
+    monkeypatch.setenv(STATE_KEY_ENV, "another key")
+    with pytest.raises(StateAuthenticationError, match="another key"):
+        decode_snapshot(signed)
+    monkeypatch.delenv(STATE_KEY_ENV)
+    with pytest.raises(StateAuthenticationError, match=r"is signed.*not set"):
+        decode_snapshot(signed)
+    unsigned = op.snapshot()
+    assert unsigned[5] == 0
+    monkeypatch.setenv(STATE_KEY_ENV, "the test suite's state key")
+    with pytest.raises(StateAuthenticationError, match="not signed"):
+        decode_snapshot(unsigned)
 
 
 def test_plain_part_names_no_internal_class() -> None:
@@ -302,7 +345,105 @@ def test_plain_part_names_no_internal_class() -> None:
         assert internal not in data
 
 
-def test_pickled_snapshots_of_earlier_versions_still_load_with_a_warning(
+@dataclass
+class Mean:
+    """A user's accumulator class: a user object in state."""
+
+    total: int = 0
+    count: int = 0
+
+
+class MeanOf(AggregateFunction[int, Mean, float]):
+    def create_accumulator(self) -> Mean:
+        return Mean()
+
+    def add(self, value: int, acc: Mean) -> Mean:
+        return Mean(acc.total + value, acc.count + 1)
+
+    def get_result(self, acc: Mean) -> float:
+        return acc.total / acc.count
+
+    def merge(self, a: Mean, b: Mean) -> Mean:
+        return Mean(a.total + b.total, a.count + b.count)
+
+
+def _with_means() -> WindowOperatorHarness:
+    h = WindowOperatorHarness(TumblingEventTimeWindows(10), MeanOf())
+    h.process_element(4, 1, "k")
+    h.process_element(6, 2, "k")
+    return h
+
+
+def test_user_objects_need_a_key_or_the_opt_in(
+    no_state_key: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a key, state holding a user's class fails to be written, naming the class and
+    both ways on; under the opt-in it is written and loads; with a key it is signed."""
+    op = _with_means().operator
+    with pytest.raises(
+        UntrustedStateError, match=rf"{__name__}.Mean.*{STATE_KEY_ENV}.*{TRUST_ENV}"
+    ):
+        op.snapshot()
+    monkeypatch.setenv(TRUST_ENV, "1")
+    trusted = op.snapshot()
+    assert trusted[5] == 2  # unsigned, holds user objects
+    assert decode_snapshot(trusted)[2][0][1].contents == {TimeWindow(0, 10): Mean(10, 2)}
+    monkeypatch.delenv(TRUST_ENV)
+    with pytest.raises(UntrustedStateError, match="user objects"):
+        decode_snapshot(trusted)  # refused before anything is unpickled
+    monkeypatch.setenv(STATE_KEY_ENV, "a key")
+    signed = op.snapshot()
+    assert signed[5] == 3  # signed, holds user objects
+    assert decode_snapshot(signed)[2][0][1].contents == {TimeWindow(0, 10): Mean(10, 2)}
+
+
+def test_the_harness_trusts_its_own_snapshots(no_state_key: None) -> None:
+    """A test's snapshots hold user objects without a key (the bytes are the test's own)."""
+    h = _with_means()
+    again = WindowOperatorHarness(TumblingEventTimeWindows(10), MeanOf())
+    again.restore(h.snapshot())
+    again.process_watermark(20)
+    assert [r.value for r in again.extract_output()] == [5.0]
+
+
+PLAIN_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=5)
+    | st.binary(max_size=5)
+    | st.datetimes(timezones=st.none() | st.just(datetime.UTC))
+    | st.dates()
+    | st.timedeltas()
+    | st.decimals(allow_nan=False)
+    | st.builds(TimeWindow, st.integers(-50, 50), st.integers(51, 99)),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+        | st.frozensets(st.integers(), max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=60)
+@given(value=PLAIN_VALUES)
+def test_plain_values_round_trip_unsigned_and_untrusted(value: Any) -> None:
+    """Every plain value (Spark's column values, windows, containers) is written without a
+    key or the opt-in and reads back equal through the refusing unpickler."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(STATE_KEY_ENV)
+        mp.delenv(TRUST_ENV, raising=False)
+        ks = KeyState()
+        ks.contents[TimeWindow(0, 10)] = value
+        data = encode_key_state(ks)
+        assert data[5] == 0  # unsigned, no user objects
+        assert decode_key_state(data).contents == {TimeWindow(0, 10): value}
+
+
+def test_pickled_snapshots_of_earlier_versions_load_only_under_the_opt_in(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import cloudpickle
@@ -318,16 +459,16 @@ def test_pickled_snapshots_of_earlier_versions_still_load_with_a_warning(
             "states": dict(h.operator.backend.items()),
         }
     )
-    restored = SCENARIOS["tumbling-process-state"]()
+    restored = SCENARIOS["tumbling-process-state"]().operator
     with pytest.raises(StateAuthenticationError, match="pickled snapshot"):
         restored.restore(legacy)  # a pickle cannot be authenticated: refused with a key
     monkeypatch.delenv(STATE_KEY_ENV)
-    monkeypatch.setattr(encoding, "_warned", False)
-    with (
-        pytest.warns(DeprecationWarning, match="pickled snapshot"),
-        pytest.warns(UnauthenticatedStateWarning),
-    ):
+    with pytest.raises(UntrustedStateError, match=f"pickled snapshot.*{TRUST_ENV}=1"):
         restored.restore(legacy)
+    monkeypatch.setenv(TRUST_ENV, "1")
+    with pytest.warns(DeprecationWarning, match="pickled snapshot"):
+        restored.restore(legacy)
+    monkeypatch.setenv(STATE_KEY_ENV, "the test suite's state key")
     assert restored.snapshot() == h.snapshot()
 
 

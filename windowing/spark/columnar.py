@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
-from windowing.engine.encoding import StateWriter
+from windowing.engine.encoding import NO_SCOPE, StateScope, StateWriter
 from windowing.engine.keystate import KeyState, register_timer
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.spec import Reduce
@@ -461,10 +461,10 @@ class OpenWindows:
             raise ValueError(msg)
 
 
-def encode_open_windows(windows: OpenWindows) -> bytes:
-    """Open windows in the versioned state encoding (plain bytes: the starts, the rows as
-    Arrow IPC, the fired watermark; other kinds than tumbling windows also their kind and
-    extra arrays)."""
+def encode_open_windows(windows: OpenWindows, scope: StateScope = NO_SCOPE) -> bytes:
+    """Open windows in the versioned state encoding for ``scope`` (plain bytes: the starts,
+    the rows as Arrow IPC, the fired watermark; other kinds than tumbling windows also their
+    kind and extra arrays)."""
     plain: tuple[Any, ...] = (
         "open",
         windows.starts.tobytes(),
@@ -474,7 +474,7 @@ def encode_open_windows(windows: OpenWindows) -> bytes:
     if windows.kind != "tumbling" or windows.extra:
         extra = tuple((name, a.tobytes()) for name, a in sorted(windows.extra.items()))
         plain = (*plain, windows.kind, extra)
-    return StateWriter().finish(plain)
+    return StateWriter().finish(plain, scope)
 
 
 def decode_open_windows(plain: Any) -> OpenWindows | None:

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -22,6 +22,7 @@ from windowing.job import WindowConfig
 from windowing.spark.batch import (
     replay_order,
 )
+from windowing.spark.checkpoint import UNKNOWN_WINDOWS, Entry, GroupState
 from windowing.spark.columnar import (
     ColumnarPlan,
     OpenWindows,
@@ -32,6 +33,16 @@ from windowing.spark.failures import (
     DeadRows,
     ElementFailedError,
     raise_element_error,
+)
+from windowing.spark.frames import (
+    PACKED,
+    PACKED_SCHEMA,
+    input_table,
+    key_ranges,
+    pack,
+    restore_nans,
+    timestamps_as_micros,
+    unpack,
 )
 from windowing.spark.inputs import ARR as _ARR
 from windowing.spark.inputs import PT as _PT
@@ -55,30 +66,6 @@ from windowing.spark.schema import (
     value_encoder,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
-
-if TYPE_CHECKING:
-    pass
-
-
-from windowing.spark.checkpoint import (
-    STATE_SCHEMA,
-    UNKNOWN_WINDOWS,
-    Entry,
-    decode_entry,
-    encode_entry,
-    encode_group,
-    load_group,
-)
-from windowing.spark.frames import (
-    PACKED,
-    PACKED_SCHEMA,
-    input_table,
-    key_ranges,
-    pack,
-    restore_nans,
-    timestamps_as_micros,
-    unpack,
-)
 
 __all__ = [
     "PACKED",
@@ -109,6 +96,9 @@ class ProcessorConfig:
     columnar: ColumnarPlan | None = None
     # Keys' own idle clocks (``idle_timeout``; ProcessingTime mode, event-time windows).
     idleness: Idleness | None = None
+    # The digest of the job's definition, kept with the state (a restart with another job is
+    # refused); None: not checked.
+    job_digest: str | None = None
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:
@@ -190,7 +180,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         c = self.config
         self.handle = handle
-        self.state = handle.getValueState("key_group", STATE_SCHEMA)
+        self.state = GroupState(handle, c.key_groups, c.job_digest)
         self.op = window_operator(c.window, c.spec)
         self.spark_watermark = 0
         self.stream_watermark = MIN_TIMESTAMP  # Spark's watermark in the operator's terms
@@ -205,13 +195,6 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         self.key_encoders = [value_encoder(schema[k].dataType) for k in c.layout.keys]
 
     # -- state ---------------------------------------------------------------------------
-    def _load(self) -> tuple[int | None, dict[Any, Entry], OpenWindows | None]:
-        """``(registered timer, entries, columnar windows)`` of this key group."""
-        value = self.state.get()
-        if value is None or value[0] is None:
-            return None, {}, None
-        return load_group(value[0], self.config.key_groups)
-
     def _save(
         self,
         registered: int | None,
@@ -245,17 +228,11 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
             self.handle.deleteTimer(registered)
         if timer is not None and timer != (registered if alive else None):
             self.handle.registerTimer(timer)
-        nbytes = 0
-        if entries or windows is not None:
-            for skey, entry in entries.items():
-                if entry[4] == UNKNOWN_WINDOWS:  # stored by an earlier layout: count once
-                    counted = self._count_windows(decode_entry(entry[2]))
-                    entries[skey] = (*entry[:4], counted, entry[5])
-            blob = encode_group(self.config.key_groups, timer, entries, windows)
-            self.state.update((blob,))
-            nbytes = len(blob)
-        else:
-            self.state.clear()
+        for skey, entry in entries.items():
+            if entry[4] == UNKNOWN_WINDOWS:  # stored by an earlier layout: count once
+                counted = self._count_windows(self.state.decode_entry(entry[2]))
+                entries[skey] = (*entry[:4], counted, entry[5])
+        nbytes = self.state.store(timer, entries, windows)
         open_windows = sum(e[4] for e in entries.values())
         gauges = {
             "state_bytes": nbytes,
@@ -317,7 +294,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
             if idle is None or idle.watermark <= self.stream_watermark:
                 return None
             return (key, None, b"", clock, 0, kept)  # only the key's clock
-        return (key, timer, encode_entry(ks), clock, self._count_windows(ks), kept)
+        return (key, timer, self.state.encode_entry(ks), clock, self._count_windows(ks), kept)
 
     def _spark_timer(self, nxt: int | None) -> int | None:
         """The operator timer ``nxt`` as a Spark timer (``None``: none): in event time no
@@ -360,7 +337,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         newest = pc.max(table.column(_TS)).as_py()
         if c.nan_masks:
             table = restore_nans(table, c.nan_masks)
-        registered, entries, windows = self._load()
+        registered, entries, windows = self.state.load(key)
         self._set_clocks(timerValues)
         self._key_rows = []
         outputs: list[pa.RecordBatch] = []
@@ -392,7 +369,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         timerValues: Any,  # noqa: N803
         expiredTimerInfo: Any,  # noqa: N803
     ) -> Any:
-        registered, entries, windows = self._load()
+        registered, entries, windows = self.state.load(key)
         self._set_clocks(timerValues)
         self._key_rows = []
         outputs: list[pa.RecordBatch] = []
@@ -477,7 +454,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         """:meth:`_key_call` but the rows ``skipped`` (their dead letters)."""
         c = self.config
         self._opened = None
-        stored = None if entry is None else decode_entry(entry[2])
+        stored = None if entry is None else self.state.decode_entry(entry[2])
         self._set_key_clock(None if entry is None else entry[3])
         if c.columnar is not None:
             done, new_entry = self._columnar_call(k, stored, table, outputs)

@@ -28,7 +28,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from windowing.spark.checkpoint import decode_entry, load_group
+from windowing.spark.checkpoint import StateOwner, decode_entry, load_group
 from windowing.spark.columnar import OpenWindows, window_listing
 from windowing.spark.failures import window_bounds
 from windowing.spark.keys import group_codes
@@ -104,8 +104,10 @@ def read_state(
         ]
     )
 
+    owner = StateOwner(_query_id(spark, checkpoint), checkpoint)
+
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        reader = _GroupReader(config)
+        reader = _GroupReader(config, owner)
         for rb in batches:
             rows = [
                 row
@@ -125,8 +127,8 @@ def read_state(
     return raw.mapInArrow(decode, schema=schema).select(
         *[F.col(f"`{k}`") for k in layout.keys],
         "key_group",
-        ms_to_time(F.col("window_start"), kind).alias("window_start"),
-        ms_to_time(F.col("window_end"), kind).alias("window_end"),
+        ms_to_time(F.col("window_start"), kind, clamp=True).alias("window_start"),
+        ms_to_time(F.col("window_end"), kind, clamp=True).alias("window_end"),
         "num_elements",
         "accumulator",
         timers.alias("event_timers") if kind == "timestamp" else F.col("event_timers"),
@@ -139,16 +141,19 @@ def read_state(
 class _GroupReader:
     """Decodes key groups' state values into rows (one operator per Python worker)."""
 
-    def __init__(self, config: ProcessorConfig) -> None:
+    def __init__(self, config: ProcessorConfig, owner: StateOwner) -> None:
         self.config = config
+        self.owner = owner
         self.op = window_operator(config.window, config.spec)
 
     def rows(self, kg: int, blob: bytes | None) -> Iterator[tuple[Any, ...]]:
         if blob is None:
             return
-        _, entries, windows = load_group(blob, self.config.key_groups)
+        c = self.config
+        scope = self.owner.scope(kg)
+        _, entries, windows = load_group(blob, c.key_groups, scope, c.job_digest)
         for key, _, data, *_ in entries.values():
-            ks = decode_entry(data)
+            ks = decode_entry(data, scope)
             if ks is None:  # a key that only keeps its idle clock
                 continue
             if isinstance(ks, OpenWindows):
@@ -214,6 +219,20 @@ def _log_entries(spark: SparkSession, folder: str) -> DataFrame:
         .where(F.col("file") != "")
         .select(F.col("file").cast("long").alias("batch"), "value")
     )
+
+
+def _query_id(spark: SparkSession, checkpoint: str) -> str:
+    """The query's id (Spark's ``metadata`` file of the checkpoint), which its state is
+    bound to."""
+    try:
+        rows = spark.read.text(f"{checkpoint}/metadata").collect()
+    except Exception:  # no metadata: a checkpoint of no query yet
+        return ""
+    for row in rows:
+        text = row.value.strip()
+        if text.startswith("{"):
+            return str(json.loads(text).get("id", ""))
+    return ""
 
 
 def _last_committed(spark: SparkSession, checkpoint: str) -> int | None:

@@ -57,6 +57,7 @@ from pyspark.sql.types import (
     FloatType,
 )
 
+from windowing.definition import JobDefinition
 from windowing.job import Job
 from windowing.plan import JobPlan
 from windowing.records import OutputTag
@@ -65,6 +66,7 @@ from windowing.spark.batch import (
 )
 from windowing.spark.inputs import TS as _TS
 from windowing.spark.inputs import internal_columns
+from windowing.spark.job_record import job_definition
 from windowing.spark.key_clocks import WATERMARK_SHIFT_MS
 from windowing.spark.keys import (
     KEY_GROUP,
@@ -137,6 +139,9 @@ class StreamingWindowedResult:
     config
         The stateful processor's configuration (:meth:`read_state` decodes the state with
         it).
+    definition
+        The job's definition, which its checkpoint records (a restart with a job whose
+        state-shaping parts differ is refused: :mod:`windowing.spark.job_record`).
     """
 
     output: DataFrame
@@ -145,6 +150,7 @@ class StreamingWindowedResult:
     time_mode: str = "EventTime"
     metrics_name: str | None = METRICS_NAME
     config: ProcessorConfig | None = None
+    definition: JobDefinition | None = None
 
     def read_state(self, checkpoint: str, batch_id: int | None = None) -> DataFrame:
         """The open windows of this query's state in ``checkpoint`` (a running or stopped
@@ -282,6 +288,11 @@ def run_streaming(
     internal = tuple(prepared.columns[len(df.columns) :])  # __pw_ts, __pw_tb[, ...][, __pw_nan0]
     tz = layout.timezone
     input_arrow = to_arrow_schema(layout.input_schema, timezone=tz)
+    columnar = job_columnar(stream, spec, input_arrow)
+    time_mode = streaming_time_mode(stream)
+    definition = job_definition(
+        stream, spec, layout, key_groups=key_groups, time_mode=time_mode, columnar=columnar
+    )
     processor = WindowProcessor(
         ProcessorConfig(
             window=config,
@@ -295,11 +306,11 @@ def run_streaming(
             wall_clock=wall_clock,
             key_groups=key_groups,
             nan_masks=tuple(nan_masks),
-            columnar=job_columnar(stream, spec, input_arrow),
+            columnar=columnar,
             idleness=idleness_of(stream),
+            job_digest=definition.digest,
         )
     )
-    time_mode = streaming_time_mode(stream)
     # Grouped by key group, after the columns the processor reads by position. window_all
     # has one group (a stateful operator needs a grouping column: Spark rejects an empty one).
     keyed = prepared.withColumn(_GROUP, key_group(keys, key_groups))
@@ -322,6 +333,7 @@ def run_streaming(
         time_mode=time_mode,
         metrics_name=metrics_name,
         config=processor.config,
+        definition=definition,
     )
 
 

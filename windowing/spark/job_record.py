@@ -1,0 +1,124 @@
+"""The definition of a streaming job as its checkpoint records it, and the check of a restart
+against it (``docs/scale-and-failure.md``, "The checkpoint knows its job").
+
+:func:`job_definition` describes a job in plain data (:class:`~windowing.definition.
+JobDefinition`): the parts that shape its state (assigner, trigger, evictor, function kind,
+built-in aggregates, key columns, the input columns when the state keeps input rows, allowed
+lateness, key groups, time mode, processing-time column, idle timeout, the state's shape) and
+the others (the function's class, output and side output columns, error policy, ...). Its
+digest goes into every key group's state; :func:`check_job` compares the whole definition
+with the checkpoint's record before a query starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from windowing._version import __version__
+from windowing.definition import Change, JobDefinition, describe
+from windowing.functions.aggregations import FieldAggregation
+from windowing.functions.columns import ColumnAggregates
+from windowing.job import Job
+from windowing.spark.checkpoint import STATE_VERSION, JobChangedError
+
+if TYPE_CHECKING:
+    from windowing.functions.spec import WindowFunctionSpec
+    from windowing.spark.columnar import ColumnarPlan
+    from windowing.spark.output import OutputLayout
+
+__all__ = ["JOB_RECORD", "check_job", "job_definition"]
+
+#: The record of the job in the checkpoint (under its ``windowing`` folder).
+JOB_RECORD = "job.json"
+
+_LOG = logging.getLogger(__name__)
+
+
+def job_definition(
+    job: Job,
+    spec: WindowFunctionSpec,
+    layout: OutputLayout,
+    *,
+    key_groups: int,
+    time_mode: str,
+    columnar: ColumnarPlan | None,
+) -> JobDefinition:
+    """The definition of the streaming job ``job`` with the function ``spec``."""
+    config, source = job.config, job.source
+    function = getattr(spec, "function", None)
+    window_function = getattr(spec, "window_function", None)
+    builtin = isinstance(function, ColumnAggregates | FieldAggregation)
+    kind = spec.kind + ("" if window_function is None else "+window_function")
+    # Aggregates and folds keep accumulators, not rows (unless an evictor buffers them).
+    keeps_rows = spec.kind not in ("aggregate", "fold") or config.evictor is not None
+    schema = [[f.name, f.dataType.simpleString()] for f in layout.input_schema.fields]
+    fields = {f.name: f.dataType.simpleString() for f in layout.input_schema.fields}
+    parts: dict[str, Any] = {
+        "assigner": describe(config.assigner),
+        "trigger": describe(config.trigger),
+        "evictor": describe(config.evictor),
+        "function_kind": kind,
+        "aggregates": describe(function) if builtin else None,
+        "keys": [[k, fields[k]] for k in layout.keys],
+        "input_rows": schema if keeps_rows else None,
+        "allowed_lateness": config.allowed_lateness,
+        "max_parallelism": key_groups,
+        "time_mode": time_mode,
+        "processing_time": source.processing_time,
+        "idle_timeout": config.idle_timeout,
+        "state_shape": {
+            "slicing": config.slicing,
+            "columnar": None if columnar is None else type(columnar).__name__,
+        },
+        # allowed to change: listed, the query goes on
+        "function": None if builtin else describe(function),
+        "window_function": describe(window_function),
+        "input": schema,
+        "output": layout.out_schema.simpleString(),
+        "late_output_tag": None if config.late_output_tag is None else config.late_output_tag.name,
+        "side_outputs": {tag.name: s.simpleString() for tag, s in layout.side_outputs},
+        "on_error": config.on_error.name,
+        "pane_info": config.pane_info,
+        "window_struct": config.window_struct,
+        "event_time": source.event_time,
+        "watermark": describe(source.watermark),
+        "arrival_order": source.arrival_order,
+        "state_layout": STATE_VERSION,
+        "windowing": __version__,
+    }
+    return JobDefinition(parts)
+
+
+def check_job(
+    definition: JobDefinition, recorded: JobDefinition | None, checkpoint: str
+) -> list[Change]:
+    """The allowed changes of ``definition`` since the checkpoint's ``recorded`` one (none
+    without a record); :class:`~windowing.spark.checkpoint.JobChangedError` naming every
+    breaking change, and how to start fresh, when the state cannot continue with it."""
+    if recorded is None:
+        return []
+    layout = recorded.parts.get("state_layout")
+    if isinstance(layout, int) and layout > STATE_VERSION:
+        msg = (
+            f"checkpoint={checkpoint!r} was written by a newer version of windowing "
+            f"({recorded.parts.get('windowing')}, state layout {layout}); this version "
+            f"({__version__}) reads state layouts up to {STATE_VERSION}: run the version that "
+            "wrote it, or start with a new checkpoint location"
+        )
+        raise JobChangedError(msg)
+    changes = definition.changes_from(recorded)
+    breaking = [c for c in changes if c.breaking]
+    if breaking:
+        lines = "\n".join(f"  - {c}" for c in breaking)
+        msg = (
+            f"checkpoint={checkpoint!r} holds the state of another job; what changed:\n{lines}\n"
+            "The state cannot continue with this job. Run the job the checkpoint was written "
+            "with, or start this one fresh with a new checkpoint location (and new output "
+            "folders: each belongs to the checkpoint that first wrote it)."
+        )
+        raise JobChangedError(msg)
+    allowed = [c for c in changes if c.part not in ("state_layout", "windowing")]
+    for change in allowed:
+        _LOG.info("checkpoint %s: allowed job change %s", checkpoint, change)
+    return allowed
