@@ -31,7 +31,6 @@ import functools
 import os
 import posixpath
 import re
-import shutil
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -44,6 +43,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from windowing.records import OutputTag
+from windowing.spark.files import Files, committed_batches, join
 
 if TYPE_CHECKING:
     from windowing.spark.streaming import StreamingWindowedResult
@@ -66,85 +66,6 @@ STAGING = "_staging"
 _BATCH = re.compile(r"^batch_id=(\d+)$")
 
 
-# ---------------------------------------------------------------------------- file systems
-class _Files:
-    """The few file operations publishing needs: local paths through ``os``, any other
-    scheme through Hadoop's ``FileSystem`` of the session (classic PySpark)."""
-
-    def __init__(self, spark: SparkSession | None) -> None:
-        self.spark = spark
-
-    @staticmethod
-    def local(path: str) -> str | None:
-        """The local path of ``path`` (no scheme or ``file:``), else ``None``."""
-        if "://" not in path:
-            return path[len("file:") :] if path.startswith("file:") else path
-        scheme, _, rest = path.partition("://")
-        return ("/" + rest.lstrip("/")) if scheme == "file" else None
-
-    def _hadoop(self, path: str) -> tuple[Any, Any]:
-        spark = self.spark
-        jvm = getattr(spark, "_jvm", None) if spark is not None else None
-        if jvm is None:
-            msg = (
-                f"{path!r}: publishing committed micro-batches to a non-local path needs "
-                "classic PySpark (Hadoop's FileSystem); under Spark Connect use a local path "
-                "or a TableSink"
-            )
-            raise ValueError(msg)
-        assert spark is not None
-        jpath = jvm.org.apache.hadoop.fs.Path(path)
-        conf = spark._jsc.hadoopConfiguration()
-        return jpath.getFileSystem(conf), jpath
-
-    def names(self, folder: str) -> list[str]:
-        """The names in ``folder`` (none when it does not exist)."""
-        local = self.local(folder)
-        if local is not None:
-            return os.listdir(local) if os.path.isdir(local) else []
-        fs, jpath = self._hadoop(folder)
-        if not fs.exists(jpath):
-            return []
-        return [status.getPath().getName() for status in fs.listStatus(jpath)]
-
-    def exists(self, path: str) -> bool:
-        local = self.local(path)
-        if local is not None:
-            return os.path.exists(local)
-        fs, jpath = self._hadoop(path)
-        return bool(fs.exists(jpath))
-
-    def replace(self, source: str, target: str) -> None:
-        """Move the folder ``source`` to ``target`` (one rename; a folder already at
-        ``target`` is removed first). Nothing happens when ``source`` is gone (moved by
-        another publisher)."""
-        local_source, local_target = self.local(source), self.local(target)
-        if local_source is not None and local_target is not None:
-            if not os.path.isdir(local_source):
-                return
-            if os.path.isdir(local_target):
-                shutil.rmtree(local_target)
-            with contextlib.suppress(FileNotFoundError):  # published meanwhile
-                os.rename(local_source, local_target)
-            return
-        fs, jsource = self._hadoop(source)
-        if not fs.exists(jsource):
-            return
-        _, jtarget = self._hadoop(target)
-        if fs.exists(jtarget):
-            fs.delete(jtarget, True)
-        fs.rename(jsource, jtarget)
-
-
-def committed_batches(files: _Files, checkpoint: str) -> set[int]:
-    """The micro-batches in the checkpoint's commit log."""
-    return {int(n) for n in files.names(_join(checkpoint, "commits")) if n.isdigit()}
-
-
-def _join(path: str, name: str) -> str:
-    return path.rstrip("/") + "/" + name
-
-
 # ---------------------------------------------------------------------------- sinks
 class Sink(ABC):
     """One output of :func:`write_results_and_late`.
@@ -159,7 +80,7 @@ class Sink(ABC):
     def write(self, df: DataFrame, batch_id: int) -> None:
         """Write micro-batch ``batch_id`` (idempotently where the kind allows it)."""
 
-    def publish(self, files: _Files, committed: set[int]) -> None:  # noqa: B027 - optional
+    def publish(self, files: Files, committed: set[int]) -> None:  # noqa: B027 - optional
         """Make the committed micro-batches visible to readers (nothing to do by default)."""
 
     @property
@@ -192,18 +113,18 @@ class FileSink(Sink):
         _check_format(self.format)
 
     def staged(self, batch_id: int) -> str:
-        return _join(_join(self.path, STAGING), f"batch_id={batch_id}")
+        return join(join(self.path, STAGING), f"batch_id={batch_id}")
 
     def write(self, df: DataFrame, batch_id: int) -> None:
         writer = df.write.mode("overwrite").format(self.format).options(**self.options)
         writer.save(self.staged(batch_id))
 
-    def publish(self, files: _Files, committed: set[int]) -> None:
-        for name in sorted(files.names(_join(self.path, STAGING))):
+    def publish(self, files: Files, committed: set[int]) -> None:
+        for name in sorted(files.names(join(self.path, STAGING))):
             match = _BATCH.match(name)
             if match and int(match.group(1)) in committed:
-                staged = _join(_join(self.path, STAGING), name)
-                files.replace(staged, _join(self.path, name))
+                staged = join(join(self.path, STAGING), name)
+                files.replace(staged, join(self.path, name))
 
     @property
     def folder(self) -> str:
@@ -580,7 +501,7 @@ class _Publishing:
         sinks = self.sinks
         if not sinks:
             return
-        files = _Files(spark)
+        files = Files(spark)
         with _PUBLISH_LOCK:
             committed = committed_batches(files, self.checkpoint)
             for sink in sinks:
