@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import posixpath
 import re
 import threading
 from abc import ABC, abstractmethod
@@ -44,6 +42,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from windowing.records import OutputTag
 from windowing.spark.files import Files, committed_batches, join
+from windowing.spark.paths import check_input_folders, check_sink_paths, input_folders
 
 if TYPE_CHECKING:
     from windowing.spark.streaming import StreamingWindowedResult
@@ -334,12 +333,11 @@ def write_results_and_late(
         assert sink is not None
         sides[tag] = sink
         sinks[name] = sink
-    check_sink_paths(
-        {
-            **{name: s.folder for name, s in sinks.items() if s is not None},
-            "checkpoint": checkpoint,
-        }
-    )
+    folders = {
+        **{name: s.folder for name, s in sinks.items() if s is not None},
+        "checkpoint": checkpoint,
+    }
+    check_sink_paths(folders)
     _check_tables({name: s.table_name for name, s in sinks.items() if s is not None})
     for tag in sides:
         if result.layout.side_index(tag) is None:
@@ -377,6 +375,8 @@ def write_results_and_late(
 
     spark = result.output.sparkSession
     classic = not type(spark).__module__.startswith("pyspark.sql.connect")
+    # Spark Connect has no JVM plan on the client: its file sources are not checked
+    check_input_folders(folders, input_folders(result.output) if classic else ())
     # Spark Connect runs the batch function and the listener on the server: local folders
     # only there (no session to reach Hadoop's FileSystem with).
     publish = _Publishing(tuple(s for _, s in outputs), checkpoint)
@@ -518,40 +518,3 @@ def _check_tables(tables: Mapping[str, str | None]) -> None:
             msg = f"{name} writes the same table as {other}: {table!r}"
             raise ValueError(msg)
         seen[table.lower()] = name
-
-
-def check_sink_paths(paths: Mapping[str, str | None]) -> None:
-    """Raise a ``ValueError`` naming the two parameters when two of ``paths`` (parameter ->
-    path or URI; ``None`` is skipped) are the same folder or one lies inside the other: one
-    output would overwrite or be read as part of the other."""
-    seen: list[tuple[str, str, str]] = []
-    for name, path in paths.items():
-        if path is None:
-            continue
-        if not isinstance(path, str) or not path.strip():
-            msg = f"{name} must be a non-empty path, got {path!r}"
-            raise ValueError(msg)
-        norm = _normal_path(path)
-        for other, other_path, other_norm in seen:
-            if norm == other_norm:
-                msg = f"{name}={path!r} is the same folder as {other}={other_path!r}"
-                raise ValueError(msg)
-            if norm.startswith(other_norm + "/") or other_norm.startswith(norm + "/"):
-                inner, outer = (name, other) if len(norm) > len(other_norm) else (other, name)
-                msg = (
-                    f"{inner}={paths[inner]!r} lies inside {outer}={paths[outer]!r}: each "
-                    "output needs a folder of its own"
-                )
-                raise ValueError(msg)
-        seen.append((name, path, norm))
-
-
-def _normal_path(path: str) -> str:
-    """``path`` without ``.`` / ``..`` steps and trailing slashes; a local path made absolute
-    (``file:`` URIs included), a URI with another scheme kept with its scheme."""
-    scheme, sep, rest = path.partition("://")
-    if not sep:
-        scheme, rest = ("file", path[len("file:") :]) if path.startswith("file:") else ("", path)
-    if scheme in ("", "file"):
-        return "file://" + posixpath.normpath(os.path.abspath(rest))
-    return f"{scheme}://{posixpath.normpath('/' + rest.lstrip('/'))}"
