@@ -154,7 +154,14 @@ class Files:
     def replace(self, source: str, target: str) -> None:
         """Move the folder ``source`` to ``target`` (one rename; a folder already at
         ``target`` is removed first). Nothing happens when ``source`` is gone (moved by
-        another publisher)."""
+        another publisher).
+
+        Removing ``target`` destroys no one else's data: the caller owns the folder both
+        live in (:mod:`windowing.spark.ownership` refuses a query another query's folder
+        before it starts), so a ``target`` already there is a micro-batch of this same
+        query: one whose earlier publication was interrupted (on an object store the
+        rename is a copy, which can stop midway) or one the checkpoint ran again after a
+        failure, whose staged attempt is the one the commit log vouches for."""
         local_source, local_target = self.local(source), self.local(target)
         if local_source is not None and local_target is not None:
             if not os.path.isdir(local_source):
