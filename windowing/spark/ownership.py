@@ -16,8 +16,10 @@ destroys another query's published data.
   ``<checkpoint>/windowing/query.lock`` and on ``<folder>/_windowing_lock`` of each local
   output folder while the query runs; the operating system releases them when the process
   dies, so a killed driver restarts at once. On other file systems there is no lock: the
-  owner records still refuse another checkpoint, and Spark refuses a second active run of
-  one checkpoint within a session.
+  owner records still refuse another checkpoint, and within one driver Spark stops the
+  active run of a checkpoint when another run of it starts
+  (``spark.sql.streaming.stopActiveRunOnRestart``); two drivers on one checkpoint are not
+  detected there.
 """
 
 from __future__ import annotations
