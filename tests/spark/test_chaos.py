@@ -147,3 +147,73 @@ def test_killed_driver_restarts_with_the_same_outputs(spark: SparkSession, tmp_p
     # nothing committed is left waiting in the staging folders
     for folder in (out / "results", out / "late"):
         assert not batches(folder / "_staging") & committed(chk)
+
+
+MISUSE_JOB = JOB.with_name("misuse_job.py")
+
+
+def misuse(src: Path, results: Path, late: Path, chk: Path, hold: bool = False) -> Any:
+    """``misuse_job.py`` in its own driver: its standard output is piped."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env["PYTHONPATH"] = os.pathsep.join([str(JOB.parents[2]), env.get("PYTHONPATH", "")])
+    args = [str(src), str(results), str(late), str(chk)] + (["hold"] if hold else [])
+    return subprocess.Popen(
+        [sys.executable, str(MISUSE_JOB), *args],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def finished(job: Any) -> tuple[int, str]:
+    out, _ = job.communicate(timeout=600)
+    return job.returncode, out
+
+
+def test_misused_output_folders_are_refused_in_separate_drivers(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The three misuses of the reliability issue, each in drivers of its own: a new query
+    into a folder another query published to, a late folder that is a symbolic link to the
+    results folder, and two queries starting on one fresh folder at the same time. Each is
+    refused before it writes, naming the other side, and the published rows stay."""
+    write_files(tmp_path / "a", 1, range(2))
+    write_files(tmp_path / "b", 2, range(2))
+    res = tmp_path / "res"
+    assert finished(misuse(tmp_path / "a", res, tmp_path / "late_a", tmp_path / "chk_a")) == (0, "")
+    before = sorted(map(tuple, spark.read.parquet(str(res)).collect()))
+    assert before
+
+    # 1. another checkpoint and input into the same folder
+    code, out = finished(misuse(tmp_path / "b", res, tmp_path / "late_b", tmp_path / "chk_b"))
+    assert code == 3 and "belongs to another query" in out and str(tmp_path / "chk_a") in out
+    # 2. the late rows' folder is a link to the results' folder
+    (tmp_path / "link").symlink_to(res)
+    code, out = finished(misuse(tmp_path / "a", res, tmp_path / "link", tmp_path / "chk_a"))
+    assert code == 3 and "late_path=" in out and "is the same folder as results_path" in out
+    assert sorted(map(tuple, spark.read.parquet(str(res)).collect())) == before
+    assert not (tmp_path / "chk_b").exists()
+
+    # 3. two queries start on one fresh folder at once: one runs, the other is refused
+    fresh = tmp_path / "fresh"
+    jobs = [
+        misuse(tmp_path / s, fresh, tmp_path / f"late2_{s}", tmp_path / f"chk2_{s}", hold=True)
+        for s in ("a", "b")
+    ]
+    try:
+        firsts = {job: job.stdout.readline().strip() for job in jobs}
+        (winner,) = [job for job, line in firsts.items() if line == "started"]
+        (loser,) = [job for job in jobs if job is not winner]
+        assert loser.wait(timeout=600) == 3
+        out = firsts[loser]
+        assert out.startswith(f"refused: results_path={str(fresh)!r}")
+        assert f"pid {winner.pid} on " in out
+    finally:
+        for job in jobs:  # the winner stops once its standard input closes
+            job.stdin.close()
+            job.wait(timeout=600)
+            job.stdout.close()
+    assert winner.returncode == 0

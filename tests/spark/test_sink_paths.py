@@ -62,3 +62,59 @@ def test_write_results_and_late_checks_before_starting_a_query(tmp_path: Path) -
         write_results_and_late(
             not_a_query, str(tmp_path / "out"), str(tmp_path / "out" / "late"), str(tmp_path / "c")
         )
+
+
+def test_local_paths_resolve_through_links_and_their_existing_parent(tmp_path: Path) -> None:
+    from windowing.spark.paths import resolve_path
+
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "deep")
+    real = tmp_path.resolve()
+    assert resolve_path(f"{tmp_path}/link") == f"file://{real}/real/deep"
+    # a path that does not exist yet resolves through its existing parent
+    assert resolve_path(f"{tmp_path}/link/new/x") == f"file://{real}/real/deep/new/x"
+    # '..' after a link leaves the link's target (the file system's rule), not the link
+    assert resolve_path(f"file:{tmp_path}/link/../other") == f"file://{real}/real/other"
+    assert resolve_path(f"file://{tmp_path}/missing/../x/") == f"file://{real}/x"
+    assert resolve_path("s3a://bucket//a/./b/../c/") == "s3a://bucket/a/c"
+
+
+def test_the_folder_a_glob_reads_under() -> None:
+    from windowing.spark.paths import glob_root
+
+    assert glob_root("/in/*.json") == "/in"
+    assert glob_root("/in/2024-*/x/*.json") == "/in"
+    assert glob_root("s3a://bucket/in/{a,b}/") == "s3a://bucket/in"
+    assert glob_root("/*") == "/"
+    assert glob_root("*.json") == "."
+    assert glob_root("/in/plain") == "/in/plain"
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (["{d}/in"], None),
+        (["{d}/out"], r"results_path='.*/out' is the query's input folder '.*/out'"),
+        (["{d}"], r"results_path=.* lies inside the query's input folder"),
+        (["{d}/out/in/*.json"], r"the query's input folder '.*/out/in' lies inside results_path"),
+        (["s3a://b/x", "{d}/chk/sources"], r"input folder .* lies inside checkpoint="),
+    ],
+)
+def test_outputs_and_checkpoint_against_the_input(
+    tmp_path: Path, inputs: list[str], message: str | None
+) -> None:
+    paths = {"results_path": f"{tmp_path}/out", "checkpoint": f"{tmp_path}/chk"}
+    given = [i.format(d=tmp_path) for i in inputs]
+    if message is None:
+        check_sink_paths(paths, given)
+        return
+    with pytest.raises(ValueError, match=message):
+        check_sink_paths(paths, given)
+
+
+def test_the_same_folder_through_a_link_names_the_real_one(tmp_path: Path) -> None:
+    (tmp_path / "res").mkdir()
+    (tmp_path / "late").symlink_to(tmp_path / "res")
+    real = str((tmp_path / "res").resolve())
+    with pytest.raises(ValueError, match=f"is the same folder as results_path=.*both are '{real}'"):
+        check_sink_paths({"results_path": f"{tmp_path}/res", "late_path": f"{tmp_path}/late"})

@@ -15,13 +15,13 @@ from pyspark.sql import Row, SparkSession
 
 from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows
+from windowing.spark.files import Files
 from windowing.spark.sinks import (
     STAGING,
     FileSink,
     FormatSink,
     TableSink,
     WindowedQuery,
-    _Files,
     write_results_and_late,
 )
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
@@ -104,12 +104,12 @@ def test_a_reader_sees_no_batch_the_checkpoint_has_not_committed(
         sink.write(frame.selectExpr(f"{batch} AS x"), batch)
     # nothing is visible before a commit
     assert not list((tmp_path / "out").glob("batch_id=*"))
-    sink.publish(_Files(spark), {0, 1})
+    sink.publish(Files(spark), {0, 1})
     seen = spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted((r.x, r.batch_id) for r in seen) == [(0, 0), (1, 1)]
     # a batch written again before its commit (a replay after a failure) replaces its rows
     sink.write(frame.selectExpr("30 AS x"), 3)
-    sink.publish(_Files(spark), {0, 1, 2, 3})
+    sink.publish(Files(spark), {0, 1, 2, 3})
     seen = spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted((r.x, r.batch_id) for r in seen) == [(0, 0), (1, 1), (2, 2), (30, 3)]
 

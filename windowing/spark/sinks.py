@@ -22,16 +22,25 @@ is committed), from a query listener after each micro-batch, when the query star
 driver that died between a commit and its rename), and when
 :meth:`WindowedQuery.awaitTermination` / :meth:`~WindowedQuery.stop` /
 :meth:`~WindowedQuery.processAllAvailable` return.
+
+Outputs never destroy published data. Before the query starts (nothing written or deleted
+when it is refused, each refusal a ``ValueError`` naming the parameter and both paths):
+
+- the folders (outputs and checkpoint) are compared resolved, symbolic links and ``..`` of
+  local paths followed, against each other and against the folders the query's file
+  sources read (classic PySpark; :mod:`windowing.spark.paths`);
+- each :class:`FileSink` folder belongs to one query: ``<path>/_windowing_owner.json``
+  records the token of its checkpoint (``<checkpoint>/windowing/query.json``); a folder of
+  another checkpoint, or holding files of no query, is refused, so the batches a restart
+  replaces are its own (:mod:`windowing.spark.ownership`);
+- on local file systems the driver locks the checkpoint and each folder while the query
+  runs: a second live writer is refused, naming the process that holds the lock.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import posixpath
-import re
-import shutil
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -44,6 +53,9 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from windowing.records import OutputTag
+from windowing.spark.files import Files, committed_batches, join
+from windowing.spark.ownership import STAGING, Output, Ownership, batch_of, take_ownership
+from windowing.spark.paths import check_input_folders, check_sink_paths, input_folders
 
 if TYPE_CHECKING:
     from windowing.spark.streaming import StreamingWindowedResult
@@ -61,89 +73,6 @@ __all__ = [
     "write_results_and_late",
 ]
 
-#: The folder inside a file sink's path where micro-batches wait for their commit.
-STAGING = "_staging"
-_BATCH = re.compile(r"^batch_id=(\d+)$")
-
-
-# ---------------------------------------------------------------------------- file systems
-class _Files:
-    """The few file operations publishing needs: local paths through ``os``, any other
-    scheme through Hadoop's ``FileSystem`` of the session (classic PySpark)."""
-
-    def __init__(self, spark: SparkSession | None) -> None:
-        self.spark = spark
-
-    @staticmethod
-    def local(path: str) -> str | None:
-        """The local path of ``path`` (no scheme or ``file:``), else ``None``."""
-        if "://" not in path:
-            return path[len("file:") :] if path.startswith("file:") else path
-        scheme, _, rest = path.partition("://")
-        return ("/" + rest.lstrip("/")) if scheme == "file" else None
-
-    def _hadoop(self, path: str) -> tuple[Any, Any]:
-        spark = self.spark
-        jvm = getattr(spark, "_jvm", None) if spark is not None else None
-        if jvm is None:
-            msg = (
-                f"{path!r}: publishing committed micro-batches to a non-local path needs "
-                "classic PySpark (Hadoop's FileSystem); under Spark Connect use a local path "
-                "or a TableSink"
-            )
-            raise ValueError(msg)
-        assert spark is not None
-        jpath = jvm.org.apache.hadoop.fs.Path(path)
-        conf = spark._jsc.hadoopConfiguration()
-        return jpath.getFileSystem(conf), jpath
-
-    def names(self, folder: str) -> list[str]:
-        """The names in ``folder`` (none when it does not exist)."""
-        local = self.local(folder)
-        if local is not None:
-            return os.listdir(local) if os.path.isdir(local) else []
-        fs, jpath = self._hadoop(folder)
-        if not fs.exists(jpath):
-            return []
-        return [status.getPath().getName() for status in fs.listStatus(jpath)]
-
-    def exists(self, path: str) -> bool:
-        local = self.local(path)
-        if local is not None:
-            return os.path.exists(local)
-        fs, jpath = self._hadoop(path)
-        return bool(fs.exists(jpath))
-
-    def replace(self, source: str, target: str) -> None:
-        """Move the folder ``source`` to ``target`` (one rename; a folder already at
-        ``target`` is removed first). Nothing happens when ``source`` is gone (moved by
-        another publisher)."""
-        local_source, local_target = self.local(source), self.local(target)
-        if local_source is not None and local_target is not None:
-            if not os.path.isdir(local_source):
-                return
-            if os.path.isdir(local_target):
-                shutil.rmtree(local_target)
-            with contextlib.suppress(FileNotFoundError):  # published meanwhile
-                os.rename(local_source, local_target)
-            return
-        fs, jsource = self._hadoop(source)
-        if not fs.exists(jsource):
-            return
-        _, jtarget = self._hadoop(target)
-        if fs.exists(jtarget):
-            fs.delete(jtarget, True)
-        fs.rename(jsource, jtarget)
-
-
-def committed_batches(files: _Files, checkpoint: str) -> set[int]:
-    """The micro-batches in the checkpoint's commit log."""
-    return {int(n) for n in files.names(_join(checkpoint, "commits")) if n.isdigit()}
-
-
-def _join(path: str, name: str) -> str:
-    return path.rstrip("/") + "/" + name
-
 
 # ---------------------------------------------------------------------------- sinks
 class Sink(ABC):
@@ -159,7 +88,7 @@ class Sink(ABC):
     def write(self, df: DataFrame, batch_id: int) -> None:
         """Write micro-batch ``batch_id`` (idempotently where the kind allows it)."""
 
-    def publish(self, files: _Files, committed: set[int]) -> None:  # noqa: B027 - optional
+    def publish(self, files: Files, committed: set[int]) -> None:  # noqa: B027 - optional
         """Make the committed micro-batches visible to readers (nothing to do by default)."""
 
     @property
@@ -192,18 +121,19 @@ class FileSink(Sink):
         _check_format(self.format)
 
     def staged(self, batch_id: int) -> str:
-        return _join(_join(self.path, STAGING), f"batch_id={batch_id}")
+        return join(join(self.path, STAGING), f"batch_id={batch_id}")
 
     def write(self, df: DataFrame, batch_id: int) -> None:
         writer = df.write.mode("overwrite").format(self.format).options(**self.options)
         writer.save(self.staged(batch_id))
 
-    def publish(self, files: _Files, committed: set[int]) -> None:
-        for name in sorted(files.names(_join(self.path, STAGING))):
-            match = _BATCH.match(name)
-            if match and int(match.group(1)) in committed:
-                staged = _join(_join(self.path, STAGING), name)
-                files.replace(staged, _join(self.path, name))
+    def publish(self, files: Files, committed: set[int]) -> None:
+        for name in sorted(files.names(join(self.path, STAGING))):
+            batch = batch_of(name)
+            if batch is not None and batch in committed:
+                # the folder is this query's (take_ownership): replacing a published batch
+                # replaces one of its own (see Files.replace)
+                files.replace(join(join(self.path, STAGING), name), join(self.path, name))
 
     @property
     def folder(self) -> str:
@@ -299,11 +229,43 @@ def _sink(name: str, value: str | Sink | None, fmt: str, options: Mapping[str, s
 
 
 # ---------------------------------------------------------------------------- the query
-class _Publisher(StreamingQueryListener):
-    """Publishes committed micro-batches after each micro-batch of one query."""
+class _Running:
+    """The folder outputs of one running query: publishes their committed micro-batches
+    until the query has ended, then (:meth:`end`) once more and releases the query's locks
+    (:class:`~windowing.spark.ownership.Ownership`); nothing is published after that, when
+    another run of the query may own the folders."""
 
-    def __init__(self, publish: Callable[[], None]) -> None:
-        self.publish = publish
+    def __init__(
+        self, publishing: _Publishing, spark: SparkSession | None, ownership: Ownership
+    ) -> None:
+        self.publishing = publishing
+        self.spark = spark
+        self.ownership = ownership
+        self._guard = threading.Lock()
+        self._ended = False
+
+    def publish(self) -> None:
+        with self._guard:
+            if not self._ended:
+                self.publishing(self.spark)
+
+    def end(self) -> None:
+        with self._guard:
+            if self._ended:
+                return
+            self._ended = True
+            try:
+                self.publishing(self.spark)
+            finally:
+                self.ownership.release()
+
+
+class _Publisher(StreamingQueryListener):
+    """Publishes committed micro-batches after each micro-batch of one query, and ends its
+    :class:`_Running` when it terminates."""
+
+    def __init__(self, running: _Running) -> None:
+        self.running = running
         self.query_id: str | None = None
 
     def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's name
@@ -311,14 +273,14 @@ class _Publisher(StreamingQueryListener):
 
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802 - Spark's name
         if self.query_id is not None and str(event.progress.id) == self.query_id:
-            self.publish()
+            self.running.publish()
 
     def onQueryIdle(self, event: Any) -> None:  # noqa: N802 - Spark's name
         pass
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802 - Spark's name
         if self.query_id is not None and str(event.id) == self.query_id:
-            self.publish()
+            self.running.end()
 
 
 class WindowedQuery:
@@ -340,7 +302,7 @@ class WindowedQuery:
     ) -> None:
         self.query = query
         self._publish = publish
-        self._release = release  # removes the query's listener once it has ended
+        self._release = release  # the query has ended: its locks and listener go
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.query, name)
@@ -396,9 +358,20 @@ def write_results_and_late(
     reads every committed batch, with a ``batch_id`` column. Restart with the same
     ``checkpoint`` to continue where the query stopped.
 
-    The folders (results, late rows, dead letters, each side output, the checkpoint) must
-    differ and none may lie inside another, and tables must differ: a ``ValueError`` naming
-    both says so before the query starts.
+    Before the query starts, a ``ValueError`` naming the parameter and both paths refuses:
+
+    - folders (results, late rows, dead letters, each side output, the checkpoint) that are
+      one folder or lie inside one another, compared with symbolic links and ``..`` of local
+      paths resolved, or that are, hold or lie inside a folder the query's file sources read
+      (classic PySpark; under Spark Connect the input is not checked); tables that are one;
+    - a folder another query owns: each folder records the query (the token kept in
+      ``<checkpoint>/windowing/query.json``) in ``<path>/_windowing_owner.json`` when the
+      query first writes it; a missing or empty folder is claimed, a folder without a record
+      whose ``batch_id=N`` are all committed in ``checkpoint`` (written before records
+      existed) adopted, any other refused: write elsewhere or delete the folder;
+    - a checkpoint or folder a running query holds (local file systems: the driver locks
+      ``<checkpoint>/windowing/query.lock`` and ``<path>/_windowing_lock`` until the query
+      ends, is stopped, or the driver dies).
     """
     opts = dict(options or {})
     sinks: dict[str, Sink | None] = {
@@ -410,15 +383,16 @@ def write_results_and_late(
     for tag, value in (side_output_paths or {}).items():
         name = f"side_output_paths[{tag.name!r}]"
         sink = _sink(name, value, format, opts)
-        assert sink is not None
+        if sink is None:
+            msg = f"{name} must be a non-empty path or a Sink, got None"
+            raise ValueError(msg)
         sides[tag] = sink
         sinks[name] = sink
-    check_sink_paths(
-        {
-            **{name: s.folder for name, s in sinks.items() if s is not None},
-            "checkpoint": checkpoint,
-        }
-    )
+    folders = {
+        **{name: s.folder for name, s in sinks.items() if s is not None},
+        "checkpoint": checkpoint,
+    }
+    check_sink_paths(folders)
     _check_tables({name: s.table_name for name, s in sinks.items() if s is not None})
     for tag in sides:
         if result.layout.side_index(tag) is None:
@@ -441,25 +415,86 @@ def write_results_and_late(
             "interval even without input; use processing_time=... and stop the query"
         )
         raise ValueError(msg)
-    results_sink = sinks["results_path"]
-    assert results_sink is not None
-    late_sink = sinks["late_path"] if result.late_output_tag is not None else None
-    outputs: list[tuple[Callable[[DataFrame], DataFrame], Sink]] = [
-        (result.select_results, results_sink)
-    ]
-    if late_sink is not None:
-        outputs.append((result.select_late, late_sink))
-    for tag, sink in sides.items():
-        outputs.append((functools.partial(_side_output, result, tag), sink))
-    if dead_sink is not None:
-        outputs.append((result.select_dead_letters, dead_sink))
+    outputs = _outputs(result, sinks, sides)
 
     spark = result.output.sparkSession
     classic = not type(spark).__module__.startswith("pyspark.sql.connect")
+    # Spark Connect has no JVM plan on the client: its file sources are not checked
+    check_input_folders(folders, input_folders(result.output) if classic else ())
     # Spark Connect runs the batch function and the listener on the server: local folders
     # only there (no session to reach Hadoop's FileSystem with).
-    publish = _Publishing(tuple(s for _, s in outputs), checkpoint)
-    publish(spark if classic else None)  # a driver that died between a commit and its rename
+    session = spark if classic else None
+    publish = _Publishing(tuple(s for _, _, s in outputs), checkpoint)
+    owned = [Output(name, s.folder) for name, _, s in outputs if s.folder is not None]
+    # every check before the query starts: a refused query writes and deletes nothing
+    running = _Running(publish, session, take_ownership(Files(session), checkpoint, owned))
+    listener = None
+    try:
+        running.publish()  # a driver that died between a commit and its rename
+        writer = result.output.writeStream.foreachBatch(
+            _batch_writer(publish, [(select, s) for _, select, s in outputs], classic)
+        ).option("checkpointLocation", checkpoint)
+        if query_name is not None:
+            writer = writer.queryName(query_name)
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        elif processing_time is not None:
+            writer = writer.trigger(processingTime=processing_time)
+        if classic:
+            listener = _Publisher(running)
+            spark.streams.addListener(listener)
+        query = writer.start()
+    except BaseException:
+        if listener is not None:
+            spark.streams.removeListener(listener)
+        running.ownership.release()
+        raise
+    if listener is None:
+        return WindowedQuery(query, running.publish, running.end)
+    listener.query_id = str(query.id)
+    removed: list[bool] = []
+
+    def release() -> None:
+        running.end()
+        if not removed:
+            removed.append(True)
+            spark.streams.removeListener(listener)
+
+    return WindowedQuery(query, running.publish, release)
+
+
+def _outputs(
+    result: StreamingWindowedResult,
+    sinks: Mapping[str, Sink | None],
+    sides: Mapping[OutputTag, Sink],
+) -> list[tuple[str, Callable[[DataFrame], DataFrame], Sink]]:
+    """``(parameter, selection of the batch, sink)`` of each output the query writes."""
+    results_sink = sinks["results_path"]
+    if results_sink is None:
+        msg = "results_path must be a non-empty path or a Sink, got None"
+        raise ValueError(msg)
+    outputs: list[tuple[str, Callable[[DataFrame], DataFrame], Sink]] = [
+        ("results_path", result.select_results, results_sink)
+    ]
+    late_sink = sinks["late_path"]
+    if late_sink is not None and result.late_output_tag is not None:
+        outputs.append(("late_path", result.select_late, late_sink))
+    for tag, sink in sides.items():
+        name = f"side_output_paths[{tag.name!r}]"
+        outputs.append((name, functools.partial(_side_output, result, tag), sink))
+    dead_sink = sinks["dead_letter_path"]
+    if dead_sink is not None:
+        outputs.append(("dead_letter_path", result.select_dead_letters, dead_sink))
+    return outputs
+
+
+def _batch_writer(
+    publish: _Publishing,
+    outputs: list[tuple[Callable[[DataFrame], DataFrame], Sink]],
+    classic: bool,
+) -> Callable[[DataFrame, int], None]:
+    """The ``foreachBatch`` function: publishes the committed micro-batches, then writes
+    each output of micro-batch ``batch_id``."""
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         try:
@@ -479,36 +514,7 @@ def write_results_and_late(
                 raise
             raise stopped from None  # a short traceback: see stopped_error
 
-    writer = result.output.writeStream.foreachBatch(write_batch).option(
-        "checkpointLocation", checkpoint
-    )
-    if query_name is not None:
-        writer = writer.queryName(query_name)
-    if available_now:
-        writer = writer.trigger(availableNow=True)
-    elif processing_time is not None:
-        writer = writer.trigger(processingTime=processing_time)
-    listener = None
-    if publish.sinks and classic:
-        listener = _Publisher(lambda: publish(spark))
-        spark.streams.addListener(listener)
-    try:
-        query = writer.start()
-    except BaseException:
-        if listener is not None:
-            spark.streams.removeListener(listener)
-        raise
-    if listener is None:
-        return WindowedQuery(query, lambda: publish(None))
-    listener.query_id = str(query.id)
-    removed: list[bool] = []
-
-    def release() -> None:
-        if not removed:
-            removed.append(True)
-            spark.streams.removeListener(listener)
-
-    return WindowedQuery(query, lambda: publish(spark), release)
+    return write_batch
 
 
 #: The Java exceptions Spark takes for a stop of the query (``StreamExecution``'s
@@ -580,7 +586,7 @@ class _Publishing:
         sinks = self.sinks
         if not sinks:
             return
-        files = _Files(spark)
+        files = Files(spark)
         with _PUBLISH_LOCK:
             committed = committed_batches(files, self.checkpoint)
             for sink in sinks:
@@ -597,40 +603,3 @@ def _check_tables(tables: Mapping[str, str | None]) -> None:
             msg = f"{name} writes the same table as {other}: {table!r}"
             raise ValueError(msg)
         seen[table.lower()] = name
-
-
-def check_sink_paths(paths: Mapping[str, str | None]) -> None:
-    """Raise a ``ValueError`` naming the two parameters when two of ``paths`` (parameter ->
-    path or URI; ``None`` is skipped) are the same folder or one lies inside the other: one
-    output would overwrite or be read as part of the other."""
-    seen: list[tuple[str, str, str]] = []
-    for name, path in paths.items():
-        if path is None:
-            continue
-        if not isinstance(path, str) or not path.strip():
-            msg = f"{name} must be a non-empty path, got {path!r}"
-            raise ValueError(msg)
-        norm = _normal_path(path)
-        for other, other_path, other_norm in seen:
-            if norm == other_norm:
-                msg = f"{name}={path!r} is the same folder as {other}={other_path!r}"
-                raise ValueError(msg)
-            if norm.startswith(other_norm + "/") or other_norm.startswith(norm + "/"):
-                inner, outer = (name, other) if len(norm) > len(other_norm) else (other, name)
-                msg = (
-                    f"{inner}={paths[inner]!r} lies inside {outer}={paths[outer]!r}: each "
-                    "output needs a folder of its own"
-                )
-                raise ValueError(msg)
-        seen.append((name, path, norm))
-
-
-def _normal_path(path: str) -> str:
-    """``path`` without ``.`` / ``..`` steps and trailing slashes; a local path made absolute
-    (``file:`` URIs included), a URI with another scheme kept with its scheme."""
-    scheme, sep, rest = path.partition("://")
-    if not sep:
-        scheme, rest = ("file", path[len("file:") :]) if path.startswith("file:") else ("", path)
-    if scheme in ("", "file"):
-        return "file://" + posixpath.normpath(os.path.abspath(rest))
-    return f"{scheme}://{posixpath.normpath('/' + rest.lstrip('/'))}"
