@@ -152,7 +152,7 @@ class JobDefinition:
         ]
 
     def to_json(self) -> str:
-        return json.dumps(dict(self.parts), sort_keys=True, indent=1)
+        return json.dumps(dict(self.parts), indent=1)  # the parts in their order
 
     @classmethod
     def from_json(cls, text: str) -> JobDefinition:

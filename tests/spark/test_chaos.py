@@ -176,7 +176,7 @@ def finished(job: Any) -> tuple[int, str]:
 def test_misused_output_folders_are_refused_in_separate_drivers(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """The three misuses of the reliability issue, each in drivers of its own: a new query
+    """Three misuses of output folders, each in drivers of their own: a new query
     into a folder another query published to, a late folder that is a symbolic link to the
     results folder, and two queries starting on one fresh folder at the same time. Each is
     refused before it writes, naming the other side, and the published rows stay."""
@@ -217,3 +217,153 @@ def test_misused_output_folders_are_refused_in_separate_drivers(
             job.wait(timeout=600)
             job.stdout.close()
     assert winner.returncode == 0
+
+
+def chaos_result(spark: SparkSession, src: Path, job: Any = None) -> Any:
+    """The chaos job (tumbling 1 s sums with late rows) over the files of ``src``, or
+    ``job(keyed stream)``."""
+    df = spark.readStream.schema(SCHEMA).json(str(src))
+    keyed = WindowedStream.from_dataframe(
+        df, event_time="ts", watermark=BoundedOutOfOrderness(500)
+    ).key_by("user")
+    if job is not None:
+        return job(keyed)
+    return keyed.window(TumblingEventTimeWindows(1_000)).side_output_late_data(LATE).sum("amount")
+
+
+class Boom:
+    """An object whose unpickling creates ``marker``: proof of code run from state."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (self.marker,))
+
+
+def test_changed_jobs_moved_and_tampered_state_fail_loudly_and_lose_nothing(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a real checkpoint: restarts with changed jobs are refused before they start, naming
+    the change, and leave every file as it was; the checkpoint's own state values, moved to
+    another key group or query, bit-flipped or forged to run code, are refused before
+    anything of them is unpickled, naming the checkpoint and key group; nothing runs."""
+    import pickle
+
+    from windowing.assigners import EventTimeSessionWindows
+    from windowing.engine import encoding
+    from windowing.spark.checkpoint import JobChangedError, StateOwner, decode_entry, load_group
+    from windowing.spark.sinks import write_results_and_late
+
+    src, res, late, chk = (tmp_path / n for n in ("src", "res", "late", "chk"))
+    write_files(src, 5, range(4))
+
+    def start(job: Any = None) -> Any:
+        result = chaos_result(spark, src, job)
+        late_path = str(late) if result.late_output_tag is not None else None
+        return write_results_and_late(result, str(res), late_path, str(chk), available_now=True)
+
+    first = start()
+    first.awaitTermination(600)
+    assert first.exception() is None
+    files = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+    rows = sorted(map(tuple, spark.read.parquet(str(res)).collect()))
+    assert rows
+
+    # 4. changed jobs: refused before they start, naming the change; no file changes
+    for job, named in [
+        (
+            lambda k: (
+                k.window(TumblingEventTimeWindows(2_000)).side_output_late_data(LATE).sum("amount")
+            ),
+            r"assigner: TumblingEventTimeWindows\(size=1000.* -> "
+            r"TumblingEventTimeWindows\(size=2000",
+        ),
+        (
+            lambda k: k.window(EventTimeSessionWindows(1_000)).sum("amount"),
+            r"assigner: TumblingEventTimeWindows.* -> EventTimeSessionWindows",
+        ),
+        (lambda k: k.window(TumblingEventTimeWindows(1_000)).max("amount"), r"aggregates: "),
+        (
+            lambda k: k.window(TumblingEventTimeWindows(1_000)).reduce(lambda a, b: a),
+            r'aggregates: FieldAggregation\(aggregation="SUM", field="amount".* -> null',
+        ),
+    ]:
+        with pytest.raises(JobChangedError, match=rf"(?s)holds the state of another job.*{named}"):
+            start(job)
+    assert {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()} == files
+
+    # 5. the checkpoint's state values, moved: refused, naming where they were found
+    query_id = json.loads((chk / "metadata").read_text())["id"]
+    owner = StateOwner(query_id, str(chk))
+    digest = chaos_result(spark, src).definition.digest
+    values = {
+        r.kg: bytes(r.state)
+        for r in spark.read.format("statestore")
+        .option("stateVarName", "key_group")
+        .load(str(chk))
+        .selectExpr("key.__pw_kg AS kg", "value.state AS state")
+        .collect()
+    }
+    assert len(values) >= 2
+    (g, blob), (h, _) = sorted(values.items())[:2]
+    _, entries, windows = load_group(blob, 128, owner.scope(g), digest)  # where it belongs
+    assert entries or windows is not None
+    with pytest.raises(encoding.StateAuthenticationError, match=rf"key group {h} of checkpoint"):
+        load_group(blob, 128, owner.scope(h), digest)
+    with pytest.raises(encoding.StateAuthenticationError, match="another query or key group"):
+        load_group(blob, 128, StateOwner("another query", str(chk)).scope(g), digest)
+    with pytest.raises(JobChangedError, match=rf"key group {g} .* written by another job"):
+        load_group(blob, 128, owner.scope(g), "0" * 16)
+
+    # 6. tampered: every flipped bit refused, signed or not; a forged value runs nothing
+    scope = owner.scope(g)
+    plain, _ = encoding.open_state(blob, scope)
+    # the same state written without a key: the group's value and the values inside it
+    inner = [encoding.open_state(b, scope)[0] if b else b for b in [i[3] for i in plain[4]]]
+    windows_plain = None if plain[5] is None else encoding.open_state(plain[5], scope)[0]
+    monkeypatch.delenv(encoding.STATE_KEY_ENV)
+
+    def unsigned_value(p: Any) -> bytes:
+        return encoding.StateWriter().finish(p, scope)
+
+    items = [
+        (*i[:3], unsigned_value(p) if p else p, *i[4:])
+        for i, p in zip(plain[4], inner, strict=True)
+    ]
+    windows_blob = None if windows_plain is None else unsigned_value(windows_plain)
+    unsigned = unsigned_value((*plain[:4], items, windows_blob, *plain[6:]))
+    _, entries, windows = load_group(unsigned, 128, owner.scope(g), digest)
+    assert entries or windows is not None
+    refused = (
+        encoding.StateAuthenticationError,
+        encoding.StateFormatError,
+        encoding.UntrustedStateError,
+    )
+    for data in (blob, unsigned):
+        monkeypatch.setenv(encoding.STATE_KEY_ENV, "the test suite's state key")
+        if data is unsigned:
+            monkeypatch.delenv(encoding.STATE_KEY_ENV)
+        for bit in range(0, len(data) * 8, 7):
+            flipped = bytearray(data)
+            flipped[bit // 8] ^= 1 << (bit % 8)
+            with pytest.raises(refused):
+                load_group(bytes(flipped), 128, owner.scope(g), digest)
+    with pytest.raises(encoding.StateCorruptError, match=rf"key group {g} of checkpoint"):
+        load_group(unsigned[:-1] + bytes((unsigned[-1] ^ 1,)), 128, owner.scope(g), digest)
+    marker = tmp_path / "ran"
+    forged_plain = (*plain[:4], [("k", "k", None, pickle.dumps(Boom(marker)), None, 1, None)])
+    payload = pickle.dumps((*forged_plain, windows_blob, *plain[6:]), protocol=5)
+    header = encoding.MAGIC + bytes((encoding.FORMAT, 0))
+    forged = header + encoding._tag(None, owner.scope(g), header, payload) + payload
+    _, entries, _ = load_group(forged, 128, owner.scope(g), digest)  # the group: plain data
+    with pytest.raises(encoding.UntrustedStateError, match=rf"key group {g}.*a pickle"):
+        decode_entry(entries["k"][2], owner.scope(g))  # the key's state: a pickle, refused
+    forged_inline = pickle.dumps(
+        (*plain[:4], [("k", Boom(marker))], windows_blob, *plain[6:]), protocol=5
+    )
+    forged = header + encoding._tag(None, owner.scope(g), header, forged_inline) + forged_inline
+    with pytest.raises(encoding.UntrustedStateError, match=rf"key group {g}.*pathlib"):
+        load_group(forged, 128, owner.scope(g), digest)
+    assert not marker.exists()
+    assert sorted(map(tuple, spark.read.parquet(str(res)).collect())) == rows

@@ -39,6 +39,7 @@ from windowing.assigners import (
 )
 from windowing.evictors import Evictor
 from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
+from windowing.spark.checkpoint import JobChangedError
 from windowing.spark.columnar import from_ipc
 from windowing.spark.keys import NAN_KEY, state_key
 from windowing.spark.metrics import STREAMING_METRICS
@@ -590,7 +591,17 @@ def test_restart_with_another_max_parallelism_fails(spark: SparkSession, tmp_pat
     assert first.exception() is None
     done = read(spark, out / "results")
     write_files(src, batches[2:], first=2)
-    again = query(16)
+    with pytest.raises(JobChangedError, match=r"max_parallelism: 8 -> 16"):
+        query(16)  # refused before it starts (the checkpoint's record of the job)
+    assert read(spark, out / "results") == done
+    # started without write_results_and_late: refused by the state in the first micro-batch
+    again = (
+        built_in_sum(spark, src, 16)
+        .output.writeStream.foreachBatch(lambda df, i: df.collect())
+        .option("checkpointLocation", str(out / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
     with pytest.raises(Exception, match=r"has 8 key groups.*max_parallelism 16"):
         again.awaitTermination()
     assert read(spark, out / "results") == done

@@ -141,6 +141,28 @@ class Files:
             out.close()
         return True
 
+    def write_text(self, path: str, text: str) -> None:
+        """Write the file ``path`` (its folder created if missing), replacing it whole:
+        written aside, then renamed over it (locally one atomic rename; through Hadoop a
+        delete and a rename)."""
+        aside = f"{path}.{uuid.uuid4().hex}.tmp"
+        local, local_aside = self.local(path), self.local(aside)
+        if local is not None and local_aside is not None:
+            os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+            with open(local_aside, "x", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(local_aside, local)
+            return
+        if not self.create_exclusive(aside, text):
+            msg = f"{aside!r} exists: another process is writing {path!r}"
+            raise ValueError(msg)
+        fs, jaside, _ = self._hadoop(aside)
+        _, jpath, _ = self._hadoop(path)
+        fs.delete(jpath, False)
+        fs.rename(jaside, jpath)
+
     def remove(self, path: str) -> None:
         """Delete the file ``path`` (nothing if it is gone)."""
         local = self.local(path)

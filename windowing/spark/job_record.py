@@ -21,13 +21,15 @@ from windowing.functions.aggregations import FieldAggregation
 from windowing.functions.columns import ColumnAggregates
 from windowing.job import Job
 from windowing.spark.checkpoint import STATE_VERSION, JobChangedError
+from windowing.spark.files import Files, join
+from windowing.spark.ownership import windowing_folder
 
 if TYPE_CHECKING:
     from windowing.functions.spec import WindowFunctionSpec
     from windowing.spark.columnar import ColumnarPlan
     from windowing.spark.output import OutputLayout
 
-__all__ = ["JOB_RECORD", "check_job", "job_definition"]
+__all__ = ["JOB_RECORD", "check_job", "job_definition", "read_job_record", "write_job_record"]
 
 #: The record of the job in the checkpoint (under its ``windowing`` folder).
 JOB_RECORD = "job.json"
@@ -122,3 +124,22 @@ def check_job(
     for change in allowed:
         _LOG.info("checkpoint %s: allowed job change %s", checkpoint, change)
     return allowed
+
+
+def read_job_record(files: Files, checkpoint: str) -> JobDefinition | None:
+    """The definition recorded in ``checkpoint`` (``None``: none yet, or a checkpoint of a
+    version that kept no record)."""
+    path = join(windowing_folder(checkpoint), JOB_RECORD)
+    text = files.read_text(path)
+    if text is None:
+        return None
+    try:
+        return JobDefinition.from_json(text)
+    except ValueError as exc:
+        msg = f"{path!r} is not a job definition of pyspark-windowing ({exc}): restore it"
+        raise ValueError(msg) from exc
+
+
+def write_job_record(files: Files, checkpoint: str, definition: JobDefinition) -> None:
+    """Record ``definition`` in ``checkpoint`` (replacing the record whole)."""
+    files.write_text(join(windowing_folder(checkpoint), JOB_RECORD), definition.to_json())

@@ -43,7 +43,7 @@ import contextlib
 import functools
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +52,11 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
+from windowing.definition import Change
 from windowing.records import OutputTag
+from windowing.spark.checkpoint import CHECKPOINT_PROPERTY
 from windowing.spark.files import Files, committed_batches, join
+from windowing.spark.job_record import check_job, read_job_record, write_job_record
 from windowing.spark.ownership import STAGING, Output, Ownership, batch_of, take_ownership
 from windowing.spark.paths import check_input_folders, check_sink_paths, input_folders
 
@@ -299,10 +302,14 @@ class WindowedQuery:
         query: StreamingQuery,
         publish: Callable[[], None],
         release: Callable[[], None] = lambda: None,
+        job_changes: Sequence[Change] = (),
     ) -> None:
         self.query = query
         self._publish = publish
         self._release = release  # the query has ended: its locks and listener go
+        #: The allowed changes of the job since its checkpoint's record (the function's
+        #: class, side outputs, ...; ``docs/scale-and-failure.md``).
+        self.job_changes = list(job_changes)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.query, name)
@@ -372,6 +379,11 @@ def write_results_and_late(
     - a checkpoint or folder a running query holds (local file systems: the driver locks
       ``<checkpoint>/windowing/query.lock`` and ``<path>/_windowing_lock`` until the query
       ends, is stopped, or the driver dies).
+
+    The job's definition is recorded in ``<checkpoint>/windowing/job.json``; a restart whose
+    job changed a part the state depends on is refused with a
+    :class:`~windowing.spark.checkpoint.JobChangedError` listing each change, and the allowed
+    changes are in the returned query's ``job_changes`` (:mod:`windowing.spark.job_record`).
     """
     opts = dict(options or {})
     sinks: dict[str, Sink | None] = {
@@ -424,12 +436,21 @@ def write_results_and_late(
     # Spark Connect runs the batch function and the listener on the server: local folders
     # only there (no session to reach Hadoop's FileSystem with).
     session = spark if classic else None
+    files = Files(session)
     publish = _Publishing(tuple(s for _, _, s in outputs), checkpoint)
     owned = [Output(name, s.folder) for name, _, s in outputs if s.folder is not None]
     # every check before the query starts: a refused query writes and deletes nothing
-    running = _Running(publish, session, take_ownership(Files(session), checkpoint, owned))
+    recorded = files.reaches(checkpoint) and result.definition is not None
+    changes: list[Change] = []
+    if recorded:
+        assert result.definition is not None
+        changes = check_job(result.definition, read_job_record(files, checkpoint), checkpoint)
+    running = _Running(publish, session, take_ownership(files, checkpoint, owned))
     listener = None
     try:
+        if recorded:
+            assert result.definition is not None
+            write_job_record(files, checkpoint, result.definition)
         running.publish()  # a driver that died between a commit and its rename
         writer = result.output.writeStream.foreachBatch(
             _batch_writer(publish, [(select, s) for _, select, s in outputs], classic)
@@ -443,14 +464,14 @@ def write_results_and_late(
         if classic:
             listener = _Publisher(running)
             spark.streams.addListener(listener)
-        query = writer.start()
+        query = _start(writer, spark if classic else None, checkpoint)
     except BaseException:
         if listener is not None:
             spark.streams.removeListener(listener)
         running.ownership.release()
         raise
     if listener is None:
-        return WindowedQuery(query, running.publish, running.end)
+        return WindowedQuery(query, running.publish, running.end, changes)
     listener.query_id = str(query.id)
     removed: list[bool] = []
 
@@ -460,7 +481,21 @@ def write_results_and_late(
             removed.append(True)
             spark.streams.removeListener(listener)
 
-    return WindowedQuery(query, running.publish, release)
+    return WindowedQuery(query, running.publish, release, changes)
+
+
+def _start(writer: Any, spark: SparkSession | None, checkpoint: str) -> StreamingQuery:
+    """Start the query with the checkpoint as a local property its stream thread and tasks
+    inherit (errors about its state name it: ``checkpoint.CHECKPOINT_PROPERTY``)."""
+    if spark is None:  # Spark Connect: no local properties on the client
+        return writer.start()  # type: ignore[no-any-return]
+    context = spark.sparkContext
+    before = context.getLocalProperty(CHECKPOINT_PROPERTY)
+    context.setLocalProperty(CHECKPOINT_PROPERTY, checkpoint)
+    try:
+        return writer.start()  # type: ignore[no-any-return]
+    finally:
+        context.setLocalProperty(CHECKPOINT_PROPERTY, before)  # type: ignore[arg-type]
 
 
 def _outputs(
