@@ -42,7 +42,7 @@ STATE_PARTS = (
     "function_kind",
     "aggregates",
     "keys",
-    "input",
+    "input_rows",
     "allowed_lateness",
     "max_parallelism",
     "time_mode",
@@ -143,12 +143,16 @@ class JobDefinition:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def changes_from(self, earlier: JobDefinition) -> list[Change]:
-        """What changed since ``earlier`` (the checkpoint's), state-shaping parts first."""
+        """What changed since ``earlier`` (the checkpoint's), state-shaping parts first.
+
+        Parts are compared as JSON (a ``NaN`` parameter equals itself), and a described
+        object's parameter that only one side has is not a change (a parameter a newer
+        version of a class added, or one it dropped)."""
         names = sorted(set(self.parts) | set(earlier.parts), key=_order)
         return [
             Change(name, earlier.parts.get(name), self.parts.get(name), name in STATE_PARTS)
             for name in names
-            if earlier.parts.get(name) != self.parts.get(name)
+            if not _same(earlier.parts.get(name), self.parts.get(name))
         ]
 
     def to_json(self) -> str:
@@ -161,6 +165,18 @@ class JobDefinition:
             msg = f"a job definition is a JSON object, got {type(parts).__name__}"
             raise ValueError(msg)
         return cls(parts)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two described values are the same (see :meth:`JobDefinition.changes_from`)."""
+    if isinstance(a, dict) and isinstance(b, dict) and "class" in a and "class" in b:
+        common = set(a) & set(b)
+        return all(_same(a[k], b[k]) for k in common)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _order(name: str) -> tuple[int, int, str]:

@@ -685,7 +685,7 @@ def _window_sort_key(window: Any) -> tuple[int, int, str]:
 def _legacy_snapshot(data: bytes, *, trusted: bool) -> tuple[int, int, list[tuple[Any, KeyState]]]:
     """A snapshot of version 0.1 (a cloudpickled dict)."""
     if not trusted:
-        legacy_pickle_allowed("a pickled snapshot of an earlier version")
+        legacy_pickle_allowed("a pickled snapshot of an earlier version", data)
     try:
         payload = cloudpickle.loads(data)
     except Exception as exc:

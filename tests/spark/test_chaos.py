@@ -293,7 +293,7 @@ def test_changed_jobs_moved_and_tampered_state_fail_loudly_and_lose_nothing(
             start(job)
     assert {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()} == files
 
-    # 5. the checkpoint's state values, moved: refused, naming where they were found
+    # 5. the checkpoint's state values (unsigned, the default), moved: refused, naming where
     query_id = json.loads((chk / "metadata").read_text())["id"]
     owner = StateOwner(query_id, str(chk))
     digest = chaos_result(spark, src).definition.digest
@@ -306,64 +306,69 @@ def test_changed_jobs_moved_and_tampered_state_fail_loudly_and_lose_nothing(
         .collect()
     }
     assert len(values) >= 2
-    (g, blob), (h, _) = sorted(values.items())[:2]
-    _, entries, windows = load_group(blob, 128, owner.scope(g), digest)  # where it belongs
-    assert entries or windows is not None
-    with pytest.raises(encoding.StateAuthenticationError, match=rf"key group {h} of checkpoint"):
-        load_group(blob, 128, owner.scope(h), digest)
-    with pytest.raises(encoding.StateAuthenticationError, match="another query or key group"):
-        load_group(blob, 128, StateOwner("another query", str(chk)).scope(g), digest)
-    with pytest.raises(JobChangedError, match=rf"key group {g} .* written by another job"):
-        load_group(blob, 128, owner.scope(g), "0" * 16)
-
-    # 6. tampered: every flipped bit refused, signed or not; a forged value runs nothing
+    (g, unsigned), (h, _) = sorted(values.items())[:2]
     scope = owner.scope(g)
-    plain, _ = encoding.open_state(blob, scope)
-    # the same state written without a key: the group's value and the values inside it
+    assert unsigned[5] == 0  # unsigned, plain data
+    _, entries, windows = load_group(unsigned, 128, scope, digest)  # where it belongs
+    assert entries or windows is not None
+    with pytest.raises(encoding.StateCorruptError, match=rf"key group {h} of checkpoint"):
+        load_group(unsigned, 128, owner.scope(h), digest)
+    with pytest.raises(encoding.StateCorruptError, match="another query or key group"):
+        load_group(unsigned, 128, StateOwner("another query", str(chk)).scope(g), digest)
+    with pytest.raises(JobChangedError, match=rf"key group {g} .* written by another job"):
+        load_group(unsigned, 128, scope, "0" * 16)
+
+    # the same state as signed with a key: the group's value and the values inside it
+    plain, _ = encoding.open_state(unsigned, scope)
     inner = [encoding.open_state(b, scope)[0] if b else b for b in [i[3] for i in plain[4]]]
     windows_plain = None if plain[5] is None else encoding.open_state(plain[5], scope)[0]
-    monkeypatch.delenv(encoding.STATE_KEY_ENV)
+    monkeypatch.setenv(encoding.STATE_KEY_ENV, "a key")
 
-    def unsigned_value(p: Any) -> bytes:
+    def value(p: Any) -> bytes:
         return encoding.StateWriter().finish(p, scope)
 
-    items = [
-        (*i[:3], unsigned_value(p) if p else p, *i[4:])
-        for i, p in zip(plain[4], inner, strict=True)
-    ]
-    windows_blob = None if windows_plain is None else unsigned_value(windows_plain)
-    unsigned = unsigned_value((*plain[:4], items, windows_blob, *plain[6:]))
-    _, entries, windows = load_group(unsigned, 128, owner.scope(g), digest)
-    assert entries or windows is not None
+    items = [(*i[:3], value(p) if p else p, *i[4:]) for i, p in zip(plain[4], inner, strict=True)]
+    windows_signed = None if windows_plain is None else value(windows_plain)
+    signed = value((*plain[:4], items, windows_signed, *plain[6:]))
+    assert signed[5] == 1
+    load_group(signed, 128, scope, digest)
+    with pytest.raises(encoding.StateAuthenticationError, match=rf"key group {h} of checkpoint"):
+        load_group(signed, 128, owner.scope(h), digest)
+    with pytest.raises(encoding.StateAuthenticationError, match="another query or key group"):
+        load_group(signed, 128, StateOwner("another query", str(chk)).scope(g), digest)
+
+    # 6. tampered: every flipped bit refused, signed or not; a forged value runs nothing
     refused = (
         encoding.StateAuthenticationError,
         encoding.StateFormatError,
         encoding.UntrustedStateError,
     )
-    for data in (blob, unsigned):
-        monkeypatch.setenv(encoding.STATE_KEY_ENV, "the test suite's state key")
+    for data in (signed, unsigned):
         if data is unsigned:
             monkeypatch.delenv(encoding.STATE_KEY_ENV)
         for bit in range(0, len(data) * 8, 7):
             flipped = bytearray(data)
             flipped[bit // 8] ^= 1 << (bit % 8)
             with pytest.raises(refused):
-                load_group(bytes(flipped), 128, owner.scope(g), digest)
+                load_group(bytes(flipped), 128, scope, digest)
     with pytest.raises(encoding.StateCorruptError, match=rf"key group {g} of checkpoint"):
-        load_group(unsigned[:-1] + bytes((unsigned[-1] ^ 1,)), 128, owner.scope(g), digest)
+        load_group(unsigned[:-1] + bytes((unsigned[-1] ^ 1,)), 128, scope, digest)
+    with pytest.raises(encoding.StateCorruptError, match=rf"key group {g} .*corrupt"):
+        load_group(b"PWSU" + unsigned[4:], 128, scope, digest)  # a bit of the magic
+    windows_blob = plain[5]
     marker = tmp_path / "ran"
     forged_plain = (*plain[:4], [("k", "k", None, pickle.dumps(Boom(marker)), None, 1, None)])
     payload = pickle.dumps((*forged_plain, windows_blob, *plain[6:]), protocol=5)
     header = encoding.MAGIC + bytes((encoding.FORMAT, 0))
-    forged = header + encoding._tag(None, owner.scope(g), header, payload) + payload
-    _, entries, _ = load_group(forged, 128, owner.scope(g), digest)  # the group: plain data
+    forged = header + encoding._tag(None, scope, header, payload) + payload
+    _, entries, _ = load_group(forged, 128, scope, digest)  # the group: plain data
     with pytest.raises(encoding.UntrustedStateError, match=rf"key group {g}.*a pickle"):
-        decode_entry(entries["k"][2], owner.scope(g))  # the key's state: a pickle, refused
+        decode_entry(entries["k"][2], scope)  # the key's state: a pickle, refused
     forged_inline = pickle.dumps(
         (*plain[:4], [("k", Boom(marker))], windows_blob, *plain[6:]), protocol=5
     )
-    forged = header + encoding._tag(None, owner.scope(g), header, forged_inline) + forged_inline
+    forged = header + encoding._tag(None, scope, header, forged_inline) + forged_inline
     with pytest.raises(encoding.UntrustedStateError, match=rf"key group {g}.*pathlib"):
-        load_group(forged, 128, owner.scope(g), digest)
+        load_group(forged, 128, scope, digest)
     assert not marker.exists()
     assert sorted(map(tuple, spark.read.parquet(str(res)).collect())) == rows

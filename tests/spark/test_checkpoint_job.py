@@ -174,7 +174,7 @@ def test_allowed_changes_run_and_are_listed(spark: SparkSession, first_run: Path
     # the window [T0 + 1000, T0 + 2000) holds a's row of the first run: the state continued
     assert sorted((r.user, r.amount) for r in results) == [("a", 1), ("a", 3), ("b", 2)]
     record = json.loads((first_run / "chk" / WINDOWING / JOB_RECORD).read_text())
-    assert record["late_output_tag"] == "late"  # the record follows the job
+    assert record["job"]["late_output_tag"] == "late"  # the record follows the job
 
 
 def test_a_query_started_another_way_fails_at_its_first_micro_batch(
@@ -201,9 +201,43 @@ def test_a_checkpoint_of_a_newer_version_is_named_as_such(
 ) -> None:
     path = first_run / "chk" / WINDOWING / JOB_RECORD
     record = json.loads(path.read_text())
-    record.update(state_layout=99, windowing="9.9.9")
+    record["job"].update(state_layout=99, windowing="9.9.9")
     path.write_text(json.dumps(record))
     with pytest.raises(
         JobChangedError, match=r"newer version of windowing \(9\.9\.9, state layout 99\)"
     ):
         start(spark, first_run, tumbling_reduce)
+
+
+def test_a_record_without_committed_state_binds_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A first run that failed before its first commit left a record but no state: the next
+    run, with another job, starts the checkpoint afresh."""
+    write_files(tmp_path / "src", [[("a", 1, T0)], [("a", 2, T0 + 1_500)]])
+    record = tmp_path / "chk" / WINDOWING / JOB_RECORD
+    record.parent.mkdir(parents=True)
+    other = query(spark, tmp_path, lambda k: tumbling_reduce(k, 5_000)).definition
+    record.write_text(json.dumps({"created_layout": 8, "job": dict(other.parts)}))
+    finished(start(spark, tmp_path, tumbling_reduce))
+    assert json.loads(record.read_text())["job"]["assigner"]["size"] == 1_000
+
+
+def test_group_values_are_checked_against_the_checkpoint() -> None:
+    """A value of an earlier layout is refused in a checkpoint created by this one (it was
+    copied from elsewhere: it carries no scope); a digest the driver accepted loads."""
+    import pickle
+
+    from windowing.engine import encoding
+    from windowing.spark.checkpoint import StateOwner, encode_group, load_group
+
+    scope = StateOwner("q", "/chk").scope(3)
+    payload = pickle.dumps((("group", 7, 128, None, [], None), pickle.dumps([])), protocol=5)
+    earlier = encoding.MAGIC + bytes((2, 0)) + payload
+    assert load_group(earlier, 128, scope) == (None, {}, None)
+    with pytest.raises(encoding.StateAuthenticationError, match="copied there from another"):
+        load_group(earlier, 128, scope, bound=True)
+    value = encode_group(128, None, {}, None, scope, "digest-a")
+    with pytest.raises(JobChangedError, match="written by another job"):
+        load_group(value, 128, scope, "digest-b")
+    assert load_group(value, 128, scope, "digest-b", accepted=("digest-a",), bound=True)[1] == {}

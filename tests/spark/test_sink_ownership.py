@@ -295,3 +295,31 @@ def test_of_two_queries_claiming_one_folder_the_second_is_refused(tmp_path: Path
     assert not (tmp_path / "res" / OWNER_FILE).exists()
     ownership = take_ownership(Files(None), str(tmp_path / "chk"), outputs[:1])
     ownership.release()
+
+
+def test_the_end_of_an_earlier_run_leaves_the_running_one_publishing() -> None:
+    """A restart of a query has the query's id: the listener bus may deliver the end of the
+    previous run after the new run started, and only the new run's own end may stop its
+    publishing (and release its locks)."""
+    from types import SimpleNamespace
+
+    from windowing.spark.ownership import Ownership
+    from windowing.spark.sinks import _Publisher, _Publishing, _Running
+
+    published: list[int] = []
+
+    class Counting(_Publishing):
+        def __call__(self, spark: Any) -> None:
+            published.append(1)
+
+    running = _Running(Counting((), "/chk"), None, Ownership())
+    listener = _Publisher(running)
+    listener.run_id = "run-2"
+    listener.onQueryTerminated(SimpleNamespace(id="query", runId="run-1"))  # the earlier run
+    running.publish()
+    assert len(published) == 1  # still publishing
+    listener.onQueryProgress(SimpleNamespace(progress=SimpleNamespace(id="query", runId="run-2")))
+    assert len(published) == 2
+    listener.onQueryTerminated(SimpleNamespace(id="query", runId="run-2"))  # its own end
+    running.publish()
+    assert len(published) == 3  # the end published once more; nothing after it

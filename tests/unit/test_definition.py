@@ -120,3 +120,34 @@ def test_the_window_function_keys_and_lateness_shape_the_state() -> None:
     for part in ("assigner", "trigger", "evictor", "function_kind", "keys", "allowed_lateness"):
         assert part in STATE_PARTS
     assert "side_outputs" not in STATE_PARTS and "function" not in STATE_PARTS
+
+
+def test_an_unchanged_nan_parameter_is_no_change() -> None:
+    """A parameter that does not equal itself (NaN) read back from the record is no change."""
+    from windowing.triggers import DeltaTrigger
+
+    with pytest.warns(UserWarning, match="NaN"):
+        trigger = describe(DeltaTrigger(float("nan"), lambda a, b: 0.0))
+    old = JobDefinition.from_json(_definition(trigger=trigger).to_json())
+    assert _definition(trigger=trigger).changes_from(old) == []
+
+
+def test_a_parameter_only_one_version_describes_is_no_change() -> None:
+    """A newer version's class may describe a parameter more (or less): only the parameters
+    both describe are compared."""
+    old = _definition(assigner={"class": "TumblingEventTimeWindows", "size": 1000})
+    new = _definition(
+        assigner={"class": "TumblingEventTimeWindows", "size": 1000, "stagger": "ALIGNED"}
+    )
+    assert new.changes_from(old) == []
+    other = _definition(assigner={"class": "TumblingEventTimeWindows", "size": 2000})
+    assert [c.part for c in other.changes_from(old)] == ["assigner"]
+
+
+def test_input_columns_shape_the_state_only_when_it_keeps_rows() -> None:
+    old = _definition(input=[["a", "bigint"]], input_rows=None)
+    new = _definition(input=[["a", "bigint"], ["b", "string"]], input_rows=None)
+    (change,) = new.changes_from(old)
+    assert change.part == "input" and not change.breaking and new.digest == old.digest
+    rows = _definition(input=[["a", "bigint"], ["b", "string"]], input_rows=[["b", "string"]])
+    assert [c.breaking for c in rows.changes_from(new)] == [True]

@@ -1,7 +1,7 @@
 """The versioned state encoding (``windowing.engine.encoding``).
 
 ``tests/fixtures/state/format1-*.bin`` (unsigned), ``format2-*.bin`` and ``format3-*.bin``
-(signed with the test suite's state key, ``tests/conftest.py``) are snapshots taken mid-way
+(signed with the test suite's state key, ``TEST_KEY``) are snapshots taken mid-way
 through the scenarios below. Restoring one and running the rest of its scenario must give
 exactly what a run that never stopped gives: a later change must keep these files loading (or
 bump the format with a clear error). Regenerate the current format's files only when adding a
@@ -168,6 +168,15 @@ def _cut(script: list[tuple[str, Any, Any]]) -> int:
     return len(script) * 2 // 3
 
 
+TEST_KEY = "the test suite's state key"  # the key the format 2 and 3 fixtures are signed with
+
+
+@pytest.fixture(autouse=True)
+def state_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Signed state by default in these tests (``no_state_key`` removes the key)."""
+    monkeypatch.setenv(STATE_KEY_ENV, TEST_KEY)
+
+
 @pytest.fixture
 def no_state_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """No state key (state is checksummed, not signed) and no opt-in."""
@@ -330,7 +339,7 @@ def test_state_of_another_key_or_none_is_refused(monkeypatch: pytest.MonkeyPatch
         decode_snapshot(signed)
     unsigned = op.snapshot()
     assert unsigned[5] == 0
-    monkeypatch.setenv(STATE_KEY_ENV, "the test suite's state key")
+    monkeypatch.setenv(STATE_KEY_ENV, TEST_KEY)
     with pytest.raises(StateAuthenticationError, match="not signed"):
         decode_snapshot(unsigned)
 
@@ -413,7 +422,7 @@ PLAIN_VALUES = st.recursive(
     | st.floats(allow_nan=False)
     | st.text(max_size=5)
     | st.binary(max_size=5)
-    | st.datetimes(timezones=st.none() | st.just(datetime.UTC))
+    | st.datetimes(timezones=st.none() | st.just(datetime.UTC) | st.timezones())
     | st.dates()
     | st.timedeltas()
     | st.decimals(allow_nan=False)
@@ -443,6 +452,33 @@ def test_plain_values_round_trip_unsigned_and_untrusted(value: Any) -> None:
         assert decode_key_state(data).contents == {TimeWindow(0, 10): value}
 
 
+def test_time_zones_of_spark_timestamps_are_plain_and_no_other_getattr_is(
+    no_state_key: None, tmp_path: Path
+) -> None:
+    """pyarrow gives timestamps ``ZoneInfo`` zones, which pickle through
+    ``getattr(ZoneInfo, "_unpickle")``: that one ``getattr`` loads (also from a format 2
+    value's user objects), any other is refused before it is called."""
+    from zoneinfo import ZoneInfo
+
+    paris = datetime.datetime(2024, 3, 31, 1, 30, tzinfo=ZoneInfo("Europe/Paris"))
+    ks = KeyState()
+    ks.contents[TimeWindow(0, 10)] = [paris, datetime.datetime(2024, 1, 1, tzinfo=ZoneInfo("UTC"))]
+    data = encode_key_state(ks)
+    assert data[5] == 0  # unsigned, no user objects
+    assert decode_key_state(data).contents[TimeWindow(0, 10)][0] == paris
+    users = pickle.dumps([paris], protocol=5)  # format 2: user objects pickled apart
+    legacy = MAGIC + bytes((2, 0)) + pickle.dumps(([(("t", 0, 10), 0)], users), protocol=5)
+    _, reader = encoding.open_state(legacy)
+    assert reader.value(0) == paris
+
+    class Sneaky:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (getattr, (ZoneInfo, "__init_subclass__"))
+
+    with pytest.raises(StateFormatError, match="no plain type pickles through"):
+        decode_snapshot(_forged(("snapshot", 0, 0, [("k", Sneaky())]), flags=0))
+
+
 def test_pickled_snapshots_of_earlier_versions_load_only_under_the_opt_in(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -468,7 +504,7 @@ def test_pickled_snapshots_of_earlier_versions_load_only_under_the_opt_in(
     monkeypatch.setenv(TRUST_ENV, "1")
     with pytest.warns(DeprecationWarning, match="pickled snapshot"):
         restored.restore(legacy)
-    monkeypatch.setenv(STATE_KEY_ENV, "the test suite's state key")
+    monkeypatch.setenv(STATE_KEY_ENV, TEST_KEY)
     assert restored.snapshot() == h.snapshot()
 
 
@@ -482,5 +518,5 @@ def _write_fixtures() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault(STATE_KEY_ENV, "the test suite's state key")  # as tests/conftest.py
+    os.environ.setdefault(STATE_KEY_ENV, TEST_KEY)  # the key the fixtures are signed with
     _write_fixtures()

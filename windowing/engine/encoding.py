@@ -48,6 +48,7 @@ import io
 import os
 import pickle
 import types
+import zoneinfo
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -198,8 +199,7 @@ def _is_plain(obj: Any) -> bool:
     """Whether ``obj`` is plain data: an instance of a plain type, or a class or function
     the refusing unpickler looks up (a plain value's pickle names it)."""
     if isinstance(obj, _NAMED):
-        name = (getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
-        return name in _ALLOWED
+        return _global_name(obj) in _ALLOWED
     cls = type(obj)
     known = _PLAIN_TYPES.get(cls)
     if known is None:
@@ -209,6 +209,31 @@ def _is_plain(obj: Any) -> bool:
 
 
 _NAMED = (type, types.FunctionType, types.BuiltinFunctionType)
+
+
+def _global_name(obj: Any) -> tuple[str | None, str | None]:
+    """``(module, qualified name)`` of a class or function (a built-in class method, which
+    has no module of its own: its class's)."""
+    module = getattr(obj, "__module__", None)
+    owner = getattr(obj, "__self__", None)
+    if module is None and isinstance(owner, type):
+        module = owner.__module__
+    return module, getattr(obj, "__qualname__", None)
+
+
+def _class_method_getattr(owner: Any, name: str) -> Any:
+    """``getattr`` as a pickle of a built-in class method calls it, for the class methods
+    plain types pickle through only (``ZoneInfo._unpickle``)."""
+    if (getattr(owner, "__module__", None), f"{getattr(owner, '__qualname__', '')}.{name}") not in (
+        _CLASS_METHODS
+    ):
+        msg = f"encoded state asks for {owner!r}.{name}, which no plain type pickles through"
+        raise StateFormatError(msg)
+    return getattr(owner, name)
+
+
+#: The class methods plain types pickle through (as ``getattr(class, name)``).
+_CLASS_METHODS = {("zoneinfo", "ZoneInfo._unpickle")}
 
 
 for _cls in (
@@ -228,6 +253,16 @@ for _cls in (
 register_plain_type(
     type(_MISSING), ("windowing.sliding", "_MISSING"), ("windowing.sliding", "_EMPTY")
 )
+# time zones of Spark's timestamps (pyarrow gives ``ZoneInfo`` objects, even for UTC): a
+# ``ZoneInfo`` pickles as ``getattr(ZoneInfo, "_unpickle")(key, from_cache)``, which looks a
+# zone up by name; the only ``getattr`` a plain value needs, so the only one allowed
+register_plain_type(zoneinfo.ZoneInfo)
+_ALLOWED[("builtins", "getattr")] = _class_method_getattr
+for _module, _method in _CLASS_METHODS:
+    _ALLOWED[(_module, _method)] = None  # named by the writer's check, never looked up
+# a Row without field names pickles through ``copyreg._reconstructor(cls, tuple, values)``
+# (``cls`` a plain class, looked up as any other)
+_ALLOWED[("copyreg", "_reconstructor")] = None
 # the built-in types themselves (``defaultdict(list)``'s factory, ``complex``'s pickle)
 for _name in ("list", "dict", "set", "frozenset", "tuple", "int", "float", "str", "bytes", "bool"):
     _ALLOWED[("builtins", _name)] = None
@@ -254,7 +289,7 @@ class _PlainUnpickler(pickle.Unpickler):
     """Reads plain data only: a global is looked up only when it is a registered plain type
     (:func:`register_plain_type`), anything else is refused before it is called."""
 
-    def __init__(self, data: bytes, where: str) -> None:
+    def __init__(self, data: bytes | memoryview, where: str) -> None:
         super().__init__(io.BytesIO(data))
         self.where = where
 
@@ -307,9 +342,11 @@ def _class_name(obj: Any) -> str:
 
 
 def _dumps(plain: Any) -> tuple[bytes, set[str]]:
-    """The pickle of ``plain`` and the classes of the user objects it holds."""
+    """The pickle of ``plain`` and the classes of the user objects it holds (cloudpickle
+    from the first value only it could write on: the process's state holds such objects)."""
+    global _cloudpickle_first
     pickler: _Pickler | _CloudPickler
-    for make in (_Pickler, _CloudPickler):
+    for make in (_CloudPickler,) if _cloudpickle_first else (_Pickler, _CloudPickler):
         buffer = io.BytesIO()
         pickler = make(buffer)
         try:
@@ -317,12 +354,16 @@ def _dumps(plain: Any) -> tuple[bytes, set[str]]:
         except (pickle.PicklingError, TypeError, AttributeError):
             if make is _CloudPickler:
                 raise
+            _cloudpickle_first = True
             continue
         return buffer.getvalue(), pickler.user_classes
     raise AssertionError  # pragma: no cover - the loop returns or raises
 
 
-def _tag(key: bytes | None, scope: StateScope, header: bytes, payload: bytes) -> bytes:
+_cloudpickle_first = False
+
+
+def _tag(key: bytes | None, scope: StateScope, header: bytes, payload: bytes | memoryview) -> bytes:
     context = scope.context()
     prefix = len(context).to_bytes(4, "big") + context + header
     if key is None:
@@ -334,22 +375,27 @@ def _tag(key: bytes | None, scope: StateScope, header: bytes, payload: bytes) ->
     return mac.digest()
 
 
-def legacy_pickle_allowed(what: str) -> None:
-    """Allow unpickling a whole pickle of an earlier version (it names internal classes, so
-    the refusing unpickler cannot read it): refused with a key, else only under
-    :data:`TRUST_ENV`."""
+def legacy_pickle_allowed(what: str, data: bytes) -> None:
+    """Allow unpickling ``data``, a whole pickle of an earlier version (it names internal
+    classes, so the refusing unpickler cannot read it): refused with a key, else only under
+    :data:`TRUST_ENV`; bytes that are not a pickle at all (a corrupt value of this format)
+    are corrupt."""
+    if bytes(data[:1]) != b"\x80":  # every such pickle starts with its protocol
+        msg = f"{what} is corrupt: it is neither encoded state nor a pickle of an earlier version"
+        raise StateCorruptError(msg)
     if state_key() is not None:
         msg = (
-            f"{what} is not authenticated, and {STATE_KEY_ENV} is set: refusing to unpickle "
-            "it (a pickle of an earlier version cannot be authenticated; load it once "
-            f"without the key and with {TRUST_ENV}=1 to rewrite it in the signed format)"
+            f"{what} is a pickle of an earlier version, which cannot be authenticated, and "
+            f"{STATE_KEY_ENV} is set: refusing to unpickle it. Such a checkpoint loads only "
+            f"without the key and with {TRUST_ENV}=1 (and is then rewritten unsigned); to sign "
+            "state, start with a new checkpoint location"
         )
         raise StateAuthenticationError(msg)
     if not state_trusted():
         msg = (
             f"{what} is a pickle of an earlier version, whose loading can run code: set "
-            f"{TRUST_ENV}=1 to load it once if you trust whoever could write it (the state "
-            "is then rewritten in the current format, read without running code)"
+            f"{TRUST_ENV}=1 to load it if you trust whoever could write it (what the query "
+            "writes again is then plain data, read without running code)"
         )
         raise UntrustedStateError(msg)
 
@@ -620,7 +666,7 @@ def open_state(
             f"windowing reads formats 1 to {FORMAT}; use the version that wrote it"
         )
         raise StateFormatError(msg)
-    flags, tag, payload = data[5], data[6 : 6 + _TAG], data[6 + _TAG :]
+    flags, tag, payload = data[5], data[6 : 6 + _TAG], memoryview(data)[6 + _TAG :]
     key = state_key()
     signed = bool(flags & _SIGNED)
     if signed and key is None:

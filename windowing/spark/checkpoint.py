@@ -5,7 +5,9 @@ wrote it; and the earlier layouts, which still load."""
 
 from __future__ import annotations
 
+import json
 import pickle
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,8 +15,11 @@ from pyspark import TaskContext
 from pyspark.sql.types import BinaryType, Row, StructField, StructType
 
 from windowing.engine.encoding import (
+    FORMAT,
     MAGIC,
     NO_SCOPE,
+    StateAuthenticationError,
+    StateCorruptError,
     StateFormatError,
     StateScope,
     StateWriter,
@@ -27,6 +32,7 @@ from windowing.spark.columnar import OpenWindows, decode_open_windows, encode_op
 
 __all__ = [
     "CHECKPOINT_PROPERTY",
+    "STATE_PROPERTY",
     "STATE_SCHEMA",
     "STATE_VERSION",
     "UNKNOWN_WINDOWS",
@@ -49,6 +55,10 @@ register_plain_type(Row, ("pyspark.sql.types", "_create_row"), subclasses=True)
 #: The local property ``write_results_and_late`` sets to the query's checkpoint (its stream
 #: thread and tasks inherit it), for errors that name the checkpoint.
 CHECKPOINT_PROPERTY = "windowing.checkpoint"
+#: The local property ``write_results_and_late`` sets to what the driver knows of the
+#: checkpoint's state (JSON: ``accepted`` digests, whether it is ``bound``; see
+#: :class:`StateOwner`).
+STATE_PROPERTY = "windowing.state"
 #: The local property Spark's stream execution sets to the query's id (kept in the
 #: checkpoint's ``metadata`` file: the same across restarts of one checkpoint).
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
@@ -66,6 +76,13 @@ class StateOwner:
 
     query_id: str = ""
     checkpoint: str | None = None
+    #: Digests of the job's state-shaping parts the driver found compatible with this job
+    #: (the checkpoint's record, written by an earlier version that described a part
+    #: otherwise).
+    accepted: tuple[str, ...] = ()
+    #: Whether the checkpoint was created by this layout or a later one (every group value
+    #: is then bound to its query and key group).
+    bound: bool = False
 
     def scope(self, key_group: int) -> StateScope:
         if self.checkpoint:
@@ -81,9 +98,12 @@ def query_of_task() -> StateOwner:
     task = TaskContext.get()
     if task is None:
         return StateOwner()
+    known = json.loads(task.getLocalProperty(STATE_PROPERTY) or "{}")
     return StateOwner(
         task.getLocalProperty(QUERY_ID_PROPERTY) or "",
         task.getLocalProperty(CHECKPOINT_PROPERTY) or None,
+        tuple(known.get("accepted", ())),
+        bool(known.get("bound", False)),
     )
 
 
@@ -182,7 +202,7 @@ def decode_entry(blob: bytes, scope: StateScope = NO_SCOPE) -> Any:
     if not blob:
         return None
     if bytes(blob[:4]) != MAGIC:
-        legacy_pickle_allowed(f"{scope.where}: a key state of layout 2 or 3 (a pickle)")
+        legacy_pickle_allowed(f"{scope.where}: a key state of layout 2 or 3", blob)
         return pickle.loads(blob)  # a key state of layout 2 or 3
     plain, reader = open_state(blob, scope)
     windows = decode_open_windows(plain)
@@ -194,15 +214,27 @@ def load_group(
     expected_key_groups: int,
     scope: StateScope = NO_SCOPE,
     job: str | None = None,
+    *,
+    accepted: Collection[str] = (),
+    bound: bool = False,
 ) -> tuple[int | None, dict[Any, Entry], OpenWindows | None]:
     """``(registered timer, entries, columnar windows)`` of a stored key group of ``scope``;
     earlier layouts still load. A state of another number of key groups, of a newer layout,
-    or written by a job whose digest is not ``job`` (when both are known) is refused with an
-    error saying so."""
+    or written by a job whose digest is neither ``job`` nor one of ``accepted`` (digests the
+    driver found compatible with this job) is refused with an error saying so; ``bound``: the
+    checkpoint was created by this layout, so a value of an earlier one (which carries no
+    scope to check) was put there from elsewhere, and is refused."""
+    if bound and bytes(data[:5]) != MAGIC + bytes((FORMAT,)):
+        msg = (
+            f"{scope.where} is a value of an earlier state layout, but the checkpoint was "
+            f"created with layout {STATE_VERSION} or later: it was copied there from another "
+            "checkpoint; nothing of it was loaded"
+        )
+        raise StateAuthenticationError(msg)
     if bytes(data[:4]) == MAGIC:
         stored = decode_group(data, scope)
     else:
-        legacy_pickle_allowed(f"{scope.where}: a key group's state of layout 2 or 3 (a pickle)")
+        legacy_pickle_allowed(f"{scope.where}: a key group's state of layout 2 or 3", data)
         stored = pickle.loads(data)
     if isinstance(stored, tuple) and len(stored) == 4 and stored[0] == 2:
         stored = (3, *stored[1:], None)  # layout 2: no columnar windows of the group
@@ -231,7 +263,10 @@ def load_group(
             "max_parallelism the checkpoint was written with"
         )
         raise ValueError(msg)
-    if job is not None and digest is not None and digest != job:
+    if bound and digest is None:
+        msg = f"{scope.where} carries no job digest, as no value of this checkpoint's layout"
+        raise StateCorruptError(msg)
+    if job is not None and digest is not None and digest != job and digest not in accepted:
         msg = (
             f"{scope.where} was written by another job (definition {digest}, this job's "
             f"{job}): a changed window, trigger, evictor, function kind, key or input "
@@ -263,11 +298,19 @@ class GroupState:
 
     def load(self, key: Any) -> tuple[int | None, dict[Any, Entry], OpenWindows | None]:
         """``(registered timer, entries, columnar windows)`` of the key group ``key``."""
-        self.scope = self.owner.scope(int(key[0]))
+        owner = self.owner
+        self.scope = owner.scope(int(key[0]))
         value = self.value.get()
         if value is None or value[0] is None:
             return None, {}, None
-        return load_group(value[0], self.key_groups, self.scope, self.job)
+        return load_group(
+            value[0],
+            self.key_groups,
+            self.scope,
+            self.job,
+            accepted=owner.accepted,
+            bound=owner.bound,
+        )
 
     def store(
         self, timer: int | None, entries: dict[Any, Entry], windows: OpenWindows | None

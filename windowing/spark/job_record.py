@@ -12,16 +12,21 @@ with the checkpoint's record before a query starts.
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from windowing._version import __version__
 from windowing.definition import Change, JobDefinition, describe
+from windowing.errors import ErrorPolicy
 from windowing.functions.aggregations import FieldAggregation
 from windowing.functions.columns import ColumnAggregates
 from windowing.job import Job
+from windowing.plan import plan_operator
 from windowing.spark.checkpoint import STATE_VERSION, JobChangedError
-from windowing.spark.files import Files, join
+from windowing.spark.files import Files, committed_batches, join
 from windowing.spark.ownership import windowing_folder
 
 if TYPE_CHECKING:
@@ -29,7 +34,16 @@ if TYPE_CHECKING:
     from windowing.spark.columnar import ColumnarPlan
     from windowing.spark.output import OutputLayout
 
-__all__ = ["JOB_RECORD", "check_job", "job_definition", "read_job_record", "write_job_record"]
+__all__ = [
+    "JOB_RECORD",
+    "JobRecord",
+    "check_job",
+    "job_definition",
+    "operator_strategy",
+    "read_job_record",
+    "record_job",
+    "write_job_record",
+]
 
 #: The record of the job in the checkpoint (under its ``windowing`` folder).
 JOB_RECORD = "job.json"
@@ -70,7 +84,7 @@ def job_definition(
         "processing_time": source.processing_time,
         "idle_timeout": config.idle_timeout,
         "state_shape": {
-            "slicing": config.slicing,
+            "strategy": operator_strategy(job, spec),
             "columnar": None if columnar is None else type(columnar).__name__,
         },
         # allowed to change: listed, the query goes on
@@ -92,12 +106,61 @@ def job_definition(
     return JobDefinition(parts)
 
 
+def operator_strategy(job: Job, spec: WindowFunctionSpec) -> str:
+    """The window operator's strategy for the job (its key states' shape: per-window state,
+    panes, timelines; it follows the error policy and pane info too)."""
+    config = job.config
+    plan = plan_operator(
+        config.assigner,
+        config.trigger,
+        config.evictor,
+        spec,
+        config.allowed_lateness,
+        config.slicing,
+        guarded=config.on_error is ErrorPolicy.DEAD_LETTER,
+        pane_info=config.pane_info,
+    )
+    return plan.strategy.value
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """``<checkpoint>/windowing/job.json``: the definition of the job whose state the
+    checkpoint holds, and the state layout the checkpoint was created with (``None``: a
+    checkpoint of a version that kept no record)."""
+
+    definition: JobDefinition
+    created_layout: int | None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"created_layout": self.created_layout, "job": dict(self.definition.parts)}, indent=1
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> JobRecord:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("job"), dict):
+            msg = "not a JSON object with a 'job' object"
+            raise ValueError(msg)
+        layout = data.get("created_layout")
+        return cls(JobDefinition(data["job"]), layout if isinstance(layout, int) else None)
+
+    def state_property(self, accepted: Sequence[str]) -> str:
+        """What tasks learn of the checkpoint's state (``checkpoint.STATE_PROPERTY``): the
+        digests of state-shaping parts found compatible with this job (the earlier record's,
+        when a newer version describes a part otherwise), whether every value is bound."""
+        bound = self.created_layout is not None and self.created_layout >= STATE_VERSION
+        return json.dumps({"accepted": list(accepted), "bound": bound})
+
+
 def check_job(
     definition: JobDefinition, recorded: JobDefinition | None, checkpoint: str
 ) -> list[Change]:
     """The allowed changes of ``definition`` since the checkpoint's ``recorded`` one (none
-    without a record); :class:`~windowing.spark.checkpoint.JobChangedError` naming every
-    breaking change, and how to start fresh, when the state cannot continue with it."""
+    without a record, or when the checkpoint holds no committed state yet);
+    :class:`~windowing.spark.checkpoint.JobChangedError` naming every breaking change, and
+    how to start fresh, when the state cannot continue with it."""
     if recorded is None:
         return []
     layout = recorded.parts.get("state_layout")
@@ -126,20 +189,39 @@ def check_job(
     return allowed
 
 
-def read_job_record(files: Files, checkpoint: str) -> JobDefinition | None:
-    """The definition recorded in ``checkpoint`` (``None``: none yet, or a checkpoint of a
-    version that kept no record)."""
+def read_job_record(files: Files, checkpoint: str) -> JobRecord | None:
+    """The record of ``checkpoint`` (``None``: none yet, or a checkpoint of a version that
+    kept no record)."""
     path = join(windowing_folder(checkpoint), JOB_RECORD)
     text = files.read_text(path)
     if text is None:
         return None
     try:
-        return JobDefinition.from_json(text)
+        return JobRecord.from_json(text)
     except ValueError as exc:
-        msg = f"{path!r} is not a job definition of pyspark-windowing ({exc}): restore it"
+        msg = f"{path!r} is not a job record of pyspark-windowing ({exc}): restore it"
         raise ValueError(msg) from exc
 
 
-def write_job_record(files: Files, checkpoint: str, definition: JobDefinition) -> None:
-    """Record ``definition`` in ``checkpoint`` (replacing the record whole)."""
-    files.write_text(join(windowing_folder(checkpoint), JOB_RECORD), definition.to_json())
+def record_job(
+    files: Files, checkpoint: str, definition: JobDefinition
+) -> tuple[JobRecord, list[Change], list[str]]:
+    """Check ``definition`` against the record of ``checkpoint`` (:func:`check_job`; only
+    once the checkpoint has committed a micro-batch: before, it holds no state). Returns the
+    record to write when the query starts, the allowed changes, and the digests its state
+    may carry (the earlier record's: equal parts may be described otherwise by a newer
+    version)."""
+    recorded = read_job_record(files, checkpoint)
+    committed = bool(committed_batches(files, checkpoint))
+    if recorded is None:  # a new checkpoint, or one of a version that kept no record
+        return JobRecord(definition, None if committed else STATE_VERSION), [], []
+    if not committed:  # no state yet (a first run that failed): this job starts it
+        return JobRecord(definition, recorded.created_layout), [], []
+    changes = check_job(definition, recorded.definition, checkpoint)
+    accepted = [recorded.definition.digest]
+    return JobRecord(definition, recorded.created_layout), changes, accepted
+
+
+def write_job_record(files: Files, checkpoint: str, record: JobRecord) -> None:
+    """Write ``record`` into ``checkpoint`` (replacing the record whole)."""
+    files.write_text(join(windowing_folder(checkpoint), JOB_RECORD), record.to_json())

@@ -54,9 +54,9 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from windowing.definition import Change
 from windowing.records import OutputTag
-from windowing.spark.checkpoint import CHECKPOINT_PROPERTY
+from windowing.spark.checkpoint import CHECKPOINT_PROPERTY, STATE_PROPERTY
 from windowing.spark.files import Files, committed_batches, join
-from windowing.spark.job_record import check_job, read_job_record, write_job_record
+from windowing.spark.job_record import JobRecord, record_job, write_job_record
 from windowing.spark.ownership import STAGING, Output, Ownership, batch_of, take_ownership
 from windowing.spark.paths import check_input_folders, check_sink_paths, input_folders
 
@@ -269,20 +269,22 @@ class _Publisher(StreamingQueryListener):
 
     def __init__(self, running: _Running) -> None:
         self.running = running
-        self.query_id: str | None = None
+        # The run's id, not the query's: a restart of the query has the same query id, and
+        # the listener bus may deliver the end of the previous run after this one started.
+        self.run_id: str | None = None
 
     def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's name
         pass
 
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802 - Spark's name
-        if self.query_id is not None and str(event.progress.id) == self.query_id:
+        if self.run_id is not None and str(event.progress.runId) == self.run_id:
             self.running.publish()
 
     def onQueryIdle(self, event: Any) -> None:  # noqa: N802 - Spark's name
         pass
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802 - Spark's name
-        if self.query_id is not None and str(event.id) == self.query_id:
+        if self.run_id is not None and str(event.runId) == self.run_id:
             self.running.end()
 
 
@@ -440,17 +442,16 @@ def write_results_and_late(
     publish = _Publishing(tuple(s for _, _, s in outputs), checkpoint)
     owned = [Output(name, s.folder) for name, _, s in outputs if s.folder is not None]
     # every check before the query starts: a refused query writes and deletes nothing
-    recorded = files.reaches(checkpoint) and result.definition is not None
+    record: JobRecord | None = None
     changes: list[Change] = []
-    if recorded:
-        assert result.definition is not None
-        changes = check_job(result.definition, read_job_record(files, checkpoint), checkpoint)
+    accepted: list[str] = []
+    if files.reaches(checkpoint) and result.definition is not None:
+        record, changes, accepted = record_job(files, checkpoint, result.definition)
     running = _Running(publish, session, take_ownership(files, checkpoint, owned))
     listener = None
     try:
-        if recorded:
-            assert result.definition is not None
-            write_job_record(files, checkpoint, result.definition)
+        if record is not None:
+            write_job_record(files, checkpoint, record)
         running.publish()  # a driver that died between a commit and its rename
         writer = result.output.writeStream.foreachBatch(
             _batch_writer(publish, [(select, s) for _, select, s in outputs], classic)
@@ -464,7 +465,8 @@ def write_results_and_late(
         if classic:
             listener = _Publisher(running)
             spark.streams.addListener(listener)
-        query = _start(writer, spark if classic else None, checkpoint)
+        known = None if record is None else record.state_property(accepted)
+        query = _start(writer, spark if classic else None, checkpoint, known)
     except BaseException:
         if listener is not None:
             spark.streams.removeListener(listener)
@@ -472,7 +474,7 @@ def write_results_and_late(
         raise
     if listener is None:
         return WindowedQuery(query, running.publish, running.end, changes)
-    listener.query_id = str(query.id)
+    listener.run_id = str(query.runId)
     removed: list[bool] = []
 
     def release() -> None:
@@ -484,18 +486,24 @@ def write_results_and_late(
     return WindowedQuery(query, running.publish, release, changes)
 
 
-def _start(writer: Any, spark: SparkSession | None, checkpoint: str) -> StreamingQuery:
-    """Start the query with the checkpoint as a local property its stream thread and tasks
-    inherit (errors about its state name it: ``checkpoint.CHECKPOINT_PROPERTY``)."""
+def _start(
+    writer: Any, spark: SparkSession | None, checkpoint: str, known: str | None
+) -> StreamingQuery:
+    """Start the query with local properties its stream thread and tasks inherit: the
+    checkpoint (errors about its state name it: ``checkpoint.CHECKPOINT_PROPERTY``) and what
+    the driver knows of its state (``known``: ``checkpoint.STATE_PROPERTY``)."""
     if spark is None:  # Spark Connect: no local properties on the client
         return writer.start()  # type: ignore[no-any-return]
     context = spark.sparkContext
-    before = context.getLocalProperty(CHECKPOINT_PROPERTY)
-    context.setLocalProperty(CHECKPOINT_PROPERTY, checkpoint)
+    properties = {CHECKPOINT_PROPERTY: checkpoint, STATE_PROPERTY: known}
+    before = {name: context.getLocalProperty(name) for name in properties}
+    for name, value in properties.items():
+        context.setLocalProperty(name, value)  # type: ignore[arg-type]
     try:
         return writer.start()  # type: ignore[no-any-return]
     finally:
-        context.setLocalProperty(CHECKPOINT_PROPERTY, before)  # type: ignore[arg-type]
+        for name, value in before.items():
+            context.setLocalProperty(name, value)  # type: ignore[arg-type]
 
 
 def _outputs(

@@ -28,11 +28,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from windowing.spark.checkpoint import StateOwner, decode_entry, load_group
+from windowing.spark.checkpoint import STATE_VERSION, StateOwner, decode_entry, load_group
 from windowing.spark.columnar import OpenWindows, window_listing
 from windowing.spark.failures import window_bounds
+from windowing.spark.job_record import JOB_RECORD, JobRecord
 from windowing.spark.keys import group_codes
 from windowing.spark.output import ms_to_time
+from windowing.spark.ownership import WINDOWING
 from windowing.spark.plans import window_operator
 from windowing.spark.processor import ProcessorConfig, flink_watermark
 
@@ -104,7 +106,13 @@ def read_state(
         ]
     )
 
-    owner = StateOwner(_query_id(spark, checkpoint), checkpoint)
+    record = _job_record(spark, checkpoint)
+    owner = StateOwner(
+        _query_id(spark, checkpoint),
+        checkpoint,
+        () if record is None else (record.definition.digest,),
+        record is not None and (record.created_layout or 0) >= STATE_VERSION,
+    )
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         reader = _GroupReader(config, owner)
@@ -149,9 +157,11 @@ class _GroupReader:
     def rows(self, kg: int, blob: bytes | None) -> Iterator[tuple[Any, ...]]:
         if blob is None:
             return
-        c = self.config
-        scope = self.owner.scope(kg)
-        _, entries, windows = load_group(blob, c.key_groups, scope, c.job_digest)
+        c, owner = self.config, self.owner
+        scope = owner.scope(kg)
+        _, entries, windows = load_group(
+            blob, c.key_groups, scope, c.job_digest, accepted=owner.accepted, bound=owner.bound
+        )
         for key, _, data, *_ in entries.values():
             ks = decode_entry(data, scope)
             if ks is None:  # a key that only keeps its idle clock
@@ -233,6 +243,16 @@ def _query_id(spark: SparkSession, checkpoint: str) -> str:
         if text.startswith("{"):
             return str(json.loads(text).get("id", ""))
     return ""
+
+
+def _job_record(spark: SparkSession, checkpoint: str) -> JobRecord | None:
+    """The checkpoint's record of its job (``None`` without one)."""
+    try:
+        path = f"{checkpoint}/{WINDOWING}/{JOB_RECORD}"
+        found = spark.read.text(path, wholetext=True).collect()
+    except Exception:  # no record: a checkpoint of a version that kept none
+        return None
+    return JobRecord.from_json(found[0].value) if found else None
 
 
 def _last_committed(spark: SparkSession, checkpoint: str) -> int | None:
