@@ -39,7 +39,7 @@ from windowing.triggers.base import Trigger
 from windowing.triggers.emit import OnWindowCloseTrigger
 from windowing.triggers.event_time import EventTimeTrigger
 
-__all__ = ["JobPlan", "Plan", "Strategy", "aligned_shape", "plan_operator", "process_function"]
+__all__ = ["Plan", "Strategy", "aligned_shape", "plan_operator", "process_function"]
 
 
 class Strategy(enum.Enum):
@@ -107,32 +107,6 @@ class Plan:
             lines.append("  bounded input without a watermark: one pass, fired at the end")
         order = "time order (panes / timeline)" if self.time_order else "arrival order, as Flink"
         lines.append(f"  element order: {order}")
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class JobPlan:
-    """How a Spark job runs: the runtime, a columnar path if any, and the operator's plan
-    (``None`` for a native Spark plan, which runs no operator).
-
-    ``result.plan`` holds it and ``result.explain()`` prints it (``WindowedStream.explain()``
-    before a terminal call).
-    """
-
-    runtime: str
-    operator: Plan | None
-    columnar: str | None = None
-
-    @property
-    def native(self) -> bool:
-        """Whether Spark computes the job without the window operator (a native plan)."""
-        return self.operator is None
-
-    def __str__(self) -> str:
-        lines = ["== windowing plan ==", f"runtime: {self.runtime}"]
-        if self.columnar is not None:
-            lines.append(f"columnar: {self.columnar}")
-        lines.append("operator: none" if self.operator is None else str(self.operator))
         return "\n".join(lines)
 
 

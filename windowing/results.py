@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from windowing.plan import JobPlan
 from windowing.records import OutputTag
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame  # noqa: TID251 - type-only, never imported at runtime
+
+    from windowing.spark.planning import SparkPlan
 
 __all__ = ["WindowingResult"]
 
@@ -31,7 +32,8 @@ class WindowingResult(Protocol):
     late_output_tag
         The tag given to ``side_output_late_data``, if any.
     plan
-        How the job runs (:class:`~windowing.plan.JobPlan`).
+        How the job runs (:class:`~windowing.spark.planning.SparkPlan`): its route, the
+        reason, the operator's plan and a columnar shape.
     dead_letters
         The errors routed by ``on_error("dead_letter")`` (empty without it).
     """
@@ -43,7 +45,7 @@ class WindowingResult(Protocol):
     def late_output_tag(self) -> OutputTag | None: ...
 
     @property
-    def plan(self) -> JobPlan: ...
+    def plan(self) -> SparkPlan: ...
 
     @property
     def dead_letters(self) -> DataFrame | None: ...

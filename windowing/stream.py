@@ -69,7 +69,6 @@ from windowing.job import (
     WatermarkStrategy,
     WindowConfig,
 )
-from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.results import WindowingResult
 from windowing.time import Duration, to_millis
@@ -77,6 +76,8 @@ from windowing.triggers.base import Trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame  # noqa: TID251 - type-only, never imported at runtime
+
+    from windowing.spark.planning import SparkPlan
 
 __all__ = [
     "BoundedOutOfOrderness",
@@ -486,13 +487,10 @@ class WindowedStream:
     ) -> WindowingResult:
         """Build the Spark plan: batch replay for a static DataFrame, a stateful streaming
         query plan (``transformWithStateInPandas``) for a streaming one."""
-        if self.source.df.isStreaming:
-            from windowing.spark.streaming import run_streaming
+        from windowing.spark.run import Terminal, run_terminal
 
-            return run_streaming(self.job(), spec, output_schema, side_output_schemas)
-        from windowing.spark.batch import run_batch
-
-        return run_batch(self.job(), spec, output_schema, side_output_schemas)
+        terminal = Terminal(self.job(), spec, output_schema, side_output_schemas)
+        return run_terminal(terminal)  # type: ignore[no-any-return]
 
     def job(self) -> Job:
         """The compiled job description the runtime receives."""
@@ -508,12 +506,12 @@ class WindowedStream:
         """
         print(self.plan(function))
 
-    def plan(self, function: Any = None) -> JobPlan:
+    def plan(self, function: Any = None) -> SparkPlan:
         """The plan :meth:`explain` prints (no Spark job runs)."""
-        from windowing.spark.plans import plan_job
+        from windowing.spark.planning import plan_spark
 
         spec = as_spec(function if function is not None else _reduce_placeholder)
-        return plan_job(self.job(), spec)
+        return plan_spark(self.job(), spec)
 
     def reduce(
         self,
@@ -603,15 +601,11 @@ class WindowedStream:
             )
         """
         from windowing.spark.aggregates import compile_aggregates
+        from windowing.spark.run import Terminal, run_terminal
 
         compiled = compile_aggregates(self.job(), columns)
-        if self.source.df.isStreaming:
-            from windowing.spark.streaming import run_streaming
-
-            return run_streaming(compiled.job, compiled.spec, compiled.schema, None)
-        from windowing.spark.native import run_aggregates
-
-        return run_aggregates(compiled, self.job())
+        terminal = Terminal.of_aggregates(compiled, self.job())
+        return run_terminal(terminal)  # type: ignore[no-any-return]
 
     def count(self) -> WindowingResult:
         """The number of rows of each window, in a ``count`` column (``bigint``); as

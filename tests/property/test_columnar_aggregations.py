@@ -10,13 +10,13 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.columnar_plans import columnar_plan
 from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows
 from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.operator import KeyState, WindowOperator
 from windowing.spark.columnar import (
     OpenWindows,
-    columnar_plan,
     columnar_results,
     key_state_of,
     open_windows_of,

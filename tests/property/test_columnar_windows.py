@@ -14,6 +14,7 @@ import pyarrow as pa
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
+from tests.columnar_plans import columnar_plan
 from windowing import OutputTag
 from windowing.assigners import (
     EventTimeSessionWindows,
@@ -37,7 +38,6 @@ from windowing.spark.columnar import (
     usable,
 )
 from windowing.spark.columnar_hopping import HoppingAggregation
-from windowing.spark.columnar_plans import columnar_plan
 from windowing.spark.columnar_ranges import keyed_search, range_pick, range_reduce
 from windowing.spark.columnar_sessions import SessionAggregation
 from windowing.testing import WindowOperatorHarness

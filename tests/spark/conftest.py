@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -83,3 +83,33 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _planned_routes(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Records the plan of every terminal call of the test; a test marked
+    ``differential(*routes)`` must run one of the routes (or columnar shapes) it names, and
+    no native route it does not name (``test_routes.py`` holds every route to one)."""
+    marker = request.node.get_closest_marker("differential")
+    if marker is None:
+        yield
+        return
+    from windowing.spark import run
+
+    planned: list[Any] = []
+    plan_terminal = run.plan_terminal
+
+    def recording(terminal: Any) -> Any:
+        plan = plan_terminal(terminal)
+        planned.append(plan)
+        return plan
+
+    monkeypatch.setattr(run, "plan_terminal", recording)
+    yield
+    declared = set(marker.args)
+    seen = {p.route for p in planned} | {p.columnar_shape for p in planned if p.columnar}
+    assert declared & seen, f"declared {sorted(map(str, declared))}, ran {sorted(map(str, seen))}"
+    undeclared = {p.route for p in planned if p.native} - declared
+    assert not undeclared, f"native routes {sorted(map(str, undeclared))} not declared"

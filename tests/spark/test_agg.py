@@ -17,6 +17,7 @@ from pyspark.sql import functions as F  # noqa: N812
 
 from windowing import BoundedOutOfOrderness, OutputTag, TumblingEventTimeWindows, WindowedStream
 from windowing.assigners import EventTimeSessionWindows, HoppingEventTimeWindows
+from windowing.spark.planning import Route
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers import EventTimeTrigger
 
@@ -99,6 +100,7 @@ def both_plans(stream: Any, columns: list[Any]) -> tuple[Any, Any]:
     return native, operator
 
 
+@pytest.mark.differential(Route.NATIVE_TUMBLING)
 @pytest.mark.parametrize(
     ("seed", "size", "offset", "extreme", "keyed", "lateness"),
     [
@@ -199,16 +201,17 @@ def test_count_and_explain(spark: SparkSession, capsys: pytest.CaptureFixture[st
     counted.explain()
     assert "native Spark plan" in capsys.readouterr().out
     sessions = stream.window(EventTimeSessionWindows(5)).count()
-    assert sessions.plan.native
+    assert sessions.plan.route is Route.NATIVE_SESSIONS
     assert rows_of(sessions.results) == [("a", 1, 7, 2, 6), ("b", 12, 17, 1, 16)]
     hopping = stream.window(HoppingEventTimeWindows(10, 5)).count()
-    assert hopping.plan.native and "panes of gcd(size, slide) = 5 ms" in hopping.plan.runtime
+    assert hopping.plan.route is Route.NATIVE_HOPPING
+    assert "panes of gcd(size, slide) = 5 ms" in hopping.plan.reason
     hopping.explain()
     assert "native Spark plan: hopping event-time windows" in capsys.readouterr().out
     expected = [("a", -5, 5, 2, 4), ("a", 0, 10, 2, 9), ("b", 5, 15, 1, 14), ("b", 10, 20, 1, 19)]
     assert rows_of(hopping.results) == sorted(expected, key=repr)
     sampled = stream.window(HoppingEventTimeWindows(2, 10)).count()  # size <= slide
-    assert sampled.plan.native and "at most one window" in sampled.plan.runtime
+    assert sampled.plan.route is Route.NATIVE_HOPPING_DISJOINT
     assert rows_of(sampled.results) == [("a", 0, 2, 1, 1)]
     assert sampled.collect_metrics().num_records_in_no_window == 2  # a at 2, b at 12
 
@@ -257,6 +260,7 @@ def test_bad_agg_arguments_are_refused_before_a_job(spark: SparkSession) -> None
         tumbling.agg(F.count("*").alias("k"))
 
 
+@pytest.mark.differential(Route.NATIVE_SESSIONS)
 @pytest.mark.parametrize(
     ("seed", "gap", "extreme", "keyed", "spread"),
     [
@@ -312,6 +316,7 @@ def arrival_rows(seed: int, n: int = 400) -> list[tuple[Any, ...]]:
     return rows
 
 
+@pytest.mark.differential(Route.NATIVE_TUMBLING_ARRIVAL)
 @pytest.mark.parametrize(
     ("seed", "lateness", "delay", "tag"),
     [
@@ -340,7 +345,7 @@ def test_native_arrival_order_equals_the_window_operator(
         stream = stream.side_output_late_data(LATE)
     columns = [c for c in aggregates() if "distinct" not in repr(c)]
     native, operator = both_plans(stream, columns)
-    assert "arrival order" in native.plan.runtime
+    assert native.plan.route is Route.NATIVE_TUMBLING_ARRIVAL
     with native, operator:
         want = rows_of(operator.results)
         assert_same_rows(rows_of(native.results), want)
@@ -455,6 +460,7 @@ def compare_plans(stream: Any, columns: list[Any]) -> list[tuple[Any, ...]]:
     return want
 
 
+@pytest.mark.differential(Route.NATIVE_HOPPING, Route.NATIVE_HOPPING_DISJOINT)
 @pytest.mark.parametrize(
     ("seed", "size", "slide", "offset", "extreme", "keyed", "lateness", "columns"),
     [
@@ -617,6 +623,7 @@ def test_random_hopping_configurations_agree(spark: SparkSession, seed: int) -> 
     compare_plans(stream, columns)
 
 
+@pytest.mark.differential(Route.NATIVE_HOPPING_ARRIVAL)
 @pytest.mark.parametrize(
     ("seed", "size", "slide", "offset", "lateness", "delay", "keyed"),
     [
@@ -648,7 +655,7 @@ def test_native_hopping_in_arrival_order_equals_the_window_operator(
     windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
     stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
     native = stream.agg(*invertible_aggregates())
-    assert "arrival order" in native.plan.runtime
+    assert native.plan.route is Route.NATIVE_HOPPING_ARRIVAL
     want = compare_plans(stream, invertible_aggregates())
     firings = [r[: 2 if keyed else 1] for r in want]
     assert (len(firings) > len(set(firings))) == (lateness > 0)  # late firings

@@ -28,14 +28,15 @@ from test_agg import (
 from windowing import BoundedOutOfOrderness, WindowedStream
 from windowing.assigners import SlidingDistinctAssigner
 from windowing.evictors import CountEvictor
-from windowing.spark.native_sliding import FRAMED_MAX_SIZE
+from windowing.spark.native_parts import FRAMED_MAX_SIZE
+from windowing.spark.planning import Route
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers import EventTimeTrigger
 from windowing.triggers.emit import OnWindowCloseTrigger
 
 spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
 
-FRAMES, JOIN = "range frames", "joined to it by time range"
+FRAMES, JOIN = Route.NATIVE_KIP450, Route.NATIVE_KIP450_JOINED
 
 
 def windowable() -> list[Any]:
@@ -43,13 +44,13 @@ def windowable() -> list[Any]:
     return [c for c in aggregates() if "distinct" not in repr(c)]
 
 
-def compare(stream: Any, columns: list[Any], form: str) -> tuple[list[Any], Any]:
+def compare(stream: Any, columns: list[Any], form: Route) -> tuple[list[Any], Any]:
     """The native plan (in ``form``) and the window operator give the same results, late rows
     and metrics; returns the operator's results and metrics."""
     native = stream.agg(*columns)
     operator = stream.trigger(SameAsDefault()).agg(*columns)
     assert native.plan.native and native.plan.operator is None
-    assert form in native.plan.runtime
+    assert native.plan.route is form
     assert not operator.plan.native
     assert operator.plan.operator.strategy.value == "kafka-sliding"
     with native, operator:
@@ -64,6 +65,7 @@ def compare(stream: Any, columns: list[Any], form: str) -> tuple[list[Any], Any]
     return want, metrics
 
 
+@pytest.mark.differential(Route.NATIVE_KIP450, Route.NATIVE_KIP450_JOINED)
 @pytest.mark.parametrize(
     ("seed", "size", "grace", "extreme", "keyed", "spread", "form"),
     [
@@ -103,7 +105,7 @@ def test_native_sliding_equals_the_window_operator(
     extreme: bool,
     keyed: bool,
     spread: int,
-    form: str,
+    form: Route,
 ) -> None:
     rows = random_rows(seed, n=300, extreme=extreme, spread=spread)
     df = spark.createDataFrame(rows, SCHEMA)
@@ -144,7 +146,7 @@ def test_native_sliding_equals_the_window_operator(
     ],
 )
 def test_pane_info_equals_the_window_operator(
-    spark: SparkSession, seed: int, size: int, grace: int, keyed: bool, form: str
+    spark: SparkSession, seed: int, size: int, grace: int, keyed: bool, form: Route
 ) -> None:
     """With ``pane_info()`` the plan gives each result the operator's pane: every window fires
     once, on time, at the end of input; with a grace the window at the start of time fires
@@ -225,7 +227,7 @@ def test_aggregates_only_spark_computes_run_natively(spark: SparkSession) -> Non
         .window(SlidingDistinctAssigner(6, grace=0))
     )
     native = windowed.agg(F.sort_array(F.collect_list("i")).alias("all_i"), F.sum("i") + 1)
-    assert native.plan.native and JOIN in native.plan.runtime
+    assert native.plan.route is JOIN
     operator = windowed.trigger(SameAsDefault()).agg(F.count("i").alias("n"), F.sum("i"))
     got = [(*r[:3], len(r[3]), None if r[4] is None else r[4] - 1) for r in rows_of(native.results)]
     assert sorted(got, key=repr) == sorted((r[:5] for r in rows_of(operator.results)), key=repr)

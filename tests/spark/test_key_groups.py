@@ -23,6 +23,7 @@ from pyspark.sql import Row
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from tests.columnar_plans import columnar_plan
 from windowing import OutputTag
 from windowing.assigners import (
     EventTimeSessionWindows,
@@ -40,7 +41,6 @@ from windowing.job import WindowConfig
 from windowing.spark import processor as runtime_processor
 from windowing.spark import streaming
 from windowing.spark.columnar import from_ipc
-from windowing.spark.columnar_plans import columnar_plan
 from windowing.spark.frames import PACKED
 from windowing.spark.metrics import COUNTER_NAMES, METRIC_NAMES
 from windowing.spark.output import OutputLayout

@@ -31,6 +31,7 @@ from windowing.assigners import (
 from windowing.evictors import Evictor
 from windowing.functions import AggregateFunction, ProcessWindowFunction
 from windowing.spark.batch import WindowedResult
+from windowing.spark.planning import Route
 from windowing.state import ReducingStateDescriptor
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.testing import WindowOperatorHarness
@@ -234,6 +235,7 @@ ASSIGNERS: dict[str, tuple[Any, Any]] = {
 FUNCTIONS = ("reduce", "aggregate", "process")
 
 
+@pytest.mark.differential(Route.BATCH_REPLAY)
 @pytest.mark.parametrize("kind", FUNCTIONS)
 @pytest.mark.parametrize("family", list(ASSIGNERS))
 def test_spark_batch_equals_harness(spark: SparkSession, family: str, kind: str) -> None:

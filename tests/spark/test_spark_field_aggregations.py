@@ -25,8 +25,9 @@ from windowing.assigners import (
     TumblingEventTimeWindows,
 )
 from windowing.functions import AggregationType, FieldAggregation, Reduce
-from windowing.spark import columnar_plans
+from windowing.job import WindowConfig
 from windowing.spark.columnar import columnar_plan, columnar_results
+from windowing.spark.planning import ColumnarShape, columnar_shape
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark
@@ -90,6 +91,7 @@ SHAPES = {
 }
 
 
+@pytest.mark.differential(ColumnarShape.TUMBLING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)
 @pytest.mark.parametrize("shape", list(SHAPES))
 @pytest.mark.parametrize(("kind", "field", "first"), CASES)
 def test_columnar_results_equal_the_operators(
@@ -100,7 +102,7 @@ def test_columnar_results_equal_the_operators(
     assigner = SHAPES[shape]
     # every key's rows take the columnar path (the operator is not what is compared here)
     fn = FieldAggregation(kind, field, first)
-    plan = columnar_plans.columnar_plan(assigner, Reduce(fn), None, None)
+    plan = columnar_shape(WindowConfig(assigner), Reduce(fn), None, streaming=False)
     assert plan is not None
     position = SCHEMA.split(", ").index(next(c for c in SCHEMA.split(", ") if c.startswith(field)))
     for user in "abcd":
@@ -112,7 +114,9 @@ def test_columnar_results_equal_the_operators(
     method = getattr(windowed, kind.value)
     fast = method(field, first) if kind.picks_element else method(field)
     assert fast.output.count() > 0
-    assert fast.plan.columnar is not None and shape.split("-")[0] in fast.plan.columnar
+    assert fast.plan.columnar_shape is ColumnarShape(
+        {"tumbling": "tumbling", "hopping": "hopping", "session": "sessions"}[shape.split("-")[0]]
+    )
     reference = through_operator(df, assigner, fn)
     assert reference.plan.columnar is None
     assert collected(fast) == collected(reference)

@@ -418,20 +418,23 @@ def test_explain_names_runtime_columnar_path_and_strategy(
 ) -> None:
     from windowing.plan import Strategy
     from windowing.results import WindowingResult
+    from windowing.spark.planning import ColumnarShape, Route
 
     windowed = click_stream(clicks).key_by("user").window(TumblingEventTimeWindows(10_000))
     result = windowed.aggregate(CountRows())
     assert isinstance(result, WindowingResult)
     assert result.plan.operator.strategy is Strategy.ALIGNED
-    assert "batch replay" in result.plan.runtime and "'arrival'" in result.plan.runtime
+    assert result.plan.route is Route.BATCH_REPLAY and "'arrival'" in result.plan.reason
     assert result.plan.columnar is None  # arrival order: the operator replays every row
     result.explain()
     printed = capsys.readouterr().out
-    assert "strategy: aligned" in printed and "runtime: batch replay" in printed
+    assert "strategy: aligned" in printed and "route: batch-replay" in printed
     # No arrival order and a built-in sum: whole Arrow columns.
     in_time_order = WindowedStream.from_dataframe(clicks.withColumn("n", F.lit(1)), event_time="at")
     summed = in_time_order.key_by("user").window(TumblingEventTimeWindows(10_000))
-    assert "built-in sum of 'n'" in (summed.sum("n").plan.columnar or "")
+    columnar = summed.sum("n").plan
+    assert columnar.columnar_shape is ColumnarShape.TUMBLING
+    assert columnar.columnar is not None and columnar.columnar.field == "n"
     assert summed.plan().operator.strategy is Strategy.ALIGNED  # a plain reduce
     summed.explain(CountRows())
     assert "columnar" not in capsys.readouterr().out  # an AggregateFunction: the operator
@@ -445,7 +448,7 @@ def test_explain_names_runtime_columnar_path_and_strategy(
         .process(ViewsPerWindow())
     )
     assert isinstance(live, WindowingResult)
-    assert live.plan.runtime.startswith("streaming: transformWithStateInPandas over 128")
+    assert live.plan.route is Route.STREAMING and "over 128 key groups" in live.plan.reason
     assert live.plan.operator.strategy is Strategy.ALIGNED
     assert not live.plan.operator.direct_result
 

@@ -43,6 +43,7 @@ from windowing.spark.checkpoint import JobChangedError
 from windowing.spark.columnar import from_ipc
 from windowing.spark.keys import NAN_KEY, state_key
 from windowing.spark.metrics import STREAMING_METRICS
+from windowing.spark.planning import ColumnarShape, Route
 from windowing.spark.streaming import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.triggers import AnyOf, CountTrigger, EventTimeTrigger, Trigger, TriggerResult
@@ -470,6 +471,7 @@ def with_band_rows(batches: list[list[dict[str, Any]]]) -> list[list[dict[str, A
     return out
 
 
+@pytest.mark.differential(Route.STREAMING, ColumnarShape.TUMBLING)
 # Each aggregation kind and both lateness cases once over the three window shapes (this test
 # and the next): every case is a streaming query of eight micro-batches.
 @pytest.mark.parametrize(("aggregation", "lateness"), [("sum", 3_000), ("min", 0)])
@@ -498,6 +500,7 @@ def test_built_in_aggregations_of_tumbling_windows(
     assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}
 
 
+@pytest.mark.differential(Route.STREAMING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)
 @pytest.mark.parametrize(
     ("windows", "aggregation", "lateness"),
     [
@@ -532,8 +535,8 @@ def test_built_in_aggregations_of_hopping_and_session_windows(
     assert streamed["results"]
     df = spark.readStream.schema(SCHEMA).json(str(tmp_path / "src"))
     keyed = WindowedStream.from_dataframe(df, event_time="ts").key_by("user")
-    words = finish(keyed).plan.columnar
-    assert words is not None and windows in words
+    shape = finish(keyed).plan.columnar_shape
+    assert shape is {"hopping": ColumnarShape.HOPPING, "session": ColumnarShape.SESSIONS}[windows]
 
 
 @pytest.mark.parametrize("function", ["sum", "reduce"])

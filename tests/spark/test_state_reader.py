@@ -19,6 +19,7 @@ from windowing.assigners import (
     TumblingEventTimeWindows,
 )
 from windowing.functions import ProcessWindowFunction
+from windowing.spark.planning import ColumnarShape
 from windowing.spark.state_reader import STATE_COLUMNS
 from windowing.spark.streaming import METRICS_NAME, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
@@ -173,7 +174,7 @@ def test_read_state_of_hopping_windows_on_columns(spark: SparkSession, tmp_path:
         tmp_path,
         lambda s: s.window(HoppingEventTimeWindows(5_000, 1_000)).sum("amount"),
     )
-    assert result.plan.columnar is not None and "hopping" in result.plan.columnar
+    assert result.plan.columnar_shape is ColumnarShape.HOPPING
     last = result.read_state(checkpoint).collect()
     assert {r.watermark for r in last} == {13_499}
     rows = sorted(

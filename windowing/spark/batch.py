@@ -36,14 +36,12 @@ import pyspark
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from windowing.errors import ErrorPolicy
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from windowing.functions.spec import WindowFunctionSpec
 from windowing.job import Job
-from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.spark.failures import DEAD_LETTER_COLUMNS
 from windowing.spark.inputs import ARR as _ARR
@@ -60,11 +58,10 @@ from windowing.spark.output import (
     OutputLayout,
     col,
 )
-from windowing.spark.plans import (
+from windowing.spark.planning import (
+    SparkPlan,
     batch_key_groups,
     idleness_of,
-    job_columnar,
-    plan_job,
     shuffle_partitions,
     window_operator,
 )
@@ -109,7 +106,7 @@ class WindowedResult:
     layout
         How ``output`` splits into the outputs.
     plan
-        How the job runs (:class:`~windowing.plan.JobPlan`); :meth:`explain` prints it.
+        How the job runs (:class:`~windowing.spark.planning.SparkPlan`); :meth:`explain` prints it.
 
     ``metrics``, ``late``, ``side_outputs`` and ``dead_letters`` (the errors routed by
     ``on_error("dead_letter")``) are built when first read.
@@ -118,10 +115,10 @@ class WindowedResult:
     results: DataFrame
     output: DataFrame = dataclasses.field(repr=False)
     layout: OutputLayout = dataclasses.field(repr=False)
-    plan: JobPlan = dataclasses.field(repr=False)
+    plan: SparkPlan = dataclasses.field(repr=False)
 
     @classmethod
-    def of_output(cls, output: DataFrame, layout: OutputLayout, plan: JobPlan) -> WindowedResult:
+    def of_output(cls, output: DataFrame, layout: OutputLayout, plan: SparkPlan) -> WindowedResult:
         """The result whose DataFrames are filters of the tagged ``output`` laid out as
         ``layout`` (the batch replay's, or a native plan's built with Spark SQL). Only
         ``results`` is built here; the other outputs when first read (PySpark analyzes a
@@ -352,13 +349,15 @@ def build_layout(
 
 
 def run_batch(
+    plan: SparkPlan,
     stream: Job,
     spec: WindowFunctionSpec,
     output_schema: Any,
     side_output_schemas: Any = None,
 ) -> WindowedResult:
     """Validate ``stream`` with ``spec`` against the DataFrame's schema and build the batch
-    plan (no Spark job runs here); see the module docstring."""
+    replay of ``plan`` (route ``BATCH_REPLAY``; no Spark job runs here); see the module
+    docstring."""
     source = stream.source
     df = source.df
     config = stream.config
@@ -399,9 +398,7 @@ def run_batch(
         watermark=source.watermark,
         has_arrival=source.arrival_order is not None,
         has_processing_time=source.processing_time is not None,
-        columnar=job_columnar(
-            stream, spec, to_arrow_schema(layout.input_schema, timezone=layout.timezone)
-        ),
+        columnar=plan.columnar,
         idleness=idleness_of(stream),
     )
     # Rows sorted by key and replay order by Spark within each key group's partition: the
@@ -429,7 +426,7 @@ def run_batch(
             return replay.table(table)
 
         combined = grouped.applyInArrow(replay_table, schema=layout.schema)
-    return WindowedResult.of_output(combined, layout, plan_job(stream, spec))
+    return WindowedResult.of_output(combined, layout, plan)
 
 
 def streams_record_batches(version: str | None = None) -> bool:

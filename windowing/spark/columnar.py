@@ -30,7 +30,6 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import pyarrow as pa
 
-from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.engine.encoding import NO_SCOPE, StateScope, StateWriter
 from windowing.engine.keystate import KeyState, register_timer
 from windowing.functions.aggregations import AggregationType, FieldAggregation
@@ -47,7 +46,6 @@ __all__ = [
     "ColumnarStep",
     "OpenWindows",
     "WindowShape",
-    "columnar_plan",
     "columnar_results",
     "decode_open_windows",
     "describe",
@@ -161,31 +159,6 @@ class WindowShape(Protocol):
 
 #: A columnar plan: tumbling windows, or another window shape.
 ColumnarPlan = ColumnarAggregation | WindowShape
-
-
-def columnar_plan(
-    assigner: Any,
-    spec: Any,
-    trigger: Any,
-    evictor: Any,
-    allowed_lateness: int = 0,
-    input_schema: pa.Schema | None = None,
-) -> ColumnarAggregation | None:
-    """The columnar plan of tumbling windows for this window configuration, or ``None`` when
-    it needs the operator (another assigner, see
-    :func:`~windowing.spark.columnar_plans.columnar_plan` for the others; and
-    :func:`field_aggregation_of`)."""
-    if type(assigner) is not TumblingEventTimeWindows:
-        return None
-    if assigner.stagger is not WindowStagger.ALIGNED:
-        return None  # the offset is drawn by the operator's assigner
-    fn = field_aggregation_of(spec, trigger, evictor, allowed_lateness, input_schema)
-    if fn is None:
-        return None
-    assert isinstance(fn.field, str)
-    return ColumnarAggregation(
-        fn.aggregation, fn.field, fn.first, assigner.size, assigner.offset, allowed_lateness
-    )
 
 
 def field_aggregation_of(

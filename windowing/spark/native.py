@@ -1,8 +1,9 @@
 """Native Spark plans: ``WindowedStream.agg`` jobs that Spark SQL computes without Python.
 
 Where the window model's outcome is a plain function of each window's rows, Spark computes
-it with its own aggregation, and the rows never reach Python. :func:`native_reason` decides
-(the one place; ``explain()`` prints its answer), :func:`run_native` builds the plan.
+it with its own aggregation, and the rows never reach Python. The planner
+(:mod:`windowing.spark.planning`) decides the route, once; :func:`run_native` builds the
+plan of the route it was given.
 
 Tumbling event-time windows or event-time sessions, replayed in event-time order (no
 ``arrival_order``, no ``processing_time`` column), the default trigger, no evictor, any allowed
@@ -51,22 +52,20 @@ order (:func:`~windowing.spark.aggregates.order_key`), as the window operator do
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
-from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
-from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
-from windowing.errors import ErrorPolicy
-from windowing.job import BoundedOutOfOrderness, Job, MonotonousTimestamps
-from windowing.spark.aggregates import AggregateCall, CompiledAggregates
-from windowing.spark.batch import WindowedResult, build_layout, run_batch
+from windowing.assigners.tumbling import TumblingEventTimeWindows
+from windowing.job import Job
+from windowing.spark.aggregates import CompiledAggregates
+from windowing.spark.batch import WindowedResult, build_layout
 from windowing.spark.firings import running_aggregate
 from windowing.spark.inputs import ARR, TB, TS, content_hash, internal_columns
-from windowing.spark.native_hopping import HoppingGrid, hopping_parts, hopping_reason
+from windowing.spark.native_hopping import HoppingGrid, disjoint_parts, hopping_parts
 from windowing.spark.native_hopping_arrival import arrival_parts
 from windowing.spark.native_parts import (
     LATE,
@@ -74,14 +73,14 @@ from windowing.spark.native_parts import (
     NativeParts,
     aggregate_columns,
     firings_at_min,
+    first_window_end,
+    has_min_window,
     input_counters,
     keys_counter,
     late_counter,
     long_literal,
     union_all,
-    windowable,
 )
-from windowing.spark.native_sliding import run_sliding, sliding_reason
 from windowing.spark.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -89,16 +88,15 @@ from windowing.spark.output import (
     OutputLayout,
     col,
 )
-from windowing.spark.plans import plan_job
+from windowing.spark.planning import Route, SparkPlan
 from windowing.spark.watermark import (
     WindowCutoffs,
     one_task_enough,
     watermark_of,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from windowing.triggers.event_time import EventTimeTrigger
 
-__all__ = ["native_reason", "run_aggregates", "run_native"]
+__all__ = ["run_native"]
 
 _WINDOW = "__pw_nw"
 _MT = "__pw_nmt"
@@ -113,155 +111,17 @@ _LATE_KEY = "__pw_nlate_key"
 _FIRST_FIRING = "__pw_nfirst_firing"
 
 
-def native_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
-    """Why ``job`` (a ``WindowedStream.agg``) runs as a native Spark plan, in words, or
-    ``None`` when the window operator runs it."""
-    source, config = job.source, job.config
-    assigner = config.assigner
-    if source.df.isStreaming or config.on_error is ErrorPolicy.DEAD_LETTER:
-        return None  # dead letters: every element goes through the guarded operator
-    if type(assigner) is TumblingEventTimeWindows:
-        if assigner.stagger is not WindowStagger.ALIGNED:
-            return None  # the operator's assigner draws the offset
-        shape = "tumbling event-time windows: groupBy(keys, window start)"
-    elif type(assigner) is SlidingDistinctAssigner:
-        return sliding_reason(job, calls)
-    elif type(assigner) is HoppingEventTimeWindows:
-        hopping = hopping_reason(job, calls)
-        if hopping is None:
-            return None  # aggregates without partials, ...: see hopping_reason
-        shape = hopping
-    elif type(assigner) is EventTimeSessionWindows:
-        shape = (
-            "event-time sessions by gaps and islands: per key in event-time order, a row more "
-            "than the gap after the previous one starts a session (lag + running sum over a "
-            "window partitioned by key), then groupBy(keys, session)"
-        )
-    else:
-        return None
-    if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
-        return None
-    if config.evictor is not None:
-        return None
-    if source.processing_time is not None or config.idle_timeout is not None:
-        return None  # replayed in processing-time order / keys with their own clocks
-    arrival = ""
-    if source.arrival_order is not None:
-        if type(assigner) not in (TumblingEventTimeWindows, HoppingEventTimeWindows):
-            return None  # sessions merge on arrival: the window operator
-        if type(source.watermark) not in (BoundedOutOfOrderness, MonotonousTimestamps):
-            return None  # a subclass may compute its watermark otherwise
-        if type(assigner) is HoppingEventTimeWindows:
-            arrival = (
-                "; in arrival order: the watermark each row sees (a prefix maximum of event "
-                "time), rows of windows past their cleanup time to the late side output"
-            )
-        elif config.allowed_lateness > 0 and not windowable(calls):
-            return None  # late firings are running aggregates: Spark's window functions
-        arrival = arrival or (
-            "; in arrival order: each window's arrival cutoffs (when the watermark passed its "
-            "end and its cleanup time; one small aggregate, broadcast), rows of windows past "
-            "their cleanup time to the late side output, "
-            + (
-                "each window's rows added before the watermark passed its end fire once (groupBy)"
-                if config.allowed_lateness == 0
-                else "the states of each window's on-time rows and of each later row, merged in "
-                "replay order by a window function, fire once for the on-time rows and again "
-                "at each later row"
-            )
-        )
-    elif config.allowed_lateness > 0 and _has_min_window(assigner) and not windowable(calls):
-        return None  # the window at the start of time fires per row: running aggregates
-    return (
-        f"native Spark plan: {shape}, .agg(...); default trigger, no evictor"
-        + (
-            arrival
-            or ", event-time order (nothing is late; each window fires once at the end of input)"
-        )
-        + "; rows without event time to the late side output; Python never sees the rows"
-    )
-
-
-def _has_min_window(assigner: object) -> bool:
-    """Whether a window ends at ``MIN_TIMESTAMP + 1`` (max timestamp MIN, behind the first
-    watermark): the first tumbling window for some offsets, a session of gap 1 at MIN."""
-    if isinstance(assigner, TumblingEventTimeWindows):
-        return _TumblingBounds.first_end_of(assigner) == MIN_TIMESTAMP + 1
-    return isinstance(assigner, EventTimeSessionWindows) and assigner.gap == 1
-
-
-def run_aggregates(compiled: CompiledAggregates, job: Job) -> WindowedResult:
-    """Run ``WindowedStream.agg`` on a static DataFrame: the native plan when
-    :func:`native_reason` allows it, else the batch replay of the window operator."""
-    if native_reason(job, compiled.calls) is not None:
-        return run_native(compiled, job)
-    return run_batch(compiled.job, compiled.spec, compiled.schema)
-
-
-def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
+def run_native(plan: SparkPlan, compiled: CompiledAggregates, job: Job) -> WindowedResult:
     """The native plan of ``job`` (the user's own, without the operator's argument columns)
-    with the aggregates ``compiled``; see the module docstring."""
-    source, config = job.source, job.config
-    if type(config.assigner) is SlidingDistinctAssigner:
-        return run_sliding(compiled, job)
+    with the aggregates ``compiled``, on the route ``plan`` chose (tumbling windows or
+    sessions, hopping windows, each in its order of rows); see the module docstring."""
+    source = job.source
     df = source.df
     layout = build_layout(job, None, compiled.schema, None)
     prepared = df.select(*internal_columns(df, source))
     keys = [col(k) for k in layout.keys]
-    assigner = config.assigner
-    lateness = config.allowed_lateness
-    if type(assigner) is HoppingEventTimeWindows and source.arrival_order is not None:
-        parts = arrival_parts(HoppingGrid.of(assigner), job, prepared, keys, compiled, layout)
-    elif type(assigner) is HoppingEventTimeWindows:
-        parts = hopping_parts(job, prepared, keys, compiled, layout)
-    elif source.arrival_order is not None:
-        assert isinstance(assigner, TumblingEventTimeWindows), "native_reason chose this plan"
-        parts = _in_arrival_order(assigner, job, prepared, keys, compiled, layout)
-    else:
-        ts = F.col(TS)
-        # The window ending at MIN_TIMESTAMP + 1 (tumbling; a session of gap 1 at MIN) is
-        # behind the first watermark (MIN): without lateness its rows are late; with
-        # lateness each row fires it at once (EventTimeTrigger), with the rows so far, and
-        # it never fires again (a tumbling window; a session unless a row at MIN + 1 merges
-        # it into a later one).
-        assert isinstance(assigner, TumblingEventTimeWindows | EventTimeSessionWindows)
-        min_window = _has_min_window(assigner)
-        at_min = ts == F.lit(MIN_TIMESTAMP)
-        is_late = at_min if min_window and lateness == 0 else F.lit(False)
-        valid = prepared.where(ts.isNotNull() & ~is_late)
-        extra: list[DataFrame] = []
-        if min_window and lateness > 0:
-            start: int | None = MIN_TIMESTAMP
-            if isinstance(assigner, TumblingEventTimeWindows):
-                lowest = _TumblingBounds.first_end_of(assigner) - assigner.size
-                start = lowest if lowest >= MIN_TIMESTAMP else None
-            extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
-        if isinstance(assigner, TumblingEventTimeWindows):
-            bounds = _TumblingBounds(assigner)
-            rows = valid.where(~at_min) if min_window else valid
-            grouped = rows.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
-                *aggregate_columns(compiled, arrival=False)
-            )
-            window_start, end = bounds.window_start, bounds.end
-        else:
-            grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
-            if min_window:
-                grouped = grouped.where(F.col(_LAST) != F.lit(MIN_TIMESTAMP))
-        late_name = late_counter(layout)
-        counters = prepared.agg(
-            *input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name)
-        )
-        late = extra + (
-            [
-                prepared.where(ts.isNull()).select(
-                    *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
-                ),
-                prepared.where(is_late).select(*layout.sql.late_branch(F.lit(None), REASON_LATE)),
-            ]
-            if layout.has_late
-            else []
-        )
-        parts = NativeParts(grouped, window_start, end, F.lit(True), counters, late)
+    parts = _PARTS[plan.route](job, prepared, keys, compiled, layout)
+    lateness = job.config.allowed_lateness
     max_ts = F.coalesce(parts.end - F.lit(1), F.lit(MAX_TIMESTAMP))
     results = parts.results.select(
         *layout.sql.result_branch(
@@ -288,21 +148,79 @@ def run_native(compiled: CompiledAggregates, job: Job) -> WindowedResult:
         parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
-    combined = union_all(branches)
-    plan = plan_job(job, None, native=native_reason(job, compiled.calls))
-    return WindowedResult.of_output(combined, layout, plan)
+    return WindowedResult.of_output(union_all(branches), layout, plan)
+
+
+def _in_event_time_order(
+    job: Job,
+    prepared: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+) -> NativeParts:
+    """Tumbling windows or sessions replayed in event-time order; see the module docstring.
+
+    The window ending at MIN_TIMESTAMP + 1 (tumbling; a session of gap 1 at MIN) is behind
+    the first watermark (MIN): without lateness its rows are late; with lateness each row
+    fires it at once (EventTimeTrigger), with the rows so far, and it never fires again (a
+    tumbling window; a session unless a row at MIN + 1 merges it into a later one)."""
+    assigner = job.config.assigner
+    lateness = job.config.allowed_lateness
+    assert isinstance(assigner, TumblingEventTimeWindows | EventTimeSessionWindows)
+    ts = F.col(TS)
+    min_window = has_min_window(assigner)
+    at_min = ts == F.lit(MIN_TIMESTAMP)
+    is_late = at_min if min_window and lateness == 0 else F.lit(False)
+    valid = prepared.where(ts.isNotNull() & ~is_late)
+    extra: list[DataFrame] = []
+    if min_window and lateness > 0:
+        start: int | None = MIN_TIMESTAMP
+        if isinstance(assigner, TumblingEventTimeWindows):
+            lowest = first_window_end(assigner) - assigner.size
+            start = lowest if lowest >= MIN_TIMESTAMP else None
+        extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
+    if isinstance(assigner, TumblingEventTimeWindows):
+        bounds = _TumblingBounds(assigner)
+        rows = valid.where(~at_min) if min_window else valid
+        grouped = rows.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
+            *aggregate_columns(compiled, arrival=False)
+        )
+        window_start, end = bounds.window_start, bounds.end
+    else:
+        grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
+        if min_window:
+            grouped = grouped.where(F.col(_LAST) != F.lit(MIN_TIMESTAMP))
+    late_name = late_counter(layout)
+    counters = prepared.agg(*input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name))
+    late = extra + (
+        [
+            prepared.where(ts.isNull()).select(
+                *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
+            ),
+            prepared.where(is_late).select(*layout.sql.late_branch(F.lit(None), REASON_LATE)),
+        ]
+        if layout.has_late
+        else []
+    )
+    return NativeParts(grouped, window_start, end, F.lit(True), counters, late)
+
+
+def _hopping_in_arrival_order(
+    job: Job,
+    prepared: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+) -> NativeParts:
+    assigner = job.config.assigner
+    assert isinstance(assigner, HoppingEventTimeWindows)
+    return arrival_parts(HoppingGrid.of(assigner), job, prepared, keys, compiled, layout)
 
 
 class _TumblingBounds:
     """A tumbling window as Spark columns: ``start`` groups rows (the first window's, below
     the end of time, as ``MIN_TIMESTAMP``); ``window_start`` / ``end`` read the grouping
     column ``__pw_nw``."""
-
-    @staticmethod
-    def first_end_of(assigner: TumblingEventTimeWindows) -> int:
-        """The end of the first window (the one holding ``MIN_TIMESTAMP``)."""
-        size, offset = assigner.size, assigner.offset
-        return MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size + size
 
     def __init__(self, assigner: TumblingEventTimeWindows) -> None:
         ts = F.col(TS)
@@ -337,7 +255,6 @@ class _TumblingBounds:
 
 
 def _in_arrival_order(
-    assigner: TumblingEventTimeWindows,
     job: Job,
     prepared: DataFrame,
     keys: list[Column],
@@ -348,6 +265,8 @@ def _in_arrival_order(
     watermark had passed a window's end (or its cleanup time) when a row arrived comes from
     the window's arrival cutoffs (:class:`~windowing.spark.watermark.WindowCutoffs`), joined
     by window from a broadcast table; only the late rows get their exact watermark."""
+    assigner = job.config.assigner
+    assert isinstance(assigner, TumblingEventTimeWindows)
     source = job.source
     lateness = job.config.allowed_lateness
     delay = source.watermark.delay
@@ -534,3 +453,14 @@ def _sessions(
     last = F.col(_LAST)
     end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
     return grouped, F.col(_FIRST), end
+
+
+#: The pieces of each native route this module builds (KIP-450 windows: native_sliding).
+_PARTS: dict[Route, Callable[..., NativeParts]] = {
+    Route.NATIVE_TUMBLING: _in_event_time_order,
+    Route.NATIVE_SESSIONS: _in_event_time_order,
+    Route.NATIVE_TUMBLING_ARRIVAL: _in_arrival_order,
+    Route.NATIVE_HOPPING: hopping_parts,
+    Route.NATIVE_HOPPING_DISJOINT: disjoint_parts,
+    Route.NATIVE_HOPPING_ARRIVAL: _hopping_in_arrival_order,
+}

@@ -59,7 +59,6 @@ from windowing.spark.native_parts import (
     late_counter,
     long_literal,
     pick,
-    windowable,
 )
 from windowing.spark.output import REASON_LATE, REASON_NULL_EVENT_TIME, OutputLayout, col
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -79,8 +78,9 @@ __all__ = [
     "HSTART",
     "HoppingGrid",
     "Partials",
+    "disjoint_parts",
     "hopping_parts",
-    "hopping_reason",
+    "invertible",
     "sweep",
 ]
 
@@ -193,45 +193,11 @@ class HoppingGrid:
         return pane // self.n, pane % self.n
 
 
-def hopping_reason(job: Job, calls: Sequence[AggregateCall]) -> str | None:
-    """The native plan of hopping windows in words, or ``None`` when the window operator
-    runs the job (the caller checked the trigger, evictor, input order and runtime)."""
-    assigner = job.config.assigner
-    assert isinstance(assigner, HoppingEventTimeWindows)
-    grid = HoppingGrid.of(assigner)
-    lateness = job.config.allowed_lateness
-    if job.source.arrival_order is not None:
-        if grid.size <= grid.slide or not windowable(calls):
-            return None  # windows no longer than the slide in arrival order: the operator
-        if not all(_decompose(call, lambda i: DataType()).invertible for call in calls):
-            return None  # not a count or an exact sum: see windowing.spark.native_hopping_arrival
-        return (
-            f"hopping event-time windows from panes of gcd(size, slide) = {grid.g} ms: rows "
-            "grouped by (key, pane, pane of max(event time, watermark + 1)) enter the windows "
-            "ending after the watermark they saw and leave after their pane (running sums per "
-            "key in window-start order, windows generated per run of equal contents: the "
-            "on-time firings); rows copied into their late windows only, running sums in "
-            "replay order per window (one late firing each)"
-        )
-    if grid.size <= grid.slide:
-        if lateness > 0 and grid.min_window_start is not None and not windowable(calls):
-            return None  # the window at the start of time fires per row: running aggregates
-        return (
-            "hopping event-time windows no longer than their slide: a row is in at most one "
-            "window (rows between windows count in num_records_in_no_window), "
-            "groupBy(keys, window start)"
-        )
-    if not windowable(calls):
-        return None  # DISTINCT or a column the window operator cannot read: no partials
-    if grid.m >= 2**61:
-        return None  # pane arithmetic would overflow a long (a slide of 2**61 ms and more)
-    return (
-        f"hopping event-time windows from panes of gcd(size, slide) = {grid.g} ms: partial "
-        "aggregates per key and pane (groupBy), suffix aggregates per block of size / gcd "
-        f"= {grid.n} panes (a window function), each window as a block's suffix plus the next "
-        "block's prefix (van Herk / Gil-Werman), windows generated per run of equal contents "
-        "(no row copied per window)"
-    )
+def invertible(calls: Sequence[AggregateCall]) -> bool:
+    """Whether every aggregate's partials can be subtracted again (a count, an exact sum):
+    the arrival-order plan of hopping windows needs it
+    (:mod:`windowing.spark.native_hopping_arrival`)."""
+    return all(_decompose(call, lambda i: DataType()).invertible for call in calls)
 
 
 def hopping_parts(
@@ -241,14 +207,32 @@ def hopping_parts(
     compiled: CompiledAggregates,
     layout: OutputLayout,
 ) -> NativeParts:
-    """The native plan's pieces for hopping windows in event-time order (its late branches
-    include the firings of the window at the start of time)."""
+    """The native plan's pieces for hopping windows longer than their slide in event-time
+    order, from pane partials (its late branches include the firings of the window at the
+    start of time)."""
+    grid = _grid(job)
+    assert grid.size > grid.slide
+    return _overlapping(grid, job, prepared, keys, compiled, layout)
+
+
+def disjoint_parts(
+    job: Job,
+    prepared: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+) -> NativeParts:
+    """The native plan's pieces for hopping windows no longer than their slide in event-time
+    order: a row is in at most one window."""
+    grid = _grid(job)
+    assert grid.size <= grid.slide
+    return _disjoint(grid, job, prepared, keys, compiled, layout)
+
+
+def _grid(job: Job) -> HoppingGrid:
     assigner = job.config.assigner
     assert isinstance(assigner, HoppingEventTimeWindows)
-    grid = HoppingGrid.of(assigner)
-    if grid.size <= grid.slide:
-        return _disjoint(grid, job, prepared, keys, compiled, layout)
-    return _overlapping(grid, job, prepared, keys, compiled, layout)
+    return HoppingGrid.of(assigner)
 
 
 def _firings(

@@ -62,7 +62,7 @@ from windowing.spark.output import (
     REASON_NULL_EVENT_TIME,
     OutputLayout,
 )
-from windowing.spark.plans import shuffle_partitions
+from windowing.spark.planning import shuffle_partitions
 from windowing.spark.watermark import add_prefix_max, watermark_of
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 

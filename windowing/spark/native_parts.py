@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
+from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.functions.columns import AggKind
 from windowing.records import Timing
 from windowing.spark.aggregates import AggregateCall, CompiledAggregates
@@ -20,11 +23,15 @@ from windowing.spark.output import OutputLayout, col
 from windowing.time import MIN_TIMESTAMP
 
 __all__ = [
+    "FRAMED_MAX_SIZE",
     "LATE",
     "ON_TIME",
     "NativeParts",
     "aggregate_columns",
     "firings_at_min",
+    "first_window_end",
+    "framed",
+    "has_min_window",
     "input_counters",
     "keys_counter",
     "late_counter",
@@ -64,6 +71,30 @@ def windowable(calls: Sequence[AggregateCall]) -> bool:
     """Whether every aggregate runs as a Spark window function (running aggregates): one
     function the window operator knows, without DISTINCT."""
     return all(call.kind is not None and not call.distinct for call in calls)
+
+
+#: The largest KIP-450 size range frames take: event times are shifted by ``2**62`` towards 0
+#: per sign, so ``t - size`` and ``t + 1 + size`` stay in ``bigint``.
+FRAMED_MAX_SIZE = 2**62 - 1
+
+
+def framed(assigner: SlidingDistinctAssigner, calls: Sequence[AggregateCall]) -> bool:
+    """Whether KIP-450 windows are aggregated over range frames (else joined to their rows)."""
+    return assigner.size <= FRAMED_MAX_SIZE and windowable(calls)
+
+
+def first_window_end(assigner: TumblingEventTimeWindows) -> int:
+    """The end of a tumbling assigner's first window (the one holding ``MIN_TIMESTAMP``)."""
+    size, offset = assigner.size, assigner.offset
+    return MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size + size
+
+
+def has_min_window(assigner: object) -> bool:
+    """Whether a window ends at ``MIN_TIMESTAMP + 1`` (max timestamp MIN, behind the first
+    watermark): the first tumbling window for some offsets, a session of gap 1 at MIN."""
+    if isinstance(assigner, TumblingEventTimeWindows):
+        return first_window_end(assigner) == MIN_TIMESTAMP + 1
+    return isinstance(assigner, EventTimeSessionWindows) and assigner.gap == 1
 
 
 def long_literal(value: int | None) -> Column:

@@ -50,19 +50,20 @@ first).
 In arrival order Kafka's algorithm builds a window's aggregate from other windows' aggregates
 as records arrive (a late record's new window starts from a window that may have closed, or
 missed records that only reached closed windows): that is the window operator's job
-(:func:`sliding_reason` says so by returning ``None``).
+(the planner, :mod:`windowing.spark.planning`, then picks another route).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.job import Job
-from windowing.spark.aggregates import AggregateCall, CompiledAggregates
+from windowing.spark.aggregates import CompiledAggregates
 from windowing.spark.batch import WindowedResult, build_layout
 from windowing.spark.inputs import TB, TS, internal_columns
 from windowing.spark.native_parts import (
@@ -73,19 +74,17 @@ from windowing.spark.native_parts import (
     long_literal,
     native_column,
     union_all,
-    windowable,
 )
 from windowing.spark.output import REASON_LATE, REASON_NULL_EVENT_TIME, OutputLayout, col
-from windowing.spark.plans import plan_job
+from windowing.spark.planning import Route
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from windowing.triggers.event_time import EventTimeTrigger
 
-__all__ = ["FRAMED_MAX_SIZE", "run_sliding", "sliding_reason"]
+if TYPE_CHECKING:
+    from windowing.spark.planning import SparkPlan
 
-#: The largest size range frames take: event times are shifted by ``2**62`` towards 0 per
-#: sign, so ``t - size`` and ``t + 1 + size`` stay in ``bigint``.
-FRAMED_MAX_SIZE = 2**62 - 1
-_SHIFT = 2**62
+__all__ = ["run_sliding"]
+
+_SHIFT = 2**62  # event times shifted towards 0 per sign (FRAMED_MAX_SIZE)
 
 _NEG = "__pw_sneg"  # the record's time is below 0
 _O = "__pw_so"  # the time shifted towards 0 (range frames' order)
@@ -102,56 +101,13 @@ _RN, _TRN = "__pw_srn", "__pw_strn"
 _AGG = "__pw_sa"
 
 
-def sliding_reason(job: Job, calls: Sequence[AggregateCall] = ()) -> str | None:
-    """Why ``job`` (a batch ``WindowedStream.agg`` of ``SlidingDistinctAssigner``) runs as a
-    native Spark plan, in words, or ``None`` when the window operator runs it."""
+def run_sliding(plan: SparkPlan, compiled: CompiledAggregates, job: Job) -> WindowedResult:
+    """The native plan of ``job`` (a ``SlidingDistinctAssigner`` job: route
+    ``NATIVE_KIP450``, range frames, or ``NATIVE_KIP450_JOINED``) with the aggregates
+    ``compiled``; see the module docstring."""
     source, config = job.source, job.config
     assigner = config.assigner
-    if type(assigner) is not SlidingDistinctAssigner or assigner.size > MAX_TIMESTAMP:
-        return None  # (a size beyond bigint: every window reaches past the ends of time)
-    if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
-        return None
-    if config.evictor is not None:
-        return None
-    if config.slicing:
-        return None  # the record timeline: KIP-450's definition, not Kafka's algorithm
-    if source.processing_time is not None or config.idle_timeout is not None:
-        return None  # replayed in processing-time order / keys with their own clocks
-    if source.arrival_order is not None:
-        # Kafka's algorithm seeds a late record's new windows from other windows' aggregates
-        # as they are at its arrival, and closes windows on the watermark: the contents
-        # depend on the order of arrival, which the window operator replays.
-        return None
-    how = (
-        "each aggregated by Spark window functions over range frames of the key's rows "
-        "(no copy of a row per window)"
-        if _framed(assigner, calls)
-        else "each window's rows joined to it by time range and grouped (a copy of a row per "
-        "window: an aggregate without a window-function form, or a size from 2**62)"
-    )
-    return (
-        "native Spark plan: KIP-450 sliding windows as Kafka's algorithm leaves them in "
-        "event-time order (per key and sign of the time, a left window [t - size; t] per "
-        "distinct record time t, Kafka's shared window [0; size] for times in [0, size), a "
-        "right window [t + 1; t + 1 + size] when a later record falls in it), "
-        f"{how}; .agg(...); default trigger, no evictor, event-time order (nothing is late; "
-        "each window fires once at the end of input); rows without event time to the late "
-        "side output; Python never sees the rows"
-    )
-
-
-def _framed(assigner: SlidingDistinctAssigner, calls: Sequence[AggregateCall]) -> bool:
-    """Whether the range-frame form computes the job (else the join form)."""
-    return assigner.size <= FRAMED_MAX_SIZE and windowable(calls)
-
-
-def run_sliding(compiled: CompiledAggregates, job: Job) -> WindowedResult:
-    """The native plan of ``job`` (a ``SlidingDistinctAssigner`` job
-    :func:`sliding_reason` accepts) with the aggregates ``compiled``; see the module
-    docstring."""
-    source, config = job.source, job.config
-    assigner = config.assigner
-    assert isinstance(assigner, SlidingDistinctAssigner), "sliding_reason chose this plan"
+    assert isinstance(assigner, SlidingDistinctAssigner)
     grace = assigner.lateness(config.allowed_lateness)
     df = source.df
     layout = build_layout(job, None, compiled.schema, None)
@@ -163,7 +119,7 @@ def run_sliding(compiled: CompiledAggregates, job: Job) -> WindowedResult:
     is_late = at_min if grace == 0 else F.lit(False)
     valid = prepared.where(ts.isNotNull() & ~is_late)
     bounds = _Bounds(assigner.size, grace)
-    if _framed(assigner, compiled.calls):
+    if plan.route is Route.NATIVE_KIP450:
         results, windows = _framed_windows(valid, keys, compiled, bounds)
     else:
         results, windows = _joined_windows(valid, keys, layout, compiled, bounds)
@@ -197,7 +153,6 @@ def run_sliding(compiled: CompiledAggregates, job: Job) -> WindowedResult:
             ),
             prepared.where(is_late).select(*layout.sql.late_branch(F.lit(None), REASON_LATE)),
         ]
-    plan = plan_job(job, None, native=sliding_reason(job, compiled.calls))
     return WindowedResult.of_output(union_all(branches), layout, plan)
 
 

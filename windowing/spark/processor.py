@@ -58,7 +58,7 @@ from windowing.spark.output import (
     LateRows,
     OutputLayout,
 )
-from windowing.spark.plans import window_operator
+from windowing.spark.planning import window_operator
 from windowing.spark.schema import (
     make_row_encoder,
     row_class,

@@ -50,7 +50,7 @@ from windowing.spark.inputs import TS, replay_order
 from windowing.spark.keys import group_codes, key_value, state_key
 from windowing.spark.operator_rows import operator_counters
 from windowing.spark.output import OutputLayout
-from windowing.spark.plans import window_operator
+from windowing.spark.planning import window_operator
 from windowing.spark.replay_keys import Chunk, OperatorRun, OutputBlock, as_batch
 from windowing.spark.schema import arrow_to_python
 

@@ -35,7 +35,7 @@ from windowing.spark.job_record import JOB_RECORD, JobRecord
 from windowing.spark.keys import group_codes
 from windowing.spark.output import ms_to_time
 from windowing.spark.ownership import WINDOWING
-from windowing.spark.plans import window_operator
+from windowing.spark.planning import window_operator
 from windowing.spark.processor import ProcessorConfig, flink_watermark
 
 __all__ = ["STATE_COLUMNS", "read_state"]

@@ -59,7 +59,6 @@ from pyspark.sql.types import (
 
 from windowing.definition import JobDefinition
 from windowing.job import Job
-from windowing.plan import JobPlan
 from windowing.records import OutputTag
 from windowing.spark.batch import (
     build_layout,
@@ -78,10 +77,9 @@ from windowing.spark.output import (
     col,
     counter_sql,
 )
-from windowing.spark.plans import (
+from windowing.spark.planning import (
+    SparkPlan,
     idleness_of,
-    job_columnar,
-    plan_job,
     streaming_key_groups,
     streaming_time_mode,
     uses_wall_clock,
@@ -135,7 +133,7 @@ class StreamingWindowedResult:
     metrics_name
         The name of the observed metrics in ``query.lastProgress["observedMetrics"]``.
     plan
-        How the job runs (:class:`~windowing.plan.JobPlan`); :meth:`explain` prints it.
+        How the job runs (:class:`~windowing.spark.planning.SparkPlan`); :meth:`explain` prints it.
     config
         The stateful processor's configuration (:meth:`read_state` decodes the state with
         it).
@@ -146,7 +144,7 @@ class StreamingWindowedResult:
 
     output: DataFrame
     layout: OutputLayout
-    plan: JobPlan
+    plan: SparkPlan
     time_mode: str = "EventTime"
     metrics_name: str | None = METRICS_NAME
     config: ProcessorConfig | None = None
@@ -241,6 +239,7 @@ def watermark_source(ts: Column) -> Column:
 
 
 def run_streaming(
+    plan: SparkPlan,
     stream: Job,
     spec: WindowFunctionSpec,
     output_schema: Any = None,
@@ -248,8 +247,9 @@ def run_streaming(
     *,
     metrics_name: str | None = METRICS_NAME,
 ) -> StreamingWindowedResult:
-    """Build the streaming plan for ``stream`` (whose source DataFrame is streaming) with the
-    window function ``spec`` (``functions.spec.Reduce(...)``, ``Aggregate(...)``, ...).
+    """Build the streaming query of ``plan`` (route ``STREAMING``) for ``stream`` (whose
+    source DataFrame is streaming) with the window function ``spec``
+    (``functions.spec.Reduce(...)``, ``Aggregate(...)``, ...).
 
     ``output_schema`` and ``side_output_schemas`` are those of the builder's terminal calls.
     The counters of :data:`~windowing.spark.metrics.STREAMING_METRICS` are observed under
@@ -288,7 +288,7 @@ def run_streaming(
     internal = tuple(prepared.columns[len(df.columns) :])  # __pw_ts, __pw_tb[, ...][, __pw_nan0]
     tz = layout.timezone
     input_arrow = to_arrow_schema(layout.input_schema, timezone=tz)
-    columnar = job_columnar(stream, spec, input_arrow)
+    columnar = plan.columnar
     time_mode = streaming_time_mode(stream)
     definition = job_definition(
         stream, spec, layout, key_groups=key_groups, time_mode=time_mode, columnar=columnar
@@ -329,7 +329,7 @@ def run_streaming(
     return StreamingWindowedResult(
         output=output,
         layout=layout,
-        plan=plan_job(stream, spec),
+        plan=plan,
         time_mode=time_mode,
         metrics_name=metrics_name,
         config=processor.config,

@@ -1,0 +1,517 @@
+"""The Spark planner: how a job runs on Spark, decided once.
+
+:func:`plan_spark` looks at a job (its assigner, trigger, evictor, function, lateness, input
+order, runtime) and returns a frozen :class:`SparkPlan`: the :class:`Route` (which runner
+builds the Spark plan), the reason in words, the window operator's own
+:class:`~windowing.plan.Plan` (``None`` on a native route, which runs no operator) and the
+columnar shape of a built-in aggregation computed on whole Arrow columns (``None``: the
+operator computes every window). ``windowing.spark.run`` dispatches on ``plan.route``
+through one table; every runner takes the plan it was given, and ``result.explain()`` prints
+that same object. No Spark job runs here.
+
+=========================  ============================================================
+route                      when
+=========================  ============================================================
+``NATIVE_TUMBLING``        batch ``.agg`` of tumbling event-time windows, event-time order
+``NATIVE_TUMBLING_ARRIVAL`` the same in arrival order (running aggregates for lateness)
+``NATIVE_SESSIONS``        batch ``.agg`` of event-time sessions, event-time order
+``NATIVE_HOPPING``         batch ``.agg`` of hopping windows from pane partials
+``NATIVE_HOPPING_DISJOINT`` hopping windows no longer than their slide (one window a row)
+``NATIVE_HOPPING_ARRIVAL`` hopping windows in arrival order, exact (invertible) aggregates
+``NATIVE_KIP450``          batch ``.agg`` of KIP-450 sliding windows over range frames
+``NATIVE_KIP450_JOINED``   the same, each window joined to its rows (no window function)
+``BATCH_REPLAY``           any other batch job: the window operator per key group
+``STREAMING``              a streaming job: the operator in ``transformWithStateInPandas``
+=========================  ============================================================
+
+The native routes need the default trigger, no evictor, no ``processing_time`` column, no
+idle timeout and no dead letters; each native reason below says what else.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from windowing.assigners import is_processing_time_assigner
+from windowing.assigners.hopping import HoppingEventTimeWindows
+from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.errors import ErrorPolicy
+from windowing.functions.spec import WindowFunctionSpec
+from windowing.idleness import Idleness
+from windowing.job import (
+    BoundedOutOfOrderness,
+    Job,
+    MonotonousTimestamps,
+    StreamSource,
+    WindowConfig,
+)
+from windowing.operator import WindowOperator
+from windowing.plan import Plan, plan_operator
+from windowing.spark.aggregates import AggregateCall
+from windowing.spark.columnar import (
+    ColumnarAggregation,
+    ColumnarPlan,
+    describe,
+    field_aggregation_of,
+)
+from windowing.spark.columnar_hopping import HoppingAggregation
+from windowing.spark.columnar_sessions import SessionAggregation
+from windowing.spark.native_hopping import HoppingGrid, invertible
+from windowing.spark.native_parts import framed, has_min_window, windowable
+from windowing.time import MAX_TIMESTAMP
+from windowing.triggers.event_time import EventTimeTrigger
+
+__all__ = [
+    "ColumnarShape",
+    "Route",
+    "SparkPlan",
+    "batch_key_groups",
+    "columnar_shape",
+    "idleness_of",
+    "plan_spark",
+    "shuffle_partitions",
+    "streaming_key_groups",
+    "streaming_time_mode",
+    "uses_wall_clock",
+    "window_operator",
+]
+
+
+class Route(enum.Enum):
+    """Which runner builds a job's Spark plan (see the module docstring)."""
+
+    NATIVE_TUMBLING = "native-tumbling"
+    NATIVE_TUMBLING_ARRIVAL = "native-tumbling-arrival"
+    NATIVE_SESSIONS = "native-sessions"
+    NATIVE_HOPPING = "native-hopping"
+    NATIVE_HOPPING_DISJOINT = "native-hopping-disjoint"
+    NATIVE_HOPPING_ARRIVAL = "native-hopping-arrival"
+    NATIVE_KIP450 = "native-kip450"
+    NATIVE_KIP450_JOINED = "native-kip450-joined"
+    BATCH_REPLAY = "batch-replay"
+    STREAMING = "streaming"
+
+    @property
+    def native(self) -> bool:
+        """Whether Spark computes the job without the window operator."""
+        return self.value.startswith("native")
+
+
+class ColumnarShape(enum.Enum):
+    """The window shape a built-in aggregation is computed for on whole columns."""
+
+    TUMBLING = "tumbling"
+    HOPPING = "hopping"
+    SESSIONS = "sessions"
+
+
+_SHAPES = {
+    ColumnarAggregation: ColumnarShape.TUMBLING,
+    HoppingAggregation: ColumnarShape.HOPPING,
+    SessionAggregation: ColumnarShape.SESSIONS,
+}
+
+
+@dataclass(frozen=True)
+class SparkPlan:
+    """How a job runs on Spark: decided once by :func:`plan_spark`, dispatched on by the
+    runner, printed by ``result.explain()``.
+
+    Attributes
+    ----------
+    route
+        Which runner builds the Spark plan.
+    reason
+        The route in words: the native plan, or the runtime and its order of rows.
+    operator
+        The window operator's plan (``None`` on a native route).
+    columnar
+        The built-in aggregation computed on whole Arrow columns, if any.
+
+    Examples
+    --------
+    >>> plan = SparkPlan(Route.NATIVE_TUMBLING, "native Spark plan: ...", None)
+    >>> plan.native, plan.columnar_shape is None
+    (True, True)
+    """
+
+    route: Route
+    reason: str
+    operator: Plan | None
+    columnar: ColumnarPlan | None = None
+
+    @property
+    def native(self) -> bool:
+        """Whether Spark computes the job without the window operator (a native route)."""
+        return self.route.native
+
+    @property
+    def columnar_shape(self) -> ColumnarShape | None:
+        """The shape of :attr:`columnar`, if any."""
+        return None if self.columnar is None else _SHAPES[type(self.columnar)]
+
+    def __str__(self) -> str:
+        lines = ["== windowing plan ==", f"route: {self.route.value}", f"runtime: {self.reason}"]
+        if self.columnar is not None:
+            lines.append(f"columnar: {describe(self.columnar)}")
+        lines.append("operator: none" if self.operator is None else str(self.operator))
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the planner
+def plan_spark(
+    job: Job,
+    spec: WindowFunctionSpec | None,
+    calls: Sequence[AggregateCall] | None = None,
+    *,
+    native_job: Job | None = None,
+) -> SparkPlan:
+    """The plan of ``job`` with the window function ``spec``. ``calls``: the aggregates of a
+    ``WindowedStream.agg`` (a batch one may run as a native Spark plan of ``native_job``, the
+    user's own job without the operator's argument columns; default ``job``)."""
+    if calls is not None and not job.source.df.isStreaming:
+        native = _native(native_job or job, calls)
+        if native is not None:
+            return SparkPlan(native[0], native[1], None)
+    if spec is None:
+        msg = "a job without a native plan needs a window function"
+        raise ValueError(msg)
+    source, config = job.source, job.config
+    operator = plan_operator(
+        config.assigner,
+        config.trigger,
+        config.evictor,
+        spec,
+        config.allowed_lateness,
+        config.slicing,
+        guarded=config.on_error is ErrorPolicy.DEAD_LETTER,
+        pane_info=config.pane_info,
+    )
+    spark = source.df.sparkSession
+    timezone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    columnar = _columnar(job, spec, to_arrow_schema(source.df.schema, timezone=timezone))
+    if source.df.isStreaming:
+        mode = streaming_time_mode(job)
+        runtime = (
+            f"streaming: transformWithStateInPandas over {streaming_key_groups(job)} key groups, "
+            f"time mode {mode}, the watermark of {source.watermark!r} across micro-batches"
+            f"{_idle_text(job)}"
+        )
+        return SparkPlan(Route.STREAMING, runtime, operator, columnar)
+    runtime = _batch_text(source, batch_key_groups(job)) + _idle_text(job)
+    return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar)
+
+
+# ---------------------------------------------------------------------------- native routes
+_NATIVE_TAIL = "; rows without event time to the late side output; Python never sees the rows"
+
+
+def _native(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:
+    """The native route of a batch ``.agg`` and why, or ``None`` when the operator runs it."""
+    source, config = job.source, job.config
+    assigner = config.assigner
+    if config.on_error is ErrorPolicy.DEAD_LETTER:
+        return None  # dead letters: every element goes through the guarded operator
+    if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
+        return None
+    if config.evictor is not None:
+        return None
+    if source.processing_time is not None or config.idle_timeout is not None:
+        return None  # replayed in processing-time order / keys with their own clocks
+    if type(assigner) is SlidingDistinctAssigner:
+        return _kip450(job, calls)
+    if type(assigner) is HoppingEventTimeWindows:
+        return _hopping(job, calls)
+    if type(assigner) is TumblingEventTimeWindows:
+        if assigner.stagger is not WindowStagger.ALIGNED:
+            return None  # the operator's assigner draws the offset
+        if source.arrival_order is not None:
+            return _tumbling_in_arrival_order(job, calls)
+        shape, route = (
+            "tumbling event-time windows: groupBy(keys, window start)",
+            (Route.NATIVE_TUMBLING),
+        )
+    elif type(assigner) is EventTimeSessionWindows:
+        if source.arrival_order is not None:
+            return None  # sessions merge on arrival: the window operator
+        shape, route = (
+            "event-time sessions by gaps and islands: per key in event-time order, a row more "
+            "than the gap after the previous one starts a session (lag + running sum over a "
+            "window partitioned by key), then groupBy(keys, session)",
+            Route.NATIVE_SESSIONS,
+        )
+    else:
+        return None
+    if config.allowed_lateness > 0 and has_min_window(assigner) and not windowable(calls):
+        return None  # the window at the start of time fires per row: running aggregates
+    return route, _native_text(shape, _EVENT_TIME_ORDER)
+
+
+_EVENT_TIME_ORDER = (
+    ", event-time order (nothing is late; each window fires once at the end of input)"
+)
+
+
+def _native_text(shape: str, order: str) -> str:
+    head = f"native Spark plan: {shape}, .agg(...); default trigger, no evictor"
+    return head + order + _NATIVE_TAIL
+
+
+def _watermark_in_columns(job: Job) -> bool:
+    """Whether the native plans compute the job's watermark in columns (the built-in
+    strategies; a subclass may compute its watermark otherwise)."""
+    return type(job.source.watermark) in (BoundedOutOfOrderness, MonotonousTimestamps)
+
+
+def _tumbling_in_arrival_order(
+    job: Job, calls: Sequence[AggregateCall]
+) -> tuple[Route, str] | None:
+    if not _watermark_in_columns(job):
+        return None
+    lateness = job.config.allowed_lateness
+    if lateness > 0 and not windowable(calls):
+        return None  # late firings are running aggregates: Spark's window functions
+    firings = (
+        "each window's rows added before the watermark passed its end fire once (groupBy)"
+        if lateness == 0
+        else "the states of each window's on-time rows and of each later row, merged in replay "
+        "order by a window function, fire once for the on-time rows and again at each later row"
+    )
+    order = (
+        "; in arrival order: each window's arrival cutoffs (when the watermark passed its "
+        "end and its cleanup time; one small aggregate, broadcast), rows of windows past "
+        f"their cleanup time to the late side output, {firings}"
+    )
+    shape = "tumbling event-time windows: groupBy(keys, window start)"
+    return Route.NATIVE_TUMBLING_ARRIVAL, _native_text(shape, order)
+
+
+def _hopping(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:
+    assigner = job.config.assigner
+    assert isinstance(assigner, HoppingEventTimeWindows)
+    grid = HoppingGrid.of(assigner)
+    lateness = job.config.allowed_lateness
+    if job.source.arrival_order is not None:
+        if not _watermark_in_columns(job):
+            return None
+        if grid.size <= grid.slide or not windowable(calls):
+            return None  # windows no longer than the slide in arrival order: the operator
+        if not invertible(calls):
+            return None  # not a count or an exact sum: see windowing.spark.native_hopping_arrival
+        shape = (
+            f"hopping event-time windows from panes of gcd(size, slide) = {grid.g} ms: rows "
+            "grouped by (key, pane, pane of max(event time, watermark + 1)) enter the windows "
+            "ending after the watermark they saw and leave after their pane (running sums per "
+            "key in window-start order, windows generated per run of equal contents: the "
+            "on-time firings); rows copied into their late windows only, running sums in "
+            "replay order per window (one late firing each)"
+        )
+        order = (
+            "; in arrival order: the watermark each row sees (a prefix maximum of event "
+            "time), rows of windows past their cleanup time to the late side output"
+        )
+        return Route.NATIVE_HOPPING_ARRIVAL, _native_text(shape, order)
+    if grid.size <= grid.slide:
+        if lateness > 0 and grid.min_window_start is not None and not windowable(calls):
+            return None  # the window at the start of time fires per row: running aggregates
+        shape = (
+            "hopping event-time windows no longer than their slide: a row is in at most one "
+            "window (rows between windows count in num_records_in_no_window), "
+            "groupBy(keys, window start)"
+        )
+        return Route.NATIVE_HOPPING_DISJOINT, _native_text(shape, _EVENT_TIME_ORDER)
+    if not windowable(calls):
+        return None  # DISTINCT or a column the window operator cannot read: no partials
+    if grid.m >= 2**61:
+        return None  # pane arithmetic would overflow a long (a slide of 2**61 ms and more)
+    shape = (
+        f"hopping event-time windows from panes of gcd(size, slide) = {grid.g} ms: partial "
+        "aggregates per key and pane (groupBy), suffix aggregates per block of size / gcd "
+        f"= {grid.n} panes (a window function), each window as a block's suffix plus the "
+        "next block's prefix (van Herk / Gil-Werman), windows generated per run of equal "
+        "contents (no row copied per window)"
+    )
+    return Route.NATIVE_HOPPING, _native_text(shape, _EVENT_TIME_ORDER)
+
+
+def _kip450(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:
+    source, config = job.source, job.config
+    assigner = config.assigner
+    assert isinstance(assigner, SlidingDistinctAssigner)
+    if assigner.size > MAX_TIMESTAMP:
+        return None  # (a size beyond bigint: every window reaches past the ends of time)
+    if config.slicing:
+        return None  # the record timeline: KIP-450's definition, not Kafka's algorithm
+    if source.arrival_order is not None:
+        # Kafka's algorithm seeds a late record's new windows from other windows' aggregates
+        # as they are at its arrival, and closes windows on the watermark: the contents
+        # depend on the order of arrival, which the window operator replays.
+        return None
+    route, how = (
+        (
+            Route.NATIVE_KIP450,
+            "each aggregated by Spark window functions over range frames of the key's rows "
+            "(no copy of a row per window)",
+        )
+        if framed(assigner, calls)
+        else (
+            Route.NATIVE_KIP450_JOINED,
+            "each window's rows joined to it by time range and grouped (a copy of a row per "
+            "window: an aggregate without a window-function form, or a size from 2**62)",
+        )
+    )
+    shape = (
+        "KIP-450 sliding windows as Kafka's algorithm leaves them in event-time order (per "
+        "key and sign of the time, a left window [t - size; t] per distinct record time t, "
+        "Kafka's shared window [0; size] for times in [0, size), a right window [t + 1; t + 1 "
+        f"+ size] when a later record falls in it), {how}"
+    )
+    return route, _native_text(shape, _EVENT_TIME_ORDER)
+
+
+# ---------------------------------------------------------------------------- columnar shapes
+def _columnar(job: Job, spec: WindowFunctionSpec, input_arrow: pa.Schema) -> ColumnarPlan | None:
+    """The aggregation the runtime computes on whole columns, if any: a built-in aggregation
+    (:func:`~windowing.spark.columnar.field_aggregation_of`) of tumbling windows, hopping
+    windows (``slide <= size``; in streaming not with ``slicing=True``: the operator then
+    combines panes in time order) or event-time sessions (static gap), when the rows are not
+    replayed by a processing-time column, nor in arrival order (batch), nor on the wall clock
+    (streaming), errors are not dead-lettered (every element goes through the guarded
+    operator), keys have no idle clock of their own and firings are not counted
+    (``pane_info``)."""
+    source, config = job.source, job.config
+    streaming = source.df.isStreaming
+    if source.processing_time is not None or config.on_error is ErrorPolicy.DEAD_LETTER:
+        return None
+    if config.idle_timeout is not None or config.pane_info:
+        return None  # keys with clocks of their own / firings counted per window
+    if uses_wall_clock(job) if streaming else source.arrival_order is not None:
+        return None
+    return columnar_shape(config, spec, input_arrow, streaming=streaming)
+
+
+def columnar_shape(
+    config: WindowConfig,
+    spec: WindowFunctionSpec,
+    input_arrow: pa.Schema | None,
+    *,
+    streaming: bool,
+) -> ColumnarPlan | None:
+    """The columnar plan of a window configuration with the function ``spec`` (the input's
+    Arrow schema ``input_arrow``, when known, rules out fields numpy cannot reduce as the
+    function does), or ``None``; the part of the columnar decision that does not depend on the
+    order of rows (:func:`plan_spark` checks that)."""
+    assigner, lateness = config.assigner, config.allowed_lateness
+    fn = field_aggregation_of(spec, config.trigger, config.evictor, lateness, input_arrow)
+    if fn is None:
+        return None
+    assert isinstance(fn.field, str)
+    if type(assigner) is TumblingEventTimeWindows:
+        if assigner.stagger is not WindowStagger.ALIGNED:
+            return None  # the offset is drawn by the operator's assigner
+        size, offset = assigner.size, assigner.offset
+        return ColumnarAggregation(fn.aggregation, fn.field, fn.first, size, offset, lateness)
+    if type(assigner) is HoppingEventTimeWindows:
+        size, slide, offset = assigner.size, assigner.slide, assigner.offset
+        if slide > size or (streaming and config.slicing is True and slide < size):
+            return None
+        if slide == size:  # tumbling windows
+            return ColumnarAggregation(fn.aggregation, fn.field, fn.first, size, offset, lateness)
+        return HoppingAggregation(fn.aggregation, fn.field, fn.first, size, slide, offset, lateness)
+    if type(assigner) is EventTimeSessionWindows:
+        return SessionAggregation(fn.aggregation, fn.field, fn.first, assigner.gap, lateness)
+    return None
+
+
+# ---------------------------------------------------------------------------- job facts
+def window_operator(window: WindowConfig, spec: WindowFunctionSpec) -> WindowOperator:
+    """The window operator of ``window`` with the function ``spec`` (validates the
+    combination)."""
+    return WindowOperator(
+        window.assigner,
+        spec,
+        trigger=window.trigger,
+        evictor=window.evictor,
+        allowed_lateness=window.allowed_lateness,
+        late_output_tag=window.late_output_tag,
+        slicing=window.slicing,
+        on_error=window.on_error,
+        pane_info=window.pane_info,
+    )
+
+
+def shuffle_partitions(spark: SparkSession) -> int:
+    """``spark.sql.shuffle.partitions`` (8 when it is not a number, e.g. ``auto``)."""
+    try:
+        return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    except ValueError:
+        return 8
+
+
+def uses_wall_clock(job: Job) -> bool:
+    """Whether a streaming job runs on the wall clock (a processing-time assigner without a
+    ``processing_time`` column: Spark's ProcessingTime mode)."""
+    return is_processing_time_assigner(job.config.assigner) and job.source.processing_time is None
+
+
+def idleness_of(job: Job) -> Idleness | None:
+    """The job's idle rule (``WindowedStream.idle_timeout``), if any."""
+    timeout = job.config.idle_timeout
+    return None if timeout is None else Idleness(timeout, job.source.watermark)
+
+
+def streaming_time_mode(job: Job) -> str:
+    """The ``timeMode`` of a streaming job's stateful step: ``ProcessingTime`` on the wall
+    clock or with an idle timeout (a micro-batch every trigger interval, even without
+    input), else ``EventTime``."""
+    return "ProcessingTime" if uses_wall_clock(job) or idleness_of(job) else "EventTime"
+
+
+def streaming_key_groups(job: Job) -> int:
+    """The key groups of a streaming job's state (one for a non-keyed stream)."""
+    return job.config.max_parallelism if job.keys else 1
+
+
+def batch_key_groups(job: Job) -> int:
+    """The key groups of a batch replay: one Python call each."""
+    spark = job.source.df.sparkSession
+    return max(job.config.max_parallelism, shuffle_partitions(spark))
+
+
+def _idle_text(job: Job) -> str:
+    """The idle rule, in words (empty without one)."""
+    timeout = job.config.idle_timeout
+    if timeout is None:
+        return ""
+    clock = (
+        "the micro-batch clock"
+        if job.source.df.isStreaming
+        else f"the processing_time column {job.source.processing_time!r}"
+    )
+    return (
+        f"; a key quiet for {timeout} ms on {clock} moves its own watermark with the quiet "
+        "time (idle_timeout)"
+    )
+
+
+def _batch_text(source: StreamSource, groups: int) -> str:
+    """The batch replay, in words."""
+    order = (
+        f"in arrival order ({source.arrival_order!r}) with the watermark a streaming run "
+        f"would have seen ({source.watermark!r}), then the end of input"
+        if source.arrival_order is not None
+        else "in event-time order, then the end of input (no arrival order: nothing is "
+        "late, Flink's batch mode)"
+    )
+    return (
+        f"batch replay: rows grouped into {groups} key groups (groupBy + applyInArrow), "
+        f"each key's rows replayed {order}"
+    )

@@ -1,0 +1,87 @@
+"""Running a terminal call on Spark: the job is planned once (:func:`~windowing.spark.
+planning.plan_spark`), and :data:`RUNNERS`, a table from route to runner, builds the Spark
+plan of that route. No Spark job runs here: the result's DataFrames are lazy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from windowing.functions.spec import WindowFunctionSpec
+from windowing.job import Job
+from windowing.records import OutputTag
+from windowing.spark.aggregates import CompiledAggregates
+from windowing.spark.batch import run_batch
+from windowing.spark.native import run_native
+from windowing.spark.native_sliding import run_sliding
+from windowing.spark.planning import Route, SparkPlan, plan_spark
+from windowing.spark.streaming import run_streaming
+
+__all__ = ["RUNNERS", "Terminal", "plan_terminal", "run_terminal"]
+
+
+@dataclass(frozen=True, eq=False)
+class Terminal:
+    """A terminal call: the job the window operator would run, its function and output
+    schemas; for ``WindowedStream.agg``, the compiled aggregates (whose job carries their
+    argument columns) and the user's own job (which a native plan reads)."""
+
+    job: Job
+    spec: WindowFunctionSpec
+    output_schema: Any = None
+    side_output_schemas: Mapping[OutputTag, Any] | None = None
+    aggregates: CompiledAggregates | None = None
+    user_job: Job | None = None
+
+    @classmethod
+    def of_aggregates(cls, compiled: CompiledAggregates, user_job: Job) -> Terminal:
+        return cls(compiled.job, compiled.spec, compiled.schema, None, compiled, user_job)
+
+
+def plan_terminal(terminal: Terminal) -> SparkPlan:
+    """The plan of a terminal call (the one decision: :func:`plan_spark`)."""
+    calls = None if terminal.aggregates is None else terminal.aggregates.calls
+    return plan_spark(terminal.job, terminal.spec, calls, native_job=terminal.user_job)
+
+
+def _native(plan: SparkPlan, terminal: Terminal) -> Any:
+    assert terminal.aggregates is not None and terminal.user_job is not None
+    return run_native(plan, terminal.aggregates, terminal.user_job)
+
+
+def _kip450(plan: SparkPlan, terminal: Terminal) -> Any:
+    assert terminal.aggregates is not None and terminal.user_job is not None
+    return run_sliding(plan, terminal.aggregates, terminal.user_job)
+
+
+def _batch(plan: SparkPlan, terminal: Terminal) -> Any:
+    t = terminal
+    return run_batch(plan, t.job, t.spec, t.output_schema, t.side_output_schemas)
+
+
+def _streaming(plan: SparkPlan, terminal: Terminal) -> Any:
+    t = terminal
+    return run_streaming(plan, t.job, t.spec, t.output_schema, t.side_output_schemas)
+
+
+#: The runner of each route: it builds the Spark plan of the route it is given.
+RUNNERS: dict[Route, Callable[[SparkPlan, Terminal], Any]] = {
+    Route.NATIVE_TUMBLING: _native,
+    Route.NATIVE_TUMBLING_ARRIVAL: _native,
+    Route.NATIVE_SESSIONS: _native,
+    Route.NATIVE_HOPPING: _native,
+    Route.NATIVE_HOPPING_DISJOINT: _native,
+    Route.NATIVE_HOPPING_ARRIVAL: _native,
+    Route.NATIVE_KIP450: _kip450,
+    Route.NATIVE_KIP450_JOINED: _kip450,
+    Route.BATCH_REPLAY: _batch,
+    Route.STREAMING: _streaming,
+}
+
+
+def run_terminal(terminal: Terminal) -> Any:
+    """Plan ``terminal`` once and build the Spark plan of its route (a
+    ``WindowedResult``, or a ``StreamingWindowedResult`` for a streaming DataFrame)."""
+    plan = plan_terminal(terminal)
+    return RUNNERS[plan.route](plan, terminal)
