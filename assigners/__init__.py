@@ -1,5 +1,10 @@
 """Window assigners: which windows an element belongs to."""
 
+if __name__ == "assigners":  # the top-level name of a source checkout: windowing.assigners itself
+    from windowing._aliases import alias
+
+    alias(__name__)
+
 from windowing.assigners.base import MergingWindowAssigner, WindowAssigner, WindowAssignerContext
 from windowing.assigners.global_windows import GlobalWindows
 from windowing.assigners.hopping import (

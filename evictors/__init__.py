@@ -1,5 +1,10 @@
 """Evictors: remove elements from a window before and/or after the window function."""
 
+if __name__ == "evictors":  # the top-level name of a source checkout: windowing.evictors itself
+    from windowing._aliases import alias
+
+    alias(__name__)
+
 from windowing.evictors.base import Evictor, EvictorContext
 from windowing.evictors.count import CountEvictor
 from windowing.evictors.delta import DeltaEvictor

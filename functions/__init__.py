@@ -1,6 +1,11 @@
 """Window functions: reduce, aggregate, fold, process and apply, and Flink's built-in
 field aggregations (sum, min, max, min_by, max_by)."""
 
+if __name__ == "functions":  # the top-level name of a source checkout: windowing.functions itself
+    from windowing._aliases import alias
+
+    alias(__name__)
+
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.base import (
     AggregateFunction,

@@ -1,5 +1,10 @@
 """Triggers: when a window is evaluated and when its contents are purged."""
 
+if __name__ == "triggers":  # the top-level name of a source checkout: windowing.triggers itself
+    from windowing._aliases import alias
+
+    alias(__name__)
+
 from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 from windowing.triggers.composite import AfterWatermark, AllOf, AnyOf, OrFinally, Repeatedly
 from windowing.triggers.continuous import (

@@ -31,8 +31,6 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-import cloudpickle
-
 import windowing.rules as rules
 from windowing.assigners.base import MergingWindowAssigner, WindowAssigner
 from windowing.assigners.hopping import HoppingEventTimeWindows
@@ -46,6 +44,7 @@ from windowing.engine.encoding import (
     MAGIC,
     decode_snapshot,
     encode_snapshot,
+    legacy_loads,
     legacy_pickle_allowed,
 )
 from windowing.engine.evaluation import WindowEvaluator
@@ -124,11 +123,11 @@ class WindowOperator:
     slicing
         Whether windows that overlap may share partial results: hopping event-time windows
         with a reduce or aggregate (default trigger, no evictor, no window function) as one
-        partial per pane of ``gcd(size, slide)`` (:mod:`windowing.slicing`), and
+        partial per pane of ``gcd(size, slide)`` (:mod:`windowing.engine.panes`), and
         sliding-distinct windows with the built-in ``EventTimeTrigger`` or
         ``OnWindowCloseTrigger`` as ranges of the key's record timeline
-        (:mod:`windowing.sliding_derived`). Both combine a window's records in time order, not
-        in arrival order as Flink and Kafka do. ``None`` (the default): panes only for a
+        (:mod:`windowing.engine.timeline_derived`). Both combine a window's records in time
+        order, not in arrival order as Flink and Kafka do. ``None`` (the default): panes only for a
         function that declares ``order_insensitive = True`` (``ReduceFunction``,
         ``AggregateFunction``), whose results are then the same, and never the timeline
         (whose windows are KIP-450's definition, not Kafka's algorithm:
@@ -687,7 +686,7 @@ def _legacy_snapshot(data: bytes, *, trusted: bool) -> tuple[int, int, list[tupl
     if not trusted:
         legacy_pickle_allowed("a pickled snapshot of an earlier version", data)
     try:
-        payload = cloudpickle.loads(data)
+        payload = legacy_loads(data)
     except Exception as exc:
         msg = "restore: data is not a WindowOperator snapshot"
         raise ValueError(msg) from exc

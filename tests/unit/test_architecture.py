@@ -148,3 +148,19 @@ def test_class_size() -> None:
                 if lines > MAX_CLASS_LINES.get(f"{rel}:{node.name}", 500):
                     large.append(f"{rel}:{node.name} has {lines} lines")
     assert large == []
+
+
+def test_the_model_packages_of_a_source_checkout_are_windowings() -> None:
+    """``assigners.tumbling`` (the repository's top-level name) and
+    ``windowing.assigners.tumbling`` are one module: one class per file."""
+    code = (
+        "import assigners.tumbling, windowing.assigners.tumbling as w, triggers.count, "
+        "functions.base, evictors;"
+        "import windowing.triggers.count as c, windowing.functions.base as f, windowing.evictors;"
+        "print(assigners.tumbling is w, triggers.count is c, functions.base is f,"
+        " evictors is windowing.evictors,"
+        " assigners.tumbling.TumblingEventTimeWindows is w.TumblingEventTimeWindows)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"] * 5

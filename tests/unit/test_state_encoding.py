@@ -520,3 +520,19 @@ def _write_fixtures() -> None:
 if __name__ == "__main__":
     os.environ.setdefault(STATE_KEY_ENV, TEST_KEY)  # the key the fixtures are signed with
     _write_fixtures()
+
+
+def test_pickles_of_earlier_versions_find_classes_where_they_moved() -> None:
+    """Whole pickles of earlier versions name modules that moved since (the KIP-450 store of
+    ``windowing.kip450``, the panes of ``windowing.slicing``): they load from the new places."""
+    from windowing.engine.kafka import KafkaWindowStore
+    from windowing.engine.panes import Slices
+
+    old = pickle.dumps([Slices(7), KafkaWindowStore()], protocol=2)
+    for now, then in ((Slices, b"windowing.slicing"), (KafkaWindowStore, b"windowing.kip450")):
+        name = now.__name__.encode()
+        old = old.replace(now.__module__.encode() + b"\n" + name, then + b"\n" + name)
+    assert b"windowing.slicing\n" in old and b"windowing.kip450\n" in old
+    slices, store = encoding.legacy_loads(old)
+    assert type(slices) is Slices and slices.upto == 7
+    assert type(store) is KafkaWindowStore

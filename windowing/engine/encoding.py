@@ -79,6 +79,7 @@ __all__ = [
     "decode_snapshot",
     "encode_key_state",
     "encode_snapshot",
+    "legacy_loads",
     "legacy_pickle_allowed",
     "open_state",
     "register_plain_type",
@@ -398,6 +399,27 @@ def legacy_pickle_allowed(what: str, data: bytes) -> None:
             "writes again is then plain data, read without running code)"
         )
         raise UntrustedStateError(msg)
+
+
+#: Modules that earlier versions pickled internal classes from, and where those live now
+#: (for the whole pickles of earlier versions, :func:`legacy_loads`).
+_MOVED = {
+    "windowing.kip450": "windowing.engine.kafka",
+    "windowing.slicing": "windowing.engine.panes",
+}
+
+
+class _LegacyUnpickler(pickle.Unpickler):
+    """A full unpickler (the caller allowed it) that finds moved modules where they are now."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(_MOVED.get(module, module), name)
+
+
+def legacy_loads(data: bytes) -> Any:
+    """A whole pickle of an earlier version (once :func:`legacy_pickle_allowed` allowed it),
+    with the internal classes of modules that moved since found where they are now."""
+    return _LegacyUnpickler(io.BytesIO(data)).load()
 
 
 # ---------------------------------------------------------------------------- writing

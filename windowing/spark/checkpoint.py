@@ -6,7 +6,6 @@ wrote it; and the earlier layouts, which still load."""
 from __future__ import annotations
 
 import json
-import pickle
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from windowing.engine.encoding import (
     StateScope,
     StateWriter,
     encode_key_state,
+    legacy_loads,
     legacy_pickle_allowed,
     open_state,
     register_plain_type,
@@ -203,7 +203,7 @@ def decode_entry(blob: bytes, scope: StateScope = NO_SCOPE) -> Any:
         return None
     if bytes(blob[:4]) != MAGIC:
         legacy_pickle_allowed(f"{scope.where}: a key state of layout 2 or 3", blob)
-        return pickle.loads(blob)  # a key state of layout 2 or 3
+        return legacy_loads(blob)  # a key state of layout 2 or 3
     plain, reader = open_state(blob, scope)
     windows = decode_open_windows(plain)
     return windows if windows is not None else reader.key_state(plain)
@@ -235,7 +235,7 @@ def load_group(
         stored = decode_group(data, scope)
     else:
         legacy_pickle_allowed(f"{scope.where}: a key group's state of layout 2 or 3", data)
-        stored = pickle.loads(data)
+        stored = legacy_loads(data)
     if isinstance(stored, tuple) and len(stored) == 4 and stored[0] == 2:
         stored = (3, *stored[1:], None)  # layout 2: no columnar windows of the group
     if isinstance(stored, tuple) and len(stored) == 5:
