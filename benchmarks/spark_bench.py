@@ -15,15 +15,15 @@ the whole result: a ``noop`` write of the result DataFrame):
   ``EventTimeSessionWindows(5 s)`` and ``SlidingDistinctAssigner(10 s, grace=0)``; and
   (``tumbling-sum``, ``hopping-sum``, ``session-sum``) tumbling 10 s, hopping 10 s / 1 s and
   sessions of 5 s with the built-in ``.sum("amount")`` (Flink's ``sum``), which the replay
-  computes on whole Arrow columns (``windowing/spark/columnar.py``: per window; hopping
+  computes on whole Arrow columns (``windowing/spark/columnar/core.py``: per window; hopping
   windows from pane partials, ``columnar_hopping.py``; sessions by gaps and islands,
   ``columnar_sessions.py``); and
   (``tumbling-agg``, ``tumbling-agg4``, ``session-agg``) tumbling 10 s and sessions with
   Spark's own aggregate functions, ``.agg(F.sum("amount"))`` and ``.agg(sum, count, avg,
-  max)``, which run as a native Spark plan (``windowing/spark/native.py``: no Python); and
+  max)``, which run as a native Spark plan (``windowing/spark/native/windows.py``: no Python); and
   (``sliding-distinct-agg``, ``sliding-distinct-join``) KIP-450 sliding windows of 10 s with
   ``.agg(F.sum("amount"))`` (the native plan's range-frame form,
-  ``windowing/spark/native_sliding.py``) and ``.agg(sum, count(DISTINCT amount))`` (its join
+  ``windowing/spark/native/sliding.py``) and ``.agg(sum, count(DISTINCT amount))`` (its join
   form: a copy of a row per window; Spark native computes only the sum); and
   (``tumbling-arrival``) the same ``.agg`` replayed in arrival order (a ``seq`` column, the
   order the events were generated in) with a 200 ms watermark delay, 1 s allowed lateness and
@@ -33,7 +33,7 @@ the whole result: a ``noop`` write of the result DataFrame):
   ``results`` runs the replay once; the row count and the agreement check run it again.
 * ours, hopping ``.agg`` (``hopping-agg``, ``hopping-agg4``): ``SlidingEventTimeWindows(10 s,
   1 s)`` with ``.agg(F.sum("amount"))`` and the four aggregates, the native plan of panes
-  (``windowing/spark/native_hopping.py``: no row copied per window); and (``hopping-arrival``)
+  (``windowing/spark/native/hopping.py``: no row copied per window); and (``hopping-arrival``)
   the sum replayed in arrival order as ``tumbling-arrival`` is;
 * native: ``groupBy(key, window(ts, ...))`` / ``groupBy(key, session_window(ts, ...))`` with
   ``sum(amount)``; checked against ours per key and window (``exceptAll`` both ways). For
@@ -134,8 +134,8 @@ from windowing.assigners import (
 )
 from windowing.functions import AggregateFunction
 from windowing.records import OutputTag
-from windowing.spark.schema import arrow_to_python, rows_of
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.columns.schema import arrow_to_python, rows_of
+from windowing.spark.streaming.query import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, DataStream
 from windowing.time import to_millis
 

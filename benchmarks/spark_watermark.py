@@ -2,9 +2,9 @@
 
 Run: ``PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/spark_watermark.py [rows]``
 
-* ``bucketed``: :func:`windowing.spark.watermark.add_prefix_max`, the batch replay's (quantile
-  buckets, a window function partitioned by bucket, each bucket's maximum sent to every key
-  group and combined there; all lazy; the rows end up shuffled by key group, 128 groups);
+* ``bucketed``: :func:`windowing.spark.columns.watermark.add_prefix_max`, the batch replay's
+  (quantile buckets, a window function partitioned by bucket, each bucket's maximum sent to
+  every key group and combined there; all lazy; the rows end up shuffled by key group, 128 groups);
 * ``eager``: the same bucketing, with the quantiles and per-bucket maxima collected to the
   driver first and inlined as literals (two small jobs before the main one);
 * ``single``: one unpartitioned window function (Spark moves every row to one partition).
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812
 
-from windowing.spark.watermark import add_prefix_max, add_prefix_max_single_partition
+from windowing.spark.columns.watermark import add_prefix_max, add_prefix_max_single_partition
 
 
 def eager_prefix_max(df: DataFrame, *, order: str, value: str, out: str, buckets: int) -> DataFrame:

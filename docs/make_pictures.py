@@ -221,6 +221,79 @@ def idle_timeout(out: Path) -> None:
     figure.savefig(out / "idle_timeout.png", dpi=100, metadata={"Software": None})
 
 
+def spark_house(out: Path) -> None:
+    """The Spark runtime's parts (``windowing/spark``'s folders and top modules) in the layers
+    ``./dev lint`` enforces, with an arrow for each part that imports another (its width: the
+    number of import statements), drawn from the code."""
+    import ast
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    spark = root / "windowing" / "spark"
+    contract = next(
+        c
+        for c in tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"][
+            "contracts"
+        ]
+        if c.get("containers") == ["windowing.spark"]
+    )
+    layers = [[p.strip() for p in layer.split("|")] for layer in contract["layers"]]
+    parts = {p for layer in layers for p in layer}
+    edges: dict[tuple[str, str], int] = {}
+    for path in spark.rglob("*.py"):
+        rel = path.relative_to(spark).with_suffix("").parts
+        if rel[-1] == "__init__" and len(rel) == 1:
+            continue
+        source = rel[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "windowing.spark."
+            ):
+                target = (node.module or "").split(".")[2]
+                if target in parts and target != source:
+                    edges[(source, target)] = edges.get((source, target), 0) + 1
+    figure = Figure(figsize=(9, 6.2))
+    FigureCanvasAgg(figure)
+    ax = figure.add_subplot()
+    ax.set_axis_off()
+    where: dict[str, tuple[float, float]] = {}
+    for row, layer in enumerate(layers):
+        for col, name in enumerate(layer):
+            x = 0.5 if len(layer) == 1 else 0.2 + 0.6 * col / (len(layer) - 1)
+            y = 1 - (row + 0.5) / len(layers)
+            where[name] = (x, y)
+            modules = len(list((spark / name).glob("*.py"))) - 1 if (spark / name).is_dir() else 1
+            label = f"{name}/ ({modules})" if (spark / name).is_dir() else f"{name}.py"
+            ax.text(
+                x,
+                y,
+                label,
+                ha="center",
+                va="center",
+                fontsize=10,
+                zorder=3,
+                bbox={"boxstyle": "round", "facecolor": "#e8f0fa", "edgecolor": "#4a6fa5"},
+            )
+    for (source, target), n in sorted(edges.items()):
+        (x0, y0), (x1, y1) = where[source], where[target]
+        ax.annotate(
+            "",
+            (x1, y1 + 0.03),
+            xytext=(x0, y0 - 0.03),
+            zorder=1,
+            arrowprops={
+                "arrowstyle": "->",
+                "color": "#777777",
+                "linewidth": 0.4 + n / 8,
+                "connectionstyle": "arc3,rad=0.08",
+            },
+        )
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title("windowing/spark: each part imports only the parts below it (modules)")
+    figure.savefig(out / "spark_house.png", dpi=100, metadata={"Software": None})
+
+
 #: Every picture the documentation shows, by file name.
 PICTURES: dict[str, Callable[[Path], None]] = {
     "quickstart.png": quickstart,
@@ -228,6 +301,7 @@ PICTURES: dict[str, Callable[[Path], None]] = {
     "sessions.png": sessions,
     "kip450_vs_hopping.png": kip450_vs_hopping,
     "idle_timeout.png": idle_timeout,
+    "spark_house.png": spark_house,
 }
 
 

@@ -27,7 +27,7 @@ from pyspark.sql import Row, SparkSession
 
 from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming.query import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 START = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -1,8 +1,8 @@
 """What every terminal call of a :class:`~windowing.stream.WindowedStream` returns, in batch
 and in streaming: one protocol, :class:`WindowingResult`.
 
-A batch job returns a :class:`~windowing.spark.batch.WindowedResult`, a streaming one a
-:class:`~windowing.spark.streaming.StreamingWindowedResult`; code that takes either types it
+A batch job returns a :class:`~windowing.spark.batch.replay_plan.WindowedResult`, a streaming one a
+:class:`~windowing.spark.streaming.query.StreamingWindowedResult`; code that takes either types it
 as ``WindowingResult``.
 """
 

@@ -28,7 +28,7 @@ Every builder object is an immutable (frozen) dataclass, and every call returns 
     result.get_side_output(late).show()    # the late input rows + late_watermark, late_reason
 
 This module does not import pyspark; the terminal calls hand the stream to the Spark runtime
-(:mod:`windowing.spark.batch`). See ``docs/spark.md`` for how the builder maps to Spark.
+(:mod:`windowing.spark.batch.replay_plan`). See ``docs/spark.md`` for how the builder maps to Spark.
 
 Examples
 --------
@@ -165,7 +165,7 @@ class DataStream:
         ValueError
             When a column is missing or has an unsupported type (no Spark job runs).
         """
-        from windowing.spark.schema import validate_source
+        from windowing.spark.columns.schema import validate_source
 
         if watermark is None:
             watermark = MonotonousTimestamps()
@@ -195,7 +195,7 @@ class DataStream:
         if not columns:
             msg = "key_by: give at least one column name"
             raise ValueError(msg)
-        from windowing.spark.inputs import key_columns
+        from windowing.spark.columns.inputs import key_columns
 
         df, keys = key_columns(self.source.df, columns)
         source = self.source if df is self.source.df else dataclasses.replace(self.source, df=df)
@@ -250,7 +250,7 @@ class WindowedStream:
     Configure with :meth:`trigger`, :meth:`evictor`, :meth:`allowed_lateness` and
     :meth:`side_output_late_data`; finish with :meth:`reduce`, :meth:`aggregate`,
     :meth:`fold`, :meth:`process` or :meth:`apply`, which return a
-    :class:`~windowing.spark.batch.WindowedResult`.
+    :class:`~windowing.spark.batch.replay_plan.WindowedResult`.
 
     Known elsewhere as: Flink ``WindowedStream`` / ``AllWindowedStream``.
 
@@ -541,7 +541,7 @@ class WindowedStream:
     ) -> WindowingResult:
         """A built-in aggregation of ``field`` (a column name or position), checked against
         the DataFrame's schema before any job runs."""
-        from windowing.spark.schema import aggregation_column
+        from windowing.spark.columns.schema import aggregation_column
 
         name = aggregation_column(
             self.source.df, field, aggregation.value, keys=tuple(self.keys or ())
@@ -600,7 +600,7 @@ class WindowedStream:
                 F.sum("amount").alias("total"), F.count("*").alias("n"), F.avg("price")
             )
         """
-        from windowing.spark.aggregates import compile_aggregates
+        from windowing.spark.columns.aggregates import compile_aggregates
         from windowing.spark.run import Terminal, run_terminal
 
         compiled = compile_aggregates(self.job(), columns)
@@ -613,7 +613,7 @@ class WindowedStream:
 
             stream.key_by("user").window(EventTimeSessionWindows("30 min")).count()
         """
-        from windowing.spark.aggregates import count_all
+        from windowing.spark.columns.aggregates import count_all
 
         return self.agg(count_all())
 

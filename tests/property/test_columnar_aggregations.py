@@ -1,4 +1,4 @@
-"""Built-in aggregations computed on whole columns (``windowing/spark/columnar.py``) against
+"""Built-in aggregations computed on whole columns (``windowing/spark/columnar/core.py``) against
 the window operator replaying the same sorted rows to the end of input."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows
 from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.operator import KeyState, WindowOperator
-from windowing.spark.columnar import (
+from windowing.spark.columnar.core import (
     OpenWindows,
     columnar_results,
     key_state_of,

@@ -1,5 +1,5 @@
 """Built-in aggregations of hopping and session windows on whole columns
-(``windowing/spark/columnar_hopping.py``, ``columnar_sessions.py``) against the window
+(``windowing/spark/columnar/hopping.py``, ``columnar_sessions.py``) against the window
 operator: the batch replay (several keys, event-time order, fired at the end of input) and
 streaming calls of one key (watermark advances, allowed lateness, late rows, the state's
 timers and window count after each call, the operator taking the calls the columns leave
@@ -24,7 +24,7 @@ from windowing.assigners import (
 from windowing.engine.encoding import open_state
 from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.operator import KeyState, WindowOperator
-from windowing.spark.columnar import (
+from windowing.spark.columnar.core import (
     ColumnarAggregation,
     OpenWindows,
     columnar_results,
@@ -37,9 +37,9 @@ from windowing.spark.columnar import (
     step_open_windows,
     usable,
 )
-from windowing.spark.columnar_hopping import HoppingAggregation
-from windowing.spark.columnar_ranges import keyed_search, range_pick, range_reduce
-from windowing.spark.columnar_sessions import SessionAggregation
+from windowing.spark.columnar.hopping import HoppingAggregation
+from windowing.spark.columnar.ranges import keyed_search, range_pick, range_reduce
+from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 

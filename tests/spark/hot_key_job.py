@@ -22,7 +22,7 @@ from pyspark.sql import functions as F  # noqa: N812
 
 from windowing.assigners import TumblingEventTimeWindows
 from windowing.functions import AggregateFunction, ProcessWindowFunction
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming.query import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, DataStream
 
 HOT_ROWS = 3_000_000

@@ -11,7 +11,7 @@ from typing import Any
 
 from pyspark.sql import Row, SparkSession
 
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming.query import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, KeyedStream, WindowedStream
 
 

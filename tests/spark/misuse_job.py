@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming.query import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 SCHEMA = "user string, amount bigint, ts bigint, file bigint"

@@ -1,5 +1,5 @@
 """WindowedStream.agg over KIP-450 sliding windows (SlidingDistinctAssigner): the native plan
-(windowing/spark/native_sliding.py) against the window operator running Kafka's algorithm, on
+(windowing/spark/native/sliding.py) against the window operator running Kafka's algorithm, on
 random data (results, late rows, metrics, pane info), in both of its forms (range frames;
 the join of windows to rows), and the jobs that keep the window operator."""
 
@@ -28,7 +28,7 @@ from test_agg import (
 from windowing import BoundedOutOfOrderness, WindowedStream
 from windowing.assigners import SlidingDistinctAssigner
 from windowing.evictors import CountEvictor
-from windowing.spark.native_parts import FRAMED_MAX_SIZE
+from windowing.spark.native.parts import FRAMED_MAX_SIZE
 from windowing.spark.planning import Route
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers import EventTimeTrigger

@@ -20,7 +20,7 @@ from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-import windowing.spark.native as native_module
+import windowing.spark.native.windows as native_module
 from windowing import BoundedOutOfOrderness, OutputTag, TumblingEventTimeWindows, WindowedStream
 from windowing.functions import AggregateFunction
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP

@@ -252,8 +252,13 @@ def test_changed_jobs_moved_and_tampered_state_fail_loudly_and_lose_nothing(
 
     from windowing.assigners import EventTimeSessionWindows
     from windowing.engine import encoding
-    from windowing.spark.checkpoint import JobChangedError, StateOwner, decode_entry, load_group
-    from windowing.spark.sinks import write_results_and_late
+    from windowing.spark.streaming.checkpoint import (
+        JobChangedError,
+        StateOwner,
+        decode_entry,
+        load_group,
+    )
+    from windowing.spark.streaming.sinks import write_results_and_late
 
     src, res, late, chk = (tmp_path / n for n in ("src", "res", "late", "chk"))
     write_files(src, 5, range(4))

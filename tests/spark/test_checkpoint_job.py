@@ -19,10 +19,10 @@ from pyspark.sql import Row, SparkSession
 from windowing import OutputTag
 from windowing.assigners import EventTimeSessionWindows, TumblingEventTimeWindows
 from windowing.functions import AggregateFunction
-from windowing.spark.checkpoint import JobChangedError
-from windowing.spark.job_record import JOB_RECORD
-from windowing.spark.ownership import WINDOWING
-from windowing.spark.sinks import write_results_and_late
+from windowing.spark.io.ownership import WINDOWING
+from windowing.spark.streaming.checkpoint import JobChangedError
+from windowing.spark.streaming.job_record import JOB_RECORD
+from windowing.spark.streaming.sinks import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark
@@ -229,7 +229,7 @@ def test_group_values_are_checked_against_the_checkpoint() -> None:
     import pickle
 
     from windowing.engine import encoding
-    from windowing.spark.checkpoint import StateOwner, encode_group, load_group
+    from windowing.spark.streaming.checkpoint import StateOwner, encode_group, load_group
 
     scope = StateOwner("q", "/chk").scope(3)
     payload = pickle.dumps((("group", 7, 128, None, [], None), pickle.dumps([])), protocol=5)

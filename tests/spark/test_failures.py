@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from windowing import OutputTag
 from windowing.assigners import EventTimeSessionWindows, TumblingEventTimeWindows
 from windowing.functions import AggregateFunction, ProcessWindowFunction
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming.query import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.triggers import CountTrigger
 

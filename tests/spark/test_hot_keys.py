@@ -35,7 +35,9 @@ from windowing.assigners import (
 from windowing.evictors import CountEvictor
 from windowing.functions import AggregateFunction, ProcessWindowFunction
 from windowing.functions.aggregations import AggregationType, FieldAggregation
-from windowing.spark import batch, replay, replay_keys, sinks
+from windowing.spark.batch import replay, replay_keys
+from windowing.spark.batch import replay_plan as batch
+from windowing.spark.streaming import sinks
 from windowing.state import ValueStateDescriptor
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.testing import WindowOperatorHarness
@@ -518,7 +520,7 @@ def order_batch(users: list[str], ts: list[int | None]) -> pa.RecordBatch:
 
 
 def check(guard: Any, data: pa.RecordBatch) -> None:
-    from windowing.spark.keys import group_codes, state_key
+    from windowing.spark.columns.keys import group_codes, state_key
 
     codes = group_codes(pa.Table.from_batches([data]), ["user"])
     starts = [0, *[i for i in range(1, len(codes)) if codes[i] != codes[i - 1]]]

@@ -17,7 +17,7 @@ from pyspark.sql import Row, SparkSession
 
 from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows, TumblingProcessingTimeWindows
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming.query import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark

@@ -38,12 +38,11 @@ from windowing.functions import (
     Reduce,
 )
 from windowing.job import WindowConfig
-from windowing.spark import processor as runtime_processor
-from windowing.spark import streaming
-from windowing.spark.columnar import from_ipc
-from windowing.spark.frames import PACKED
-from windowing.spark.metrics import COUNTER_NAMES, METRIC_NAMES
-from windowing.spark.output import OutputLayout
+from windowing.spark.columns.frames import PACKED, from_ipc
+from windowing.spark.columns.metrics import COUNTER_NAMES, METRIC_NAMES
+from windowing.spark.columns.output import OutputLayout
+from windowing.spark.streaming import processor as runtime_processor
+from windowing.spark.streaming import query as streaming
 
 KEYS = ["a", "b", "c", None]
 SCHEMA = StructType(
@@ -437,8 +436,8 @@ def test_a_group_state_of_two_key_columns_splits_into_its_own_keys() -> None:
     """A group's columnar windows move to per-key entries (a key's call needs the operator)
     key by key, whatever the order of the keys' codes: with two key columns the codes are
     ranks of both values, not the order of the items."""
-    from windowing.spark.checkpoint import decode_entry
-    from windowing.spark.columnar import OpenWindows
+    from windowing.spark.columnar.core import OpenWindows
+    from windowing.spark.streaming.checkpoint import decode_entry
 
     config = make_config("sum", "tumbling", 0, False)
     layout = dataclasses.replace(config.layout, keys=("k", "x"))

@@ -18,8 +18,8 @@ from pyspark.sql import SparkSession
 
 from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows
-from windowing.spark.files import Files
-from windowing.spark.ownership import (
+from windowing.spark.io.files import Files
+from windowing.spark.io.ownership import (
     FOLDER_LOCK,
     OWNER_FILE,
     QUERY_FILE,
@@ -30,7 +30,7 @@ from windowing.spark.ownership import (
     read_owner,
     take_ownership,
 )
-from windowing.spark.sinks import WindowedQuery, check_sink_paths, write_results_and_late
+from windowing.spark.streaming.sinks import WindowedQuery, check_sink_paths, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark
@@ -303,8 +303,8 @@ def test_the_end_of_an_earlier_run_leaves_the_running_one_publishing() -> None:
     publishing (and release its locks)."""
     from types import SimpleNamespace
 
-    from windowing.spark.ownership import Ownership
-    from windowing.spark.sinks import _Publisher, _Publishing, _Running
+    from windowing.spark.io.ownership import Ownership
+    from windowing.spark.streaming.sinks import _Publisher, _Publishing, _Running
 
     published: list[int] = []
 

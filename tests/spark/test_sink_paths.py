@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from windowing.spark.streaming import check_sink_paths
+from windowing.spark.streaming.query import check_sink_paths
 
 
 def test_distinct_sibling_folders_pass(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_checkpoint_and_uris_of_other_schemes() -> None:
 def test_write_results_and_late_checks_before_starting_a_query(tmp_path: Path) -> None:
     from typing import Any
 
-    from windowing.spark.streaming import write_results_and_late
+    from windowing.spark.streaming.query import write_results_and_late
 
     not_a_query: Any = object()  # nothing of the result is touched before the check
     with pytest.raises(ValueError, match=r"late_path=.* lies inside results_path"):
@@ -65,7 +65,7 @@ def test_write_results_and_late_checks_before_starting_a_query(tmp_path: Path) -
 
 
 def test_local_paths_resolve_through_links_and_their_existing_parent(tmp_path: Path) -> None:
-    from windowing.spark.paths import resolve_path
+    from windowing.spark.io.paths import resolve_path
 
     (tmp_path / "real" / "deep").mkdir(parents=True)
     (tmp_path / "link").symlink_to(tmp_path / "real" / "deep")
@@ -80,7 +80,7 @@ def test_local_paths_resolve_through_links_and_their_existing_parent(tmp_path: P
 
 
 def test_the_folder_a_glob_reads_under() -> None:
-    from windowing.spark.paths import glob_root
+    from windowing.spark.io.paths import glob_root
 
     assert glob_root("/in/*.json") == "/in"
     assert glob_root("/in/2024-*/x/*.json") == "/in"

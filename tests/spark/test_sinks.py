@@ -15,8 +15,8 @@ from pyspark.sql import Row, SparkSession
 
 from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows
-from windowing.spark.files import Files
-from windowing.spark.sinks import (
+from windowing.spark.io.files import Files
+from windowing.spark.streaming.sinks import (
     STAGING,
     FileSink,
     FormatSink,

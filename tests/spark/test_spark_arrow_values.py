@@ -7,7 +7,7 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from windowing.spark.schema import arrow_to_python
+from windowing.spark.columns.schema import arrow_to_python
 
 MICROS = [0, 1, -1, 1_700_000_000_123_456, -62_135_596_800_000_000, None, 253_402_300_799_999_999]
 
@@ -41,7 +41,7 @@ def test_row_class_rows_behave_as_rows() -> None:
 
     from pyspark.sql import Row
 
-    from windowing.spark.schema import rows_of
+    from windowing.spark.columns.schema import rows_of
 
     names = ["user", "count", "amount", "__hidden"]
     rows = rows_of(names, [["ann", "bob"], [1, 2], [3.5, None], [7, 8]])
@@ -63,7 +63,7 @@ def test_row_class_rows_behave_as_rows() -> None:
 def test_columns_encoder_bulk_and_fallback() -> None:
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from windowing.spark.schema import make_columns_encoder, rows_of
+    from windowing.spark.columns.schema import make_columns_encoder, rows_of
 
     one = make_columns_encoder(StructType([StructField("n", LongType())]))
     assert one([1, None, 3]) == [[1, None, 3]]
@@ -80,7 +80,7 @@ def test_columns_encoder_bulk_and_fallback() -> None:
 # ------------------------------------------------------------------------------- error notes
 def test_element_error_notes() -> None:
     from windowing.operator import END_OF_INPUT_NOTE
-    from windowing.spark.failures import note_element_error
+    from windowing.spark.columns.failures import note_element_error
 
     elements = [("r0", 1, "k"), ("r1", 2, "k")]
     while_adding = ValueError("add")

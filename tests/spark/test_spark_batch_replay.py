@@ -30,7 +30,7 @@ from windowing.assigners import (
 )
 from windowing.evictors import Evictor
 from windowing.functions import AggregateFunction, ProcessWindowFunction
-from windowing.spark.batch import WindowedResult
+from windowing.spark.batch.replay_plan import WindowedResult
 from windowing.spark.planning import Route
 from windowing.state import ReducingStateDescriptor
 from windowing.stream import BoundedOutOfOrderness, WindowedStream

@@ -1,7 +1,7 @@
 """Built-in aggregations on Spark (``sum``, ``min``, ``max``, ``min_by``, ``max_by``).
 
 Tumbling, hopping and session event-time windows replayed in event-time order are computed
-on whole columns (``windowing/spark/columnar.py``, ``columnar_hopping.py``,
+on whole columns (``windowing/spark/columnar/core.py``, ``columnar_hopping.py``,
 ``columnar_sessions.py``); every other case runs the operator. Both must give the operator's
 results, so each case here runs the same aggregation through the operator (a plain reduce
 calling the same ``FieldAggregation``) and compares results and metrics.
@@ -26,7 +26,7 @@ from windowing.assigners import (
 )
 from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.job import WindowConfig
-from windowing.spark.columnar import columnar_plan, columnar_results
+from windowing.spark.columnar.core import columnar_plan, columnar_results
 from windowing.spark.planning import ColumnarShape, columnar_shape
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
@@ -215,7 +215,7 @@ def test_other_windows_and_arrival_order_run_the_operator(spark: SparkSession) -
 
 
 def test_rows_keep_their_field_names() -> None:
-    from windowing.spark.schema import row_class
+    from windowing.spark.columns.schema import row_class
 
     plain_a, plain_b = Row(user="a", amount=2), Row(user="b", amount=5)
     summed = FieldAggregation(AggregationType.SUM, "amount").reduce(plain_a, plain_b)

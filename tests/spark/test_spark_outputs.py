@@ -366,7 +366,7 @@ def test_count_window_on_the_builder_matches_the_harness(spark: Any) -> None:
 
 def test_without_a_late_tag_late_rows_are_counted_and_carry_no_columns(clicks: DataFrame) -> None:
     from windowing.functions import Aggregate
-    from windowing.spark.batch import build_layout
+    from windowing.spark.batch.replay_plan import build_layout
 
     windowed = click_stream(clicks).key_by("user").window(TumblingEventTimeWindows("10 seconds"))
     counted = windowed.aggregate(CountRows())

@@ -1,4 +1,4 @@
-"""Structured Streaming runtime (``windowing.spark.streaming``) == the batch replay.
+"""Structured Streaming runtime (``windowing.spark.streaming.query``) == the batch replay.
 
 JSON files are written to a directory and read with ``maxFilesPerTrigger=1``, so file ``i`` is
 micro-batch ``i``; the batch replay with ``arrival_order`` = the file index sees exactly the
@@ -39,12 +39,12 @@ from windowing.assigners import (
 )
 from windowing.evictors import Evictor
 from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
-from windowing.spark.checkpoint import JobChangedError
-from windowing.spark.columnar import from_ipc
-from windowing.spark.keys import NAN_KEY, state_key
-from windowing.spark.metrics import STREAMING_METRICS
+from windowing.spark.columns.frames import from_ipc
+from windowing.spark.columns.keys import NAN_KEY, state_key
+from windowing.spark.columns.metrics import STREAMING_METRICS
 from windowing.spark.planning import ColumnarShape, Route
-from windowing.spark.streaming import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
+from windowing.spark.streaming.checkpoint import JobChangedError
+from windowing.spark.streaming.query import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.triggers import AnyOf, CountTrigger, EventTimeTrigger, Trigger, TriggerResult
 
@@ -183,7 +183,7 @@ def uninterrupted(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory)
 
 def _split_keys(table: Any, keys: list[str]) -> list[tuple[Any, Any]]:
     """``(key, rows)`` of each key of ``table``."""
-    from windowing.spark import frames
+    from windowing.spark.columns import frames
 
     table, ranges = frames.key_ranges(table, keys)
     return [(k, table.slice(lo, hi - lo)) for k, lo, hi in ranges]
@@ -938,7 +938,7 @@ def test_large_call_outputs_are_packed_in_slices() -> None:
     several rows so that no Arrow batch of the binary column nears its 2 GiB offsets."""
     import pyarrow as pa
 
-    from windowing.spark import frames
+    from windowing.spark.columns import frames
 
     small = pa.table({"a": pa.array(range(10)), "b": pa.array(["x"] * 10)})
     assert len(frames.pack(small)) == 1
@@ -954,7 +954,7 @@ def test_large_call_outputs_are_packed_in_slices() -> None:
 def test_large_outputs_of_record_batches_are_packed_in_slices() -> None:
     import pyarrow as pa
 
-    from windowing.spark import frames
+    from windowing.spark.columns import frames
 
     big = pa.table({"a": pa.array(range(40_000)), "b": pa.array(["y" * 10] * 40_000)})
     batches = big.to_batches(max_chunksize=15_000)
@@ -970,7 +970,7 @@ def test_a_call_yields_one_frame_for_all_its_outputs() -> None:
     may have other types; an empty output adds no row."""
     import pyarrow as pa
 
-    from windowing.spark import frames
+    from windowing.spark.columns import frames
 
     keys = pa.table({"a": pa.array([1, 2]), "b": pa.array(["x", "y"])})
     metrics = pa.table({"a": pa.nulls(1, pa.int64()), "b": pa.nulls(1, pa.null())})
@@ -991,8 +991,8 @@ def test_input_frames_become_tables_in_replay_order(nulls: bool) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from windowing.spark import frames
-    from windowing.spark.batch import replay_order
+    from windowing.spark.batch.replay_plan import replay_order
+    from windowing.spark.columns import frames
     from windowing.time import MIN_TIMESTAMP
 
     rng = random.Random(5)
@@ -1183,7 +1183,7 @@ def processor_of(
 ) -> tuple[Any, _FakeHandle]:
     """The streaming processor the builder makes for ``finish(windowed stream)`` (keyed by
     user, tumbling windows), initialised with a fake state handle."""
-    from windowing.spark import processor as runtime_processor
+    from windowing.spark.streaming import processor as runtime_processor
 
     configs: list[Any] = []
     original = runtime_processor.WindowProcessor.__init__
@@ -1211,7 +1211,7 @@ def call_processor(
     results as (user, window start, amount)."""
     import pandas as pd
 
-    from windowing.spark import frames
+    from windowing.spark.columns import frames
 
     frame = pd.DataFrame(
         {
@@ -1240,7 +1240,7 @@ def call_processor(
 
 def group_scope() -> Any:
     """Where the processor's key group 0 state belongs outside a Spark task (no query)."""
-    from windowing.spark.checkpoint import StateOwner
+    from windowing.spark.streaming.checkpoint import StateOwner
 
     return StateOwner().scope(0)
 
@@ -1267,7 +1267,7 @@ def stored_key_states(handle: _FakeHandle) -> dict[Any, Any]:
     """The key states in the fake handle's key group value: each key run by the operator's
     own state, and for the keys in the group's columnar windows, those windows (one
     OpenWindows for all of them)."""
-    from windowing.spark import checkpoint
+    from windowing.spark.streaming import checkpoint
 
     assert handle.state.value is not None
     data = handle.state.value[0]
@@ -1292,7 +1292,7 @@ def test_a_key_returns_to_columns_after_an_operator_call(
     the state store pickled (its rows come back as plain Rows) and converts back at the next
     call."""
     from windowing.operator import KeyState
-    from windowing.spark.columnar import OpenWindows
+    from windowing.spark.columnar.core import OpenWindows
 
     processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.sum("amount"))
     assert processor.config.columnar is not None
@@ -1317,7 +1317,7 @@ def test_checkpoints_of_the_pickled_layout_still_load(
     import pickle
 
     from windowing.engine import encoding
-    from windowing.spark import checkpoint
+    from windowing.spark.streaming import checkpoint
 
     processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.reduce(add))
     call = functools.partial(call_processor, processor)
@@ -1425,8 +1425,8 @@ def test_timestamps_in_the_repeated_hour_keep_their_instants() -> None:
     import pandas as pd
     import pyarrow as pa
 
-    from windowing.spark import frames
-    from windowing.spark.batch import replay_order
+    from windowing.spark.batch.replay_plan import replay_order
+    from windowing.spark.columns import frames
 
     zone = "America/New_York"
     instants = [
@@ -1584,7 +1584,7 @@ def test_checkpoints_without_window_counts_still_load(
 ) -> None:
     """A key group's state of layout 4 (no open-window count per key) continues as it would
     have; its keys are counted once, at the next write (layout 5)."""
-    from windowing.spark import checkpoint
+    from windowing.spark.streaming import checkpoint
 
     processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.reduce(add))
     call = functools.partial(call_processor, processor)
@@ -1648,7 +1648,7 @@ def test_checkpoints_of_layout_6_with_columnar_windows_still_load(
     """A key group's state of layout 6 (columnar windows of tumbling windows only, encoded
     without a kind) continues as it would have, and is rewritten in the current layout."""
     from windowing.engine.encoding import open_state
-    from windowing.spark import checkpoint
+    from windowing.spark.streaming import checkpoint
 
     processor, handle = processor_of(spark, tmp_path, monkeypatch, lambda w: w.sum("amount"))
     call = functools.partial(call_processor, processor)

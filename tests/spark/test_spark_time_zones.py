@@ -30,7 +30,7 @@ from windowing.assigners import (
     TumblingEventTimeWindows,
 )
 from windowing.functions import ProcessWindowFunction
-from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming.query import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark

@@ -20,8 +20,8 @@ from windowing.assigners import (
 )
 from windowing.functions import ProcessWindowFunction
 from windowing.spark.planning import ColumnarShape
-from windowing.spark.state_reader import STATE_COLUMNS
-from windowing.spark.streaming import METRICS_NAME, write_results_and_late
+from windowing.spark.streaming.query import METRICS_NAME, write_results_and_late
+from windowing.spark.streaming.state_reader import STATE_COLUMNS
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark

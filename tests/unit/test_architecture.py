@@ -119,7 +119,7 @@ def test_import_layers_contract() -> None:
         text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 kept, 0 broken" in done.stdout
+    assert "3 kept, 0 broken" in done.stdout
 
 
 def test_core_imports_without_spark() -> None:

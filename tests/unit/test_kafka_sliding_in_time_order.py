@@ -1,6 +1,6 @@
 """Kafka's KIP-450 algorithm fed a key's records in event-time order (the batch replay without
 ``arrival_order``) leaves a closed form of windows, which the native Spark plan computes
-(``windowing/spark/native_sliding.py``, its module docstring): checked here against the window
+(``windowing/spark/native/sliding.py``, its module docstring): checked here against the window
 operator on random inputs (negative times, ties, the ends of time, sizes and graces up to
 ``MAX_TIMESTAMP``), window by window with each window's records, the late records and the
 windows the key's store keeps at the end."""

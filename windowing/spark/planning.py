@@ -35,17 +35,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from windowing.assigners import is_processing_time_assigner
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.errors import ErrorPolicy
 from windowing.functions.spec import WindowFunctionSpec
-from windowing.idleness import Idleness
 from windowing.job import (
     BoundedOutOfOrderness,
     Job,
@@ -53,19 +50,24 @@ from windowing.job import (
     StreamSource,
     WindowConfig,
 )
-from windowing.operator import WindowOperator
 from windowing.plan import Plan, plan_operator
-from windowing.spark.aggregates import AggregateCall
-from windowing.spark.columnar import (
+from windowing.spark.columnar.core import (
     ColumnarAggregation,
     ColumnarPlan,
     describe,
     field_aggregation_of,
 )
-from windowing.spark.columnar_hopping import HoppingAggregation
-from windowing.spark.columnar_sessions import SessionAggregation
-from windowing.spark.native_hopping import HoppingGrid, invertible
-from windowing.spark.native_parts import framed, has_min_window, windowable
+from windowing.spark.columnar.hopping import HoppingAggregation
+from windowing.spark.columnar.sessions import SessionAggregation
+from windowing.spark.columns.aggregates import AggregateCall
+from windowing.spark.jobs import (
+    batch_key_groups,
+    streaming_key_groups,
+    streaming_time_mode,
+    uses_wall_clock,
+)
+from windowing.spark.native.hopping import HoppingGrid, invertible
+from windowing.spark.native.parts import framed, has_min_window, windowable
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
@@ -73,15 +75,8 @@ __all__ = [
     "ColumnarShape",
     "Route",
     "SparkPlan",
-    "batch_key_groups",
     "columnar_shape",
-    "idleness_of",
     "plan_spark",
-    "shuffle_partitions",
-    "streaming_key_groups",
-    "streaming_time_mode",
-    "uses_wall_clock",
-    "window_operator",
 ]
 
 
@@ -305,7 +300,7 @@ def _hopping(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | No
         if grid.size <= grid.slide or not windowable(calls):
             return None  # windows no longer than the slide in arrival order: the operator
         if not invertible(calls):
-            return None  # not a count or an exact sum: see windowing.spark.native_hopping_arrival
+            return None  # not a count or an exact sum: see windowing.spark.native.hopping_arrival
         shape = (
             f"hopping event-time windows from panes of gcd(size, slide) = {grid.g} ms: rows "
             "grouped by (key, pane, pane of max(event time, watermark + 1)) enter the windows "
@@ -380,7 +375,7 @@ def _kip450(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | Non
 # ---------------------------------------------------------------------------- columnar shapes
 def _columnar(job: Job, spec: WindowFunctionSpec, input_arrow: pa.Schema) -> ColumnarPlan | None:
     """The aggregation the runtime computes on whole columns, if any: a built-in aggregation
-    (:func:`~windowing.spark.columnar.field_aggregation_of`) of tumbling windows, hopping
+    (:func:`~windowing.spark.columnar.core.field_aggregation_of`) of tumbling windows, hopping
     windows (``slide <= size``; in streaming not with ``slicing=True``: the operator then
     combines panes in time order) or event-time sessions (static gap), when the rows are not
     replayed by a processing-time column, nor in arrival order (batch), nor on the wall clock
@@ -429,61 +424,6 @@ def columnar_shape(
     if type(assigner) is EventTimeSessionWindows:
         return SessionAggregation(fn.aggregation, fn.field, fn.first, assigner.gap, lateness)
     return None
-
-
-# ---------------------------------------------------------------------------- job facts
-def window_operator(window: WindowConfig, spec: WindowFunctionSpec) -> WindowOperator:
-    """The window operator of ``window`` with the function ``spec`` (validates the
-    combination)."""
-    return WindowOperator(
-        window.assigner,
-        spec,
-        trigger=window.trigger,
-        evictor=window.evictor,
-        allowed_lateness=window.allowed_lateness,
-        late_output_tag=window.late_output_tag,
-        slicing=window.slicing,
-        on_error=window.on_error,
-        pane_info=window.pane_info,
-    )
-
-
-def shuffle_partitions(spark: SparkSession) -> int:
-    """``spark.sql.shuffle.partitions`` (8 when it is not a number, e.g. ``auto``)."""
-    try:
-        return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    except ValueError:
-        return 8
-
-
-def uses_wall_clock(job: Job) -> bool:
-    """Whether a streaming job runs on the wall clock (a processing-time assigner without a
-    ``processing_time`` column: Spark's ProcessingTime mode)."""
-    return is_processing_time_assigner(job.config.assigner) and job.source.processing_time is None
-
-
-def idleness_of(job: Job) -> Idleness | None:
-    """The job's idle rule (``WindowedStream.idle_timeout``), if any."""
-    timeout = job.config.idle_timeout
-    return None if timeout is None else Idleness(timeout, job.source.watermark)
-
-
-def streaming_time_mode(job: Job) -> str:
-    """The ``timeMode`` of a streaming job's stateful step: ``ProcessingTime`` on the wall
-    clock or with an idle timeout (a micro-batch every trigger interval, even without
-    input), else ``EventTime``."""
-    return "ProcessingTime" if uses_wall_clock(job) or idleness_of(job) else "EventTime"
-
-
-def streaming_key_groups(job: Job) -> int:
-    """The key groups of a streaming job's state (one for a non-keyed stream)."""
-    return job.config.max_parallelism if job.keys else 1
-
-
-def batch_key_groups(job: Job) -> int:
-    """The key groups of a batch replay: one Python call each."""
-    spark = job.source.df.sparkSession
-    return max(job.config.max_parallelism, shuffle_partitions(spark))
 
 
 def _idle_text(job: Job) -> str:

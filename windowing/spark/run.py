@@ -11,12 +11,19 @@ from typing import Any
 from windowing.functions.spec import WindowFunctionSpec
 from windowing.job import Job
 from windowing.records import OutputTag
-from windowing.spark.aggregates import CompiledAggregates
-from windowing.spark.batch import run_batch
-from windowing.spark.native import run_native
-from windowing.spark.native_sliding import run_sliding
+from windowing.spark.batch.replay_plan import run_batch
+from windowing.spark.columns.aggregates import CompiledAggregates
+from windowing.spark.native.hopping import disjoint_parts, hopping_parts
+from windowing.spark.native.sliding import run_sliding
+from windowing.spark.native.windows import (
+    PartsBuilder,
+    arrival_order_parts,
+    event_time_parts,
+    hopping_arrival_parts,
+    run_native,
+)
 from windowing.spark.planning import Route, SparkPlan, plan_spark
-from windowing.spark.streaming import run_streaming
+from windowing.spark.streaming.query import run_streaming
 
 __all__ = ["RUNNERS", "Terminal", "plan_terminal", "run_terminal"]
 
@@ -45,14 +52,20 @@ def plan_terminal(terminal: Terminal) -> SparkPlan:
     return plan_spark(terminal.job, terminal.spec, calls, native_job=terminal.user_job)
 
 
-def _native(plan: SparkPlan, terminal: Terminal) -> Any:
-    assert terminal.aggregates is not None and terminal.user_job is not None
-    return run_native(plan, terminal.aggregates, terminal.user_job)
+def _native(parts_of: PartsBuilder) -> Callable[[SparkPlan, Terminal], Any]:
+    def run(plan: SparkPlan, terminal: Terminal) -> Any:
+        assert terminal.aggregates is not None and terminal.user_job is not None
+        return run_native(plan, terminal.aggregates, terminal.user_job, parts_of)
+
+    return run
 
 
-def _kip450(plan: SparkPlan, terminal: Terminal) -> Any:
-    assert terminal.aggregates is not None and terminal.user_job is not None
-    return run_sliding(plan, terminal.aggregates, terminal.user_job)
+def _kip450(*, framed: bool) -> Callable[[SparkPlan, Terminal], Any]:
+    def run(plan: SparkPlan, terminal: Terminal) -> Any:
+        assert terminal.aggregates is not None and terminal.user_job is not None
+        return run_sliding(plan, terminal.aggregates, terminal.user_job, framed=framed)
+
+    return run
 
 
 def _batch(plan: SparkPlan, terminal: Terminal) -> Any:
@@ -67,14 +80,14 @@ def _streaming(plan: SparkPlan, terminal: Terminal) -> Any:
 
 #: The runner of each route: it builds the Spark plan of the route it is given.
 RUNNERS: dict[Route, Callable[[SparkPlan, Terminal], Any]] = {
-    Route.NATIVE_TUMBLING: _native,
-    Route.NATIVE_TUMBLING_ARRIVAL: _native,
-    Route.NATIVE_SESSIONS: _native,
-    Route.NATIVE_HOPPING: _native,
-    Route.NATIVE_HOPPING_DISJOINT: _native,
-    Route.NATIVE_HOPPING_ARRIVAL: _native,
-    Route.NATIVE_KIP450: _kip450,
-    Route.NATIVE_KIP450_JOINED: _kip450,
+    Route.NATIVE_TUMBLING: _native(event_time_parts),
+    Route.NATIVE_TUMBLING_ARRIVAL: _native(arrival_order_parts),
+    Route.NATIVE_SESSIONS: _native(event_time_parts),
+    Route.NATIVE_HOPPING: _native(hopping_parts),
+    Route.NATIVE_HOPPING_DISJOINT: _native(disjoint_parts),
+    Route.NATIVE_HOPPING_ARRIVAL: _native(hopping_arrival_parts),
+    Route.NATIVE_KIP450: _kip450(framed=True),
+    Route.NATIVE_KIP450_JOINED: _kip450(framed=False),
     Route.BATCH_REPLAY: _batch,
     Route.STREAMING: _streaming,
 }

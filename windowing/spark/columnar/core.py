@@ -1,0 +1,747 @@
+"""Built-in aggregations of tumbling event-time windows computed on whole Arrow columns.
+
+For ``sum`` / ``min`` / ``max`` / ``min_by`` / ``max_by``
+(:class:`~functions.aggregations.FieldAggregation`) of tumbling event-time windows with the
+default trigger and no evictor, a window's reduced record is a function of its rows in
+replay order: the rows of a window form one group, and each aggregation is a per-group
+reduction. This module computes those reductions with numpy on the Arrow buffers, without
+building a ``Row`` per input row, in two places:
+
+* the batch replay without an arrival order (:func:`columnar_results`): nothing is late and
+  every window fires once, at the end of input, over all its rows in event-time order
+  (``WindowOperator.process_to_end``);
+* the streaming runtime (:func:`step_open_windows`): per key and micro-batch, the watermark
+  advance fires and cleans up windows, then the rows are added; the key's state is its open
+  windows' reduced records (:class:`OpenWindows`), the operator's reduce state.
+
+Every function returns ``None`` whenever the column values could make the result differ from
+the operator's (nulls, NaNs, ``-0.0``, float sums, integer overflow, timestamps near the ends
+of time, an element that would fire a window on arrival), and the runtime then runs the
+operator. ``tests/property`` and ``tests/spark`` hold the paths equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from windowing.engine.encoding import NO_SCOPE, StateScope, StateWriter
+from windowing.engine.keystate import KeyState, register_timer
+from windowing.functions.aggregations import AggregationType, FieldAggregation
+from windowing.functions.spec import Reduce
+from windowing.operator import WindowOperator
+from windowing.spark.columns.frames import from_ipc, to_ipc
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers.event_time import EventTimeTrigger
+from windowing.windows import TimeWindow
+
+__all__ = [
+    "ColumnarAggregation",
+    "ColumnarPlan",
+    "ColumnarResults",
+    "ColumnarStep",
+    "OpenWindows",
+    "WindowShape",
+    "columnar_results",
+    "decode_open_windows",
+    "describe",
+    "encode_open_windows",
+    "field_aggregation_of",
+    "fired_upto_of",
+    "holds_windows_only",
+    "key_state_of",
+    "keys_needing_the_operator",
+    "near_ends_of_time",
+    "open_windows_of",
+    "ordered_floats",
+    "reduce_groups",
+    "rows_needing_the_operator",
+    "step_open_windows",
+    "usable",
+    "value_rows_needing_the_operator",
+    "window_listing",
+]
+
+# int64 accumulation is exact while |sum| < 2**63.
+_SUM_LIMIT = 2**63
+
+
+@dataclass(frozen=True)
+class ColumnarAggregation:
+    """A built-in aggregation of tumbling event-time windows (``size``, ``offset`` in ms)."""
+
+    aggregation: AggregationType
+    field: str
+    first: bool
+    size: int
+    offset: int
+    allowed_lateness: int = 0
+    kind: ClassVar[str] = "tumbling"
+
+    @property
+    def margin(self) -> int:
+        """Times within this distance of the ends of time are left to the operator (it clamps
+        window bounds and cleanup times there)."""
+        return 2 * self.size + abs(self.offset) + self.allowed_lateness
+
+
+class WindowShape(Protocol):
+    """A columnar plan of other windows than tumbling ones: the same calls as the module's
+    functions for :class:`ColumnarAggregation` (:mod:`windowing.spark.columnar.hopping`,
+    :mod:`windowing.spark.columnar.sessions`)."""
+
+    @property
+    def aggregation(self) -> AggregationType: ...
+
+    @property
+    def field(self) -> str: ...
+
+    @property
+    def first(self) -> bool: ...
+
+    @property
+    def allowed_lateness(self) -> int: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    def results(
+        self,
+        times: pa.ChunkedArray,
+        values: pa.ChunkedArray,
+        codes: np.ndarray[Any, Any] | None,
+    ) -> ColumnarResults | None: ...
+
+    def step(
+        self,
+        state: OpenWindows | None,
+        watermark: int,
+        rows: pa.Table | None,
+        times: np.ndarray[Any, Any] | None,
+        codes: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None,
+    ) -> ColumnarStep | None: ...
+
+    def rows_needing_the_operator(
+        self, watermark: int, rows: pa.Table, times: pa.ChunkedArray
+    ) -> np.ndarray[Any, Any]: ...
+
+    def keys_needing_the_operator(
+        self,
+        state: OpenWindows | None,
+        state_codes: np.ndarray[Any, Any],
+        watermark: int,
+        times: np.ndarray[Any, Any],
+        row_codes: np.ndarray[Any, Any],
+    ) -> np.ndarray[Any, Any]: ...
+
+    def key_state_of(
+        self, op: WindowOperator, state: OpenWindows, records: list[Any]
+    ) -> KeyState: ...
+
+    def open_windows_of(
+        self, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
+    ) -> OpenWindows | None: ...
+
+    def next_event_time(self, state: OpenWindows) -> int | None: ...
+
+    def window_count(self, state: OpenWindows, codes: np.ndarray[Any, Any] | None) -> int: ...
+
+    def listing(self, state: OpenWindows) -> Iterator[tuple[int, int, int, list[int]]]: ...
+
+    def describe(self) -> str: ...
+
+
+#: A columnar plan: tumbling windows, or another window shape.
+ColumnarPlan = ColumnarAggregation | WindowShape
+
+
+def field_aggregation_of(
+    spec: Any,
+    trigger: Any,
+    evictor: Any,
+    allowed_lateness: int = 0,
+    input_schema: pa.Schema | None = None,
+) -> FieldAggregation | None:
+    """The built-in aggregation a columnar plan computes for this window function, trigger,
+    evictor and lateness, or ``None`` when the operator must run (another trigger or
+    function, an evictor, a lateness so large that windows are never cleaned up; with the
+    input's Arrow schema ``input_schema``: a field that is not an input column, or whose type
+    numpy cannot reduce as the reduce function does: integers always, floats for all but
+    ``sum``)."""
+    if evictor is not None:
+        return None
+    if allowed_lateness > MAX_TIMESTAMP // 4:
+        return None  # cleanup at the end of time: the operator keeps the windows (a metric)
+    if trigger is not None and type(trigger) is not EventTimeTrigger:
+        return None
+    if not isinstance(spec, Reduce) or spec.window_function is not None:
+        return None
+    fn = spec.function
+    if type(fn) is not FieldAggregation or not isinstance(fn.field, str):
+        return None
+    if input_schema is not None:
+        index = input_schema.get_field_index(fn.field)
+        if index < 0:
+            return None  # the operator names the missing field
+        vtype = input_schema.field(index).type
+        floats = pa.types.is_floating(vtype) and fn.aggregation is not AggregationType.SUM
+        if not (pa.types.is_integer(vtype) or floats):
+            return None
+    return fn
+
+
+def usable(kind: AggregationType, values: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether numpy reduces ``values`` as the reduce function does: no nulls; integers, or
+    floats without NaN and ``-0.0`` (Java's ``Double.compareTo`` orders them, numpy's minimum
+    and maximum do not) for all but ``sum`` (a float sum depends on the order of additions)."""
+    if values.null_count:
+        return False
+    vtype = values.type
+    if pa.types.is_floating(vtype):
+        return kind is not AggregationType.SUM and ordered_floats(values.to_numpy())
+    return bool(pa.types.is_integer(vtype))
+
+
+def ordered_floats(v: np.ndarray[Any, Any]) -> bool:
+    """Whether the floats ``v`` hold no NaN and no ``-0.0``."""
+    return not (np.isnan(v).any() or (np.signbit(v) & (v == 0)).any())
+
+
+def reduce_groups(
+    kind: AggregationType,
+    first: bool,
+    group: np.ndarray[Any, Any],
+    v: np.ndarray[Any, Any],
+    codes: np.ndarray[Any, Any] | None = None,
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any] | None] | None:
+    """Reduce the rows (each key's in replay order) by window with the aggregation ``kind``
+    (``first``: which of equal extremes ``min_by`` / ``max_by`` keep): ``group`` holds each
+    row's window start, ``v`` its field value, ``codes`` (when several keys are reduced at
+    once) each row's key. Returns the window starts (by key, then ascending), the row each
+    window's record is taken from, and the field's values (``None``: taken from those rows),
+    or ``None`` when the sum would overflow or not fit the column."""
+    n = len(group)
+    perm = None
+    same_key = None if codes is None else codes[1:] == codes[:-1]
+    rising = group[1:] >= group[:-1]
+    if codes is not None:  # sorted by key code, then window
+        assert same_key is not None
+        rising = (codes[1:] > codes[:-1]) | (same_key & rising)
+    if n > 1 and not bool(rising.all()):
+        # a window's rows keep their order
+        perm = np.argsort(group, kind="stable") if codes is None else np.lexsort((group, codes))
+        group = group[perm]
+        v = v[perm]
+        if codes is not None:
+            ordered = codes[perm]
+            same_key = ordered[1:] == ordered[:-1]
+    boundary = group[1:] != group[:-1]
+    if same_key is not None:
+        boundary |= ~same_key
+    first_rows = np.flatnonzero(np.concatenate(([True], boundary)))
+    starts = group[first_rows]
+    if kind is AggregationType.SUM:
+        widest = max(abs(int(v.min())), abs(int(v.max())))
+        if widest * n >= _SUM_LIMIT:
+            return None
+        sums = np.add.reduceat(v.astype(np.int64, copy=False), first_rows)
+        info = np.iinfo(v.dtype)
+        if widest * n > info.max and (int(sums.min()) < info.min or int(sums.max()) > info.max):
+            return None  # the operator's result does not fit the column: it raises
+        rows = first_rows if perm is None else perm[first_rows]
+        return starts, rows, sums
+    # min / max / min_by / max_by: the first (or last) row of each group holding the group's
+    # extreme value; min / max keep the group's first row and take the value from there
+    # (equal values keep the first one seen, as the reduce does).
+    lowest = kind in (AggregationType.MIN, AggregationType.MIN_BY)
+    extreme = (np.minimum if lowest else np.maximum).reduceat(v, first_rows)
+    lengths = np.diff(np.append(first_rows, n))
+    run = np.repeat(np.arange(len(first_rows)), lengths)
+    hits = np.flatnonzero(v == extreme[run])
+    hit_runs = run[hits]
+    if kind.picks_element and not first:
+        chosen = hits[np.append(hit_runs[1:] != hit_runs[:-1], True)]
+    else:
+        chosen = hits[np.concatenate(([True], hit_runs[1:] != hit_runs[:-1]))]
+    if kind.picks_element:
+        return starts, (chosen if perm is None else perm[chosen]), None
+    return starts, (first_rows if perm is None else perm[first_rows]), v[chosen]
+
+
+def _window_starts(plan: ColumnarAggregation, t: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return t - np.mod(t - plan.offset, plan.size)  # type: ignore[no-any-return]
+
+
+def near_ends_of_time(margin: int, lo: int, hi: int) -> bool:
+    """Whether times from ``lo`` to ``hi`` come within ``margin`` of the ends of time."""
+    return lo <= MIN_TIMESTAMP + margin or hi >= MAX_TIMESTAMP - margin
+
+
+def _near_ends_of_time(plan: ColumnarAggregation, lo: int, hi: int) -> bool:
+    return near_ends_of_time(plan.margin, lo, hi)
+
+
+@dataclass(frozen=True)
+class ColumnarResults:
+    """Per window: its start; the input row each result row is taken from; the aggregated
+    field's values (``None``: taken from those rows too); its end (the result's timestamp is
+    ``end - 1``)."""
+
+    starts: np.ndarray[Any, Any]
+    rows: np.ndarray[Any, Any]
+    field_values: np.ndarray[Any, Any] | None
+    ends: np.ndarray[Any, Any]
+
+
+def columnar_results(
+    plan: ColumnarPlan,
+    times: pa.ChunkedArray,
+    values: pa.ChunkedArray,
+    codes: np.ndarray[Any, Any] | None = None,
+) -> ColumnarResults | None:
+    """The windows of the keys whose rows are sorted as the replay sorts them (by key
+    ``codes``, ``None`` for one key; then event time ``times`` in ms without nulls, then the
+    tie-breaker), or ``None`` when the operator must compute them."""
+    if len(times) == 0 or not usable(plan.aggregation, values):
+        return None
+    if not isinstance(plan, ColumnarAggregation):
+        return plan.results(times, values, codes)
+    t = times.to_numpy()
+    if _near_ends_of_time(plan, int(t.min()), int(t.max())):
+        return None  # window bounds near the ends of time: the operator clamps them
+    found = reduce_groups(
+        plan.aggregation, plan.first, _window_starts(plan, t), values.to_numpy(), codes
+    )
+    if found is None:
+        return None
+    starts, rows, field_values = found
+    return ColumnarResults(starts, rows, field_values, starts + plan.size)
+
+
+# ---------------------------------------------------------------------------- streaming
+
+
+@dataclass(frozen=True, eq=False)
+class OpenWindows:
+    """Open windows in the columnar streaming state, of one key or of a key group's keys: per
+    item (a window, a pane or a session, by ``kind``) its start and its reduced record (the
+    input columns, key columns included; the operator's reduce state), and the watermark up
+    to which windows have fired (a window ending at or before it is kept only for its allowed
+    lateness). A key's items are contiguous. ``extra`` holds the int64 arrays of the other
+    kinds (per item: a session's end; a pane's arrival sequence and whether the item is a
+    whole window taken over from the operator). Tumbling windows (``kind`` ``"tumbling"``)
+    are ascending by start within a key."""
+
+    starts: np.ndarray[Any, Any]
+    rows: pa.Table
+    fired_upto: int
+    kind: str = "tumbling"
+    extra: dict[str, np.ndarray[Any, Any]] = dataclasses.field(default_factory=dict)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _open_windows,
+            (
+                self.starts.tobytes(),
+                to_ipc(self.rows),
+                self.fired_upto,
+                self.kind,
+                tuple((name, a.tobytes()) for name, a in sorted(self.extra.items())),
+            ),
+        )
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def next_event_time(self, plan: ColumnarPlan) -> int | None:
+        """The earliest operator timer: a window's end (``max_timestamp``) while it has not
+        fired, then its cleanup time."""
+        if len(self.starts) == 0:
+            return None
+        if not isinstance(plan, ColumnarAggregation):
+            return plan.next_event_time(self)
+        ends = self.starts + (plan.size - 1)
+        due = np.where(ends > self.fired_upto, ends, ends + plan.allowed_lateness)
+        return int(due.min())
+
+    def window_count(self, plan: ColumnarPlan, codes: np.ndarray[Any, Any] | None = None) -> int:
+        """The windows the operator would hold for this state (for panes: every window with
+        a pane that is not cleaned up); ``codes``: each item's key (``None``: one key)."""
+        if not len(self.starts) or isinstance(plan, ColumnarAggregation):
+            return len(self.starts)
+        return plan.window_count(self, codes)
+
+    def take(self, index: np.ndarray[Any, Any]) -> OpenWindows:
+        """The items at positions ``index``."""
+        extra = {name: a[index] for name, a in self.extra.items()}
+        return OpenWindows(
+            self.starts[index], self.rows.take(index), self.fired_upto, self.kind, extra
+        )
+
+    def slice(self, lo: int, hi: int) -> OpenWindows:
+        extra = {name: a[lo:hi] for name, a in self.extra.items()}
+        rows = self.rows.slice(lo, hi - lo)
+        return OpenWindows(self.starts[lo:hi], rows, self.fired_upto, self.kind, extra)
+
+    @staticmethod
+    def concat(parts: Sequence[OpenWindows]) -> OpenWindows:
+        """The items of ``parts`` (of one kind, fired up to the same watermark, no key in two
+        of them) as one state."""
+        if len(parts) == 1:
+            return parts[0]
+        first = parts[0]
+        extra = {name: np.concatenate([p.extra[name] for p in parts]) for name in first.extra}
+        return OpenWindows(
+            np.concatenate([p.starts for p in parts]),
+            pa.concat_tables([p.rows for p in parts]),
+            first.fired_upto,
+            first.kind,
+            extra,
+        )
+
+    def require_kind(self, kind: str) -> None:
+        """Refuse a state of other windows than the query's (a checkpoint of another job)."""
+        if self.kind != kind:
+            msg = (
+                f"the checkpoint's columnar state holds {self.kind} windows but the query "
+                f"computes {kind} windows; start the query with a new checkpoint location"
+            )
+            raise ValueError(msg)
+
+
+def encode_open_windows(windows: OpenWindows, scope: StateScope = NO_SCOPE) -> bytes:
+    """Open windows in the versioned state encoding for ``scope`` (plain bytes: the starts,
+    the rows as Arrow IPC, the fired watermark; other kinds than tumbling windows also their
+    kind and extra arrays)."""
+    plain: tuple[Any, ...] = (
+        "open",
+        windows.starts.tobytes(),
+        to_ipc(windows.rows),
+        windows.fired_upto,
+    )
+    if windows.kind != "tumbling" or windows.extra:
+        extra = tuple((name, a.tobytes()) for name, a in sorted(windows.extra.items()))
+        plain = (*plain, windows.kind, extra)
+    return StateWriter().finish(plain, scope)
+
+
+def decode_open_windows(plain: Any) -> OpenWindows | None:
+    """The open windows of an :func:`encode_open_windows` plain part, else ``None``."""
+    if isinstance(plain, tuple) and len(plain) in (4, 6) and plain[0] == "open":
+        return _open_windows(*plain[1:])
+    return None
+
+
+def _open_windows(
+    starts: bytes,
+    rows: bytes,
+    fired_upto: int,
+    kind: str = "tumbling",
+    extra: Sequence[tuple[str, bytes]] = (),
+) -> OpenWindows:
+    arrays = {str(name): np.frombuffer(data, np.int64) for name, data in extra}
+    return OpenWindows(np.frombuffer(starts, np.int64), from_ipc(rows), fired_upto, kind, arrays)
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnarStep:
+    """The outcome of one streaming call on whole columns: the records of the windows that
+    fired (``fired_rows``, starts ``fired_starts``, ends ``fired_ends``; a key's in firing
+    order), the indexes of the late input rows, and the new state (``None``: nothing
+    left)."""
+
+    fired_starts: np.ndarray[Any, Any]
+    fired_rows: pa.Table | None
+    late: np.ndarray[Any, Any]
+    state: OpenWindows | None
+    fired_ends: np.ndarray[Any, Any]
+
+
+def rows_needing_the_operator(
+    plan: ColumnarPlan, watermark: int, rows: pa.Table, times: pa.ChunkedArray
+) -> np.ndarray[Any, Any]:
+    """Which input rows :func:`step_open_windows` cannot add on whole columns (a boolean
+    mask): no event time, a null or (for a float ``min`` / ``max``) NaN or ``-0.0`` field,
+    an event time near the ends of time, or a row that fires its window on arrival (its window
+    has ended but is within the allowed lateness: ``EventTimeTrigger`` fires at once)."""
+    if not isinstance(plan, ColumnarAggregation):
+        return plan.rows_needing_the_operator(watermark, rows, times)
+    mask, t = value_rows_needing_the_operator(plan.aggregation, plan.field, rows, times)
+    if mask.all():
+        return mask
+    margin = plan.margin
+    mask |= (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)
+    if plan.allowed_lateness:
+        ends = _window_starts(plan, np.where(mask, 0, t)) + (plan.size - 1)
+        mask |= (ends <= watermark) & (ends + plan.allowed_lateness > watermark)
+    return mask
+
+
+def value_rows_needing_the_operator(
+    kind: AggregationType, field: str, rows: pa.Table, times: pa.ChunkedArray
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The rows the columns cannot add whatever the windows (a boolean mask: no event time, a
+    null or (for a float ``min`` / ``max``) NaN or ``-0.0`` field; every row of a float
+    ``sum``), and the event times (``0`` for nulls)."""
+    n = rows.num_rows
+    mask = np.zeros(n, np.bool_)
+    if n == 0:
+        return mask, np.zeros(0, np.int64)
+    if times.null_count:
+        mask |= times.is_null().to_numpy(zero_copy_only=False)
+    values = rows.column(field)
+    if values.null_count:
+        mask |= values.is_null().to_numpy(zero_copy_only=False)
+    t = times.fill_null(0).to_numpy() if times.null_count else times.to_numpy()
+    if pa.types.is_floating(values.type):
+        if kind is AggregationType.SUM:
+            mask[:] = True  # a float sum depends on the order of additions
+            return mask, t
+        v = values.fill_null(1.0).to_numpy()
+        mask |= np.isnan(v) | (np.signbit(v) & (v == 0))
+    return mask, t
+
+
+def keys_needing_the_operator(
+    plan: ColumnarPlan,
+    state: OpenWindows | None,
+    state_codes: np.ndarray[Any, Any],
+    watermark: int,
+    times: np.ndarray[Any, Any],
+    row_codes: np.ndarray[Any, Any],
+) -> np.ndarray[Any, Any]:
+    """Which input rows belong to keys whose call the columns cannot take given the keys'
+    state (a boolean mask; sessions only: an element that would merge sessions kept in the
+    state, or fire a session on arrival). ``state_codes`` / ``row_codes``: the key codes of
+    the state's items and of the rows (event times ``times``, without nulls)."""
+    if isinstance(plan, ColumnarAggregation):
+        return np.zeros(len(times), np.bool_)
+    return plan.keys_needing_the_operator(state, state_codes, watermark, times, row_codes)
+
+
+def step_open_windows(
+    plan: ColumnarPlan,
+    state: OpenWindows | None,
+    watermark: int,
+    rows: pa.Table | None,
+    times: np.ndarray[Any, Any] | None,
+    codes: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None,
+) -> ColumnarStep | None:
+    """One streaming call on whole columns, as the operator runs it for each key: advance to
+    ``watermark`` (fire the windows it passes, clean up those past their lateness), then add
+    ``rows`` (the input columns, each key's in replay order; event times ``times`` in ms
+    without nulls); rows whose window is past its cleanup time are late. For several keys,
+    ``codes`` holds the key code of each window of ``state`` and of each row (codes common
+    to both); without it, all are one key's. ``None`` when the operator must run (see the
+    module docstring; :func:`rows_needing_the_operator` tells which rows); nothing is
+    changed then."""
+    if state is not None:
+        state.require_kind(plan.kind)
+    if not isinstance(plan, ColumnarAggregation):
+        return plan.step(state, watermark, rows, times, codes)
+    size, lateness = plan.size, plan.allowed_lateness
+    state_codes, row_codes = (None, None) if codes is None else codes
+    fired_rows: pa.Table | None = None
+    fired_starts = np.empty(0, np.int64)
+    fired_upto = watermark
+    kept = None if rows is None else rows.schema.empty_table()
+    kept_windows: OpenWindows | None = None
+    kept_codes = None
+    if state is not None and len(state):
+        ends = state.starts + (size - 1)
+        fire = (ends > state.fired_upto) & (ends <= watermark)
+        if fire.any():
+            fired = np.flatnonzero(fire)
+            fired_starts = state.starts[fired]
+            fired_rows = state.rows.take(fired)
+        keep = ends + lateness > watermark
+        kept_windows = state if keep.all() else state.take(np.flatnonzero(keep))
+        if state_codes is not None:
+            kept_codes = state_codes if keep.all() else state_codes[keep]
+        fired_upto = max(state.fired_upto, watermark)
+        kept = kept_windows.rows
+
+    def step(late: np.ndarray[Any, Any]) -> ColumnarStep:
+        left = None
+        if kept_windows is not None and len(kept_windows):
+            left = OpenWindows(kept_windows.starts, kept_windows.rows, fired_upto)
+        return ColumnarStep(fired_starts, fired_rows, late, left, fired_starts + size)
+
+    if rows is None or times is None or len(times) == 0 or kept is None:
+        return step(np.empty(0, np.int64))
+    if _near_ends_of_time(plan, int(times.min()), int(times.max())):
+        return None
+    row_starts = _window_starts(plan, times)
+    row_ends = row_starts + (size - 1)
+    is_late = row_ends + lateness <= watermark
+    if lateness and bool(((~is_late) & (row_ends <= watermark)).any()):
+        return None  # an element fires its window on arrival (EventTimeTrigger)
+    if is_late.any():
+        late = np.flatnonzero(is_late)
+        added = np.flatnonzero(~is_late)
+        if len(added) == 0:
+            return step(late)
+        new_rows = rows.take(added)
+        row_starts = row_starts[added]
+        if row_codes is not None:
+            row_codes = row_codes[added]
+    else:
+        late = np.empty(0, np.int64)
+        new_rows = rows
+    if len(kept) and not kept.schema.equals(new_rows.schema):
+        return None  # state written with another schema (e.g. session time zone)
+    field = plan.field
+    new_values = new_rows.column(field)
+    if not usable(plan.aggregation, new_values):
+        return None
+    kept_values = kept.column(field)
+    if kept_values.null_count:
+        return None  # a window of null values (state converted from the operator)
+    group_codes = row_codes
+    if len(kept_values):
+        assert kept_windows is not None
+        values = np.concatenate((kept_values.to_numpy(), new_values.to_numpy()))
+        group = np.concatenate((kept_windows.starts, row_starts))
+        if row_codes is not None and kept_codes is not None:
+            group_codes = np.concatenate((kept_codes, row_codes))
+        if values.dtype.kind == "f" and not ordered_floats(values):
+            return None  # the kept values held them (state converted from the operator)
+    else:
+        values, group = new_values.to_numpy(), row_starts
+    found = reduce_groups(plan.aggregation, plan.first, group, values, group_codes)
+    if found is None:
+        return None
+    new_starts, carriers, field_values = found
+    records = (pa.concat_tables([kept, new_rows]) if len(kept) else new_rows).take(carriers)
+    if field_values is not None:
+        position = records.schema.get_field_index(field)
+        column = pa.array(field_values, records.schema.field(position).type)
+        records = records.set_column(position, records.schema.field(position), column)
+    state = OpenWindows(new_starts, records, fired_upto)
+    return ColumnarStep(fired_starts, fired_rows, late, state, fired_starts + size)
+
+
+# ---------------------------------------------------------------------------- conversions
+def key_state_of(
+    plan: ColumnarPlan, op: WindowOperator, state: OpenWindows, records: list[Any]
+) -> KeyState:
+    """The operator's state for ``state`` (whose records, as the operator's ``Row`` values,
+    are ``records``): each window's reduced record, its trigger timer while it has not fired
+    and its cleanup timer."""
+    state.require_kind(plan.kind)
+    if not isinstance(plan, ColumnarAggregation):
+        return plan.key_state_of(op, state, records)
+    ks = op.new_key_state()
+    size = plan.size
+    for start, record in zip(state.starts.tolist(), records, strict=True):
+        window = TimeWindow(start, start + size)
+        ks.contents[window] = record
+        end = start + size - 1
+        if end > state.fired_upto:
+            register_timer(ks.evt_timers, ks.evt_heap, ks, end, window)
+        register_timer(ks.evt_timers, ks.evt_heap, ks, end + plan.allowed_lateness, window)
+    return ks
+
+
+def open_windows_of(
+    plan: ColumnarPlan, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
+) -> OpenWindows | None:
+    """The columnar state for the operator's state ``ks``, or ``None`` when ``ks`` holds
+    anything else than tumbling windows with a reduced record and their trigger and cleanup
+    timers. ``encode(records)`` gives the records as a table of the input columns, or
+    ``None`` when one is not an input record or a value does not fit its column."""
+    if not isinstance(plan, ColumnarAggregation):
+        return plan.open_windows_of(ks, encode)
+    if ks.merging or not holds_windows_only(ks):
+        return None
+    size = plan.size
+    windows = sorted(ks.contents)
+    for w in windows:
+        if type(w) is not TimeWindow or w.end - w.start != size:
+            return None
+        if (w.start - plan.offset) % size:
+            return None
+        if _near_ends_of_time(plan, w.start, w.start + size - 1):
+            return None
+    fired_upto = fired_upto_of(ks, windows, plan.allowed_lateness)
+    if fired_upto is None or not windows:
+        return None
+    table = encode([ks.contents[w] for w in windows])
+    if table is None:
+        return None
+    starts = np.array([w.start for w in windows], np.int64)
+    return OpenWindows(starts, table, fired_upto)
+
+
+def holds_windows_only(ks: KeyState) -> bool:
+    """Whether ``ks`` holds nothing but window contents and event-time timers (no
+    processing-time timers, KIP-450 or pane state, trigger or function state)."""
+    return not (
+        ks.proc_timers
+        or ks.timeline is not None
+        or ks.kafka is not None
+        or ks.slices is not None
+        or ks.panes
+        or ks.num_state_entries() != len(ks.contents)
+    )
+
+
+def fired_upto_of(ks: KeyState, windows: Sequence[TimeWindow], lateness: int) -> int | None:
+    """The watermark up to which the ``windows`` of ``ks`` have fired (``MIN_TIMESTAMP``:
+    none has), when its event-time timers are exactly ``EventTimeTrigger``'s and the cleanup
+    timers of these windows: each window's cleanup timer, and its end-of-window timer until
+    it fires; ``None`` otherwise (or when a window that fired ends after one that has not)."""
+    timers = ks.evt_timers
+    fired_upto = MIN_TIMESTAMP
+    pending_from = MAX_TIMESTAMP
+    expected = 0
+    for w in windows:
+        end = w.end - 1
+        if (end + lateness, w) not in timers:
+            return None
+        expected += 1
+        if lateness and (end, w) in timers:
+            expected += 1
+            pending_from = min(pending_from, end)
+        elif not lateness:
+            pending_from = min(pending_from, end)  # one timer: trigger and cleanup
+        else:
+            fired_upto = max(fired_upto, end)
+    if len(timers) != expected or fired_upto >= pending_from:
+        return None
+    return fired_upto
+
+
+def window_listing(
+    plan: ColumnarPlan, state: OpenWindows
+) -> Iterator[tuple[int, int, int, list[int]]]:
+    """The windows of a columnar state as the operator would hold them: per window, the
+    item whose key columns name its key, its start and end, and its pending event-time
+    timers (end of window until it fires, then the cleanup time)."""
+    state.require_kind(plan.kind)
+    if not isinstance(plan, ColumnarAggregation):
+        yield from plan.listing(state)
+        return
+    lateness = plan.allowed_lateness
+    for i, start in enumerate(state.starts.tolist()):
+        max_ts = start + plan.size - 1
+        pending = [max_ts] if max_ts > state.fired_upto else []
+        if lateness:
+            pending.append(max_ts + lateness)
+        yield i, start, start + plan.size, pending
+
+
+def describe(plan: ColumnarPlan) -> str:
+    """A columnar plan, in words."""
+    if not isinstance(plan, ColumnarAggregation):
+        return plan.describe()
+    return (
+        f"built-in {plan.aggregation.value} of {plan.field!r} on tumbling windows of "
+        f"{plan.size} ms computed on whole Arrow columns per key group (keys the columns "
+        "cannot take, e.g. near the ends of time, run through the operator)"
+    )

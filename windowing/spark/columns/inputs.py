@@ -1,0 +1,140 @@
+"""The runtime's own input columns, added to the user's DataFrame before the operator reads
+it: event time in ms, the content hash (the replay order's last tie-breaker), arrival order,
+processing time, and the arrival-order watermark. One definition for the batch replay, the
+streaming query and the native plans."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql.types import DoubleType, FloatType
+
+from windowing.spark.columns.output import col
+from windowing.spark.columns.schema import INTERNAL_PREFIX, column_time_kind, contains_map
+
+__all__ = [
+    "ARR",
+    "PT",
+    "TB",
+    "TS",
+    "WMAX",
+    "arrival_micros",
+    "content_hash",
+    "internal_columns",
+    "key_columns",
+    "replay_order",
+    "time_millis",
+]
+
+# Internal input columns (the prefix is reserved, see schema.INTERNAL_PREFIX).
+TS = "__pw_ts"
+ARR = "__pw_arr"
+PT = "__pw_pt"
+TB = "__pw_tb"
+WMAX = "__pw_wmax"
+
+
+def replay_order(*, arrival: bool, processing_time: bool) -> list[tuple[str, str, str]]:
+    """Pyarrow sort keys of the replay order inside a key: arrival order, else processing
+    time, then event time, then the content hash (never dependent on partitioning); nulls
+    last."""
+    first = [ARR] if arrival else [PT] if processing_time else []
+    return [(n, "ascending", "at_end") for n in (*first, TS, TB)]
+
+
+def time_millis(df: DataFrame, name: str, parameter: str = "time column") -> Column:
+    """The time column ``name`` in epoch milliseconds (a timestamp's, or the integer)."""
+    kind = column_time_kind(df, name, parameter)
+    return F.unix_millis(col(name)) if kind == "timestamp" else col(name).cast("long")
+
+
+def arrival_micros(df: DataFrame, name: str) -> Column:
+    """The arrival-order column as a ``bigint`` (a timestamp's microseconds)."""
+    kind = column_time_kind(df, name, "arrival_order")
+    return F.unix_micros(col(name)) if kind == "timestamp" else col(name).cast("long")
+
+
+def content_hash(df: DataFrame) -> Column:
+    """A row's content hash, the replay order's last tie-breaker: ``xxhash64`` of the input
+    columns (maps left out; so are the runtime's own columns, so it is the same before and
+    after they are added), and of the sign of each top-level float column: Spark hashes
+    ``-0.0`` as ``0.0``, so rows differing only there would tie, in input order
+    (``docs/failures.md``)."""
+    fields = [
+        f
+        for f in df.schema.fields
+        if not contains_map(f.dataType) and not f.name.startswith(INTERNAL_PREFIX)
+    ]
+    hashable = [col(f.name) for f in fields]
+    # A zero as text ("-0.0" / "0.0"), null otherwise: Spark's arithmetic normalizes -0.0
+    # (atan2, signum), its cast to string does not.
+    hashable += [
+        F.when(col(f.name) == 0, col(f.name).cast("string"))
+        for f in fields
+        if isinstance(f.dataType, FloatType | DoubleType)
+    ]
+    return F.xxhash64(*hashable) if hashable else F.lit(0).cast("long")
+
+
+def internal_columns(df: DataFrame, source: Any) -> list[Column]:
+    """The input columns, then event time in ms (``__pw_ts``), the content hash
+    (``__pw_tb``), and when given arrival order (``__pw_arr``) and processing time in ms
+    (``__pw_pt``)."""
+    columns = [
+        *[col(c) for c in df.columns],
+        time_millis(df, source.event_time).alias(TS),
+        content_hash(df).alias(TB),
+    ]
+    if source.arrival_order is not None:
+        columns.append(arrival_micros(df, source.arrival_order).alias(ARR))
+    if source.processing_time is not None:
+        columns.append(time_millis(df, source.processing_time).alias(PT))
+    return columns
+
+
+def key_columns(df: DataFrame, columns: Sequence[Any]) -> tuple[DataFrame, tuple[str, ...]]:
+    """The key columns ``columns`` (names, or ``Column`` expressions) as names of ``df``'s
+    columns: an expression becomes a column of the input named as Spark names it (its alias,
+    or e.g. ``lower(country)``), so results, late rows and dead letters carry it like any key
+    column. ``ValueError`` naming the column for an unknown name, another type, a key given
+    twice, or an expression named like an input column it is not."""
+    names: list[str] = []
+    for c in columns:
+        if isinstance(c, str):
+            if c not in df.columns:
+                msg = f"key_by: unknown column {c!r}; the DataFrame has columns {df.columns}"
+                raise ValueError(msg)
+            names.append(c)
+            continue
+        if not isinstance(c, Column):
+            msg = (
+                f"key_by: keys must be column names (str) or Columns, got {type(c).__name__} {c!r}"
+            )
+            raise ValueError(msg)
+        try:
+            name = df.select(c).columns[0]
+        except Exception as exc:
+            msg = f"key_by: cannot evaluate {c} on the DataFrame: {exc}"
+            raise ValueError(msg) from exc
+        if name.startswith(INTERNAL_PREFIX):
+            msg = (
+                f"key_by: the key {c} is named {name!r}; the prefix {INTERNAL_PREFIX!r} is reserved"
+            )
+            raise ValueError(msg)
+        if name in df.columns:
+            if str(c) not in (f"Column<'{name}'>", f"Column<'`{name}`'>"):
+                msg = (
+                    f"key_by: the key {c} is named {name!r}, as a column of the DataFrame it is "
+                    "not; give it another name with .alias(...)"
+                )
+                raise ValueError(msg)
+        else:
+            df = df.withColumn(name, c)
+        names.append(name)
+    if len(set(names)) != len(names):
+        msg = f"key_by: a column is given twice in {tuple(names)!r}"
+        raise ValueError(msg)
+    return df, tuple(names)

@@ -1,0 +1,76 @@
+"""Facts of a job the runtimes share: its window operator, its key groups, its clocks (no
+decision of how it runs: that is :mod:`windowing.spark.planning`)."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from windowing.assigners import is_processing_time_assigner
+from windowing.functions.spec import WindowFunctionSpec
+from windowing.idleness import Idleness
+from windowing.job import Job, WindowConfig
+from windowing.operator import WindowOperator
+
+__all__ = [
+    "batch_key_groups",
+    "idleness_of",
+    "shuffle_partitions",
+    "streaming_key_groups",
+    "streaming_time_mode",
+    "uses_wall_clock",
+    "window_operator",
+]
+
+
+def window_operator(window: WindowConfig, spec: WindowFunctionSpec) -> WindowOperator:
+    """The window operator of ``window`` with the function ``spec`` (validates the
+    combination)."""
+    return WindowOperator(
+        window.assigner,
+        spec,
+        trigger=window.trigger,
+        evictor=window.evictor,
+        allowed_lateness=window.allowed_lateness,
+        late_output_tag=window.late_output_tag,
+        slicing=window.slicing,
+        on_error=window.on_error,
+        pane_info=window.pane_info,
+    )
+
+
+def shuffle_partitions(spark: SparkSession) -> int:
+    """``spark.sql.shuffle.partitions`` (8 when it is not a number, e.g. ``auto``)."""
+    try:
+        return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    except ValueError:
+        return 8
+
+
+def uses_wall_clock(job: Job) -> bool:
+    """Whether a streaming job runs on the wall clock (a processing-time assigner without a
+    ``processing_time`` column: Spark's ProcessingTime mode)."""
+    return is_processing_time_assigner(job.config.assigner) and job.source.processing_time is None
+
+
+def idleness_of(job: Job) -> Idleness | None:
+    """The job's idle rule (``WindowedStream.idle_timeout``), if any."""
+    timeout = job.config.idle_timeout
+    return None if timeout is None else Idleness(timeout, job.source.watermark)
+
+
+def streaming_time_mode(job: Job) -> str:
+    """The ``timeMode`` of a streaming job's stateful step: ``ProcessingTime`` on the wall
+    clock or with an idle timeout (a micro-batch every trigger interval, even without
+    input), else ``EventTime``."""
+    return "ProcessingTime" if uses_wall_clock(job) or idleness_of(job) else "EventTime"
+
+
+def streaming_key_groups(job: Job) -> int:
+    """The key groups of a streaming job's state (one for a non-keyed stream)."""
+    return job.config.max_parallelism if job.keys else 1
+
+
+def batch_key_groups(job: Job) -> int:
+    """The key groups of a batch replay: one Python call each."""
+    spark = job.source.df.sparkSession
+    return max(job.config.max_parallelism, shuffle_partitions(spark))

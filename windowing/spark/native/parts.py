@@ -1,0 +1,204 @@
+"""The pieces every native Spark plan (:mod:`windowing.spark.native.windows`,
+:mod:`windowing.spark.native.sliding`, :mod:`windowing.spark.native.hopping`,
+:mod:`windowing.spark.native.hopping_arrival`) shares: a plan's parts, the user's aggregate
+columns with the replay order's picks, the input counters, the firings of the window at the
+start of time, and small Spark helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+
+from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
+from windowing.assigners.tumbling import TumblingEventTimeWindows
+from windowing.functions.columns import AggKind
+from windowing.records import Timing
+from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
+from windowing.spark.columns.inputs import ARR, TB, TS
+from windowing.spark.columns.output import OutputLayout, col
+from windowing.time import MIN_TIMESTAMP
+
+__all__ = [
+    "FRAMED_MAX_SIZE",
+    "LATE",
+    "ON_TIME",
+    "NativeParts",
+    "aggregate_columns",
+    "firings_at_min",
+    "first_window_end",
+    "framed",
+    "has_min_window",
+    "input_counters",
+    "keys_counter",
+    "late_counter",
+    "long_literal",
+    "native_column",
+    "pick",
+    "union_all",
+    "windowable",
+]
+
+#: The pane timings native plans write (``Timing`` names).
+ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
+_PANE = "__pw_nmpane"  # the firings of the window at the start of time, in replay order
+
+
+@dataclass(frozen=True)
+class NativeParts:
+    """A native plan's pieces: result rows (window columns and the aggregates by name) with
+    their window start and end (ms, null where the assigner's bounds leave ``bigint``),
+    which result rows are a window's first firing (one per window with contents: the
+    windows, counted from the results in the same aggregate as them), the input counters
+    (one row), the late branches (tagged-output columns), and the results' pane columns."""
+
+    results: DataFrame
+    window_start: Column
+    end: Column
+    first_firing: Column
+    counters: DataFrame
+    late: list[DataFrame]
+    # with pane info: the results' pane index and timing (default: each window's one firing,
+    # on time at the end of input or when the watermark passed its end; built when a plan
+    # is, so that importing this module needs no Spark session)
+    pane: tuple[Column, Column] = field(default_factory=lambda: (F.lit(0), F.lit(ON_TIME)))
+
+
+def windowable(calls: Sequence[AggregateCall]) -> bool:
+    """Whether every aggregate runs as a Spark window function (running aggregates): one
+    function the window operator knows, without DISTINCT."""
+    return all(call.kind is not None and not call.distinct for call in calls)
+
+
+#: The largest KIP-450 size range frames take: event times are shifted by ``2**62`` towards 0
+#: per sign, so ``t - size`` and ``t + 1 + size`` stay in ``bigint``.
+FRAMED_MAX_SIZE = 2**62 - 1
+
+
+def framed(assigner: SlidingDistinctAssigner, calls: Sequence[AggregateCall]) -> bool:
+    """Whether KIP-450 windows are aggregated over range frames (else joined to their rows)."""
+    return assigner.size <= FRAMED_MAX_SIZE and windowable(calls)
+
+
+def first_window_end(assigner: TumblingEventTimeWindows) -> int:
+    """The end of a tumbling assigner's first window (the one holding ``MIN_TIMESTAMP``)."""
+    size, offset = assigner.size, assigner.offset
+    return MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size + size
+
+
+def has_min_window(assigner: object) -> bool:
+    """Whether a window ends at ``MIN_TIMESTAMP + 1`` (max timestamp MIN, behind the first
+    watermark): the first tumbling window for some offsets, a session of gap 1 at MIN."""
+    if isinstance(assigner, TumblingEventTimeWindows):
+        return first_window_end(assigner) == MIN_TIMESTAMP + 1
+    return isinstance(assigner, EventTimeSessionWindows) and assigner.gap == 1
+
+
+def long_literal(value: int | None) -> Column:
+    """``value`` as a ``bigint`` literal (``None``: a null one)."""
+    return F.lit(value).cast("long")
+
+
+def union_all(frames: list[DataFrame]) -> DataFrame:
+    """The frames' rows, by position (``union``)."""
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.union(f)
+    return out
+
+
+def keys_counter(layout: OutputLayout) -> Column:
+    """Distinct keys over all input rows (1 for ``window_all`` with any row)."""
+    if layout.keys:
+        return F.count_distinct(F.struct(*[col(k) for k in layout.keys]))
+    return F.when(F.count(F.lit(1)) > 0, F.lit(1)).otherwise(F.lit(0))
+
+
+def late_counter(layout: OutputLayout) -> str:
+    """The metric counting late rows: ``num_late_records_side_output`` with a late side
+    output, else ``num_late_records_dropped``."""
+    return "num_late_records_side_output" if layout.has_late else "num_late_records_dropped"
+
+
+def input_counters(layout: OutputLayout) -> list[Column]:
+    """Counters over all input rows in event-time order: rows, elements (with an event
+    time), rows without one, distinct keys."""
+    n = F.count(F.lit(1))
+    return [
+        n.alias("num_input_rows"),
+        F.count(F.col(TS)).alias("num_elements"),
+        (n - F.count(F.col(TS))).alias("num_null_event_time"),
+        keys_counter(layout).alias("num_keys"),
+    ]
+
+
+def aggregate_columns(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
+    """The user's aggregates as Spark columns, by name (:func:`native_column`)."""
+    return [native_column(call, arrival).alias(call.name) for call in compiled.calls]
+
+
+def native_column(call: AggregateCall, arrival: bool, *, expression: bool = False) -> Column:
+    """The user's aggregate column, with the picks (``first`` / ``last`` / ``min_by`` /
+    ``max_by``) made deterministic by the replay order (event time[, arrival order], content
+    hash). ``expression``: without the user's alias (to be used with ``over``)."""
+    kind = call.kind
+    if kind is None or not kind.ordered:
+        if expression and call.expression is not None:
+            return call.expression
+        return call.column
+    x, key, smallest = pick(call, arrival)
+    return F.min_by(x, key) if smallest else F.max_by(x, key)
+
+
+def pick(call: AggregateCall, arrival: bool) -> tuple[Column, Column, bool]:
+    """A pick (``first`` / ``last`` / ``min_by`` / ``max_by``) as the value, the key that
+    chooses its row (null for rows it skips) and whether the smallest key wins: the replay
+    order (event time[, arrival order], content hash) decides ties."""
+    kind = call.kind
+    x = call.args[0]
+    assert x is not None and kind is not None and kind.ordered
+    parts = [F.col(TS), *([F.col(ARR)] if arrival else []), F.col(TB)]
+    order = F.struct(*parts)
+    if kind in (AggKind.FIRST, AggKind.LAST):
+        ignore_nulls = len(call.literals) > 1 and bool(call.literals[1])
+        key = F.when(x.isNotNull(), order) if ignore_nulls else order
+        return x, key, kind is AggKind.FIRST
+    o = call.args[1]
+    assert o is not None
+    if kind is AggKind.MIN_BY:
+        return x, F.when(o.isNotNull(), F.struct(o, *parts)), True
+    # the largest ordering value; on a tie the row first in replay order
+    later = F.struct(o, *[F.bitwise_not(c) for c in parts])
+    return x, F.when(o.isNotNull(), later), False
+
+
+def firings_at_min(
+    rows: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+    start: int | None,
+) -> list[DataFrame]:
+    """The firings of the window ending at ``MIN_TIMESTAMP + 1`` (its rows are at MIN; its
+    ``start``, ``None`` below ``MIN_TIMESTAMP``), with allowed lateness: one per row, over
+    the rows so far in replay order (running aggregates); as tagged result rows, and a
+    metrics row counting them."""
+    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(TS), F.col(TB))
+    running = order.rowsBetween(Window.unboundedPreceding, 0)
+    columns = [
+        native_column(call, False, expression=True).over(running).alias(call.name)
+        for call in compiled.calls
+    ]
+    # each firing is late (the window is behind the first watermark), numbered in replay order
+    index = (F.row_number().over(order) - F.lit(1)).alias(_PANE)
+    fired = rows.select(*keys, *columns, index)
+    bounds = (long_literal(start), long_literal(MIN_TIMESTAMP + 1), long_literal(MIN_TIMESTAMP))
+    values = [col(c.name) for c in compiled.calls]
+    results = fired.select(*layout.sql.result_branch(bounds, values, (F.col(_PANE), F.lit(LATE))))
+    n = rows.agg(F.count(F.lit(1)).alias("n")).select(
+        *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
+    )
+    return [results, n]

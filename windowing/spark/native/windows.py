@@ -1,0 +1,474 @@
+"""Native Spark plans: ``WindowedStream.agg`` jobs that Spark SQL computes without Python.
+
+Where the window model's outcome is a plain function of each window's rows, Spark computes
+it with its own aggregation, and the rows never reach Python. The planner
+(:mod:`windowing.spark.planning`) decides the route, once; :func:`run_native` builds the
+plan of the route it was given.
+
+Tumbling event-time windows or event-time sessions, replayed in event-time order (no
+``arrival_order``, no ``processing_time`` column), the default trigger, no evictor, any allowed
+lateness: nothing is late (the watermark stays at its start until the end of input, Flink's
+batch mode), every window fires once, at the end of input, over all its rows. So::
+
+    rows with an event time ──► tumbling: window start = ts - pmod(ts - offset, size)
+                                sessions: per key in event-time order, a row more than the
+                                gap after the previous one starts a session (lag, running sum)
+                            ──► groupBy(keys, window).agg(the user's columns)
+    rows without one        ──► the late side output (reason null_event_time) and a metric
+
+Tumbling windows in arrival order (``arrival_order``; the watermark strategy's delay)::
+
+    rows ──► per window, its arrival cutoffs: the earliest arrival of a row with event time
+             >= end + delay (fire) and >= end + delay + lateness (late), from one small
+             aggregate (WindowCutoffs), broadcast and joined by window
+         ──► arrived after the late cutoff: late, never added; the late side output with the
+             exact watermark it saw (WindowCutoffs.prefix_max, for those rows only)
+         ──► no lateness: groupBy(keys, window) of the rows added (they all came before the
+             watermark passed the window's end: one firing each)
+             lateness: the aggregate state of the window's on-time rows (arrived no later than
+             the fire cutoff) and of each later row, merged in replay order (arrival, event
+             time, content hash) by a running window function over those groups: the
+             on-time firing, then one late firing per row (windowing.spark.native.firings)
+
+KIP-450 sliding windows (``SlidingDistinctAssigner``) in event-time order: their own module,
+:mod:`windowing.spark.native.sliding` (range frames over each key's distinct record times).
+Hopping event-time windows: their own modules, :mod:`windowing.spark.native.hopping`
+(event-time order: panes and a sweep over each key's blocks of panes) and
+:mod:`windowing.spark.native.hopping_arrival` (arrival order: the watermark each row saw,
+from the batch replay's prefix maximum, :func:`~windowing.spark.columns.watermark.add_prefix_max`).
+
+Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
+merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
+are exactly the runs of its sorted times without a step above ``gap``.
+
+The output is the batch replay's tagged output (``windowing.spark.columns.output``), built with
+Spark SQL, so results, late rows, metrics and ``persist()`` work as for the replay; Spark
+prunes the branches a read does not need. Window bounds follow the assigner at the ends of
+time (the window below ``MIN_TIMESTAMP`` has no start; an end past ``MAX_TIMESTAMP`` is
+clamped, so no end). ``first`` / ``last`` / ``min_by`` / ``max_by`` pick by the replay
+order (:func:`~windowing.spark.columns.aggregates.order_key`), as the window operator does.
+``tests/spark/test_agg.py`` compares every native plan with the operator on random data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+
+from windowing.assigners.hopping import HoppingEventTimeWindows
+from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.tumbling import TumblingEventTimeWindows
+from windowing.job import Job
+from windowing.spark.batch.replay_plan import WindowedResult, build_layout
+from windowing.spark.columns.aggregates import CompiledAggregates
+from windowing.spark.columns.inputs import ARR, TB, TS, content_hash, internal_columns
+from windowing.spark.columns.output import (
+    REASON_LATE,
+    REASON_NULL_ARRIVAL_ORDER,
+    REASON_NULL_EVENT_TIME,
+    OutputLayout,
+    col,
+)
+from windowing.spark.columns.watermark import (
+    WindowCutoffs,
+    one_task_enough,
+    watermark_of,
+)
+from windowing.spark.native.firings import running_aggregate
+from windowing.spark.native.hopping import HoppingGrid
+from windowing.spark.native.hopping_arrival import arrival_parts
+from windowing.spark.native.parts import (
+    LATE,
+    ON_TIME,
+    NativeParts,
+    aggregate_columns,
+    firings_at_min,
+    first_window_end,
+    has_min_window,
+    input_counters,
+    keys_counter,
+    late_counter,
+    long_literal,
+    union_all,
+)
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+
+if TYPE_CHECKING:
+    from windowing.spark.planning import SparkPlan
+
+__all__ = [
+    "PartsBuilder",
+    "arrival_order_parts",
+    "event_time_parts",
+    "hopping_arrival_parts",
+    "run_native",
+]
+
+_WINDOW = "__pw_nw"
+_MT = "__pw_nmt"
+_FIRST = "__pw_nfirst"
+_LAST = "__pw_nlast"
+_PANE = "__pw_npane"
+_TIMING = "__pw_ntiming"
+_CUT = "__pw_ncut_"  # the arrival cutoffs' columns (arrival order)
+_PMAX = "__pw_npmax"
+_REASON = "__pw_nreason"
+_LATE_KEY = "__pw_nlate_key"
+_FIRST_FIRING = "__pw_nfirst_firing"
+
+
+#: A native route's pieces of the plan: ``(job, prepared rows, key columns, aggregates,
+#: layout) -> NativeParts``.
+PartsBuilder = Callable[
+    [Job, DataFrame, list[Column], CompiledAggregates, OutputLayout], NativeParts
+]
+
+
+def run_native(
+    plan: SparkPlan, compiled: CompiledAggregates, job: Job, parts_of: PartsBuilder
+) -> WindowedResult:
+    """The native plan of ``job`` (the user's own, without the operator's argument columns)
+    with the aggregates ``compiled``: the route's pieces (``parts_of``: tumbling windows or
+    sessions, hopping windows, each in its order of rows) and the tail every route shares
+    (results, metrics, late rows); see the module docstring."""
+    source = job.source
+    df = source.df
+    layout = build_layout(job, None, compiled.schema, None)
+    prepared = df.select(*internal_columns(df, source))
+    keys = [col(k) for k in layout.keys]
+    parts = parts_of(job, prepared, keys, compiled, layout)
+    lateness = job.config.allowed_lateness
+    max_ts = F.coalesce(parts.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    results = parts.results.select(
+        *layout.sql.result_branch(
+            (parts.window_start, parts.end, max_ts),
+            [col(c.name) for c in compiled.calls],
+            parts.pane,
+        )
+    )
+    # the firings and the windows left at the end, in one aggregate over the results: a
+    # window whose max timestamp is within the lateness of the end of time is left (no
+    # cleanup timer at the end of time: such windows keep their state, rules.py)
+    left_at_end = (max_ts >= F.lit(MAX_TIMESTAMP - lateness)) & (max_ts != F.lit(MAX_TIMESTAMP))
+    fired = parts.results.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count(F.when(parts.first_firing & left_at_end, 1)).alias("left"),
+    )
+    branches = [
+        results,
+        fired.select(
+            *layout.sql.metrics_branch(
+                {"num_windows_fired": "n", "num_results": "n", "num_windows_left_at_end": "left"}
+            )
+        ),
+        parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
+        *parts.late,
+    ]
+    return WindowedResult.of_output(union_all(branches), layout, plan)
+
+
+def event_time_parts(
+    job: Job,
+    prepared: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+) -> NativeParts:
+    """Tumbling windows or sessions replayed in event-time order; see the module docstring.
+
+    The window ending at MIN_TIMESTAMP + 1 (tumbling; a session of gap 1 at MIN) is behind
+    the first watermark (MIN): without lateness its rows are late; with lateness each row
+    fires it at once (EventTimeTrigger), with the rows so far, and it never fires again (a
+    tumbling window; a session unless a row at MIN + 1 merges it into a later one)."""
+    assigner = job.config.assigner
+    lateness = job.config.allowed_lateness
+    assert isinstance(assigner, TumblingEventTimeWindows | EventTimeSessionWindows)
+    ts = F.col(TS)
+    min_window = has_min_window(assigner)
+    at_min = ts == F.lit(MIN_TIMESTAMP)
+    is_late = at_min if min_window and lateness == 0 else F.lit(False)
+    valid = prepared.where(ts.isNotNull() & ~is_late)
+    extra: list[DataFrame] = []
+    if min_window and lateness > 0:
+        start: int | None = MIN_TIMESTAMP
+        if isinstance(assigner, TumblingEventTimeWindows):
+            lowest = first_window_end(assigner) - assigner.size
+            start = lowest if lowest >= MIN_TIMESTAMP else None
+        extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
+    if isinstance(assigner, TumblingEventTimeWindows):
+        bounds = _TumblingBounds(assigner)
+        rows = valid.where(~at_min) if min_window else valid
+        grouped = rows.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
+            *aggregate_columns(compiled, arrival=False)
+        )
+        window_start, end = bounds.window_start, bounds.end
+    else:
+        grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
+        if min_window:
+            grouped = grouped.where(F.col(_LAST) != F.lit(MIN_TIMESTAMP))
+    late_name = late_counter(layout)
+    counters = prepared.agg(*input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name))
+    late = extra + (
+        [
+            prepared.where(ts.isNull()).select(
+                *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
+            ),
+            prepared.where(is_late).select(*layout.sql.late_branch(F.lit(None), REASON_LATE)),
+        ]
+        if layout.has_late
+        else []
+    )
+    return NativeParts(grouped, window_start, end, F.lit(True), counters, late)
+
+
+def hopping_arrival_parts(
+    job: Job,
+    prepared: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+) -> NativeParts:
+    assigner = job.config.assigner
+    assert isinstance(assigner, HoppingEventTimeWindows)
+    return arrival_parts(HoppingGrid.of(assigner), job, prepared, keys, compiled, layout)
+
+
+class _TumblingBounds:
+    """A tumbling window as Spark columns: ``start`` groups rows (the first window's, below
+    the end of time, as ``MIN_TIMESTAMP``); ``window_start`` / ``end`` read the grouping
+    column ``__pw_nw``."""
+
+    def __init__(self, assigner: TumblingEventTimeWindows) -> None:
+        ts = F.col(TS)
+        size, offset = assigner.size, assigner.offset
+        # Python's floor mod without overflow: (ts - offset) mod size from the two residues.
+        d = F.pmod(F.pmod(ts, F.lit(size)) - F.lit(offset % size), F.lit(size))
+        lowest = MIN_TIMESTAMP - (MIN_TIMESTAMP - offset) % size  # the first window's start
+        self.start = F.when(ts >= F.lit(MIN_TIMESTAMP) + d, ts - d).otherwise(F.lit(MIN_TIMESTAMP))
+        w = F.col(_WINDOW)
+        first_end = self.first_end = lowest + size
+        self.end = (
+            F.when(
+                w == F.lit(MIN_TIMESTAMP),
+                long_literal(first_end if first_end <= MAX_TIMESTAMP else None),
+            )
+            .when(w > F.lit(MAX_TIMESTAMP - size), F.lit(None))
+            .otherwise(w + F.lit(size))
+        )
+        self.window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
+        self._size, self._offset = size, offset
+
+    def start_of(self, name: str) -> Column:
+        """The grouping value of the window holding the event time in column ``name``, as
+        ``start`` (null for null; SQL text: one call to the JVM)."""
+        size, residue = self._size, self._offset % self._size
+        t = "`" + name.replace("`", "``") + "`"
+        d = f"pmod(pmod({t}, {size}L) - {residue}L, {size}L)"
+        return F.expr(
+            f"CASE WHEN {t} >= {MIN_TIMESTAMP}L + {d} THEN {t} - {d} "
+            f"WHEN {t} IS NOT NULL THEN {MIN_TIMESTAMP}L END"
+        )
+
+
+def arrival_order_parts(
+    job: Job,
+    prepared: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+) -> NativeParts:
+    """Tumbling windows replayed in arrival order; see the module docstring. Whether the
+    watermark had passed a window's end (or its cleanup time) when a row arrived comes from
+    the window's arrival cutoffs (:class:`~windowing.spark.columns.watermark.WindowCutoffs`), joined
+    by window from a broadcast table; only the late rows get their exact watermark."""
+    assigner = job.config.assigner
+    assert isinstance(assigner, TumblingEventTimeWindows)
+    source = job.source
+    lateness = job.config.allowed_lateness
+    delay = source.watermark.delay
+    bounds = _TumblingBounds(assigner)
+    arrival, ts = F.col(ARR), F.col(TS)
+    has_arrival, has_time = arrival.isNotNull(), ts.isNotNull()
+    elements = prepared.where(has_arrival & has_time)
+    cutoffs = WindowCutoffs(
+        elements,
+        TS,
+        ARR,
+        bounds.start_of,
+        fire_shift=delay,
+        late_shift=lateness + delay,
+        one_task=one_task_enough(prepared),
+    )
+    max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    # The window ending at MIN + 1 (max timestamp MIN) is behind the first watermark: its
+    # end has passed for every row, and without lateness it is past its cleanup time.
+    at_min = f"{_MT} = {MIN_TIMESTAMP}L"
+
+    def behind(cutoff: str) -> str:
+        return f"({_CUT}{cutoff} IS NOT NULL AND {ARR} > {_CUT}{cutoff})"
+
+    late = F.expr(f"({at_min}) OR {behind('late')}" if lateness == 0 else behind("late"))
+    table = F.broadcast(cutoffs.table(_CUT))
+    marked = (
+        elements.withColumn(_WINDOW, bounds.start)
+        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .withColumn(_MT, max_ts)
+    )
+    added = marked.where(~late)
+    pane = (F.lit(0), F.lit(ON_TIME))
+    if lateness == 0:
+        # Without lateness a window's contents are the rows it had when the watermark passed
+        # its end: one firing each.
+        results = added.groupBy(*keys, _WINDOW).agg(*aggregate_columns(compiled, arrival=True))
+        first = F.lit(True)
+    else:
+        on_time = F.expr(f"NOT (({at_min}) OR {behind('fire')})")
+        results = _with_late_firings(added, keys, compiled, on_time, prepared)
+        pane = (F.col(_PANE), F.col(_TIMING))
+        first = F.col(_FIRST_FIRING)  # the windows with contents: one row each
+    # the counters in one aggregate, over every row joined with the same broadcast table
+    every = (
+        prepared.withColumn(_WINDOW, F.when(has_arrival, bounds.start_of(TS)))
+        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .withColumn(_MT, max_ts)
+    )
+    late_name = late_counter(layout)
+    arrived, timed = f"{ARR} IS NOT NULL", f"{TS} IS NOT NULL"
+    input_counts = every.agg(
+        F.expr("count(1) AS num_input_rows"),
+        F.expr(f"count(IF({arrived} AND {timed}, 1, NULL)) AS num_elements"),
+        F.expr(f"count(IF({arrived} AND NOT {timed}, 1, NULL)) AS num_null_event_time"),
+        F.expr(f"count(IF(NOT {arrived}, 1, NULL)) AS num_null_arrival_order"),
+        keys_counter(layout).alias("num_keys"),
+        F.count(F.when(has_arrival & has_time & late, 1)).alias(late_name),
+    )
+    late_parts: list[DataFrame] = []
+    if layout.has_late:
+        late_parts = [
+            _late_rows(prepared, cutoffs, table, bounds, layout, lateness, delay),
+            prepared.where(~has_arrival).select(
+                *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
+            ),
+        ]
+    return NativeParts(
+        results, bounds.window_start, bounds.end, first, input_counts, late_parts, pane
+    )
+
+
+def _late_rows(
+    prepared: DataFrame,
+    cutoffs: WindowCutoffs,
+    table: DataFrame,
+    bounds: _TumblingBounds,
+    layout: OutputLayout,
+    lateness: int,
+    delay: int,
+) -> DataFrame:
+    """The late side output of rows with an arrival order: rows past their window's cleanup
+    time and rows without event time, with the exact watermark they saw. The late rows come
+    from the broadcast cutoff table joined by window; their watermarks from
+    :meth:`WindowCutoffs.prefix_max`, with the windows' arrival runs broadcast as one row."""
+    arrival, ts = F.col(ARR), F.col(TS)
+    by_window = (
+        prepared.where(arrival.isNotNull())
+        .withColumn(_WINDOW, bounds.start_of(TS))
+        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
+        .withColumn(_MT, F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP)))
+    )
+    behind = f"({_CUT}late IS NOT NULL AND {ARR} > {_CUT}late)"
+    at_min = f"{_MT} = {MIN_TIMESTAMP}L OR " if lateness == 0 else ""
+    late = F.expr(f"{TS} IS NOT NULL AND ({at_min}{behind})")
+    reason = F.expr(f"IF({TS} IS NULL, '{REASON_NULL_EVENT_TIME}', '{REASON_LATE}') AS {_REASON}")
+    inputs = [col(c) for c in layout.input_schema.names]
+    queries = by_window.where(late | ts.isNull()).select(*inputs, arrival, reason)
+    runs = F.broadcast(cutoffs.runs(_CUT))
+    queries = queries.crossJoin(runs)
+    seen = cutoffs.prefix_max(queries, _CUT + "r", _CUT + "rg", _PMAX)
+    watermark = watermark_of(_PMAX, delay)
+    return seen.select(
+        *layout.sql.late_branch(
+            F.when(watermark != F.lit(MIN_TIMESTAMP), watermark), F.col(_REASON)
+        )
+    )
+
+
+def _with_late_firings(
+    added: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    on_time: Column,
+    prepared: DataFrame,
+) -> DataFrame:
+    """With allowed lateness: per window, the rows added before the watermark passed its
+    end (``on_time``) fire once together, and each row added after that fires with
+    everything so far: the states of a window's on-time rows and of each late row, merged
+    in replay order (:mod:`windowing.spark.native.firings`). Shuffled by window first, so that the
+    grouping by late row and the running merge need no other shuffle. Each firing's pane
+    (``__pw_npane``, ``__pw_ntiming``; Spark prunes them without pane info): numbered in
+    replay order, the on-time firing ``ON_TIME`` (it comes first: the watermark never goes
+    back), every later one ``LATE`` (a window's first row already behind the watermark
+    fires ``LATE`` too)."""
+    order = [F.col(TS), F.col(ARR), F.col(TB)]  # the picks' order (first, last, ...)
+    # a late row's replay-order key; its content hash computed for late rows only (= TB),
+    # then a row id: identical late rows (same arrival, event time and content) fire once
+    # each, as in the replay (which of them comes first changes nothing)
+    late_key = F.when(
+        ~on_time,
+        F.struct(F.col(ARR), F.col(TS), content_hash(prepared), F.monotonically_increasing_id()),
+    )
+    runs = []
+    for call in compiled.calls:
+        args = [a for a in call.args if a is not None]
+        types = [f.dataType for f in prepared.select(*args).schema.fields] if args else []
+        runs.append(running_aggregate(call, order, types))
+    states = [f"__pw_ns{i}" for i in range(len(runs))]
+    grouped = (
+        added.withColumn(_LATE_KEY, late_key)  # before the shuffle: it ships no row columns
+        .repartition(*keys, F.col(_WINDOW))
+        .groupBy(*keys, _WINDOW, _LATE_KEY)
+        .agg(*[r.state.alias(s) for r, s in zip(runs, states, strict=True)])
+    )
+    by_window = Window.partitionBy(*keys, F.col(_WINDOW)).orderBy(
+        F.col(_LATE_KEY).asc_nulls_first()
+    )
+    so_far = by_window.rowsBetween(Window.unboundedPreceding, 0)
+    firing = F.row_number().over(by_window)
+    timing = F.when(F.col(_LATE_KEY).isNull(), F.lit(ON_TIME)).otherwise(F.lit(LATE))
+    return grouped.select(
+        *keys,
+        _WINDOW,
+        *[
+            r.result(r.merge(F.col(s), so_far)).alias(call.name)
+            for r, s, call in zip(runs, states, compiled.calls, strict=True)
+        ],
+        (firing == 1).alias(_FIRST_FIRING),
+        (firing - 1).alias(_PANE),
+        timing.alias(_TIMING),
+    )
+
+
+def _sessions(
+    gap: int, valid: DataFrame, keys: list[Column], compiled: CompiledAggregates
+) -> tuple[DataFrame, Column, Column]:
+    """Sessions by gaps and islands: in event-time order per key, a row more than ``gap``
+    after the previous one starts a session (Flink merges windows ``[t, t + gap)`` that
+    overlap or touch); sessions grouped by key and their running number."""
+    ts = F.col(TS)
+    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(ts)
+    prev = F.lag(ts).over(order)
+    # (a session's end past the end of time is clamped there: nothing comes after it)
+    starts = F.when(
+        prev.isNull() | ((prev <= F.lit(MAX_TIMESTAMP - gap)) & (ts > prev + F.lit(gap))), 1
+    ).otherwise(0)
+    numbered = valid.withColumn(_WINDOW, starts).withColumn(
+        _WINDOW, F.sum(_WINDOW).over(order.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    grouped = numbered.groupBy(*keys, _WINDOW).agg(
+        *aggregate_columns(compiled, arrival=False), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
+    )
+    last = F.col(_LAST)
+    end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
+    return grouped, F.col(_FIRST), end

@@ -1,0 +1,227 @@
+"""The definition of a streaming job as its checkpoint records it, and the check of a restart
+against it (``docs/scale-and-failure.md``, "The checkpoint knows its job").
+
+:func:`job_definition` describes a job in plain data (:class:`~windowing.definition.
+JobDefinition`): the parts that shape its state (assigner, trigger, evictor, function kind,
+built-in aggregates, key columns, the input columns when the state keeps input rows, allowed
+lateness, key groups, time mode, processing-time column, idle timeout, the state's shape) and
+the others (the function's class, output and side output columns, error policy, ...). Its
+digest goes into every key group's state; :func:`check_job` compares the whole definition
+with the checkpoint's record before a query starts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from windowing._version import __version__
+from windowing.definition import Change, JobDefinition, describe
+from windowing.errors import ErrorPolicy
+from windowing.functions.aggregations import FieldAggregation
+from windowing.functions.columns import ColumnAggregates
+from windowing.job import Job
+from windowing.plan import plan_operator
+from windowing.spark.io.files import Files, committed_batches, join
+from windowing.spark.io.ownership import windowing_folder
+from windowing.spark.streaming.checkpoint import STATE_VERSION, JobChangedError
+
+if TYPE_CHECKING:
+    from windowing.functions.spec import WindowFunctionSpec
+    from windowing.spark.columnar.core import ColumnarPlan
+    from windowing.spark.columns.output import OutputLayout
+
+__all__ = [
+    "JOB_RECORD",
+    "JobRecord",
+    "check_job",
+    "job_definition",
+    "operator_strategy",
+    "read_job_record",
+    "record_job",
+    "write_job_record",
+]
+
+#: The record of the job in the checkpoint (under its ``windowing`` folder).
+JOB_RECORD = "job.json"
+
+_LOG = logging.getLogger(__name__)
+
+
+def job_definition(
+    job: Job,
+    spec: WindowFunctionSpec,
+    layout: OutputLayout,
+    *,
+    key_groups: int,
+    time_mode: str,
+    columnar: ColumnarPlan | None,
+) -> JobDefinition:
+    """The definition of the streaming job ``job`` with the function ``spec``."""
+    config, source = job.config, job.source
+    function = getattr(spec, "function", None)
+    window_function = getattr(spec, "window_function", None)
+    builtin = isinstance(function, ColumnAggregates | FieldAggregation)
+    kind = spec.kind + ("" if window_function is None else "+window_function")
+    # Aggregates and folds keep accumulators, not rows (unless an evictor buffers them).
+    keeps_rows = spec.kind not in ("aggregate", "fold") or config.evictor is not None
+    schema = [[f.name, f.dataType.simpleString()] for f in layout.input_schema.fields]
+    fields = {f.name: f.dataType.simpleString() for f in layout.input_schema.fields}
+    parts: dict[str, Any] = {
+        "assigner": describe(config.assigner),
+        "trigger": describe(config.trigger),
+        "evictor": describe(config.evictor),
+        "function_kind": kind,
+        "aggregates": describe(function) if builtin else None,
+        "keys": [[k, fields[k]] for k in layout.keys],
+        "input_rows": schema if keeps_rows else None,
+        "allowed_lateness": config.allowed_lateness,
+        "max_parallelism": key_groups,
+        "time_mode": time_mode,
+        "processing_time": source.processing_time,
+        "idle_timeout": config.idle_timeout,
+        "state_shape": {
+            "strategy": operator_strategy(job, spec),
+            "columnar": None if columnar is None else type(columnar).__name__,
+        },
+        # allowed to change: listed, the query goes on
+        "function": None if builtin else describe(function),
+        "window_function": describe(window_function),
+        "input": schema,
+        "output": layout.out_schema.simpleString(),
+        "late_output_tag": None if config.late_output_tag is None else config.late_output_tag.name,
+        "side_outputs": {tag.name: s.simpleString() for tag, s in layout.side_outputs},
+        "on_error": config.on_error.name,
+        "pane_info": config.pane_info,
+        "window_struct": config.window_struct,
+        "event_time": source.event_time,
+        "watermark": describe(source.watermark),
+        "arrival_order": source.arrival_order,
+        "state_layout": STATE_VERSION,
+        "windowing": __version__,
+    }
+    return JobDefinition(parts)
+
+
+def operator_strategy(job: Job, spec: WindowFunctionSpec) -> str:
+    """The window operator's strategy for the job (its key states' shape: per-window state,
+    panes, timelines; it follows the error policy and pane info too)."""
+    config = job.config
+    plan = plan_operator(
+        config.assigner,
+        config.trigger,
+        config.evictor,
+        spec,
+        config.allowed_lateness,
+        config.slicing,
+        guarded=config.on_error is ErrorPolicy.DEAD_LETTER,
+        pane_info=config.pane_info,
+    )
+    return plan.strategy.value
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """``<checkpoint>/windowing/job.json``: the definition of the job whose state the
+    checkpoint holds, and the state layout the checkpoint was created with (``None``: a
+    checkpoint of a version that kept no record)."""
+
+    definition: JobDefinition
+    created_layout: int | None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"created_layout": self.created_layout, "job": dict(self.definition.parts)}, indent=1
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> JobRecord:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("job"), dict):
+            msg = "not a JSON object with a 'job' object"
+            raise ValueError(msg)
+        layout = data.get("created_layout")
+        return cls(JobDefinition(data["job"]), layout if isinstance(layout, int) else None)
+
+    def state_property(self, accepted: Sequence[str]) -> str:
+        """What tasks learn of the checkpoint's state (``checkpoint.STATE_PROPERTY``): the
+        digests of state-shaping parts found compatible with this job (the earlier record's,
+        when a newer version describes a part otherwise), whether every value is bound."""
+        bound = self.created_layout is not None and self.created_layout >= STATE_VERSION
+        return json.dumps({"accepted": list(accepted), "bound": bound})
+
+
+def check_job(
+    definition: JobDefinition, recorded: JobDefinition | None, checkpoint: str
+) -> list[Change]:
+    """The allowed changes of ``definition`` since the checkpoint's ``recorded`` one (none
+    without a record, or when the checkpoint holds no committed state yet);
+    :class:`~windowing.spark.streaming.checkpoint.JobChangedError` naming every breaking change, and
+    how to start fresh, when the state cannot continue with it."""
+    if recorded is None:
+        return []
+    layout = recorded.parts.get("state_layout")
+    if isinstance(layout, int) and layout > STATE_VERSION:
+        msg = (
+            f"checkpoint={checkpoint!r} was written by a newer version of windowing "
+            f"({recorded.parts.get('windowing')}, state layout {layout}); this version "
+            f"({__version__}) reads state layouts up to {STATE_VERSION}: run the version that "
+            "wrote it, or start with a new checkpoint location"
+        )
+        raise JobChangedError(msg)
+    changes = definition.changes_from(recorded)
+    breaking = [c for c in changes if c.breaking]
+    if breaking:
+        lines = "\n".join(f"  - {c}" for c in breaking)
+        msg = (
+            f"checkpoint={checkpoint!r} holds the state of another job; what changed:\n{lines}\n"
+            "The state cannot continue with this job. Run the job the checkpoint was written "
+            "with, or start this one fresh with a new checkpoint location (and new output "
+            "folders: each belongs to the checkpoint that first wrote it)."
+        )
+        raise JobChangedError(msg)
+    allowed = [c for c in changes if c.part not in ("state_layout", "windowing")]
+    for change in allowed:
+        _LOG.info("checkpoint %s: allowed job change %s", checkpoint, change)
+    return allowed
+
+
+def read_job_record(files: Files, checkpoint: str) -> JobRecord | None:
+    """The record of ``checkpoint`` (``None``: none yet, or a checkpoint of a version that
+    kept no record)."""
+    path = join(windowing_folder(checkpoint), JOB_RECORD)
+    text = files.read_text(path)
+    if text is None:
+        return None
+    try:
+        return JobRecord.from_json(text)
+    except ValueError as exc:
+        msg = f"{path!r} is not a job record of pyspark-windowing ({exc}): restore it"
+        raise ValueError(msg) from exc
+
+
+def record_job(
+    files: Files, checkpoint: str, definition: JobDefinition
+) -> tuple[JobRecord, list[Change], list[str]]:
+    """Check ``definition`` against the record of ``checkpoint`` (:func:`check_job`; only
+    once the checkpoint has committed a micro-batch: before, it holds no state). Returns the
+    record to write when the query starts, the allowed changes, and the digests its state
+    may carry (the earlier record's: equal parts may be described otherwise by a newer
+    version)."""
+    recorded = read_job_record(files, checkpoint)
+    committed = bool(committed_batches(files, checkpoint))
+    if recorded is None:  # a new checkpoint, or one of a version that kept no record
+        return JobRecord(definition, None if committed else STATE_VERSION), [], []
+    if not committed:  # no state yet (a first run that failed): this job starts it
+        return JobRecord(definition, recorded.created_layout), [], []
+    changes = check_job(definition, recorded.definition, checkpoint)
+    accepted = [recorded.definition.digest]
+    return JobRecord(definition, recorded.created_layout), changes, accepted
+
+
+def write_job_record(files: Files, checkpoint: str, record: JobRecord) -> None:
+    """Write ``record`` into ``checkpoint`` (replacing the record whole)."""
+    files.write_text(join(windowing_folder(checkpoint), JOB_RECORD), record.to_json())
