@@ -1579,6 +1579,41 @@ def test_timestamps_of_any_year_stream_as_they_replay(spark: SparkSession, tmp_p
     assert any('"window_start":"1600-01-01' in r for r in streamed["results"])
 
 
+def test_a_window_starting_before_year_1_streams_with_its_start_clamped(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A one-day window with a 12 h offset around 0001-01-01T00:00:00.001 starts before
+    Spark's first instant: streamed, its start is clamped to year 1 (never null), as the
+    batch replay gives it."""
+    schema = "user string, ts timestamp, amount bigint, batch bigint"
+    files = [
+        [{"user": "a", "ts": "0001-01-01T00:00:00.001Z", "amount": 1, "batch": 0}],
+        [{"user": "a", "ts": "0001-01-03T00:00:00Z", "amount": 2, "batch": 1}],
+    ]
+    write_files(tmp_path / "src", files)
+
+    def windowed(df: DataFrame, **kw: Any) -> Any:
+        stream = WindowedStream.from_dataframe(df, event_time="ts", **kw)
+        day = TumblingEventTimeWindows("1 day", offset="12 hours")
+        return stream.key_by("user").window(day).side_output_late_data(LATE).sum("amount")
+
+    streaming_df = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+    run(
+        spark,
+        tmp_path / "src",
+        tmp_path / "out",
+        windowed(streaming_df.json(str(tmp_path / "src"))),
+    )
+    first = "CAST(window_start AS STRING) AS s, CAST(window_end AS STRING) AS e, amount"
+    streamed = spark.read.parquet(str(tmp_path / "out" / "results")).selectExpr(first)
+    assert [tuple(r) for r in streamed.collect()] == [
+        ("0001-01-01 00:00:00", "0001-01-01 12:00:00", 1)
+    ]
+    static = spark.read.schema(schema).json(str(tmp_path / "src"))
+    replayed = windowed(static, arrival_order="batch").results.selectExpr(first).collect()
+    assert ("0001-01-01 00:00:00", "0001-01-01 12:00:00", 1) in [tuple(r) for r in replayed]
+
+
 def test_checkpoints_without_window_counts_still_load(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
