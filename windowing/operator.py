@@ -27,6 +27,7 @@ Semantics (Flink's, see ``docs/semantics.md``):
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -78,6 +79,7 @@ __all__ = [
     "InMemoryStateBackend",
     "KeyState",
     "OperatorMetrics",
+    "OutputMark",
     "StateBackend",
     "WindowOperator",
     "fire_ended_windows",
@@ -371,6 +373,54 @@ class WindowOperator:
         finally:
             self.step_clock = StepClock.NONE
 
+    # -- runtimes that drive keys one at a time ------------------------------------------
+    def set_clocks(
+        self, *, watermark: int | None = None, processing_time: int | None = None
+    ) -> None:
+        """Set the watermark and / or the processing time the next calls see, for a runtime
+        that drives keys one at a time with clocks of their own (a micro-batch's watermark, a
+        key's ``processing_time`` column or idle clock); fires nothing (:meth:`fire_timers`
+        does)."""
+        if watermark is not None:
+            self.watermark = watermark
+        if processing_time is not None:
+            self.processing_time = processing_time
+
+    def clear_outputs(self, *, metrics: OperatorMetrics | None = None) -> None:
+        """Drop the outputs not taken yet (results, side outputs, dead letters); with
+        ``metrics``, the counters start again from it (a fresh ``OperatorMetrics()``, or a
+        copy of earlier counters)."""
+        self.output.clear()
+        self.side_outputs.clear()
+        if self.dead_letters is not None:
+            self.dead_letters.clear()
+        if metrics is not None:
+            self.metrics = metrics
+
+    def output_mark(self) -> OutputMark:
+        """Where the outputs and counters stand now (:meth:`rewind_outputs` goes back to it)."""
+        return OutputMark(
+            len(self.output),
+            {tag: len(values) for tag, values in self.side_outputs.items()},
+            0 if self.dead_letters is None else len(self.dead_letters),
+            dataclasses.replace(self.metrics),
+        )
+
+    def rewind_outputs(self, mark: OutputMark) -> None:
+        """Drop the outputs emitted since ``mark`` and put the counters back (an element
+        whose processing raised, left out as if it had never arrived)."""
+        del self.output[mark.results :]
+        for tag, values in list(self.side_outputs.items()):
+            del values[mark.side_outputs.get(tag, 0) :]
+        if self.dead_letters is not None:
+            del self.dead_letters[mark.dead_letters :]
+        self.metrics = mark.metrics
+
+    def take_output(self) -> list[WindowResult]:
+        """The results emitted since the last call (they leave the operator)."""
+        out, self.output = self.output, []
+        return out
+
     def key_state(self, key: Any) -> KeyState:
         ks = self.backend.get(key)
         if ks is None:
@@ -590,6 +640,17 @@ class WindowOperator:
 
 
 _EXPIRY = TimelineExpiry()
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputMark:
+    """How many results, side output values of each tag and dead letters an operator had
+    emitted, and its counters then (:meth:`WindowOperator.output_mark`)."""
+
+    results: int
+    side_outputs: dict[OutputTag, int]
+    dead_letters: int
+    metrics: OperatorMetrics
 
 
 def _make_strategy(

@@ -22,7 +22,6 @@ Examples
 from __future__ import annotations
 
 import copy
-import dataclasses
 import heapq
 from collections.abc import Collection, Iterable
 from typing import Any
@@ -117,16 +116,11 @@ class WindowOperatorHarness:
             return
         states = op.backend
         before = copy.deepcopy(states.get(key))
-        outputs = (len(op.output), {t: len(v) for t, v in op.side_outputs.items()})
-        metrics, letters = dataclasses.replace(op.metrics), len(op.dead_letters)
+        mark = op.output_mark()
         try:
             op.process_element(value, timestamp, key)
         except Exception as exc:
-            del op.output[outputs[0] :]
-            for tag, values in list(op.side_outputs.items()):
-                del values[outputs[1].get(tag, 0) :]
-            del op.dead_letters[letters:]
-            op.metrics = metrics
+            op.rewind_outputs(mark)
             op.scheduler.forget(key)
             if before is None:
                 states.remove(key)
@@ -163,9 +157,7 @@ class WindowOperatorHarness:
     # -- output --------------------------------------------------------------------------
     def extract_output(self) -> list[WindowResult]:
         """Window results emitted since the last call."""
-        out = self.operator.output
-        self.operator.output = []
-        return out
+        return self.operator.take_output()
 
     def extract_side_output(self, tag: OutputTag) -> list[Any]:
         """Side-output records of ``tag`` since the last call (``LateElement`` for the late

@@ -164,3 +164,35 @@ def test_the_model_packages_of_a_source_checkout_are_windowings() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True"] * 5
+
+
+def _operator_field_assignments() -> list[str]:
+    """Assignments to a field of a window operator (``op.x = ...``, ``self.op.x = ...``,
+    ``self.operator.x = ...``) outside the operator and its engine."""
+    found = []
+    for rel, tree in _modules():
+        if rel == "windowing/operator.py" or rel.startswith("windowing/engine/"):
+            continue
+        for node in ast.walk(tree):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AugAssign | ast.AnnAssign)
+                else []
+            )
+            for target in targets:
+                for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    if not isinstance(t, ast.Attribute):
+                        continue
+                    owner = ast.unparse(t.value)
+                    if owner in ("op", "operator") or owner.endswith((".op", ".operator")):
+                        found.append(f"{rel}:{node.lineno}: {ast.unparse(t)} = ...")
+    return found
+
+
+def test_runtimes_drive_the_operator_through_its_methods() -> None:
+    """The harness, the batch replay and the streaming processor set clocks and take outputs
+    through the operator's methods (``set_clocks``, ``clear_outputs``, ``rewind_outputs``,
+    ``take_output``), never by assigning its fields."""
+    assert _operator_field_assignments() == []

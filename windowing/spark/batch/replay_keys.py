@@ -331,7 +331,7 @@ class OperatorRun:
         self.newest: int | None = None  # the key's largest event time so far (idleness)
         self.last: int | None = None  # when its last row arrived (idleness)
         op = group.op
-        op.watermark, op.processing_time = MIN_TIMESTAMP, 0  # a key of its own
+        op.set_clocks(watermark=MIN_TIMESTAMP, processing_time=0)  # a key of its own
         self.skipped: dict[int, Any] = {}  # position -> DeadLetter
         self.log: KeyLog | None = None
         self.metrics0: Any = None
@@ -389,11 +389,10 @@ class OperatorRun:
         emitted already)."""
         group, op, log = self.group, self.group.op, self.log
         assert log is not None and self.metrics0 is not None
-        op.metrics = dataclasses.replace(self.metrics0)
-        _drop_outputs(op)
+        op.clear_outputs(metrics=dataclasses.replace(self.metrics0))
         op.backend.remove(self.key)
         op.scheduler.forget(self.key)
-        op.watermark, op.processing_time = MIN_TIMESTAMP, 0
+        op.set_clocks(watermark=MIN_TIMESTAMP, processing_time=0)
         self.pending.clear()
         self.pending_pos.clear()
         self.newest = self.last = None
@@ -402,7 +401,7 @@ class OperatorRun:
             chunk = Chunk(group.replay, batch, 0, batch.num_rows)
             self._feed_once(chunk, 0, batch.num_rows, position)
             position += batch.num_rows
-        _drop_outputs(op)
+        op.clear_outputs()
 
     def _feed_once(self, chunk: Chunk, lo: int, hi: int, pos0: int) -> Attempt:
         """Rows ``lo`` to ``hi`` (positions ``pos0`` on of the key) but the rows skipped."""
@@ -624,10 +623,3 @@ def as_batch(data: pa.RecordBatch | pa.Table) -> pa.RecordBatch:
     if isinstance(data, pa.RecordBatch):
         return data
     return data.combine_chunks().to_batches()[0] if data.num_rows else data.to_batches()[0]
-
-
-def _drop_outputs(op: WindowOperator) -> None:
-    op.output.clear()
-    op.side_outputs.clear()
-    if op.dead_letters is not None:
-        op.dead_letters.clear()

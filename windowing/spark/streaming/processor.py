@@ -440,7 +440,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
                     skipped[failed.row] = failed.letter
         finally:
             if self.config.idleness is not None:
-                self.op.watermark = self.stream_watermark  # the next key's clock is its own
+                self.op.set_clocks(watermark=self.stream_watermark)  # the next key's own
 
     def _key_call_once(
         self,
@@ -464,7 +464,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         op = self.op
         self._reset()
         if c.idleness is not None:
-            op.watermark = self._key_clock(entry)
+            op.set_clocks(watermark=self._key_clock(entry))
         self._fire(k, ks)
         if table is None:
             self._emit(k, None, LateRows(), (0, 0, 0), outputs, {})
@@ -514,7 +514,7 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
                     pt = pts[i]
                     if pt is not None and pt > op.processing_time:
                         ks = flush(ks)
-                        op.processing_time = pt  # the batch replay's advance before the row
+                        op.set_clocks(processing_time=pt)  # the replay's advance before the row
                         self._fire(k, ks)
                 t = ts[i]
                 if t is None and event_time:
@@ -544,23 +544,19 @@ class WindowProcessor(ColumnarCalls, KeyClocks, StatefulProcessor):
         if not self.config.wall_clock:
             self.spark_watermark = int(timer_values.getCurrentWatermarkInMs())
             wm = max(self.stream_watermark, flink_watermark(self.spark_watermark))
-            self.stream_watermark = self.op.watermark = wm
+            self.stream_watermark = wm
+            self.op.set_clocks(watermark=wm)
 
     def _set_key_clock(self, clock: int | None) -> None:
         """The operator's processing time for a key: its clock from its state with a
         ``processing_time`` column, else the micro-batch's."""
         if _PT in self.config.internal:
-            self.op.processing_time = 0 if clock is None else clock
+            self.op.set_clocks(processing_time=0 if clock is None else clock)
         else:
-            self.op.processing_time = self.now
+            self.op.set_clocks(processing_time=self.now)
 
     def _reset(self) -> None:
-        op = self.op
-        op.output.clear()
-        op.side_outputs.clear()
-        op.metrics = type(op.metrics)()
-        if op.dead_letters is not None:
-            op.dead_letters.clear()
+        self.op.clear_outputs(metrics=type(self.op.metrics)())
 
     def _fire(self, key: Any, ks: Any) -> None:
         try:
