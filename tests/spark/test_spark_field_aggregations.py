@@ -19,6 +19,7 @@ import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 
+from tests.columnar_plans import columnar_plan
 from windowing.assigners import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
@@ -26,7 +27,7 @@ from windowing.assigners import (
 )
 from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.job import WindowConfig
-from windowing.spark.columnar.core import columnar_plan, columnar_results
+from windowing.spark.columnar.core import columnar_results
 from windowing.spark.planning import ColumnarShape, columnar_shape
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
@@ -123,15 +124,18 @@ def test_columnar_results_equal_the_operators(
     assert fast.collect_metrics() == reference.collect_metrics()
 
 
-def test_the_plan_applies_only_to_built_in_tumbling_aggregations() -> None:
+def test_the_plan_applies_only_to_built_in_aggregations_with_the_default_trigger() -> None:
+    from windowing.spark.columnar.core import ColumnarAggregation
+    from windowing.spark.columnar.hopping import HoppingAggregation
     from windowing.triggers import CountTrigger, EventTimeTrigger
 
     total = FieldAggregation(AggregationType.SUM, "amount")
     tumbling = TumblingEventTimeWindows(10)
-    assert columnar_plan(tumbling, Reduce(total), None, None) is not None
+    assert isinstance(columnar_plan(tumbling, Reduce(total), None, None), ColumnarAggregation)
     assert columnar_plan(tumbling, Reduce(total), EventTimeTrigger(), None) is not None
     assert columnar_plan(tumbling, Reduce(total), CountTrigger(2), None) is None
-    assert columnar_plan(HoppingEventTimeWindows(10, 5), Reduce(total), None, None) is None
+    hopping = columnar_plan(HoppingEventTimeWindows(10, 5), Reduce(total), None, None)
+    assert isinstance(hopping, HoppingAggregation)
     assert columnar_plan(tumbling, Reduce(lambda a, b: a), None, None) is None
 
 
