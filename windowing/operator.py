@@ -49,6 +49,13 @@ from windowing.engine.encoding import (
     legacy_pickle_allowed,
 )
 from windowing.engine.evaluation import WindowEvaluator
+from windowing.engine.exchange import (
+    ReducedWindows,
+    WindowSummary,
+    export_reduced,
+    import_reduced,
+    summaries,
+)
 from windowing.engine.generic import GenericStrategy
 from windowing.engine.keystate import (
     InMemoryStateBackend,
@@ -396,6 +403,25 @@ class WindowOperator:
             self.dead_letters.clear()
         if metrics is not None:
             self.metrics = metrics
+
+    def export_reduced_windows(self, ks: KeyState) -> ReducedWindows | None:
+        """The windows of the key state ``ks`` when it holds nothing but one reduced value per
+        window with the default trigger's timers and their cleanup timers, else ``None``
+        (:func:`~windowing.engine.exchange.export_reduced`): for a runtime that computes such
+        windows on whole columns."""
+        return export_reduced(ks, lateness=self.allowed_lateness, merging=self.is_merging)
+
+    def import_reduced_windows(self, reduced: ReducedWindows) -> KeyState:
+        """A new key state holding the windows of ``reduced``, with the default trigger's
+        timers and their cleanup timers (:func:`~windowing.engine.exchange.import_reduced`)."""
+        ks = self.new_key_state()
+        import_reduced(ks, reduced, lateness=self.allowed_lateness)
+        return ks
+
+    def window_summaries(self, ks: KeyState) -> list[WindowSummary]:
+        """The open windows of the key state ``ks`` (as :meth:`windows_of`) with their
+        buffered elements or reduced value and their pending timers."""
+        return summaries(ks, self.windows_of(ks))
 
     def output_mark(self) -> OutputMark:
         """Where the outputs and counters stand now (:meth:`rewind_outputs` goes back to it)."""

@@ -237,7 +237,9 @@ def test_streaming_calls_equal_the_operator(
         times = np.array([t for _, t in records], np.int64)
         open_windows = state
         if isinstance(state, KeyState):
-            open_windows = None if state.is_empty() else open_windows_of(plan, state, encode)
+            open_windows = (
+                None if state.is_empty() else open_windows_of(plan, columnar, state, encode)
+            )
             if open_windows is None and not state.is_empty():
                 open_windows = False
         step = None

@@ -404,7 +404,7 @@ class _GroupStream:
         windows: list[tuple[int, Any]] = []
         if ks is not None:
             with contextlib.suppress(Exception):
-                windows = [(_size_of(ks.contents.get(w)), w) for w in op.windows_of(ks)]
+                windows = [(w.num_elements or 1, w.window) for w in op.window_summaries(ks)]
         largest = max(windows, key=lambda p: p[0], default=None)
         where = (
             f"its largest open window {largest[1]!r} holds {largest[0]:,} elements"
@@ -427,15 +427,6 @@ class _GroupStream:
         if exc is not None:
             msg += f" ({type(exc).__name__}: {exc})"
         return WindowStateTooLargeError(msg)
-
-
-def _size_of(contents: Any) -> int:
-    """The number of elements a window's contents hold (1 for a reduced value)."""
-    if contents is None:
-        return 0
-    if isinstance(contents, list | tuple):
-        return len(contents)
-    return 1
 
 
 def _memory_limit() -> int | None:

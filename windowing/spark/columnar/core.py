@@ -31,7 +31,8 @@ import numpy as np
 import pyarrow as pa
 
 from windowing.engine.encoding import NO_SCOPE, StateScope, StateWriter
-from windowing.engine.keystate import KeyState, register_timer
+from windowing.engine.exchange import ReducedWindows
+from windowing.engine.keystate import KeyState
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.spec import Reduce
 from windowing.operator import WindowOperator
@@ -52,8 +53,6 @@ __all__ = [
     "describe",
     "encode_open_windows",
     "field_aggregation_of",
-    "fired_upto_of",
-    "holds_windows_only",
     "key_state_of",
     "keys_needing_the_operator",
     "near_ends_of_time",
@@ -144,7 +143,7 @@ class WindowShape(Protocol):
     ) -> KeyState: ...
 
     def open_windows_of(
-        self, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
+        self, op: WindowOperator, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
     ) -> OpenWindows | None: ...
 
     def next_event_time(self, state: OpenWindows) -> int | None: ...
@@ -632,89 +631,42 @@ def key_state_of(
 ) -> KeyState:
     """The operator's state for ``state`` (whose records, as the operator's ``Row`` values,
     are ``records``): each window's reduced record, its trigger timer while it has not fired
-    and its cleanup timer."""
+    and its cleanup timer (:meth:`~windowing.operator.WindowOperator.import_reduced_windows`)."""
     state.require_kind(plan.kind)
     if not isinstance(plan, ColumnarAggregation):
         return plan.key_state_of(op, state, records)
-    ks = op.new_key_state()
     size = plan.size
-    for start, record in zip(state.starts.tolist(), records, strict=True):
-        window = TimeWindow(start, start + size)
-        ks.contents[window] = record
-        end = start + size - 1
-        if end > state.fired_upto:
-            register_timer(ks.evt_timers, ks.evt_heap, ks, end, window)
-        register_timer(ks.evt_timers, ks.evt_heap, ks, end + plan.allowed_lateness, window)
-    return ks
+    windows = tuple(TimeWindow(start, start + size) for start in state.starts.tolist())
+    return op.import_reduced_windows(ReducedWindows(windows, tuple(records), state.fired_upto))
 
 
 def open_windows_of(
-    plan: ColumnarPlan, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
+    plan: ColumnarPlan,
+    op: WindowOperator,
+    ks: KeyState,
+    encode: Callable[[list[Any]], pa.Table | None],
 ) -> OpenWindows | None:
     """The columnar state for the operator's state ``ks``, or ``None`` when ``ks`` holds
     anything else than tumbling windows with a reduced record and their trigger and cleanup
-    timers. ``encode(records)`` gives the records as a table of the input columns, or
-    ``None`` when one is not an input record or a value does not fit its column."""
+    timers (:meth:`~windowing.operator.WindowOperator.export_reduced_windows`).
+    ``encode(records)`` gives the records as a table of the input columns, or ``None`` when
+    one is not an input record or a value does not fit its column."""
     if not isinstance(plan, ColumnarAggregation):
-        return plan.open_windows_of(ks, encode)
-    if ks.merging or not holds_windows_only(ks):
+        return plan.open_windows_of(op, ks, encode)
+    reduced = op.export_reduced_windows(ks)
+    if reduced is None or not reduced.windows:
         return None
     size = plan.size
-    windows = sorted(ks.contents)
-    for w in windows:
-        if type(w) is not TimeWindow or w.end - w.start != size:
-            return None
-        if (w.start - plan.offset) % size:
+    for w in reduced.windows:
+        if w.end - w.start != size or (w.start - plan.offset) % size:
             return None
         if _near_ends_of_time(plan, w.start, w.start + size - 1):
             return None
-    fired_upto = fired_upto_of(ks, windows, plan.allowed_lateness)
-    if fired_upto is None or not windows:
-        return None
-    table = encode([ks.contents[w] for w in windows])
+    table = encode(list(reduced.records))
     if table is None:
         return None
-    starts = np.array([w.start for w in windows], np.int64)
-    return OpenWindows(starts, table, fired_upto)
-
-
-def holds_windows_only(ks: KeyState) -> bool:
-    """Whether ``ks`` holds nothing but window contents and event-time timers (no
-    processing-time timers, KIP-450 or pane state, trigger or function state)."""
-    return not (
-        ks.proc_timers
-        or ks.timeline is not None
-        or ks.kafka is not None
-        or ks.slices is not None
-        or ks.panes
-        or ks.num_state_entries() != len(ks.contents)
-    )
-
-
-def fired_upto_of(ks: KeyState, windows: Sequence[TimeWindow], lateness: int) -> int | None:
-    """The watermark up to which the ``windows`` of ``ks`` have fired (``MIN_TIMESTAMP``:
-    none has), when its event-time timers are exactly ``EventTimeTrigger``'s and the cleanup
-    timers of these windows: each window's cleanup timer, and its end-of-window timer until
-    it fires; ``None`` otherwise (or when a window that fired ends after one that has not)."""
-    timers = ks.evt_timers
-    fired_upto = MIN_TIMESTAMP
-    pending_from = MAX_TIMESTAMP
-    expected = 0
-    for w in windows:
-        end = w.end - 1
-        if (end + lateness, w) not in timers:
-            return None
-        expected += 1
-        if lateness and (end, w) in timers:
-            expected += 1
-            pending_from = min(pending_from, end)
-        elif not lateness:
-            pending_from = min(pending_from, end)  # one timer: trigger and cleanup
-        else:
-            fired_upto = max(fired_upto, end)
-    if len(timers) != expected or fired_upto >= pending_from:
-        return None
-    return fired_upto
+    starts = np.array([w.start for w in reduced.windows], np.int64)
+    return OpenWindows(starts, table, reduced.fired_upto)
 
 
 def window_listing(

@@ -39,15 +39,14 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from windowing.engine.keystate import KeyState, register_timer
+from windowing.engine.exchange import ReducedWindows
+from windowing.engine.keystate import KeyState
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.operator import WindowOperator
 from windowing.spark.columnar.core import (
     ColumnarResults,
     ColumnarStep,
     OpenWindows,
-    fired_upto_of,
-    holds_windows_only,
     near_ends_of_time,
     ordered_floats,
     reduce_groups,
@@ -568,43 +567,32 @@ class HoppingAggregation(_PaneWindows):
         ``Row`` values, ``records``): each window's reduced record (its items' records
         reduced in their order), trigger timer while it has not fired, cleanup timer."""
         fn = FieldAggregation(self.aggregation, self.field, self.first)
-        ks = op.new_key_state()
-        lateness = self.allowed_lateness
-        for start, members in self._members(state):
-            window = TimeWindow(start, start + self.size)
-            ks.contents[window] = functools.reduce(fn.reduce, [records[i] for i in members])
-            end = start + self.size - 1
-            if end > state.fired_upto:
-                register_timer(ks.evt_timers, ks.evt_heap, ks, end, window)
-            register_timer(ks.evt_timers, ks.evt_heap, ks, end + lateness, window)
-        return ks
+        members = list(self._members(state))
+        windows = tuple(TimeWindow(start, start + self.size) for start, _ in members)
+        reduced = tuple(functools.reduce(fn.reduce, [records[i] for i in m]) for _, m in members)
+        return op.import_reduced_windows(ReducedWindows(windows, reduced, state.fired_upto))
 
     def open_windows_of(
-        self, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
+        self, op: WindowOperator, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
     ) -> OpenWindows | None:
         """One key's columnar state for the operator's state ``ks`` (per-window reduced
         records become whole-window items), or ``None`` when ``ks`` holds anything else than
         these windows and their trigger and cleanup timers (e.g. panes of ``slicing=True``)."""
-        if ks.merging or not holds_windows_only(ks) or not ks.contents:
+        reduced = op.export_reduced_windows(ks)
+        if reduced is None or not reduced.windows:
             return None
-        windows = sorted(ks.contents)
-        for w in windows:
-            if type(w) is not TimeWindow or w.end - w.start != self.size:
-                return None
-            if (w.start - self.offset) % self.slide:
+        for w in reduced.windows:
+            if w.end - w.start != self.size or (w.start - self.offset) % self.slide:
                 return None
             if near_ends_of_time(self.margin, w.start, w.end):
                 return None
-        fired_upto = fired_upto_of(ks, windows, self.allowed_lateness)
-        if fired_upto is None:
-            return None
-        table = encode([ks.contents[w] for w in windows])
+        table = encode(list(reduced.records))
         if table is None:
             return None
-        n = len(windows)
-        starts = np.array([w.start for w in windows], np.int64)
+        n = len(reduced.windows)
+        starts = np.array([w.start for w in reduced.windows], np.int64)
         extra = {"base": np.ones(n, np.int64), "seq": np.full(n, -1, np.int64)}
-        return OpenWindows(starts, table, fired_upto, self.kind, extra)
+        return OpenWindows(starts, table, reduced.fired_upto, self.kind, extra)
 
     def next_event_time(self, state: OpenWindows) -> int | None:
         """The earliest operator timer of the windows the state holds: a window's end while

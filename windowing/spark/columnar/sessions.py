@@ -39,15 +39,14 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from windowing.engine.keystate import KeyState, register_timer
+from windowing.engine.exchange import ReducedWindows
+from windowing.engine.keystate import KeyState
 from windowing.functions.aggregations import AggregationType
 from windowing.operator import WindowOperator
 from windowing.spark.columnar.core import (
     ColumnarResults,
     ColumnarStep,
     OpenWindows,
-    fired_upto_of,
-    holds_windows_only,
     near_ends_of_time,
     ordered_floats,
     reduce_groups,
@@ -357,52 +356,30 @@ class SessionAggregation:
         """The operator's state of one key's sessions: each in flight (its own state
         window), its reduced record, its trigger timer while it has not fired and its
         cleanup timer."""
-        ks = op.new_key_state()
-        mapping = ks.merging
-        assert mapping is not None
-        lateness = self.allowed_lateness
         ends = state.extra["ends"]
-        for i in np.argsort(state.starts, kind="stable").tolist():
-            window = TimeWindow(int(state.starts[i]), int(ends[i]))
-            mapping[window] = window
-            ks.contents[window] = records[i]
-            end = window.end - 1
-            if end > state.fired_upto:
-                register_timer(ks.evt_timers, ks.evt_heap, ks, end, window)
-            register_timer(ks.evt_timers, ks.evt_heap, ks, end + lateness, window)
-        return ks
+        order = np.argsort(state.starts, kind="stable").tolist()
+        windows = tuple(TimeWindow(int(state.starts[i]), int(ends[i])) for i in order)
+        reduced = tuple(records[i] for i in order)
+        return op.import_reduced_windows(ReducedWindows(windows, reduced, state.fired_upto))
 
     def open_windows_of(
-        self, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
+        self, op: WindowOperator, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
     ) -> OpenWindows | None:
         """One key's columnar state for the operator's state ``ks`` (its in-flight sessions
         and their records), or ``None`` when ``ks`` holds anything else (other state,
         unreachable contents, sessions near the ends of time)."""
-        mapping = ks.merging
-        if not mapping or not holds_windows_only(ks) or len(ks.contents) != len(mapping):
+        reduced = op.export_reduced_windows(ks)
+        if reduced is None or not reduced.windows:
             return None
-        windows = sorted(mapping)
-        state_windows = [mapping[w] for w in windows]
-        if len(set(state_windows)) != len(windows) or any(
-            s not in ks.contents for s in state_windows
-        ):
-            return None
-        for i, w in enumerate(windows):
-            if type(w) is not TimeWindow or w.end - w.start < self.gap:
+        for w in reduced.windows:
+            if w.end - w.start < self.gap or near_ends_of_time(self.margin, w.start, w.end):
                 return None
-            if near_ends_of_time(self.margin, w.start, w.end):
-                return None
-            if i and windows[i - 1].end >= w.start:
-                return None
-        fired_upto = fired_upto_of(ks, windows, self.allowed_lateness)
-        if fired_upto is None:
-            return None
-        table = encode([ks.contents[s] for s in state_windows])
+        table = encode(list(reduced.records))
         if table is None:
             return None
-        starts = np.array([w.start for w in windows], np.int64)
-        ends = np.array([w.end for w in windows], np.int64)
-        return OpenWindows(starts, table, fired_upto, self.kind, {"ends": ends})
+        starts = np.array([w.start for w in reduced.windows], np.int64)
+        ends = np.array([w.end for w in reduced.windows], np.int64)
+        return OpenWindows(starts, table, reduced.fired_upto, self.kind, {"ends": ends})
 
     def next_event_time(self, state: OpenWindows) -> int | None:
         ends = state.extra["ends"] - 1

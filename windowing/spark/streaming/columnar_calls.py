@@ -67,7 +67,7 @@ class ColumnarCalls:
             return True, None
         plan = self.config.columnar
         assert plan is not None
-        found = open_windows_of(plan, ks, self._records_table)
+        found = open_windows_of(plan, self.op, ks, self._records_table)
         return found is not None, found
 
     def _records_table(self, records: list[Any]) -> pa.Table | None:

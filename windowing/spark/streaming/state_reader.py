@@ -180,20 +180,17 @@ class _GroupReader:
         return (key,) if n == 1 else tuple(key)
 
     def _key_state(self, kg: int, key: Any, ks: Any) -> Iterator[tuple[Any, ...]]:
-        for window in self.op.windows_of(ks):
-            ns = ks.merging.get(window, window) if ks.merging is not None else window
-            contents = ks.contents.get(ns)
-            listed = isinstance(contents, list)
-            start, end = window_bounds(window)
+        for summary in self.op.window_summaries(ks):
+            start, end = window_bounds(summary.window)
             yield (
                 *self._keys(key),
                 kg,
                 start,
                 end,
-                len(contents) if listed else None,
-                ns in ks.contents and not listed,
-                sorted(t for t, w in ks.evt_timers if w == window),
-                sorted(t for t, w in ks.proc_timers if w == window),
+                summary.num_elements,
+                summary.reduced,
+                list(summary.event_timers),
+                list(summary.processing_timers),
             )
 
     def _open_windows(self, kg: int, windows: OpenWindows) -> Iterator[tuple[Any, ...]]:

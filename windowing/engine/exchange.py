@@ -1,0 +1,161 @@
+"""A key's open windows in and out of its state, for a runtime that computes some windows
+itself (the Spark runtime's columnar engine, which keeps a built-in aggregation's windows as
+whole columns) and for one that lists them (``read_state``).
+
+Only the engine knows how a key's windows live in its state: which timers the default trigger
+keeps (``EventTimeTrigger``: the end-of-window timer until it fires, then the cleanup timer),
+how the merging-window set maps a session to its state window, what a window's contents are.
+So the conversions live here, and runtimes call :meth:`~windowing.operator.WindowOperator.
+export_reduced_windows`, :meth:`~windowing.operator.WindowOperator.import_reduced_windows` and
+:meth:`~windowing.operator.WindowOperator.window_summaries`; none touches a ``KeyState`` field.
+
+Examples
+--------
+>>> from windowing.engine.keystate import KeyState
+>>> ks = KeyState()
+>>> import_reduced(ks, ReducedWindows((TimeWindow(0, 10),), (5,), MIN_TIMESTAMP), lateness=0)
+>>> export_reduced(ks, lateness=0, merging=False).records
+(5,)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from windowing.engine.keystate import KeyState, register_timer
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.windows import TimeWindow
+
+__all__ = ["ReducedWindows", "WindowSummary", "export_reduced", "import_reduced", "summaries"]
+
+
+@dataclass(frozen=True)
+class ReducedWindows:
+    """A key's in-flight windows, each with one reduced value and the default trigger:
+    ``windows`` (time windows; sessions for a merging assigner), their ``records`` (the
+    reduced values), and the watermark up to which their end-of-window firings happened
+    (``fired_upto``; ``MIN_TIMESTAMP``: none has fired). A window that fired is kept for its
+    allowed lateness."""
+
+    windows: tuple[TimeWindow, ...]
+    records: tuple[Any, ...]
+    fired_upto: int
+
+
+@dataclass(frozen=True)
+class WindowSummary:
+    """One open window of a key as a runtime lists it: its buffered elements (``None``: it
+    keeps one reduced value or accumulator instead, ``reduced``), its pending timers."""
+
+    window: Any
+    num_elements: int | None
+    reduced: bool
+    event_timers: tuple[int, ...]
+    processing_timers: tuple[int, ...]
+
+
+def export_reduced(ks: KeyState, *, lateness: int, merging: bool) -> ReducedWindows | None:
+    """The windows of ``ks`` (sorted by start) when it holds nothing but one reduced value per
+    window with the default trigger's timers and their cleanup timers (for a merging
+    assigner: each in-flight session its own state window, no two touching); ``None`` when it
+    holds anything else (other timers, trigger or function state, panes, timelines)."""
+    if not _windows_only(ks):
+        return None
+    if merging:
+        mapping = ks.merging
+        if not mapping or len(ks.contents) != len(mapping):
+            return None
+        windows = sorted(mapping)
+        state_windows = [mapping[w] for w in windows]
+        if len(set(state_windows)) != len(windows):
+            return None
+        if any(s not in ks.contents for s in state_windows):
+            return None
+        if any(a.end >= b.start for a, b in itertools.pairwise(windows)):
+            return None
+    else:
+        if ks.merging:
+            return None
+        windows = sorted(ks.contents)
+        state_windows = windows
+    if any(type(w) is not TimeWindow for w in windows):
+        return None
+    fired_upto = _fired_upto(ks, windows, lateness)
+    if fired_upto is None:
+        return None
+    return ReducedWindows(tuple(windows), tuple(ks.contents[s] for s in state_windows), fired_upto)
+
+
+def import_reduced(ks: KeyState, reduced: ReducedWindows, *, lateness: int) -> None:
+    """Put the windows of ``reduced`` into the new key state ``ks``, in their order: each
+    one's reduced value (a merging assigner's sessions, ``ks.merging`` set, as their own state
+    windows), its end-of-window timer while it has not fired, its cleanup timer."""
+    mapping = ks.merging
+    for window, record in zip(reduced.windows, reduced.records, strict=True):
+        if mapping is not None:
+            mapping[window] = window
+        ks.contents[window] = record
+        end = window.end - 1
+        if end > reduced.fired_upto:
+            register_timer(ks.evt_timers, ks.evt_heap, ks, end, window)
+        register_timer(ks.evt_timers, ks.evt_heap, ks, end + lateness, window)
+
+
+def summaries(ks: KeyState, windows: Sequence[Any]) -> list[WindowSummary]:
+    """A summary of each of ``windows`` (a key's open windows) of ``ks``."""
+    out = []
+    for window in windows:
+        namespace = ks.merging.get(window, window) if ks.merging is not None else window
+        contents = ks.contents.get(namespace)
+        out.append(
+            WindowSummary(
+                window,
+                len(contents) if isinstance(contents, list) else None,
+                namespace in ks.contents and not isinstance(contents, list),
+                tuple(sorted(t for t, w in ks.evt_timers if w == window)),
+                tuple(sorted(t for t, w in ks.proc_timers if w == window)),
+            )
+        )
+    return out
+
+
+def _windows_only(ks: KeyState) -> bool:
+    """Whether ``ks`` holds nothing but window contents and event-time timers (no
+    processing-time timers, KIP-450 or pane state, trigger or function state)."""
+    return not (
+        ks.proc_timers
+        or ks.timeline is not None
+        or ks.kafka is not None
+        or ks.slices is not None
+        or ks.panes
+        or ks.num_state_entries() != len(ks.contents)
+    )
+
+
+def _fired_upto(ks: KeyState, windows: Sequence[TimeWindow], lateness: int) -> int | None:
+    """The watermark up to which the ``windows`` of ``ks`` have fired (``MIN_TIMESTAMP``:
+    none has), when its event-time timers are exactly ``EventTimeTrigger``'s and the cleanup
+    timers of these windows: each window's cleanup timer, and its end-of-window timer until
+    it fires; ``None`` otherwise (or when a window that fired ends after one that has not)."""
+    timers = ks.evt_timers
+    fired_upto = MIN_TIMESTAMP
+    pending_from = MAX_TIMESTAMP
+    expected = 0
+    for w in windows:
+        end = w.end - 1
+        if (end + lateness, w) not in timers:
+            return None
+        expected += 1
+        if lateness and (end, w) in timers:
+            expected += 1
+            pending_from = min(pending_from, end)
+        elif not lateness:
+            pending_from = min(pending_from, end)  # one timer: trigger and cleanup
+        else:
+            fired_upto = max(fired_upto, end)
+    if len(timers) != expected or fired_upto >= pending_from:
+        return None
+    return fired_upto
