@@ -1604,13 +1604,13 @@ def test_a_window_starting_before_year_1_streams_with_its_start_clamped(
         tmp_path / "out",
         windowed(streaming_df.json(str(tmp_path / "src"))),
     )
-    first = "CAST(window_start AS STRING) AS s, CAST(window_end AS STRING) AS e, amount"
-    streamed = spark.read.parquet(str(tmp_path / "out" / "results")).selectExpr(first)
+    first = ("CAST(window_start AS STRING) AS s", "CAST(window_end AS STRING) AS e", "amount")
+    streamed = spark.read.parquet(str(tmp_path / "out" / "results")).selectExpr(*first)
     assert [tuple(r) for r in streamed.collect()] == [
         ("0001-01-01 00:00:00", "0001-01-01 12:00:00", 1)
     ]
     static = spark.read.schema(schema).json(str(tmp_path / "src"))
-    replayed = windowed(static, arrival_order="batch").results.selectExpr(first).collect()
+    replayed = windowed(static, arrival_order="batch").results.selectExpr(*first).collect()
     assert ("0001-01-01 00:00:00", "0001-01-01 12:00:00", 1) in [tuple(r) for r in replayed]
 
 

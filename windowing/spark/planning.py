@@ -168,17 +168,19 @@ def plan_spark(
     calls: Sequence[AggregateCall] | None = None,
     *,
     native_job: Job | None = None,
+    why_no_spec: str | None = None,
 ) -> SparkPlan:
     """The plan of ``job`` with the window function ``spec``. ``calls``: the aggregates of a
     ``WindowedStream.agg`` (a batch one may run as a native Spark plan of ``native_job``, the
-    user's own job without the operator's argument columns; default ``job``)."""
+    user's own job without the operator's argument columns; default ``job``). ``spec`` is
+    ``None`` when only a native plan can run the job (``why_no_spec`` says why: the error
+    when the job has none)."""
     if calls is not None and not job.source.df.isStreaming:
         native = _native(native_job or job, calls)
         if native is not None:
             return SparkPlan(native[0], native[1], None)
     if spec is None:
-        msg = "a job without a native plan needs a window function"
-        raise ValueError(msg)
+        raise ValueError(why_no_spec or "a job without a native plan needs a window function")
     source, config = job.source, job.config
     operator = plan_operator(
         config.assigner,

@@ -35,7 +35,7 @@ class Terminal:
     argument columns) and the user's own job (which a native plan reads)."""
 
     job: Job
-    spec: WindowFunctionSpec
+    spec: WindowFunctionSpec | None
     output_schema: Any = None
     side_output_schemas: Mapping[OutputTag, Any] | None = None
     aggregates: CompiledAggregates | None = None
@@ -43,13 +43,17 @@ class Terminal:
 
     @classmethod
     def of_aggregates(cls, compiled: CompiledAggregates, user_job: Job) -> Terminal:
-        return cls(compiled.job, compiled.spec, compiled.schema, None, compiled, user_job)
+        spec = None if compiled.function is None else compiled.spec
+        return cls(compiled.job, spec, compiled.schema, None, compiled, user_job)
 
 
 def plan_terminal(terminal: Terminal) -> SparkPlan:
     """The plan of a terminal call (the one decision: :func:`plan_spark`)."""
-    calls = None if terminal.aggregates is None else terminal.aggregates.calls
-    return plan_spark(terminal.job, terminal.spec, calls, native_job=terminal.user_job)
+    compiled = terminal.aggregates
+    calls, why_no_spec = (None, None) if compiled is None else (compiled.calls, compiled.why_not)
+    return plan_spark(
+        terminal.job, terminal.spec, calls, native_job=terminal.user_job, why_no_spec=why_no_spec
+    )
 
 
 def _native(parts_of: PartsBuilder) -> Callable[[SparkPlan, Terminal], Any]:
@@ -70,11 +74,13 @@ def _kip450(*, framed: bool) -> Callable[[SparkPlan, Terminal], Any]:
 
 def _batch(plan: SparkPlan, terminal: Terminal) -> Any:
     t = terminal
+    assert t.spec is not None  # the planner chose the operator
     return run_batch(plan, t.job, t.spec, t.output_schema, t.side_output_schemas)
 
 
 def _streaming(plan: SparkPlan, terminal: Terminal) -> Any:
     t = terminal
+    assert t.spec is not None  # the planner chose the operator
     return run_streaming(plan, t.job, t.spec, t.output_schema, t.side_output_schemas)
 
 
