@@ -36,6 +36,7 @@ from windowing.engine.keystate import KeyState
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.spec import Reduce
 from windowing.operator import WindowOperator
+from windowing.rules import cleanup_times, windows_firing_on_arrival, windows_late
 from windowing.spark.columns.frames import from_ipc, to_ipc
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
@@ -365,7 +366,7 @@ class OpenWindows:
         if not isinstance(plan, ColumnarAggregation):
             return plan.next_event_time(self)
         ends = self.starts + (plan.size - 1)
-        due = np.where(ends > self.fired_upto, ends, ends + plan.allowed_lateness)
+        due = np.where(ends > self.fired_upto, ends, cleanup_times(ends, plan.allowed_lateness))
         return int(due.min())
 
     def window_count(self, plan: ColumnarPlan, codes: np.ndarray[Any, Any] | None = None) -> int:
@@ -477,7 +478,7 @@ def rows_needing_the_operator(
     mask |= (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)
     if plan.allowed_lateness:
         ends = _window_starts(plan, np.where(mask, 0, t)) + (plan.size - 1)
-        mask |= (ends <= watermark) & (ends + plan.allowed_lateness > watermark)
+        mask |= windows_firing_on_arrival(ends, plan.allowed_lateness, watermark)
     return mask
 
 
@@ -558,7 +559,7 @@ def step_open_windows(
             fired = np.flatnonzero(fire)
             fired_starts = state.starts[fired]
             fired_rows = state.rows.take(fired)
-        keep = ends + lateness > watermark
+        keep = ~windows_late(ends, lateness, watermark)
         kept_windows = state if keep.all() else state.take(np.flatnonzero(keep))
         if state_codes is not None:
             kept_codes = state_codes if keep.all() else state_codes[keep]
@@ -577,8 +578,8 @@ def step_open_windows(
         return None
     row_starts = _window_starts(plan, times)
     row_ends = row_starts + (size - 1)
-    is_late = row_ends + lateness <= watermark
-    if lateness and bool(((~is_late) & (row_ends <= watermark)).any()):
+    is_late = windows_late(row_ends, lateness, watermark)
+    if lateness and bool(windows_firing_on_arrival(row_ends, lateness, watermark).any()):
         return None  # an element fires its window on arrival (EventTimeTrigger)
     if is_late.any():
         late = np.flatnonzero(is_late)

@@ -43,6 +43,7 @@ from windowing.engine.exchange import ReducedWindows
 from windowing.engine.keystate import KeyState
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.operator import WindowOperator
+from windowing.rules import cleanup_times
 from windowing.spark.columnar.core import (
     ColumnarResults,
     ColumnarStep,
@@ -141,7 +142,7 @@ class _PaneWindows:
         return t - (t - self.offset) % self.slide
 
     def _cleanup(self, starts: _Array) -> _Array:
-        return starts + (self.size - 1 + self.allowed_lateness)
+        return cleanup_times(starts + (self.size - 1), self.allowed_lateness)
 
     def _live_from(self, fired_upto: int) -> int:
         """The first window start whose cleanup time is after ``fired_upto``."""
