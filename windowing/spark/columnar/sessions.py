@@ -382,6 +382,12 @@ class SessionAggregation:
         ends = np.array([w.end for w in reduced.windows], np.int64)
         return OpenWindows(starts, table, reduced.fired_upto, self.kind, {"ends": ends})
 
+    def carried_from(self, t: _Array, lo: int) -> int:
+        """The rows of the last session: a session ends at its last time + gap, and a row at
+        most that far merges into it."""
+        cut = np.flatnonzero(np.diff(t[lo:]) > self.gap)
+        return lo + int(cut[-1]) + 1 if len(cut) else lo
+
     def next_event_time(self, state: OpenWindows) -> int | None:
         ends = state.extra["ends"] - 1
         due = np.where(ends > state.fired_upto, ends, cleanup_times(ends, self.allowed_lateness))
