@@ -66,15 +66,13 @@ from windowing.engine.keystate import (
 from windowing.engine.metrics import OperatorMetrics
 from windowing.engine.notes import END_OF_INPUT_NOTE, note_element
 from windowing.engine.pane_info import PaneTracker, StepClock
-from windowing.engine.panes import PanesStrategy
 from windowing.engine.sessions import SessionStrategy
-from windowing.engine.strategy import WindowStrategy
-from windowing.engine.timeline import TimelineStrategy
+from windowing.engine.strategies import make_strategy
 from windowing.engine.timers import KeyScheduler
 from windowing.errors import DeadLetter, ErrorPhase, ErrorPolicy
 from windowing.evictors.base import Evictor
 from windowing.functions.spec import Aggregate, Fold, Reduce, WindowFunctionSpec, as_spec
-from windowing.plan import Plan, Strategy, aligned_shape, plan_operator, process_function
+from windowing.plan import Plan, plan_operator, process_function
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.sliding import TimelineExpiry
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
@@ -295,7 +293,7 @@ class WindowOperator:
         if guarded:
             self.emit = self.evaluator.emit_guarded
             self.emit_contents = self.evaluator.emit_contents_guarded
-        self.strategy = _make_strategy(self, assigner, trigger, evictor)
+        self.strategy = make_strategy(self, assigner, trigger, evictor)
         self._add_element = self.strategy.add_element
 
     # -- dead letters (on_error="dead_letter") ----------------------------------------------
@@ -677,28 +675,6 @@ class OutputMark:
     side_outputs: dict[OutputTag, int]
     dead_letters: int
     metrics: OperatorMetrics
-
-
-def _make_strategy(
-    op: WindowOperator,
-    assigner: WindowAssigner[Any, Any],
-    trigger: Trigger[Any, Any],
-    evictor: Evictor[Any, Any] | None,
-) -> WindowStrategy:
-    strategy = op.plan.strategy
-    shape = aligned_shape(assigner, trigger, evictor)
-    if strategy is Strategy.PANES:
-        assert shape is not None
-        return PanesStrategy(op, shape)
-    if strategy is Strategy.ALIGNED:
-        assert shape is not None
-        return AlignedStrategy(op, shape)
-    if strategy is Strategy.SESSIONS:
-        assert isinstance(assigner, EventTimeSessionWindows)
-        return SessionStrategy(op, assigner.gap)
-    if isinstance(assigner, SlidingDistinctAssigner):
-        return TimelineStrategy(op, assigner.size)
-    return GenericStrategy(op)
 
 
 def fires_ended_windows(op: WindowOperator) -> bool:

@@ -32,15 +32,28 @@ False
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, java_add
 
 __all__ = [
     "cleanup_time",
+    "cleanup_times",
     "has_cleanup_timer",
     "is_element_late",
     "is_window_late",
     "keeps_state",
+    "windows_firing_on_arrival",
+    "windows_keeping_state",
+    "windows_late",
 ]
+
+#: An array of ``int64`` milliseconds (window ends, event times).
+Times = np.ndarray[Any, np.dtype[np.int64]]
+#: An array of booleans, one per time.
+Mask = np.ndarray[Any, np.dtype[np.bool_]]
 
 
 def cleanup_time(max_timestamp: int, allowed_lateness: int, *, event_time: bool = True) -> int:
@@ -73,3 +86,34 @@ def is_element_late(timestamp: int | None, allowed_lateness: int, watermark: int
     ``MIN_TIMESTAMP``)."""
     ts = MIN_TIMESTAMP if timestamp is None else timestamp
     return java_add(ts, allowed_lateness) <= watermark
+
+
+# ---------------------------------------------------------------------------- whole columns
+# The same rules on arrays of int64 (a runtime that computes windows on whole columns): equal,
+# element by element, to the scalar forms above (tests/property/test_vector_rules.py).
+
+
+def cleanup_times(max_timestamps: Times, allowed_lateness: int) -> Times:
+    """:func:`cleanup_time` (event time) of each window end, saturating at the end of time."""
+    return np.minimum(max_timestamps, MAX_TIMESTAMP - allowed_lateness) + allowed_lateness
+
+
+def windows_late(max_timestamps: Times, allowed_lateness: int, watermark: int) -> Mask:
+    """:func:`is_window_late` of each window end: past its cleanup time at ``watermark``."""
+    return cleanup_times(max_timestamps, allowed_lateness) <= watermark
+
+
+def windows_keeping_state(max_timestamps: Times, allowed_lateness: int, watermark: int) -> Mask:
+    """:func:`keeps_state` of each window end with its cleanup time, ``EventTimeTrigger``."""
+    cleanup = cleanup_times(max_timestamps, allowed_lateness)
+    saturated: Mask = (cleanup == MAX_TIMESTAMP) & (max_timestamps != MAX_TIMESTAMP)
+    kept: Mask = (cleanup > watermark) | saturated
+    return kept
+
+
+def windows_firing_on_arrival(max_timestamps: Times, allowed_lateness: int, watermark: int) -> Mask:
+    """Windows an element added at ``watermark`` fires at once (``EventTimeTrigger``): ended
+    (``max_timestamp <= watermark``) but not past their cleanup time."""
+    ended: Mask = max_timestamps <= watermark
+    firing: Mask = ended & ~windows_late(max_timestamps, allowed_lateness, watermark)
+    return firing

@@ -25,7 +25,6 @@ from windowing.engine.encoding import open_state
 from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.operator import KeyState, WindowOperator
 from windowing.spark.columnar.core import (
-    ColumnarAggregation,
     OpenWindows,
     columnar_results,
     decode_open_windows,
@@ -40,6 +39,7 @@ from windowing.spark.columnar.core import (
 from windowing.spark.columnar.hopping import HoppingAggregation
 from windowing.spark.columnar.ranges import keyed_search, range_pick, range_reduce
 from windowing.spark.columnar.sessions import SessionAggregation
+from windowing.spark.columnar.tumbling import TumblingAggregation
 from windowing.testing import WindowOperatorHarness
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -140,7 +140,7 @@ def test_the_plans_of_other_shapes() -> None:
     spec = Reduce(FieldAggregation(AggregationType.SUM, "v"))
     assert isinstance(
         columnar_plan(HoppingEventTimeWindows(10, 10, offset=3), spec, None, None),
-        ColumnarAggregation,
+        TumblingAggregation,
     )
     assert isinstance(
         columnar_plan(HoppingEventTimeWindows(10, 5), spec, None, None), HoppingAggregation

@@ -125,13 +125,13 @@ def test_columnar_results_equal_the_operators(
 
 
 def test_the_plan_applies_only_to_built_in_aggregations_with_the_default_trigger() -> None:
-    from windowing.spark.columnar.core import ColumnarAggregation
     from windowing.spark.columnar.hopping import HoppingAggregation
+    from windowing.spark.columnar.tumbling import TumblingAggregation
     from windowing.triggers import CountTrigger, EventTimeTrigger
 
     total = FieldAggregation(AggregationType.SUM, "amount")
     tumbling = TumblingEventTimeWindows(10)
-    assert isinstance(columnar_plan(tumbling, Reduce(total), None, None), ColumnarAggregation)
+    assert isinstance(columnar_plan(tumbling, Reduce(total), None, None), TumblingAggregation)
     assert columnar_plan(tumbling, Reduce(total), EventTimeTrigger(), None) is not None
     assert columnar_plan(tumbling, Reduce(total), CountTrigger(2), None) is None
     hopping = columnar_plan(HoppingEventTimeWindows(10, 5), Reduce(total), None, None)

@@ -30,7 +30,6 @@ from windowing.engine.notes import note_element
 from windowing.engine.strategy import Element, Engine
 from windowing.engine.timeline_derived import DerivedSliding
 from windowing.functions.spec import Aggregate
-from windowing.plan import Strategy
 from windowing.records import WindowResult
 from windowing.sliding import Timeline, TimelineExpiry
 from windowing.time import MAX_TIMESTAMP
@@ -38,7 +37,12 @@ from windowing.triggers.base import TriggerResult
 from windowing.triggers.event_time import EventTimeTrigger
 from windowing.windows import TimeWindow
 
-__all__ = ["TimelineStrategy"]
+__all__ = [
+    "DerivedTimelineStrategy",
+    "KafkaSlidingStrategy",
+    "LazyTimelineStrategy",
+    "TimelineStrategy",
+]
 
 _MISSING: Any = MISSING  # what the evaluator takes for "no contents"
 _SLIDING_EMPTY: Any = sliding_module._MISSING
@@ -46,69 +50,59 @@ _CONTINUE = TriggerResult.CONTINUE
 _EXPIRY = TimelineExpiry()
 
 
-class TimelineStrategy(GenericStrategy):
-    """KIP-450 windows of ``size`` (inclusive ends)."""
+class KafkaSlidingStrategy(GenericStrategy):
+    """``KAFKA_SLIDING``: KIP-450 windows of ``size`` with Kafka Streams' own algorithm and
+    window store (:class:`~windowing.engine.kafka.KafkaSliding`); the store is forgotten by one
+    expiry timer per key."""
 
     def __init__(self, op: Engine, size: int) -> None:
         super().__init__(op)
-        strategy = op.plan.strategy
         self.size = size
-        self.lazy = strategy in (Strategy.TIMELINE_LAZY, Strategy.TIMELINE_DERIVED)
-        self.derived_windows = strategy is Strategy.TIMELINE_DERIVED
-        self.fires_at_end = type(op.trigger) is EventTimeTrigger
-        self.kafka: KafkaSliding | None = None
-        if strategy is Strategy.KAFKA_SLIDING:
-            self.kafka = KafkaSliding(op, size, op.allowed_lateness)
-        self.derived: DerivedSliding | None = None
-        if self.derived_windows:
-            result = op.direct_result
-            self.derived = DerivedSliding(
-                size,
-                op.allowed_lateness,
-                fires_at_end=self.fires_at_end,
-                partials=op.partials,
-                result=result,
-                result_is_contents=op.plan.direct_result and not isinstance(op.spec, Aggregate),
-            )
-            op.scheduler.derived = self.derived
-        if self.lazy:
-            op.evaluator.window_contents = self.contents
+        self.kafka = KafkaSliding(op, size, op.allowed_lateness)
 
     def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
         if type(window) is TimelineExpiry:
-            if self.kafka is not None:
-                self.kafka.expire(self.op, ks, time)
-            else:
-                self.expire_timeline(ks, time)
+            self.kafka.expire(self.op, ks, time)
             return
         super().on_event_time(key, ks, time, window)
 
-    def event_timer_firing(self) -> Callable[[Any, KeyState, int], None]:
-        if self.lazy and self.derived is None:
-            return self._fire_lazy_timers
-        return self.fire_event_timers
+    def live_windows(self, ks: KeyState) -> list[Any] | None:
+        """The key's windows in Kafka's window store."""
+        store = ks.kafka
+        return [] if store is None else [self.kafka.window_at(s) for s in store.starts]
 
-    def fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
-        if self.derived is not None:
-            self.derived.fire(self.op, key, ks, upto)
-        elif self.lazy:
-            self._fire_lazy_timers(key, ks, upto)
-        else:
-            super().fire_event_timers(key, ks, upto)
-
-    def drain_event_time(self, upto: int) -> bool:
-        if self.derived is None:
+    def add_element(self, key: Any, ks: KeyState, value: Any, ts: int | None) -> bool:
+        if ts is None:
+            self.op.assigner.assign_windows(value, ts, self.op.clock)  # raises its error
             return False
-        self.derived.drain(self.op, upto)
-        return True
+        return self.kafka.add(self.op, key, ks, value, ts)
+
+    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> None:
+        _process_one_by_one(self, elements, states)
+
+
+class TimelineStrategy(GenericStrategy):
+    """``TIMELINE``: KIP-450 windows of ``size`` (inclusive ends) created from the key's
+    record timeline, each window's contents kept per window (any trigger or evictor).
+
+    :meth:`add_element` is the steps every timeline strategy takes; the lazy ones
+    (:class:`LazyTimelineStrategy`, :class:`DerivedTimelineStrategy`) change how a record in
+    order is taken, how the timeline is kept and which windows a record touches."""
+
+    def __init__(self, op: Engine, size: int) -> None:
+        super().__init__(op)
+        self.size = size
+        self.fires_at_end = type(op.trigger) is EventTimeTrigger
+
+    def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
+        if type(window) is TimelineExpiry:
+            self.expire_timeline(ks, time)
+            return
+        super().on_event_time(key, ks, time, window)
 
     def live_windows(self, ks: KeyState) -> list[Any] | None:
-        """The key's windows that exist and are not cleaned up (by start on the timeline;
-        Kafka's algorithm: its window store)."""
+        """The key's windows that exist and are not cleaned up (by start on the timeline)."""
         size = self.size
-        if self.kafka is not None:
-            store = ks.kafka
-            return [] if store is None else [self.kafka.window_at(s) for s in store.starts]
         timeline = ks.timeline
         if timeline is None:
             return []
@@ -130,10 +124,7 @@ class TimelineStrategy(GenericStrategy):
         if ts is None:
             self.op.assigner.assign_windows(value, ts, self.op.clock)  # raises its error
             return False
-        if self.kafka is not None:
-            return self.kafka.add(self.op, key, ks, value, ts)
         size = self.size
-        assert size is not None
         lateness = self.op.allowed_lateness
         wm = self.op.watermark
         timeline = ks.timeline
@@ -146,14 +137,7 @@ class TimelineStrategy(GenericStrategy):
         stamps = timeline.stamps
         if stamps and stamps[0] < wm - size - lateness - 1:
             timeline.expire(wm - size - lateness - 1, size)
-        if (
-            self.lazy
-            and stamps
-            and stamps[-1] < ts
-            and wm < ts
-            and ts + size + lateness + 3 < MAX_TIMESTAMP
-        ):
-            self._in_order(ks, timeline, value, ts, size, lateness)
+        if self._took_in_order(ks, timeline, value, ts):
             return True
         # The latest-ending window that contains ts decides whether the record is added to
         # any window: left windows of timestamps in [ts, ts + size], right windows of
@@ -179,13 +163,27 @@ class TimelineStrategy(GenericStrategy):
             self.op.partials.add_timestamp(timeline, ts)
         else:
             self.op.partials.add(timeline, ts, value)
-        if self.derived_windows:
-            timeline.schedule(min(stamps[-1] + size + lateness + 3, MAX_TIMESTAMP))
-        elif timeline.expiry_at is None:
+        self._keep(ks, timeline)
+        return self._touch_windows(key, ks, value, ts, timeline, in_some_window)
+
+    def _took_in_order(self, ks: KeyState, timeline: Timeline, value: Any, ts: int) -> bool:
+        """Whether a record later than every other of the key was taken on a fast path (the
+        lazy strategies'); nothing is here."""
+        return False
+
+    def _keep(self, ks: KeyState, timeline: Timeline) -> None:
+        """Keep the timeline while a window of its records can still change: its expiry
+        timer."""
+        if timeline.expiry_at is None:
             self._schedule_expiry(ks, timeline)
-        if self.lazy:
-            self._lazy_windows(key, ks, value, ts, timeline, in_some_window)
-            return in_some_window
+
+    def _touch_windows(
+        self, key: Any, ks: KeyState, value: Any, ts: int, timeline: Timeline, in_window: bool
+    ) -> bool:
+        """Create or update the windows containing the record at ``ts`` (and its own right
+        window), each with its trigger's ``on_element``; whether the record is in a window."""
+        size, lateness, wm = self.size, self.op.allowed_lateness, self.op.watermark
+        stamps = timeline.stamps
         # Windows containing ts: left windows of timestamps in [ts, ts + size] and right
         # windows of timestamps in [ts - size - 1, ts - 1] (ts itself makes those non-empty).
         i, j = timeline.span(ts, ts + size)
@@ -231,15 +229,80 @@ class TimelineStrategy(GenericStrategy):
             self.op.register_cleanup_timer(ks, window)
         return added
 
+    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> None:
+        _process_one_by_one(self, elements, states)
+
+    def _schedule_expiry(self, ks: KeyState, timeline: Timeline) -> None:
+        """One timer per key forgets the timeline once the watermark is past every window of
+        its latest record (re-armed while records keep coming)."""
+        size = self.size
+        assert size is not None
+        if timeline.stamps:
+            expiry = timeline.stamps[-1] + size + self.op.allowed_lateness + 3
+            if expiry < MAX_TIMESTAMP:
+                register_timer(ks.evt_timers, ks.evt_heap, ks, expiry, _EXPIRY)
+                timeline.expiry_at = expiry
+
+    def expire_timeline(self, ks: KeyState, time: int) -> None:
+        """The expiry timer at ``time`` fired: forget records whose windows all have cleanup
+        times before it (later timers of the same watermark advance have not fired yet)."""
+        timeline = ks.timeline
+        if timeline is None:
+            return
+        size = self.size
+        assert size is not None
+        timeline.expiry_at = None
+        timeline.expire(time - size - self.op.allowed_lateness - 2, size)
+        if timeline.is_empty():
+            ks.timeline = None
+        else:
+            self._schedule_expiry(ks, timeline)
+
+
+class LazyTimelineStrategy(TimelineStrategy):
+    """``TIMELINE_LAZY``: as :class:`TimelineStrategy` with the built-in end-of-window triggers
+    (``EventTimeTrigger`` / ``OnWindowCloseTrigger``) and no evictor: windows hold no contents,
+    they are computed from the timeline when a window fires, and a record in order (later than
+    every other and than the watermark) takes a fast path."""
+
+    #: Whether the windows to fire are derived from the timeline (no timer per window).
+    derives_windows = False
+
+    def __init__(self, op: Engine, size: int) -> None:
+        super().__init__(op, size)
+        op.evaluator.window_contents = self.contents
+
+    def event_timer_firing(self) -> Callable[[Any, KeyState, int], None]:
+        return self._fire_lazy_timers
+
+    def fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
+        self._fire_lazy_timers(key, ks, upto)
+
+    def _took_in_order(self, ks: KeyState, timeline: Timeline, value: Any, ts: int) -> bool:
+        stamps = timeline.stamps
+        size, lateness = self.size, self.op.allowed_lateness
+        if (
+            stamps
+            and stamps[-1] < ts
+            and self.op.watermark < ts
+            and ts + size + lateness + 3 < MAX_TIMESTAMP
+        ):
+            self._in_order(ks, timeline, value, ts, size, lateness)
+            return True
+        return False
+
+    def _touch_windows(
+        self, key: Any, ks: KeyState, value: Any, ts: int, timeline: Timeline, in_window: bool
+    ) -> bool:
+        self._lazy_windows(key, ks, value, ts, timeline, in_window)
+        return in_window
+
     def _in_order(
         self, ks: KeyState, timeline: Timeline, value: Any, ts: int, size: int, lateness: int
     ) -> None:
         """A record later than every record of the key and than the watermark (the common
         case), for lazy sliding-distinct windows: it creates its left window and possibly the
         previous record's right window, neither late nor due; nothing else changes."""
-        if self.derived is not None:
-            self.derived.add_in_order(timeline, value, ts)
-            return
         stamps = timeline.stamps
         previous = stamps[-1]
         stamps.append(ts)
@@ -268,32 +331,6 @@ class TimelineStrategy(GenericStrategy):
                 ks.seq += 1
                 push(heap, (cleanup, ks.seq, window))
         if timeline.expiry_at is None:
-            self._schedule_expiry(ks, timeline)
-
-    def _schedule_expiry(self, ks: KeyState, timeline: Timeline) -> None:
-        """One timer per key forgets the timeline once the watermark is past every window of
-        its latest record (re-armed while records keep coming)."""
-        size = self.size
-        assert size is not None
-        if timeline.stamps:
-            expiry = timeline.stamps[-1] + size + self.op.allowed_lateness + 3
-            if expiry < MAX_TIMESTAMP:
-                register_timer(ks.evt_timers, ks.evt_heap, ks, expiry, _EXPIRY)
-                timeline.expiry_at = expiry
-
-    def expire_timeline(self, ks: KeyState, time: int) -> None:
-        """The expiry timer at ``time`` fired: forget records whose windows all have cleanup
-        times before it (later timers of the same watermark advance have not fired yet)."""
-        timeline = ks.timeline
-        if timeline is None:
-            return
-        size = self.size
-        assert size is not None
-        timeline.expiry_at = None
-        timeline.expire(time - size - self.op.allowed_lateness - 2, size)
-        if timeline.is_empty():
-            ks.timeline = None
-        else:
             self._schedule_expiry(ks, timeline)
 
     def _fire_lazy_timers(self, key: Any, ks: KeyState, upto: int) -> None:
@@ -394,7 +431,7 @@ class TimelineStrategy(GenericStrategy):
         if i + 1 < len(stamps) and stamps[i + 1] <= ts + 1 + size:
             candidates.append(right_window(ts, size))
         event_trigger = self.fires_at_end
-        derived = self.derived_windows
+        derived = self.derives_windows
         late_fired = set()
         if event_trigger and in_some_window and lateness > 0:
             # Existing windows containing ts whose end the watermark passed: late firings.
@@ -445,25 +482,70 @@ class TimelineStrategy(GenericStrategy):
             result = partials.aggregate_range(timeline, window.start, window.end - 1)
         return _MISSING if result is _SLIDING_EMPTY else result
 
+
+class DerivedTimelineStrategy(LazyTimelineStrategy):
+    """``TIMELINE_DERIVED``: as :class:`LazyTimelineStrategy` without a process function, the
+    windows to fire derived from the timeline as well, with one timer per key
+    (:class:`~windowing.engine.timeline_derived.DerivedSliding`)."""
+
+    derives_windows = True
+
+    def __init__(self, op: Engine, size: int) -> None:
+        super().__init__(op, size)
+        self.derived = DerivedSliding(
+            size,
+            op.allowed_lateness,
+            fires_at_end=self.fires_at_end,
+            partials=op.partials,
+            result=op.direct_result,
+            result_is_contents=op.plan.direct_result and not isinstance(op.spec, Aggregate),
+        )
+        op.scheduler.derived = self.derived
+
+    def event_timer_firing(self) -> Callable[[Any, KeyState, int], None]:
+        return self.fire_event_timers
+
+    def fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
+        self.derived.fire(self.op, key, ks, upto)
+
+    def drain_event_time(self, upto: int) -> bool:
+        self.derived.drain(self.op, upto)
+        return True
+
+    def _in_order(
+        self, ks: KeyState, timeline: Timeline, value: Any, ts: int, size: int, lateness: int
+    ) -> None:
+        self.derived.add_in_order(timeline, value, ts)
+
+    def _keep(self, ks: KeyState, timeline: Timeline) -> None:
+        """The derived windows' one timer per key follows the timeline's latest record."""
+        timeline.schedule(
+            min(timeline.stamps[-1] + self.size + self.op.allowed_lateness + 3, MAX_TIMESTAMP)
+        )
+
     def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> None:
-        """``process_element`` for each element, without the per-call overhead."""
-        if self.derived is not None:
-            self.derived.process(self.op, elements, self.add_element)
-            return
-        count = 0
-        ts: int | None = None
-        key: Any = None
-        try:
-            for value, ts, key in elements:
-                count += 1
-                ks = states.get(key)
-                if ks is None:
-                    ks = states[key] = KeyState()
-                if not self.add_element(key, ks, value, ts):
-                    self.op.not_added(key, ks, value, ts)
-                self.op.schedule(key, ks)
-        except Exception as exc:
-            note_element(exc, key, ts)
-            raise
-        finally:
-            self.op.metrics.num_elements += count
+        self.derived.process(self.op, elements, self.add_element)
+
+
+def _process_one_by_one(
+    strategy: GenericStrategy, elements: Iterable[Element], states: dict[Any, KeyState]
+) -> None:
+    """``process_element`` for each element, without the per-call overhead."""
+    op = strategy.op
+    count = 0
+    ts: int | None = None
+    key: Any = None
+    try:
+        for value, ts, key in elements:
+            count += 1
+            ks = states.get(key)
+            if ks is None:
+                ks = states[key] = KeyState()
+            if not strategy.add_element(key, ks, value, ts):
+                op.not_added(key, ks, value, ts)
+            op.schedule(key, ks)
+    except Exception as exc:
+        note_element(exc, key, ts)
+        raise
+    finally:
+        op.metrics.num_elements += count

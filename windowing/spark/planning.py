@@ -52,13 +52,13 @@ from windowing.job import (
 )
 from windowing.plan import Plan, plan_operator
 from windowing.spark.columnar.core import (
-    ColumnarAggregation,
     ColumnarPlan,
     describe,
     field_aggregation_of,
 )
 from windowing.spark.columnar.hopping import HoppingAggregation
 from windowing.spark.columnar.sessions import SessionAggregation
+from windowing.spark.columnar.tumbling import TumblingAggregation
 from windowing.spark.columns.aggregates import AggregateCall
 from windowing.spark.jobs import (
     batch_key_groups,
@@ -109,7 +109,7 @@ class ColumnarShape(enum.Enum):
 
 
 _SHAPES = {
-    ColumnarAggregation: ColumnarShape.TUMBLING,
+    TumblingAggregation: ColumnarShape.TUMBLING,
     HoppingAggregation: ColumnarShape.HOPPING,
     SessionAggregation: ColumnarShape.SESSIONS,
 }
@@ -415,13 +415,13 @@ def columnar_shape(
         if assigner.stagger is not WindowStagger.ALIGNED:
             return None  # the offset is drawn by the operator's assigner
         size, offset = assigner.size, assigner.offset
-        return ColumnarAggregation(fn.aggregation, fn.field, fn.first, size, offset, lateness)
+        return TumblingAggregation(fn.aggregation, fn.field, fn.first, size, offset, lateness)
     if type(assigner) is HoppingEventTimeWindows:
         size, slide, offset = assigner.size, assigner.slide, assigner.offset
         if slide > size or (streaming and config.slicing is True and slide < size):
             return None
         if slide == size:  # tumbling windows
-            return ColumnarAggregation(fn.aggregation, fn.field, fn.first, size, offset, lateness)
+            return TumblingAggregation(fn.aggregation, fn.field, fn.first, size, offset, lateness)
         return HoppingAggregation(fn.aggregation, fn.field, fn.first, size, slide, offset, lateness)
     if type(assigner) is EventTimeSessionWindows:
         return SessionAggregation(fn.aggregation, fn.field, fn.first, assigner.gap, lateness)

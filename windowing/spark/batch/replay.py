@@ -45,8 +45,7 @@ from windowing.job import WindowConfig
 from windowing.operator import WindowOperator
 from windowing.spark.batch import replay_keys
 from windowing.spark.batch.replay_keys import Chunk, OperatorRun, OutputBlock, as_batch
-from windowing.spark.columnar.core import ColumnarAggregation, ColumnarPlan, columnar_results
-from windowing.spark.columnar.sessions import SessionAggregation
+from windowing.spark.columnar.core import ColumnarPlan, columnar_results
 from windowing.spark.columns.inputs import TS, replay_order
 from windowing.spark.columns.keys import group_codes, key_value, state_key
 from windowing.spark.columns.operator_rows import operator_counters
@@ -324,7 +323,7 @@ class _GroupStream:
             self._operators(batch, starts, first, keys, skeys, block, carry)
             return
         last_start = starts[-2] - a + lead if len(keys) - 1 > first else 0
-        tail = _carried_from(plan, times.to_numpy(), last_start)
+        tail = plan.carried_from(times.to_numpy(), last_start)
         done = part.slice(0, tail)
         if done.num_rows and not self._reduce(done, part_codes[:tail], block):
             self._operators(batch, starts, first, keys, skeys, block, carry)
@@ -447,22 +446,6 @@ def _address_space() -> int | None:
             return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _carried_from(plan: ColumnarPlan, t: np.ndarray[Any, Any], lo: int) -> int:
-    """The first of the rows ``lo:`` of the last key (event times ``t``, sorted) that may
-    share a window with the key's later rows (whose times are ``>= t[-1]``): the rows of its
-    last tumbling window or of its last session; with hopping windows, which overlap, all of
-    them."""
-    if isinstance(plan, ColumnarAggregation):
-        t_last = int(t[-1])
-        window = t_last - (t_last - plan.offset) % plan.size
-        return lo + int(np.searchsorted(t[lo:], window, side="left"))
-    if isinstance(plan, SessionAggregation):
-        # a session ends at its last time + gap, and a row at most that far merges into it
-        cut = np.flatnonzero(np.diff(t[lo:]) > plan.gap)
-        return lo + int(cut[-1]) + 1 if len(cut) else lo
-    return lo
 
 
 # ---------------------------------------------------------------------------- the function

@@ -25,13 +25,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from windowing.engine.encoding import NO_SCOPE, StateScope, StateWriter
-from windowing.engine.exchange import ReducedWindows
 from windowing.engine.keystate import KeyState
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.spec import Reduce
@@ -39,10 +38,9 @@ from windowing.operator import WindowOperator
 from windowing.spark.columns.frames import from_ipc, to_ipc
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
-from windowing.windows import TimeWindow
 
 __all__ = [
-    "ColumnarAggregation",
+    "SUM_LIMIT",
     "ColumnarPlan",
     "ColumnarResults",
     "ColumnarStep",
@@ -67,32 +65,14 @@ __all__ = [
 ]
 
 # int64 accumulation is exact while |sum| < 2**63.
-_SUM_LIMIT = 2**63
-
-
-@dataclass(frozen=True)
-class ColumnarAggregation:
-    """A built-in aggregation of tumbling event-time windows (``size``, ``offset`` in ms)."""
-
-    aggregation: AggregationType
-    field: str
-    first: bool
-    size: int
-    offset: int
-    allowed_lateness: int = 0
-    kind: ClassVar[str] = "tumbling"
-
-    @property
-    def margin(self) -> int:
-        """Times within this distance of the ends of time are left to the operator (it clamps
-        window bounds and cleanup times there)."""
-        return 2 * self.size + abs(self.offset) + self.allowed_lateness
+SUM_LIMIT = 2**63
 
 
 class WindowShape(Protocol):
-    """A columnar plan of other windows than tumbling ones: the same calls as the module's
-    functions for :class:`ColumnarAggregation` (:mod:`windowing.spark.columnar.hopping`,
-    :mod:`windowing.spark.columnar.sessions`)."""
+    """A columnar plan: the calls the module's functions make of it. Tumbling windows
+    (:class:`TumblingAggregation`), hopping windows as panes
+    (:mod:`windowing.spark.columnar.hopping`), sessions
+    (:mod:`windowing.spark.columnar.sessions`)."""
 
     @property
     def aggregation(self) -> AggregationType: ...
@@ -154,9 +134,15 @@ class WindowShape(Protocol):
 
     def describe(self) -> str: ...
 
+    def carried_from(self, t: np.ndarray[Any, Any], lo: int) -> int:
+        """The first of the rows ``lo:`` of a key (event times ``t``, sorted) that may share a
+        window with the key's later rows (times ``>= t[-1]``): a batch replay carries them to
+        the key's next record batch."""
+        ...
 
-#: A columnar plan: tumbling windows, or another window shape.
-ColumnarPlan = ColumnarAggregation | WindowShape
+
+#: A columnar plan: one of the window shapes.
+ColumnarPlan = WindowShape
 
 
 def field_aggregation_of(
@@ -246,7 +232,7 @@ def reduce_groups(
     starts = group[first_rows]
     if kind is AggregationType.SUM:
         widest = max(abs(int(v.min())), abs(int(v.max())))
-        if widest * n >= _SUM_LIMIT:
+        if widest * n >= SUM_LIMIT:
             return None
         sums = np.add.reduceat(v.astype(np.int64, copy=False), first_rows)
         info = np.iinfo(v.dtype)
@@ -272,17 +258,9 @@ def reduce_groups(
     return starts, (first_rows if perm is None else perm[first_rows]), v[chosen]
 
 
-def _window_starts(plan: ColumnarAggregation, t: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    return t - np.mod(t - plan.offset, plan.size)  # type: ignore[no-any-return]
-
-
 def near_ends_of_time(margin: int, lo: int, hi: int) -> bool:
     """Whether times from ``lo`` to ``hi`` come within ``margin`` of the ends of time."""
     return lo <= MIN_TIMESTAMP + margin or hi >= MAX_TIMESTAMP - margin
-
-
-def _near_ends_of_time(plan: ColumnarAggregation, lo: int, hi: int) -> bool:
-    return near_ends_of_time(plan.margin, lo, hi)
 
 
 @dataclass(frozen=True)
@@ -308,18 +286,7 @@ def columnar_results(
     tie-breaker), or ``None`` when the operator must compute them."""
     if len(times) == 0 or not usable(plan.aggregation, values):
         return None
-    if not isinstance(plan, ColumnarAggregation):
-        return plan.results(times, values, codes)
-    t = times.to_numpy()
-    if _near_ends_of_time(plan, int(t.min()), int(t.max())):
-        return None  # window bounds near the ends of time: the operator clamps them
-    found = reduce_groups(
-        plan.aggregation, plan.first, _window_starts(plan, t), values.to_numpy(), codes
-    )
-    if found is None:
-        return None
-    starts, rows, field_values = found
-    return ColumnarResults(starts, rows, field_values, starts + plan.size)
+    return plan.results(times, values, codes)
 
 
 # ---------------------------------------------------------------------------- streaming
@@ -362,17 +329,13 @@ class OpenWindows:
         fired, then its cleanup time."""
         if len(self.starts) == 0:
             return None
-        if not isinstance(plan, ColumnarAggregation):
-            return plan.next_event_time(self)
-        ends = self.starts + (plan.size - 1)
-        due = np.where(ends > self.fired_upto, ends, ends + plan.allowed_lateness)
-        return int(due.min())
+        return plan.next_event_time(self)
 
     def window_count(self, plan: ColumnarPlan, codes: np.ndarray[Any, Any] | None = None) -> int:
         """The windows the operator would hold for this state (for panes: every window with
         a pane that is not cleaned up); ``codes``: each item's key (``None``: one key)."""
-        if not len(self.starts) or isinstance(plan, ColumnarAggregation):
-            return len(self.starts)
+        if not len(self.starts):
+            return 0
         return plan.window_count(self, codes)
 
     def take(self, index: np.ndarray[Any, Any]) -> OpenWindows:
@@ -468,17 +431,7 @@ def rows_needing_the_operator(
     mask): no event time, a null or (for a float ``min`` / ``max``) NaN or ``-0.0`` field,
     an event time near the ends of time, or a row that fires its window on arrival (its window
     has ended but is within the allowed lateness: ``EventTimeTrigger`` fires at once)."""
-    if not isinstance(plan, ColumnarAggregation):
-        return plan.rows_needing_the_operator(watermark, rows, times)
-    mask, t = value_rows_needing_the_operator(plan.aggregation, plan.field, rows, times)
-    if mask.all():
-        return mask
-    margin = plan.margin
-    mask |= (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)
-    if plan.allowed_lateness:
-        ends = _window_starts(plan, np.where(mask, 0, t)) + (plan.size - 1)
-        mask |= (ends <= watermark) & (ends + plan.allowed_lateness > watermark)
-    return mask
+    return plan.rows_needing_the_operator(watermark, rows, times)
 
 
 def value_rows_needing_the_operator(
@@ -518,8 +471,6 @@ def keys_needing_the_operator(
     state (a boolean mask; sessions only: an element that would merge sessions kept in the
     state, or fire a session on arrival). ``state_codes`` / ``row_codes``: the key codes of
     the state's items and of the rows (event times ``times``, without nulls)."""
-    if isinstance(plan, ColumnarAggregation):
-        return np.zeros(len(times), np.bool_)
     return plan.keys_needing_the_operator(state, state_codes, watermark, times, row_codes)
 
 
@@ -541,88 +492,7 @@ def step_open_windows(
     changed then."""
     if state is not None:
         state.require_kind(plan.kind)
-    if not isinstance(plan, ColumnarAggregation):
-        return plan.step(state, watermark, rows, times, codes)
-    size, lateness = plan.size, plan.allowed_lateness
-    state_codes, row_codes = (None, None) if codes is None else codes
-    fired_rows: pa.Table | None = None
-    fired_starts = np.empty(0, np.int64)
-    fired_upto = watermark
-    kept = None if rows is None else rows.schema.empty_table()
-    kept_windows: OpenWindows | None = None
-    kept_codes = None
-    if state is not None and len(state):
-        ends = state.starts + (size - 1)
-        fire = (ends > state.fired_upto) & (ends <= watermark)
-        if fire.any():
-            fired = np.flatnonzero(fire)
-            fired_starts = state.starts[fired]
-            fired_rows = state.rows.take(fired)
-        keep = ends + lateness > watermark
-        kept_windows = state if keep.all() else state.take(np.flatnonzero(keep))
-        if state_codes is not None:
-            kept_codes = state_codes if keep.all() else state_codes[keep]
-        fired_upto = max(state.fired_upto, watermark)
-        kept = kept_windows.rows
-
-    def step(late: np.ndarray[Any, Any]) -> ColumnarStep:
-        left = None
-        if kept_windows is not None and len(kept_windows):
-            left = OpenWindows(kept_windows.starts, kept_windows.rows, fired_upto)
-        return ColumnarStep(fired_starts, fired_rows, late, left, fired_starts + size)
-
-    if rows is None or times is None or len(times) == 0 or kept is None:
-        return step(np.empty(0, np.int64))
-    if _near_ends_of_time(plan, int(times.min()), int(times.max())):
-        return None
-    row_starts = _window_starts(plan, times)
-    row_ends = row_starts + (size - 1)
-    is_late = row_ends + lateness <= watermark
-    if lateness and bool(((~is_late) & (row_ends <= watermark)).any()):
-        return None  # an element fires its window on arrival (EventTimeTrigger)
-    if is_late.any():
-        late = np.flatnonzero(is_late)
-        added = np.flatnonzero(~is_late)
-        if len(added) == 0:
-            return step(late)
-        new_rows = rows.take(added)
-        row_starts = row_starts[added]
-        if row_codes is not None:
-            row_codes = row_codes[added]
-    else:
-        late = np.empty(0, np.int64)
-        new_rows = rows
-    if len(kept) and not kept.schema.equals(new_rows.schema):
-        return None  # state written with another schema (e.g. session time zone)
-    field = plan.field
-    new_values = new_rows.column(field)
-    if not usable(plan.aggregation, new_values):
-        return None
-    kept_values = kept.column(field)
-    if kept_values.null_count:
-        return None  # a window of null values (state converted from the operator)
-    group_codes = row_codes
-    if len(kept_values):
-        assert kept_windows is not None
-        values = np.concatenate((kept_values.to_numpy(), new_values.to_numpy()))
-        group = np.concatenate((kept_windows.starts, row_starts))
-        if row_codes is not None and kept_codes is not None:
-            group_codes = np.concatenate((kept_codes, row_codes))
-        if values.dtype.kind == "f" and not ordered_floats(values):
-            return None  # the kept values held them (state converted from the operator)
-    else:
-        values, group = new_values.to_numpy(), row_starts
-    found = reduce_groups(plan.aggregation, plan.first, group, values, group_codes)
-    if found is None:
-        return None
-    new_starts, carriers, field_values = found
-    records = (pa.concat_tables([kept, new_rows]) if len(kept) else new_rows).take(carriers)
-    if field_values is not None:
-        position = records.schema.get_field_index(field)
-        column = pa.array(field_values, records.schema.field(position).type)
-        records = records.set_column(position, records.schema.field(position), column)
-    state = OpenWindows(new_starts, records, fired_upto)
-    return ColumnarStep(fired_starts, fired_rows, late, state, fired_starts + size)
+    return plan.step(state, watermark, rows, times, codes)
 
 
 # ---------------------------------------------------------------------------- conversions
@@ -633,11 +503,7 @@ def key_state_of(
     are ``records``): each window's reduced record, its trigger timer while it has not fired
     and its cleanup timer (:meth:`~windowing.operator.WindowOperator.import_reduced_windows`)."""
     state.require_kind(plan.kind)
-    if not isinstance(plan, ColumnarAggregation):
-        return plan.key_state_of(op, state, records)
-    size = plan.size
-    windows = tuple(TimeWindow(start, start + size) for start in state.starts.tolist())
-    return op.import_reduced_windows(ReducedWindows(windows, tuple(records), state.fired_upto))
+    return plan.key_state_of(op, state, records)
 
 
 def open_windows_of(
@@ -651,22 +517,7 @@ def open_windows_of(
     timers (:meth:`~windowing.operator.WindowOperator.export_reduced_windows`).
     ``encode(records)`` gives the records as a table of the input columns, or ``None`` when
     one is not an input record or a value does not fit its column."""
-    if not isinstance(plan, ColumnarAggregation):
-        return plan.open_windows_of(op, ks, encode)
-    reduced = op.export_reduced_windows(ks)
-    if reduced is None or not reduced.windows:
-        return None
-    size = plan.size
-    for w in reduced.windows:
-        if w.end - w.start != size or (w.start - plan.offset) % size:
-            return None
-        if _near_ends_of_time(plan, w.start, w.start + size - 1):
-            return None
-    table = encode(list(reduced.records))
-    if table is None:
-        return None
-    starts = np.array([w.start for w in reduced.windows], np.int64)
-    return OpenWindows(starts, table, reduced.fired_upto)
+    return plan.open_windows_of(op, ks, encode)
 
 
 def window_listing(
@@ -676,24 +527,9 @@ def window_listing(
     item whose key columns name its key, its start and end, and its pending event-time
     timers (end of window until it fires, then the cleanup time)."""
     state.require_kind(plan.kind)
-    if not isinstance(plan, ColumnarAggregation):
-        yield from plan.listing(state)
-        return
-    lateness = plan.allowed_lateness
-    for i, start in enumerate(state.starts.tolist()):
-        max_ts = start + plan.size - 1
-        pending = [max_ts] if max_ts > state.fired_upto else []
-        if lateness:
-            pending.append(max_ts + lateness)
-        yield i, start, start + plan.size, pending
+    yield from plan.listing(state)
 
 
 def describe(plan: ColumnarPlan) -> str:
     """A columnar plan, in words."""
-    if not isinstance(plan, ColumnarAggregation):
-        return plan.describe()
-    return (
-        f"built-in {plan.aggregation.value} of {plan.field!r} on tumbling windows of "
-        f"{plan.size} ms computed on whole Arrow columns per key group (keys the columns "
-        "cannot take, e.g. near the ends of time, run through the operator)"
-    )
+    return plan.describe()

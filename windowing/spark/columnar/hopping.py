@@ -43,7 +43,9 @@ from windowing.engine.exchange import ReducedWindows
 from windowing.engine.keystate import KeyState
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.operator import WindowOperator
+from windowing.rules import cleanup_times
 from windowing.spark.columnar.core import (
+    SUM_LIMIT,
     ColumnarResults,
     ColumnarStep,
     OpenWindows,
@@ -68,7 +70,6 @@ from windowing.windows import TimeWindow
 __all__ = ["HoppingAggregation"]
 
 _Array = np.ndarray[Any, Any]
-_SUM_LIMIT = 2**63
 _LOW = MIN_TIMESTAMP // 2  # bounds of window-start ranges, far from any kept time
 _HIGH = MAX_TIMESTAMP // 2
 
@@ -141,7 +142,7 @@ class _PaneWindows:
         return t - (t - self.offset) % self.slide
 
     def _cleanup(self, starts: _Array) -> _Array:
-        return starts + (self.size - 1 + self.allowed_lateness)
+        return cleanup_times(starts + (self.size - 1), self.allowed_lateness)
 
     def _live_from(self, fired_upto: int) -> int:
         """The first window start whose cleanup time is after ``fired_upto``."""
@@ -293,7 +294,7 @@ class HoppingAggregation(_PaneWindows):
         carrier = lo if monotone else range_pick(n, _order_picker(porder), lo, hi)
         if kind is AggregationType.SUM:
             widest = max(abs(int(pvals.min())), abs(int(pvals.max())))
-            if widest * n >= _SUM_LIMIT:
+            if widest * n >= SUM_LIMIT:
                 return None
             prefix = np.concatenate(([0], np.cumsum(pvals, dtype=np.int64)))
             return carrier, prefix[hi] - prefix[lo]
@@ -400,7 +401,7 @@ class HoppingAggregation(_PaneWindows):
             return item, None
         both = has_base & with_panes
         if total:
-            if both.any() and 2 * max(_widest(base_value), _widest(pane_value)) >= _SUM_LIMIT:
+            if both.any() and 2 * max(_widest(base_value), _widest(pane_value)) >= SUM_LIMIT:
                 return None
             value = base_value + pane_value  # zero where a window has no such part
         else:
@@ -593,6 +594,10 @@ class HoppingAggregation(_PaneWindows):
         starts = np.array([w.start for w in reduced.windows], np.int64)
         extra = {"base": np.ones(n, np.int64), "seq": np.full(n, -1, np.int64)}
         return OpenWindows(starts, table, reduced.fired_upto, self.kind, extra)
+
+    def carried_from(self, t: _Array, lo: int) -> int:
+        """All of the rows ``lo:``: hopping windows overlap, any may share one with later rows."""
+        return lo
 
     def next_event_time(self, state: OpenWindows) -> int | None:
         """The earliest operator timer of the windows the state holds: a window's end while

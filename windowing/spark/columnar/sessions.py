@@ -43,6 +43,7 @@ from windowing.engine.exchange import ReducedWindows
 from windowing.engine.keystate import KeyState
 from windowing.functions.aggregations import AggregationType
 from windowing.operator import WindowOperator
+from windowing.rules import cleanup_times, windows_late
 from windowing.spark.columnar.core import (
     ColumnarResults,
     ColumnarStep,
@@ -151,7 +152,7 @@ class SessionAggregation:
         """The sessions of ``state`` (and their key codes) not cleaned up at ``watermark``."""
         if state is None or not len(state):
             return None, None
-        keep = state.extra["ends"] - 1 + self.allowed_lateness > watermark
+        keep = ~windows_late(state.extra["ends"] - 1, self.allowed_lateness, watermark)
         if keep.all():
             return state, codes
         index = np.flatnonzero(keep)
@@ -176,7 +177,7 @@ class SessionAggregation:
         same = c[1:] == c[:-1]
         conflict = np.zeros(n, np.bool_)
         conflict[1:] = same & (t[1:] < t[:-1])  # a key's rows out of time order
-        late = t + (gap - 1 + lateness) <= watermark
+        late = windows_late(t + (gap - 1), lateness, watermark)  # a session of its own
         touched = np.full(n, -1, np.int64)
         k_starts = k_ends = k_codes = np.empty(0, np.int64)
         if kept is not None and len(kept):
@@ -381,9 +382,15 @@ class SessionAggregation:
         ends = np.array([w.end for w in reduced.windows], np.int64)
         return OpenWindows(starts, table, reduced.fired_upto, self.kind, {"ends": ends})
 
+    def carried_from(self, t: _Array, lo: int) -> int:
+        """The rows of the last session: a session ends at its last time + gap, and a row at
+        most that far merges into it."""
+        cut = np.flatnonzero(np.diff(t[lo:]) > self.gap)
+        return lo + int(cut[-1]) + 1 if len(cut) else lo
+
     def next_event_time(self, state: OpenWindows) -> int | None:
         ends = state.extra["ends"] - 1
-        due = np.where(ends > state.fired_upto, ends, ends + self.allowed_lateness)
+        due = np.where(ends > state.fired_upto, ends, cleanup_times(ends, self.allowed_lateness))
         return int(due.min())
 
     def window_count(self, state: OpenWindows, codes: _Array | None) -> int:
