@@ -32,15 +32,12 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-import windowing.rules as rules
 from windowing.assigners.base import MergingWindowAssigner, WindowAssigner
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import DynamicEventTimeSessionWindows, EventTimeSessionWindows
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.engine.aligned import AlignedStrategy
-from windowing.engine.contents import make_adder, make_partials
-from windowing.engine.context import Clock, ProcessContext, WindowContext
 from windowing.engine.encoding import (
     MAGIC,
     decode_snapshot,
@@ -48,7 +45,6 @@ from windowing.engine.encoding import (
     legacy_loads,
     legacy_pickle_allowed,
 )
-from windowing.engine.evaluation import WindowEvaluator
 from windowing.engine.exchange import (
     ReducedWindows,
     WindowSummary,
@@ -61,20 +57,18 @@ from windowing.engine.keystate import (
     InMemoryStateBackend,
     KeyState,
     StateBackend,
-    register_timer,
 )
 from windowing.engine.metrics import OperatorMetrics
 from windowing.engine.notes import END_OF_INPUT_NOTE, note_element
-from windowing.engine.pane_info import PaneTracker, StepClock
+from windowing.engine.pane_info import StepClock
+from windowing.engine.services import Engine, JobFacts
 from windowing.engine.sessions import SessionStrategy
 from windowing.engine.strategies import make_strategy
-from windowing.engine.timers import KeyScheduler
-from windowing.errors import DeadLetter, ErrorPhase, ErrorPolicy
+from windowing.errors import DeadLetter, ErrorPolicy
 from windowing.evictors.base import Evictor
-from windowing.functions.spec import Aggregate, Fold, Reduce, WindowFunctionSpec, as_spec
-from windowing.plan import Plan, plan_operator, process_function
-from windowing.records import LateElement, OutputTag, WindowResult
-from windowing.sliding import TimelineExpiry
+from windowing.functions.spec import Fold, WindowFunctionSpec, as_spec
+from windowing.plan import Plan, plan_operator
+from windowing.records import OutputTag, WindowResult
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.triggers.base import Trigger
 from windowing.triggers.event_time import EventTimeTrigger
@@ -205,14 +199,14 @@ class WindowOperator:
             msg = f"late_output_tag must be an OutputTag, got {late_output_tag!r}"
             raise ValueError(msg)
         spec = as_spec(function, window_function)
-        self.is_merging = isinstance(assigner, MergingWindowAssigner)
-        if self.is_merging and not trigger.can_merge():
+        is_merging = isinstance(assigner, MergingWindowAssigner)
+        if is_merging and not trigger.can_merge():
             msg = (
                 f"trigger {trigger!r} cannot merge, but assigner {assigner!r} merges windows; "
                 "a merging window assigner needs a trigger whose can_merge() is True"
             )
             raise ValueError(msg)
-        if self.is_merging and isinstance(spec, Fold):
+        if is_merging and isinstance(spec, Fold):
             msg = f"fold cannot be used with the merging window assigner {assigner!r}"
             raise ValueError(msg)
 
@@ -230,140 +224,109 @@ class WindowOperator:
             guarded=guarded,
             pane_info=pane_info,
         )
-        #: The errors routed to the dead-letter output (``on_error="dead_letter"``), else None.
-        self.dead_letters: list[DeadLetter] | None = [] if guarded else None
         #: Whether windows share partials (panes, or a record timeline).
         self.slicing = self.plan.time_order
-        self.assigner = assigner
-        self.trigger = trigger
-        self.evictor = evictor
-        self.spec: WindowFunctionSpec = spec
-        self.allowed_lateness = lateness
-        self.late_output_tag = late_output_tag
-        self.is_event_time = assigner.is_event_time()
-        self.backend: StateBackend = backend if backend is not None else InMemoryStateBackend()
+        job = JobFacts(
+            assigner,
+            trigger,
+            evictor,
+            spec,
+            lateness,
+            late_output_tag,
+            assigner.is_event_time(),
+            is_merging,
+            self.plan,
+        )
+        #: The services object the strategy runs on: the job, the clocks, the outputs.
+        self.engine = Engine(
+            job,
+            backend if backend is not None else InMemoryStateBackend(),
+            guarded=guarded,
+            pane_info=pane_info,
+        )
+        self.job, self.clocks, self.outputs = job, self.engine.clocks, self.engine.outputs
+        self.backend: StateBackend = self.engine.backend
         # Direct dict access for the in-memory backend (hot path).
-        self.states: dict[Any, KeyState] | None = (
-            self.backend.states if isinstance(self.backend, InMemoryStateBackend) else None
-        )
-
-        self.watermark = MIN_TIMESTAMP
-        self.processing_time = 0
-        # The clocks before the step that fires timers (pane info: windowing.engine.pane_info);
-        # a runtime that sets the clocks itself sets these too.
-        self.watermark_before = MIN_TIMESTAMP
-        self.processing_time_before = 0
-        self.step_clock = StepClock.NONE
-        #: The timer whose firing is being evaluated (pane info): its time, and whether it
-        #: is an event-time timer.
-        self.timer_time: int | None = None
-        self.timer_event_time = True
-        self.output: list[WindowResult] = []
-        self.side_outputs: dict[OutputTag, list[Any]] = {}
-        self.metrics = OperatorMetrics()
-
-        # Services every strategy shares (windowing.engine.strategy.Engine).
-        self.clock = Clock(self)
-        self.ctx = WindowContext(self)
-        self.pctx = ProcessContext(self.ctx)
-        self.pwf = process_function(spec)
-        self.scheduler = KeyScheduler()
-        self.add_contents, self.merge_values = make_adder(spec, evictor)
-        self.partials = make_partials(spec, evictor)
-        self.inline_reducer: Callable[[Any, Any], Any] | None = (
-            spec.reducer() if isinstance(spec, Reduce) and evictor is None else None
-        )
-        # Incremental results emitted as they are (no window function, no evictor).
-        self.direct_result: Callable[[Any], Any] | None = None
-        if self.plan.direct_result:
-            self.direct_result = (
-                spec.function.get_result if isinstance(spec, Aggregate) else _identity
-            )
-        #: Counts firings per window (``pane_info=True``), else ``None``.
-        self.panes: PaneTracker | None = (
-            PaneTracker(self, event_time=self.is_event_time, allowed_lateness=lateness)
-            if pane_info
-            else None
-        )
-        self.evaluator = WindowEvaluator(self)
-        self.emit: Callable[[Any, KeyState, Any, Any], bool] = self.evaluator.emit
-        self.emit_contents: Callable[[Any, KeyState, Any, Any, Any], bool] = (
-            self.evaluator.emit_contents
-        )
-        if guarded:
-            self.emit = self.evaluator.emit_guarded
-            self.emit_contents = self.evaluator.emit_contents_guarded
-        self.strategy = make_strategy(self, assigner, trigger, evictor)
+        self.states: dict[Any, KeyState] | None = self.engine.states
+        self.scheduler = self.engine.scheduler
+        self.strategy = make_strategy(self.engine, assigner, trigger, evictor)
         self._add_element = self.strategy.add_element
 
-    # -- dead letters (on_error="dead_letter") ----------------------------------------------
-    def dead_letter(self, exc: Exception, key: Any, window: Any) -> bool:
-        """Route ``exc``, raised while firing ``window`` of ``key``, to :attr:`dead_letters`;
-        ``False`` (the caller raises) when the policy is to fail."""
-        if self.dead_letters is None:
-            return False
-        self.dead_letters.append(DeadLetter.of(exc, key, ErrorPhase.WINDOW, window=window))
-        return True
+    # -- what runtimes and tests read (the engine owns it) -------------------------------
+    @property
+    def watermark(self) -> int:
+        return self.clocks.watermark
 
-    def register_store_expiry(self, ks: KeyState, time: int) -> None:
-        """The key's one timer that forgets its Kafka window store
-        (:mod:`windowing.engine.kafka`)."""
-        register_timer(ks.evt_timers, ks.evt_heap, ks, time, _EXPIRY)
+    @property
+    def processing_time(self) -> int:
+        return self.clocks.processing_time
 
-    def cleanup_time(self, window: Any) -> int:
-        """When ``window`` is removed (:func:`windowing.rules.cleanup_time`)."""
-        return rules.cleanup_time(
-            window.max_timestamp(), self.allowed_lateness, event_time=self.is_event_time
-        )
+    @property
+    def output(self) -> list[WindowResult]:
+        """The results emitted and not taken yet (:meth:`take_output`)."""
+        return self.outputs.output
 
-    def is_window_late(self, window: Any) -> bool:
-        """Whether ``window`` is already past its cleanup time (event time only;
-        :func:`windowing.rules.is_window_late`)."""
-        return self.is_event_time and rules.is_window_late(
-            window.max_timestamp(), self.allowed_lateness, self.watermark
-        )
+    @property
+    def side_outputs(self) -> dict[OutputTag, list[Any]]:
+        return self.outputs.side_outputs
 
-    def is_element_late(self, timestamp: int | None) -> bool:
-        """Whether an element is late (event time only; :func:`windowing.rules.is_element_late`:
-        near ``MAX_TIMESTAMP`` the sum wraps negative, so an element whose windows are all
-        late goes to the late output)."""
-        return self.is_event_time and rules.is_element_late(
-            timestamp, self.allowed_lateness, self.watermark
-        )
+    @property
+    def metrics(self) -> OperatorMetrics:
+        return self.outputs.metrics
 
-    def register_cleanup_timer(self, ks: KeyState, window: Any) -> None:
-        t = self.cleanup_time(window)
-        if not rules.has_cleanup_timer(t):
-            return
-        if self.is_event_time:
-            register_timer(ks.evt_timers, ks.evt_heap, ks, t, window)
-        else:
-            register_timer(ks.proc_timers, ks.proc_heap, ks, t, window)
+    @property
+    def dead_letters(self) -> list[DeadLetter] | None:
+        """The errors routed to the dead-letter output (``on_error="dead_letter"``), else
+        ``None``."""
+        return self.outputs.dead_letters
 
-    def delete_cleanup_timer(self, ks: KeyState, window: Any) -> None:
-        t = self.cleanup_time(window)
-        if not rules.has_cleanup_timer(t):
-            return
-        if self.is_event_time:
-            ks.evt_timers.discard((t, window))
-        else:
-            ks.proc_timers.discard((t, window))
+    @property
+    def assigner(self) -> WindowAssigner[Any, Any]:
+        return self.job.assigner
+
+    @property
+    def trigger(self) -> Trigger[Any, Any]:
+        return self.job.trigger
+
+    @property
+    def evictor(self) -> Evictor[Any, Any] | None:
+        return self.job.evictor
+
+    @property
+    def spec(self) -> WindowFunctionSpec:
+        return self.job.spec
+
+    @property
+    def allowed_lateness(self) -> int:
+        return self.job.allowed_lateness
+
+    @property
+    def late_output_tag(self) -> OutputTag | None:
+        return self.job.late_output_tag
+
+    @property
+    def is_event_time(self) -> bool:
+        return self.job.is_event_time
+
+    @property
+    def is_merging(self) -> bool:
+        return self.job.is_merging
 
     def new_key_state(self) -> KeyState:
         """An empty :class:`KeyState` for this operator."""
-        return KeyState(self.is_merging)
+        return self.engine.new_key_state()
 
     def on_element(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> bool:
         """Process one element of ``key`` whose state is ``ks`` (Flink ``processElement``);
         returns whether it was added to any window."""
-        self.metrics.num_elements += 1
+        self.outputs.metrics.num_elements += 1
         try:
             added = self._add_element(key, ks, value, timestamp)
         except Exception as exc:
             note_element(exc, key, timestamp)
             raise
         if not added:
-            self.not_added(key, ks, value, timestamp)
+            self.engine.not_added(key, ks, value, timestamp)
         return added
 
     def fire_timers(self, key: Any, ks: KeyState) -> None:
@@ -371,12 +334,12 @@ class WindowOperator:
         pane info, the clocks advanced from :attr:`watermark_before` /
         :attr:`processing_time_before`, which a runtime setting the clocks itself sets)."""
         try:
-            self.step_clock = StepClock.EVENT
-            self.strategy.fire_event_timers(key, ks, self.watermark)
-            self.step_clock = StepClock.PROCESSING
-            self.strategy.fire_processing_timers(key, ks, self.processing_time)
+            self.clocks.step_clock = StepClock.EVENT
+            self.strategy.fire_event_timers(key, ks, self.clocks.watermark)
+            self.clocks.step_clock = StepClock.PROCESSING
+            self.strategy.fire_processing_timers(key, ks, self.clocks.processing_time)
         finally:
-            self.step_clock = StepClock.NONE
+            self.clocks.step_clock = StepClock.NONE
 
     # -- runtimes that drive keys one at a time ------------------------------------------
     def set_clocks(
@@ -387,33 +350,33 @@ class WindowOperator:
         key's ``processing_time`` column or idle clock); fires nothing (:meth:`fire_timers`
         does)."""
         if watermark is not None:
-            self.watermark = watermark
+            self.clocks.watermark = watermark
         if processing_time is not None:
-            self.processing_time = processing_time
+            self.clocks.processing_time = processing_time
 
     def clear_outputs(self, *, metrics: OperatorMetrics | None = None) -> None:
         """Drop the outputs not taken yet (results, side outputs, dead letters); with
         ``metrics``, the counters start again from it (a fresh ``OperatorMetrics()``, or a
         copy of earlier counters)."""
-        self.output.clear()
-        self.side_outputs.clear()
-        if self.dead_letters is not None:
-            self.dead_letters.clear()
+        self.outputs.output.clear()
+        self.outputs.side_outputs.clear()
+        if self.outputs.dead_letters is not None:
+            self.outputs.dead_letters.clear()
         if metrics is not None:
-            self.metrics = metrics
+            self.outputs.metrics = metrics
 
     def export_reduced_windows(self, ks: KeyState) -> ReducedWindows | None:
         """The windows of the key state ``ks`` when it holds nothing but one reduced value per
         window with the default trigger's timers and their cleanup timers, else ``None``
         (:func:`~windowing.engine.exchange.export_reduced`): for a runtime that computes such
         windows on whole columns."""
-        return export_reduced(ks, lateness=self.allowed_lateness, merging=self.is_merging)
+        return export_reduced(ks, lateness=self.job.allowed_lateness, merging=self.job.is_merging)
 
     def import_reduced_windows(self, reduced: ReducedWindows) -> KeyState:
         """A new key state holding the windows of ``reduced``, with the default trigger's
         timers and their cleanup timers (:func:`~windowing.engine.exchange.import_reduced`)."""
         ks = self.new_key_state()
-        import_reduced(ks, reduced, lateness=self.allowed_lateness)
+        import_reduced(ks, reduced, lateness=self.job.allowed_lateness)
         return ks
 
     def window_summaries(self, ks: KeyState) -> list[WindowSummary]:
@@ -424,25 +387,25 @@ class WindowOperator:
     def output_mark(self) -> OutputMark:
         """Where the outputs and counters stand now (:meth:`rewind_outputs` goes back to it)."""
         return OutputMark(
-            len(self.output),
-            {tag: len(values) for tag, values in self.side_outputs.items()},
-            0 if self.dead_letters is None else len(self.dead_letters),
-            dataclasses.replace(self.metrics),
+            len(self.outputs.output),
+            {tag: len(values) for tag, values in self.outputs.side_outputs.items()},
+            0 if self.outputs.dead_letters is None else len(self.outputs.dead_letters),
+            dataclasses.replace(self.outputs.metrics),
         )
 
     def rewind_outputs(self, mark: OutputMark) -> None:
         """Drop the outputs emitted since ``mark`` and put the counters back (an element
         whose processing raised, left out as if it had never arrived)."""
-        del self.output[mark.results :]
-        for tag, values in list(self.side_outputs.items()):
+        del self.outputs.output[mark.results :]
+        for tag, values in list(self.outputs.side_outputs.items()):
             del values[mark.side_outputs.get(tag, 0) :]
-        if self.dead_letters is not None:
-            del self.dead_letters[mark.dead_letters :]
-        self.metrics = mark.metrics
+        if self.outputs.dead_letters is not None:
+            del self.outputs.dead_letters[mark.dead_letters :]
+        self.outputs.metrics = mark.metrics
 
     def take_output(self) -> list[WindowResult]:
         """The results emitted since the last call (they leave the operator)."""
-        out, self.output = self.output, []
+        out, self.outputs.output = self.outputs.output, []
         return out
 
     def key_state(self, key: Any) -> KeyState:
@@ -452,36 +415,25 @@ class WindowOperator:
             self.backend.put(key, ks)
         return ks
 
-    def schedule(self, key: Any, ks: KeyState) -> bool:
-        """Schedule ``key`` at its earliest timers in the in-memory driver; returns whether it
-        has any (:class:`~windowing.engine.timers.KeyScheduler`)."""
-        return self.scheduler.schedule(key, ks)
-
-    def release(self, key: Any, ks: KeyState) -> None:
-        """Drop the key's state once it keeps nothing."""
-        if ks.is_empty():
-            self.backend.remove(key)
-
     def process_element(self, value: Any, timestamp: int | None, key: Any = None) -> None:
         """Process one element (``key=None`` for a non-keyed stream)."""
         states = self.states
         if states is not None:
             ks = states.get(key)
             if ks is None:
-                ks = states[key] = KeyState(self.is_merging)
+                ks = states[key] = KeyState(self.job.is_merging)
         else:
             ks = self.key_state(key)
         self.on_element(key, ks, value, timestamp)
         if not (ks.contents or ks.evt_timers or ks.proc_timers):
-            self.release(key, ks)  # e.g. purged by the trigger, with nothing pending
+            self.engine.release(key, ks)  # e.g. purged by the trigger, with nothing pending
         self.scheduler.schedule(key, ks)
 
     def process_elements(self, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
         """Process ``(value, timestamp, key)`` triples in order, all at the current watermark
         and processing time; same result as calling :meth:`process_element` for each."""
         states = self.states
-        if states is not None:
-            self.strategy.process(elements, states)
+        if states is not None and self.strategy.process(elements, states):
             return
         process = self.process_element
         for value, timestamp, key in elements:
@@ -531,29 +483,15 @@ class WindowOperator:
             exc.add_note(END_OF_INPUT_NOTE)
             raise
 
-    def not_added(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> None:
-        """Account for an element added to no window: late side output, or a metric."""
-        if self.is_element_late(timestamp):
-            if self.late_output_tag is not None:
-                self.metrics.num_late_records_side_output += 1
-                self.side_outputs.setdefault(self.late_output_tag, []).append(
-                    LateElement(key, value, timestamp, self.watermark)
-                )
-            else:
-                self.metrics.num_late_records_dropped += 1
-        else:
-            self.metrics.num_records_in_no_window += 1
-        self.release(key, ks)
-
     def process_watermark(self, watermark: int) -> None:
         """Advance the watermark and fire every event-time timer ``<= watermark``.
 
         Each key fires its due timers in time order; keys are visited in the order of their
         earliest due timer. A watermark lower than the current one is ignored."""
-        if watermark < self.watermark:
+        if watermark < self.clocks.watermark:
             return
-        self.watermark_before, self.watermark = self.watermark, watermark
-        self.step_clock = StepClock.EVENT
+        self.clocks.watermark_before, self.clocks.watermark = self.clocks.watermark, watermark
+        self.clocks.step_clock = StepClock.EVENT
         try:
             self.scheduler.compact()
             if self.strategy.drain_event_time(watermark):
@@ -567,15 +505,18 @@ class WindowOperator:
                 remove=self.backend.remove,
             )
         finally:
-            self.step_clock = StepClock.NONE
-            self.watermark_before = watermark
+            self.clocks.step_clock = StepClock.NONE
+            self.clocks.watermark_before = watermark
 
     def advance_processing_time(self, time: int) -> None:
         """Set the processing-time clock and fire every processing-time timer ``<= time``."""
-        if time < self.processing_time:
+        if time < self.clocks.processing_time:
             return
-        self.processing_time_before, self.processing_time = self.processing_time, time
-        self.step_clock = StepClock.PROCESSING
+        self.clocks.processing_time_before, self.clocks.processing_time = (
+            self.clocks.processing_time,
+            time,
+        )
+        self.clocks.step_clock = StepClock.PROCESSING
         try:
             states = self.states
             self.scheduler.drain(
@@ -586,8 +527,8 @@ class WindowOperator:
                 remove=self.backend.remove,
             )
         finally:
-            self.step_clock = StepClock.NONE
-            self.processing_time_before = time
+            self.clocks.step_clock = StepClock.NONE
+            self.clocks.processing_time_before = time
 
     def keys(self) -> list[Any]:
         """Keys with live state."""
@@ -638,7 +579,10 @@ class WindowOperator:
         key, the opt-in ``WINDOWING_TRUST_UNSIGNED_STATE=1``, or ``trusted`` (a snapshot this
         process reads back itself)."""
         return encode_snapshot(
-            self.watermark, self.processing_time, self.backend.items(), trusted=trusted
+            self.clocks.watermark,
+            self.clocks.processing_time,
+            self.backend.items(),
+            trusted=trusted,
         )
 
     def restore(self, data: bytes, *, trusted: bool = False) -> None:
@@ -653,17 +597,14 @@ class WindowOperator:
         for key, _ in list(self.backend.items()):
             self.backend.remove(key)
         self.scheduler.clear()
-        self.watermark = self.watermark_before = watermark
-        self.processing_time = self.processing_time_before = processing_time
+        self.clocks.watermark = self.clocks.watermark_before = watermark
+        self.clocks.processing_time = self.clocks.processing_time_before = processing_time
         for key, ks in states:
-            if ks.merging is None and self.is_merging:
+            if ks.merging is None and self.job.is_merging:
                 msg = "restore: the snapshot was taken with a non-merging assigner"
                 raise ValueError(msg)
             self.backend.put(key, ks)
             self.scheduler.schedule(key, ks)
-
-
-_EXPIRY = TimelineExpiry()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -720,20 +661,17 @@ def fire_ended_windows(op: WindowOperator, key: Any, upto: int) -> bool:
     if ks is None:
         return True
     # the step of the end of input (pane info: the watermark advances from MIN_TIMESTAMP)
-    op.watermark_before, op.watermark = MIN_TIMESTAMP, MAX_TIMESTAMP
-    op.step_clock = StepClock.EVENT
+    clocks = op.clocks
+    clocks.watermark_before, clocks.watermark = MIN_TIMESTAMP, MAX_TIMESTAMP
+    clocks.step_clock = StepClock.EVENT
     try:
         op.strategy.fire_event_timers(key, ks, upto)
     finally:
-        op.watermark = op.watermark_before = MIN_TIMESTAMP
-        op.step_clock = StepClock.NONE
+        clocks.watermark = clocks.watermark_before = MIN_TIMESTAMP
+        clocks.step_clock = StepClock.NONE
     if ks.is_empty():
         op.backend.remove(key)
     return True
-
-
-def _identity(value: Any) -> Any:
-    return value
 
 
 def _window_sort_key(window: Any) -> tuple[int, int, str]:

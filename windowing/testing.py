@@ -301,7 +301,7 @@ class TriggerHarness:
         self.side_outputs: dict[Any, list[Any]] = {}
         self.key: Any = "key"
         self._ks = KeyState()
-        self._ctx = WindowContext(self)
+        self._ctx = WindowContext(self, self.side_outputs, is_merging=is_merging)
 
     def _at(self, window: Any) -> WindowContext:
         ctx = self._ctx

@@ -200,7 +200,7 @@ def test_streaming_calls_equal_the_operator(
     ) -> tuple[list[tuple[int, Any]], list[int], KeyState]:
         """One call as the streaming runtime runs the operator: the watermark's timers,
         then the rows; the results, the late records' positions, the key's state."""
-        op.watermark = watermark
+        op.set_clocks(watermark=watermark)
         op.output.clear()
         op.side_outputs.clear()
         op.fire_timers("k", ks)

@@ -292,7 +292,7 @@ def test_streaming_calls_equal_the_operator(
     def operator_call(
         op: WindowOperator, ks: KeyState, records: list[tuple[Rec, int]]
     ) -> tuple[list[tuple[int, int, Any]], list[int], KeyState]:
-        op.watermark = watermark
+        op.set_clocks(watermark=watermark)
         op.output.clear()
         op.side_outputs.clear()
         op.fire_timers("k", ks)

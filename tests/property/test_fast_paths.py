@@ -249,11 +249,13 @@ def run_per_key(assigner: str, function: str, lateness: int, steps: list[Any]) -
             pending.setdefault(step[1], []).append((i, step[2], step[1]))
         else:
             flush()
-            op.watermark = max(op.watermark, -50 + sum(s[1] for s in steps[: i + 1] if s[0] == "w"))
+            op.set_clocks(
+                watermark=max(op.watermark, -50 + sum(s[1] for s in steps[: i + 1] if s[0] == "w"))
+            )
     flush()
     mid = sorted(op.output)
     op.output.clear()
-    op.watermark = MAX_TIMESTAMP
+    op.set_clocks(watermark=MAX_TIMESTAMP)
     flush()
     assert (
         not op.scheduler.evt_due and not op.scheduler.evt_sched

@@ -332,7 +332,7 @@ def test_lazy_windows_match_materialised_windows(
                 wm += x
                 if per_key:  # a runtime that loads and fires one key at a time
                     op = h.operator
-                    op.watermark = max(op.watermark, wm)
+                    op.set_clocks(watermark=max(op.watermark, wm))
                     for key, ks in list(op.backend.items()):
                         op.fire_timers(key, ks)
                 else:

@@ -166,7 +166,7 @@ def test_bulk_per_element_and_single_key_firing_agree() -> None:
                     h.process_element(value, ts, key)
             wm = start // 2
             if mode == "per_key":  # a runtime that loads and fires one key at a time
-                op.watermark = wm
+                op.set_clocks(watermark=wm)
                 for key in "ab":
                     ks = op.backend.get(key)
                     if ks is not None:

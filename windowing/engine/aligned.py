@@ -29,25 +29,25 @@ def _identity_none() -> Any:
 class AlignedStrategy(GenericStrategy):
     """Aligned windows of ``(size, slide, offset)``."""
 
-    def __init__(self, op: Engine, shape: tuple[int, int, int]) -> None:
-        super().__init__(op)
+    def __init__(self, engine: Engine, shape: tuple[int, int, int]) -> None:
+        super().__init__(engine)
         self.shape = shape
 
-    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> None:
+    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> bool:
         """The element loop for tumbling/hopping event-time windows with the built-in
         ``EventTimeTrigger`` and no evictor: the assigner, trigger and cleanup-timer logic of
         :meth:`on_element` inlined (identical behaviour, checked by differential tests)."""
         size, slide, offset = self.shape
-        add = self.op.add_contents
-        reducer = self.op.inline_reducer
-        spec = self.op.spec
+        add = self.engine.add_contents
+        reducer = self.engine.inline_reducer
+        spec = self.engine.job.spec
         agg_add: Callable[[Any, Any], Any] | None = None
         agg_create: Callable[[], Any] = _identity_none
         if isinstance(spec, Aggregate):
             agg_add, agg_create = spec.function.add, spec.function.create_accumulator
-        lateness = self.op.allowed_lateness
-        wm = self.op.watermark
-        scheduler = self.op.scheduler
+        lateness = self.engine.job.allowed_lateness
+        wm = self.engine.clocks.watermark
+        scheduler = self.engine.scheduler
         evt_sched = scheduler.evt_sched
         evt_due = scheduler.evt_due
         push = heapq.heappush
@@ -65,7 +65,9 @@ class AlignedStrategy(GenericStrategy):
                 if ks is None:
                     ks = states[key] = KeyState()
                 if ts is None:
-                    self.op.assigner.assign_windows(value, ts, self.op.clock)  # raises its error
+                    self.engine.job.assigner.assign_windows(
+                        value, ts, self.engine.clock
+                    )  # raises its error
                     continue
                 contents = ks.contents
                 timers = ks.evt_timers
@@ -128,7 +130,7 @@ class AlignedStrategy(GenericStrategy):
                             add(contents, window, value, ts)
                         if max_ts <= wm:
                             on_time = None
-                            if not self.op.emit(key, ks, window, window):  # late firing
+                            if not self.engine.emit(key, ks, window, window):  # late firing
                                 start -= slide
                                 continue  # empty window: no cleanup timer either (Flink)
                         else:
@@ -158,7 +160,7 @@ class AlignedStrategy(GenericStrategy):
                     (last_start, first, smallest_max_ts, tuple(on_time)) if on_time else None
                 )
                 if not added:
-                    self.op.not_added(key, ks, value, ts)
+                    self.engine.not_added(key, ks, value, ts)
                 if heap:
                     t = heap[0][0]
                     cur = evt_sched.get(key)
@@ -170,18 +172,19 @@ class AlignedStrategy(GenericStrategy):
             note_element(exc, key, ts)
             raise
         finally:
-            self.op.metrics.num_elements += count
+            self.engine.outputs.metrics.num_elements += count
+        return True
 
     def process_to_end(self, key: Any, elements: Sequence[Element]) -> bool:
         size, slide, offset = self.shape
-        op = self.op
+        engine = self.engine
         if (
             size == slide
-            and op.plan.one_pass_at_end
-            and op.watermark == MIN_TIMESTAMP
-            and op.states is not None
-            and not op.states
-            and ends_before_end_of_time(elements, size + op.allowed_lateness, ordered=False)
+            and engine.job.plan.one_pass_at_end
+            and engine.clocks.watermark == MIN_TIMESTAMP
+            and engine.states is not None
+            and not engine.states
+            and ends_before_end_of_time(elements, size + engine.job.allowed_lateness, ordered=False)
         ):
             self._tumbling_to_end(key, elements, size, offset)
             return True
@@ -191,7 +194,7 @@ class AlignedStrategy(GenericStrategy):
         self, key: Any, elements: Sequence[tuple[Any, int | None, Any]], size: int, offset: int
     ) -> None:
         """The one-pass form of :meth:`process_to_end` for tumbling windows."""
-        add = self.op.add_contents
+        add = self.engine.add_contents
         contents: dict[int, Any] = {}  # window start -> contents
         count = 0
         ts: int | None = None
@@ -208,9 +211,9 @@ class AlignedStrategy(GenericStrategy):
             note_element(exc, key, ts, [TimeWindow(start, start + size)] if adding else None)
             raise
         finally:
-            self.op.metrics.num_elements += count
+            self.engine.outputs.metrics.num_elements += count
         # Fire in order of max_timestamp (no end is clamped: _ends_before_end_of_time).
         new_tuple = tuple.__new__
-        self.op.evaluator.fire_in_order(
+        self.engine.evaluator.fire_in_order(
             key, [(new_tuple(TimeWindow, (s, s + size)), contents[s]) for s in sorted(contents)]
         )

@@ -10,28 +10,26 @@ from windowing.engine.keystate import KeyState, register_timer
 from windowing.records import OutputTag, WindowResult
 from windowing.state import StateTable
 
-__all__ = ["Clock", "Clocks", "ProcessContext", "WindowContext", "check_outputs"]
+__all__ = ["Clock", "ClockReader", "ProcessContext", "WindowContext", "check_outputs"]
 
 
-class Clocks(Protocol):
-    """What contexts read from their owner (the operator, or a trigger harness)."""
+class ClockReader(Protocol):
+    """The clocks contexts read (the operator's, or a trigger harness's)."""
 
     watermark: int
     processing_time: int
-    is_merging: bool
-    side_outputs: dict[OutputTag, list[Any]]
 
 
 class Clock:
     """Assigner context: exposes the operator's processing-time clock."""
 
-    __slots__ = ("op",)
+    __slots__ = ("clocks",)
 
-    def __init__(self, op: Clocks) -> None:
-        self.op = op
+    def __init__(self, clocks: ClockReader) -> None:
+        self.clocks = clocks
 
     def get_current_processing_time(self) -> int:
-        return self.op.processing_time
+        return self.clocks.processing_time
 
 
 class _StateStore:
@@ -58,13 +56,22 @@ class _MergingWindowStateStore:
 class WindowContext:
     """The context handed to triggers, evictors and process functions for one key and window.
 
-    One instance is reused (its fields are set before each callback), as in Flink.
+    One instance is reused (its fields are set before each callback), as in Flink. It reads
+    the clocks of ``clocks`` and appends side outputs to ``side_outputs``.
     """
 
-    __slots__ = ("key", "ks", "merged_windows", "op", "window")
+    __slots__ = ("clocks", "is_merging", "key", "ks", "merged_windows", "side_outputs", "window")
 
-    def __init__(self, op: Clocks) -> None:
-        self.op = op
+    def __init__(
+        self,
+        clocks: ClockReader,
+        side_outputs: dict[OutputTag, list[Any]],
+        *,
+        is_merging: bool = False,
+    ) -> None:
+        self.clocks = clocks
+        self.side_outputs = side_outputs
+        self.is_merging = is_merging
         self.key: Any = None
         self.ks: KeyState = KeyState()
         self.window: Any = None
@@ -72,10 +79,10 @@ class WindowContext:
 
     # -- trigger / evictor context -------------------------------------------------------
     def get_current_watermark(self) -> int:
-        return self.op.watermark
+        return self.clocks.watermark
 
     def get_current_processing_time(self) -> int:
-        return self.op.processing_time
+        return self.clocks.processing_time
 
     def register_event_time_timer(self, time: int) -> None:
         register_timer(self.ks.evt_timers, self.ks.evt_heap, self.ks, time, self.window)
@@ -98,13 +105,13 @@ class WindowContext:
 
     # -- process window function context -------------------------------------------------
     def current_watermark(self) -> int:
-        return self.op.watermark
+        return self.clocks.watermark
 
     def current_processing_time(self) -> int:
-        return self.op.processing_time
+        return self.clocks.processing_time
 
     def window_state(self) -> Any:
-        if self.op.is_merging:
+        if self.is_merging:
             return _MergingWindowStateStore()
         return _StateStore(self.ks.window_state, self.window)
 
@@ -116,7 +123,7 @@ class WindowContext:
             msg = f"output: tag must be an OutputTag, got {tag!r}"
             raise ValueError(msg)
         w = self.window
-        self.op.side_outputs.setdefault(tag, []).append(
+        self.side_outputs.setdefault(tag, []).append(
             WindowResult(self.key, w, value, w.max_timestamp())
         )
 
@@ -132,10 +139,10 @@ class ProcessContext:
         return self.ctx.window
 
     def current_watermark(self) -> int:
-        return self.ctx.op.watermark
+        return self.ctx.clocks.watermark
 
     def current_processing_time(self) -> int:
-        return self.ctx.op.processing_time
+        return self.ctx.clocks.processing_time
 
     def window_state(self) -> Any:
         return self.ctx.window_state()

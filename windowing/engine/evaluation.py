@@ -6,39 +6,22 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from windowing.engine.context import ProcessContext, WindowContext, check_outputs
+from windowing.engine.context import check_outputs
 from windowing.engine.keystate import KeyState
-from windowing.engine.metrics import OperatorMetrics
 from windowing.engine.notes import END_OF_INPUT_NOTE
-from windowing.engine.pane_info import PaneTracker
-from windowing.evictors.base import Evictor
 from windowing.functions.base import ProcessWindowFunction
-from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
-from windowing.records import OutputTag, WindowResult
+from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce
+from windowing.records import WindowResult
 from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimestampedValue, TimeWindow
 
-
-class Evaluating(Protocol):
-    """What evaluating a window reads from its operator."""
-
-    spec: WindowFunctionSpec
-    evictor: Evictor[Any, Any] | None
-    direct_result: Callable[[Any], Any] | None
-    metrics: OperatorMetrics
-    output: list[WindowResult]
-    ctx: WindowContext
-    pctx: ProcessContext
-    panes: PaneTracker | None
-    watermark: int
-    side_outputs: dict[OutputTag, list[Any]]
-
-    def dead_letter(self, exc: Exception, key: Any, window: Any) -> bool: ...
+if TYPE_CHECKING:
+    from windowing.engine.services import Engine
 
 
-__all__ = ["MISSING", "Evaluating", "WindowEvaluator", "check_evicted"]
+__all__ = ["MISSING", "WindowEvaluator", "check_evicted"]
 
 #: No contents (distinct from any value, ``None`` included).
 MISSING: Any = object()
@@ -52,10 +35,10 @@ class WindowEvaluator:
     record timeline keep none of their own).
     """
 
-    __slots__ = ("op", "window_contents")
+    __slots__ = ("engine", "window_contents")
 
-    def __init__(self, op: Evaluating) -> None:
-        self.op = op
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
         self.window_contents: Callable[[KeyState, Any], Any] | None = None
 
     def emit(self, key: Any, ks: KeyState, window: Any, state_window: Any) -> bool:
@@ -84,24 +67,30 @@ class WindowEvaluator:
         """``emit(key, ...)``; on an error, the firing's outputs are taken back and the error
         is dead-lettered (the window counts as fired: a purge still applies; the firing is
         not counted as a pane)."""
-        op = self.op
-        n_out = len(op.output)
-        sides = {tag: len(values) for tag, values in op.side_outputs.items()}
-        fired, nulls = op.metrics.num_windows_fired, op.metrics.num_null_results
+        engine = self.engine
+        n_out = len(engine.outputs.output)
+        sides = {tag: len(values) for tag, values in engine.outputs.side_outputs.items()}
+        fired, nulls = (
+            engine.outputs.metrics.num_windows_fired,
+            engine.outputs.metrics.num_null_results,
+        )
         try:
             return emit(key, *args)
         except Exception as exc:
-            del op.output[n_out:]
-            for tag, values in list(op.side_outputs.items()):
+            del engine.outputs.output[n_out:]
+            for tag, values in list(engine.outputs.side_outputs.items()):
                 del values[sides.get(tag, 0) :]
-            op.metrics.num_windows_fired, op.metrics.num_null_results = fired, nulls
-            op.dead_letter(exc, key, window)
+            engine.outputs.metrics.num_windows_fired, engine.outputs.metrics.num_null_results = (
+                fired,
+                nulls,
+            )
+            engine.dead_letter(exc, key, window)
             return True
 
     def emit_contents(
         self, key: Any, ks: KeyState, window: Any, state_window: Any, contents: Any
     ) -> bool:
-        direct = self.op.direct_result
+        direct = self.engine.direct_result
         if direct is not None:
             try:
                 value = direct(contents)
@@ -109,39 +98,39 @@ class WindowEvaluator:
                 exc.add_note(f"while evaluating window {window!r} of key {key!r}")
                 raise
             if value is None:
-                self.op.metrics.num_null_results += 1
+                self.engine.outputs.metrics.num_null_results += 1
                 return False
-            self.op.metrics.num_windows_fired += 1
-            panes = self.op.panes
+            self.engine.outputs.metrics.num_windows_fired += 1
+            panes = self.engine.panes
             pane = None if panes is None else panes.next(ks, window)
-            self.op.output.append(
+            self.engine.outputs.output.append(
                 tuple.__new__(WindowResult, (key, window, value, window.max_timestamp(), pane))
             )
             return True
-        ctx = self.op.ctx
+        ctx = self.engine.ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
-        spec = self.op.spec
+        spec = self.engine.job.spec
         try:
             outputs: Iterable[Any]
-            if self.op.evictor is not None:
+            if self.engine.job.evictor is not None:
                 outputs = self.evaluate_evicting(key, ks, window, state_window, contents)
             elif isinstance(spec, Reduce | Fold | Aggregate):
                 result = (
                     spec.function.get_result(contents) if isinstance(spec, Aggregate) else contents
                 )
                 if result is None:
-                    self.op.metrics.num_null_results += 1
+                    self.engine.outputs.metrics.num_null_results += 1
                     return False
                 outputs = self.finish(key, window, result)
             else:
                 outputs = self.evaluate_all(key, window, list(contents))
-            panes = self.op.panes
+            panes = self.engine.panes
             if panes is not None:
                 outputs = list(outputs)  # the pane is counted once the firing succeeded
-            self.op.metrics.num_windows_fired += 1
+            self.engine.outputs.metrics.num_windows_fired += 1
             ts = window.max_timestamp()
             pane = None if panes is None else panes.next(ks, window)
-            append = self.op.output.append
+            append = self.engine.outputs.output.append
             for out in outputs:
                 append(WindowResult(key, window, out, ts, pane))
         except Exception as exc:
@@ -151,21 +140,21 @@ class WindowEvaluator:
 
     def finish(self, key: Any, window: Any, result: Any) -> Iterable[Any]:
         """Outputs for an incremental result, through the optional window function."""
-        spec = self.op.spec
+        spec = self.engine.job.spec
         wf = spec.window_function if isinstance(spec, Reduce | Aggregate | Fold) else None
         if wf is None:
             return (result,)
         if isinstance(wf, ProcessWindowFunction):
-            out = wf.process(key, self.op.pctx, [result])
+            out = wf.process(key, self.engine.pctx, [result])
             return check_outputs(out, "ProcessWindowFunction.process", key, window)
         out = wf.apply(key, window, [result])
         return check_outputs(out, "WindowFunction.apply", key, window)
 
     def evaluate_all(self, key: Any, window: Any, values: list[Any]) -> Iterable[Any]:
         """Evaluate over all buffered values (process/apply, or any kind with an evictor)."""
-        spec = self.op.spec
+        spec = self.engine.job.spec
         if isinstance(spec, Process):
-            out = spec.function.process(key, self.op.pctx, values)
+            out = spec.function.process(key, self.engine.pctx, values)
             return check_outputs(out, "ProcessWindowFunction.process", key, window)
         if isinstance(spec, Apply):
             out = spec.function.apply(key, window, values)
@@ -189,9 +178,9 @@ class WindowEvaluator:
     def evaluate_evicting(
         self, key: Any, ks: KeyState, window: Any, state_window: Any, buffer: list[Any]
     ) -> list[Any]:
-        evictor = self.op.evictor
+        evictor = self.engine.job.evictor
         assert evictor is not None
-        ctx = self.op.ctx
+        ctx = self.engine.ctx
         kept = check_evicted(evictor.evict_before(list(buffer), window, ctx), "evict_before")
         outputs = list(self.evaluate_all(key, window, [e.value for e in kept]))
         ctx.window = window
@@ -205,13 +194,13 @@ class WindowEvaluator:
     def fire_in_order(self, key: Any, windows: list[tuple[TimeWindow, Any]]) -> None:
         """Emit the windows' results in the given order, as their end-of-window timers would
         at the end of input (a ``None`` result is an empty window)."""
-        direct = self.op.direct_result
+        direct = self.engine.direct_result
         assert direct is not None
-        append = self.op.output.append
+        append = self.engine.outputs.output.append
         new_tuple = tuple.__new__
-        panes = self.op.panes
+        panes = self.engine.panes
         # fired by the end of input: the watermark goes from where it is to the end of time
-        end = (self.op.watermark, MAX_TIMESTAMP)
+        end = (self.engine.clocks.watermark, MAX_TIMESTAMP)
         fired = 0
         window: Any = None
         try:
@@ -222,13 +211,13 @@ class WindowEvaluator:
                     pane = None if panes is None else panes.next(None, window, end)
                     append(new_tuple(WindowResult, (key, window, result, window[1] - 1, pane)))
                 else:
-                    self.op.metrics.num_null_results += 1
+                    self.engine.outputs.metrics.num_null_results += 1
         except Exception as exc:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             exc.add_note(END_OF_INPUT_NOTE)
             raise
         finally:
-            self.op.metrics.num_windows_fired += fired
+            self.engine.outputs.metrics.num_windows_fired += fired
 
 
 def check_evicted(kept: Any, what: str) -> list[Any]:

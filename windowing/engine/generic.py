@@ -34,19 +34,19 @@ class GenericStrategy(WindowStrategy):
     """Flink's operator, element by element (:class:`~windowing.plan.Strategy` ``GENERIC``);
     the base of the strategies that keep per-window state."""
 
-    def __init__(self, op: Engine) -> None:
-        super().__init__(op)
-        self.inline_timers = op.plan.inline_event_timers
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.inline_timers = engine.job.plan.inline_event_timers
 
     def event_timer_firing(self) -> Callable[[Any, KeyState, int], None]:
         return self.fire_event_timers_fast if self.inline_timers else self.fire_event_timers
 
     def add_element(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> bool:
-        op = self.op
+        engine = self.engine
         windows: Any = None
         try:
-            windows = op.assigner.assign_windows(value, timestamp, op.clock)
-            if op.is_merging:
+            windows = engine.job.assigner.assign_windows(value, timestamp, engine.clock)
+            if engine.job.is_merging:
                 return self.on_element_merging(key, ks, value, timestamp, windows)
             return self.on_element_plain(key, ks, value, timestamp, windows)
         except Exception as exc:
@@ -58,13 +58,13 @@ class GenericStrategy(WindowStrategy):
     ) -> bool:
         added = False
         contents = ks.contents
-        add = self.op.add_contents
-        trigger = self.op.trigger
-        ctx = self.op.ctx
+        add = self.engine.add_contents
+        trigger = self.engine.job.trigger
+        ctx = self.engine.ctx
         ctx.key, ctx.ks = key, ks
-        is_event_time = self.op.is_event_time
-        lateness = self.op.allowed_lateness
-        wm = self.op.watermark
+        is_event_time = self.engine.job.is_event_time
+        lateness = self.engine.job.allowed_lateness
+        wm = self.engine.clocks.watermark
         fast_event_trigger = type(trigger) is EventTimeTrigger
         for window in windows:
             max_ts = window.max_timestamp()
@@ -89,7 +89,7 @@ class GenericStrategy(WindowStrategy):
                 ctx.window = window
                 result = trigger.on_element(value, timestamp, window, ctx)
             if result is not _CONTINUE:
-                if result.is_fire() and not self.op.emit(key, ks, window, window):
+                if result.is_fire() and not self.engine.emit(key, ks, window, window):
                     continue
                 if result.is_purge():
                     contents.pop(window, None)
@@ -106,16 +106,16 @@ class GenericStrategy(WindowStrategy):
         added = False
         mapping = ks.merging
         assert mapping is not None
-        windows_set = MergingWindowSet(self.op.assigner, mapping)  # type: ignore[arg-type]
+        windows_set = MergingWindowSet(self.engine.job.assigner, mapping)  # type: ignore[arg-type]
 
         def merge(result: Any, merged: list[Any], state: Any, merged_states: list[Any]) -> None:
             self.on_merge(key, ks, result, merged, state, merged_states)
 
-        ctx = self.op.ctx
+        ctx = self.engine.ctx
         fast_event_trigger = self.inline_timers
         for window in windows:
             actual = windows_set.add_window(window, merge)
-            if self.op.is_window_late(actual):
+            if self.engine.is_window_late(actual):
                 mapping.pop(actual, None)  # retire
                 continue
             added = True
@@ -123,25 +123,25 @@ class GenericStrategy(WindowStrategy):
             if state_window is None:
                 msg = f"Window {actual!r} is not in the in-flight window set"
                 raise RuntimeError(msg)
-            self.op.add_contents(ks.contents, state_window, value, timestamp)
+            self.engine.add_contents(ks.contents, state_window, value, timestamp)
             if fast_event_trigger:
                 # EventTimeTrigger.on_element, inlined (identical behaviour).
                 max_ts = actual.max_timestamp()
-                if max_ts > self.op.watermark:
+                if max_ts > self.engine.clocks.watermark:
                     register_timer(ks.evt_timers, ks.evt_heap, ks, max_ts, actual)
-                    self.op.register_cleanup_timer(ks, actual)
+                    self.engine.register_cleanup_timer(ks, actual)
                     continue
                 result = _FIRE
             else:
                 ctx.key, ctx.ks, ctx.window = key, ks, actual
-                result = self.op.trigger.on_element(value, timestamp, actual, ctx)
-            if result.is_fire() and not self.op.emit(key, ks, actual, state_window):
+                result = self.engine.job.trigger.on_element(value, timestamp, actual, ctx)
+            if result.is_fire() and not self.engine.emit(key, ks, actual, state_window):
                 continue
             if result.is_purge():
                 ks.contents.pop(state_window, None)
-            self.op.register_cleanup_timer(ks, actual)
+            self.engine.register_cleanup_timer(ks, actual)
         if windows_set.orphaned:
-            self.op.metrics.num_orphaned_state_windows += windows_set.orphaned
+            self.engine.outputs.metrics.num_orphaned_state_windows += windows_set.orphaned
         return added
 
     def on_merge(
@@ -153,34 +153,38 @@ class GenericStrategy(WindowStrategy):
         state_window: Any,
         merged_state_windows: list[Any],
     ) -> None:
-        if self.op.is_event_time:
-            if merge_result.max_timestamp() + self.op.allowed_lateness <= self.op.watermark:
+        if self.engine.job.is_event_time:
+            if (
+                merge_result.max_timestamp() + self.engine.job.allowed_lateness
+                <= self.engine.clocks.watermark
+            ):
                 msg = (
                     "The end timestamp of an event-time window cannot become earlier than the "
-                    f"current watermark by merging. Current watermark: {self.op.watermark} "
+                    "current watermark by merging. Current watermark: "
+                    f"{self.engine.clocks.watermark} "
                     f"window: {merge_result!r}"
                 )
                 raise RuntimeError(msg)
-        elif merge_result.max_timestamp() <= self.op.processing_time:
+        elif merge_result.max_timestamp() <= self.engine.clocks.processing_time:
             msg = (
                 "The end timestamp of a processing-time window cannot become earlier than the "
                 f"current processing time by merging. Current processing time: "
-                f"{self.op.processing_time} window: {merge_result!r}"
+                f"{self.engine.clocks.processing_time} window: {merge_result!r}"
             )
             raise RuntimeError(msg)
-        ctx = self.op.ctx
+        ctx = self.engine.ctx
         ctx.key, ctx.ks, ctx.window = key, ks, merge_result
         ctx.merged_windows = merged_windows
         try:
-            self.op.trigger.on_merge(merge_result, ctx)
+            self.engine.job.trigger.on_merge(merge_result, ctx)
         finally:
             ctx.merged_windows = []
         for m in merged_windows:
             ctx.window = m
-            self.op.trigger.clear(m, ctx)
-            self.op.delete_cleanup_timer(ks, m)
+            self.engine.job.trigger.clear(m, ctx)
+            self.engine.delete_cleanup_timer(ks, m)
         if merged_state_windows:
-            merge_values = self.op.merge_values
+            merge_values = self.engine.merge_values
             assert merge_values is not None
             merge_namespaces(ks.contents, state_window, merged_state_windows, merge_values)
 
@@ -204,29 +208,29 @@ class GenericStrategy(WindowStrategy):
         state_window = self.state_window(ks, window)
         if state_window is None:
             return  # a timer of a window that was merged away
-        op = self.op
-        ctx = op.ctx
+        engine = self.engine
+        ctx = engine.ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
-        trigger = op.trigger
+        trigger = engine.job.trigger
         try:
             if event_time:
                 result = trigger.on_event_time(time, window, ctx)
             else:
                 result = trigger.on_processing_time(time, window, ctx)
         except Exception as exc:
-            if not op.dead_letter(exc, key, window):
+            if not engine.dead_letter(exc, key, window):
                 raise
             result = _CONTINUE
-        if op.panes is not None:
+        if engine.panes is not None:
             # the clock reached this timer: its firing's time (pane info)
-            op.timer_time, op.timer_event_time = time, event_time
+            engine.clocks.timer_time, engine.clocks.timer_event_time = time, event_time
             try:
                 self.after_timer(key, ks, window, state_window, result)
             finally:
-                op.timer_time = None
+                engine.clocks.timer_time = None
         else:
             self.after_timer(key, ks, window, state_window, result)
-        if op.is_event_time == event_time and time == op.cleanup_time(window):
+        if engine.job.is_event_time == event_time and time == engine.cleanup_time(window):
             self.clear_all_state(key, ks, window, state_window)
 
     def after_timer(
@@ -235,7 +239,7 @@ class GenericStrategy(WindowStrategy):
         if result is _CONTINUE:
             return
         if result.is_fire():
-            self.op.emit(key, ks, window, state_window)
+            self.engine.emit(key, ks, window, state_window)
         if result.is_purge():
             ks.contents.pop(state_window, None)
 
@@ -243,16 +247,16 @@ class GenericStrategy(WindowStrategy):
         ks.contents.pop(state_window, None)
         if ks.timeline is not None:
             ks.timeline.live.discard(window.start)
-        ctx = self.op.ctx
+        ctx = self.engine.ctx
         ctx.key, ctx.ks, ctx.window = key, ks, window
         try:
-            self.op.trigger.clear(window, ctx)
-            wf = self.op.pwf
+            self.engine.job.trigger.clear(window, ctx)
+            wf = self.engine.pwf
             if wf is not None:
                 ctx.window = window
-                wf.clear(self.op.pctx)
+                wf.clear(self.engine.pctx)
         except Exception as exc:
-            if not self.op.dead_letter(exc, key, window):
+            if not self.engine.dead_letter(exc, key, window):
                 raise
         finally:
             if ks.merging is not None:
@@ -279,13 +283,13 @@ class GenericStrategy(WindowStrategy):
         heap, live = ks.evt_heap, ks.evt_timers
         contents = ks.contents
         mapping = ks.merging
-        lateness = self.op.allowed_lateness
-        pwf = self.op.pwf
-        direct = self.op.direct_result
-        append = self.op.output.append
+        lateness = self.engine.job.allowed_lateness
+        pwf = self.engine.pwf
+        direct = self.engine.direct_result
+        append = self.engine.outputs.output.append
         new_tuple = tuple.__new__
         result_type = WindowResult
-        panes = self.op.panes
+        panes = self.engine.panes
         pop = heapq.heappop
         fired = 0
         while heap and heap[0][0] <= upto:
@@ -305,7 +309,7 @@ class GenericStrategy(WindowStrategy):
                 value = contents.get(state_window, _MISSING)
                 if value is not _MISSING:
                     if direct is None:
-                        self.op.emit_contents(key, ks, window, state_window, value)
+                        self.engine.emit_contents(key, ks, window, state_window, value)
                     else:
                         try:
                             value = direct(value)
@@ -317,7 +321,7 @@ class GenericStrategy(WindowStrategy):
                             pane = None if panes is None else panes.next(ks, window)
                             append(new_tuple(result_type, (key, window, value, max_ts, pane)))
                         else:
-                            self.op.metrics.num_null_results += 1
+                            self.engine.outputs.metrics.num_null_results += 1
             cleanup = max_ts + lateness
             if cleanup >= MAX_TIMESTAMP:
                 cleanup = MAX_TIMESTAMP
@@ -325,16 +329,16 @@ class GenericStrategy(WindowStrategy):
                 contents.pop(state_window, None)
                 live.discard((max_ts, window))  # EventTimeTrigger.clear
                 if pwf is not None:
-                    ctx = self.op.ctx
+                    ctx = self.engine.ctx
                     ctx.key, ctx.ks, ctx.window = key, ks, window
                     try:
-                        pwf.clear(self.op.pctx)
+                        pwf.clear(self.engine.pctx)
                     except Exception as exc:
-                        if not self.op.dead_letter(exc, key, window):
+                        if not self.engine.dead_letter(exc, key, window):
                             raise
                 if mapping is not None:
                     mapping.pop(window, None)
-        self.op.metrics.num_windows_fired += fired
+        self.engine.outputs.metrics.num_windows_fired += fired
         if not live:
             heap.clear()
 

@@ -60,10 +60,10 @@ _CONTINUE = TriggerResult.CONTINUE
 class KafkaSliding:
     """Kafka's per-record algorithm for one operator (``size`` and grace in ms)."""
 
-    def __init__(self, op: Engine, size: int, grace: int) -> None:
+    def __init__(self, engine: Engine, size: int, grace: int) -> None:
         self.size = size
         self.grace = grace
-        self.copy = _copier(op)
+        self.copy = _copier(engine)
 
     def window_at(self, start: int) -> TimeWindow:
         """The store's window starting at ``start``: ``[start; start + size]``, its end
@@ -83,10 +83,10 @@ class KafkaSliding:
         return wm - 3 * self.size - self.grace
 
     # ------------------------------------------------------------------ records
-    def add(self, op: Engine, key: Any, ks: KeyState, value: Any, ts: int) -> bool:
+    def add(self, engine: Engine, key: Any, ks: KeyState, value: Any, ts: int) -> bool:
         """Process one record; returns whether it went into some window."""
         size = self.size
-        wm = op.watermark
+        wm = engine.clocks.watermark
         if ts + size + self.grace <= wm:
             return False  # Kafka drops it before looking at any window
         store = ks.kafka
@@ -94,24 +94,24 @@ class KafkaSliding:
             store = ks.kafka = KafkaWindowStore()
         elif store.starts and store.starts[0] <= self.horizon(wm):
             store.expire(self.horizon(wm))
-        run = _Run(self, op, key, ks, store, value, ts)
+        run = _Run(self, engine, key, ks, store, value, ts)
         if 0 <= ts < size:
             run.process_early()
         else:
             run.process_reverse()
-        self._schedule_expiry(op, ks, store)
+        self._schedule_expiry(engine, ks, store)
         return run.added
 
-    def _schedule_expiry(self, op: Engine, ks: KeyState, store: KafkaWindowStore) -> None:
+    def _schedule_expiry(self, engine: Engine, ks: KeyState, store: KafkaWindowStore) -> None:
         """One timer per key forgets its store once no record can fetch from it."""
         if store.expiry_at is not None or not store.starts:
             return
         at = store.starts[-1] + 3 * self.size + self.grace
         if at < MAX_TIMESTAMP:
-            op.register_store_expiry(ks, at)
+            engine.register_store_expiry(ks, at)
             store.expiry_at = at
 
-    def expire(self, op: Engine, ks: KeyState, time: int) -> None:
+    def expire(self, engine: Engine, ks: KeyState, time: int) -> None:
         """The store-expiry timer at ``time`` fired."""
         store = ks.kafka
         if store is None:
@@ -121,7 +121,7 @@ class KafkaSliding:
         if not store.starts:
             ks.kafka = None
         else:
-            self._schedule_expiry(op, ks, store)
+            self._schedule_expiry(engine, ks, store)
 
 
 class _Run:
@@ -130,7 +130,7 @@ class _Run:
     def __init__(
         self,
         sliding: KafkaSliding,
-        op: Engine,
+        engine: Engine,
         key: Any,
         ks: KeyState,
         store: KafkaWindowStore,
@@ -138,13 +138,13 @@ class _Run:
         ts: int,
     ) -> None:
         self.sliding = sliding
-        self.op = op
+        self.engine = engine
         self.key = key
         self.ks = ks
         self.store = store
         self.value = value
         self.ts = ts
-        self.wm = op.watermark
+        self.wm = engine.clocks.watermark
         self.added = False
 
     # ------------------------------------------------------------------ Kafka's passes
@@ -256,41 +256,43 @@ class _Run:
         """Add the record to the window's aggregate (the store's) and to its contents, then
         run the trigger. Both are one object, unless a trigger purged the contents: then
         the contents restart from this record and the store keeps Kafka's aggregate."""
-        op, store, contents = self.op, self.store, self.ks.contents
+        engine, store, contents = self.engine, self.store, self.ks.contents
         current = store.values[start]
         if current is not _MISSING and contents.get(window, _MISSING) is current:
-            op.add_contents(contents, window, self.value, self.ts)
+            engine.add_contents(contents, window, self.value, self.ts)
             store.values[start] = contents[window]
         else:
             holder: dict[Any, Any] = {} if current is _MISSING else {window: current}
-            op.add_contents(holder, window, self.value, self.ts)
+            engine.add_contents(holder, window, self.value, self.ts)
             store.values[start] = holder[window]
             if current is _MISSING:
                 contents[window] = holder[window]  # a new window: one object for both
             else:
-                op.add_contents(contents, window, self.value, self.ts)  # purged contents restart
+                engine.add_contents(
+                    contents, window, self.value, self.ts
+                )  # purged contents restart
         if window.start <= self.ts <= window.end - 1:
             self.added = True
         self._on_element(window)
 
     def _on_element(self, window: TimeWindow) -> None:
-        op, ks = self.op, self.ks
-        ctx = op.ctx
+        engine, ks = self.engine, self.ks
+        ctx = engine.ctx
         ctx.key, ctx.ks, ctx.window = self.key, ks, window
-        result = op.trigger.on_element(self.value, self.ts, window, ctx)
+        result = engine.job.trigger.on_element(self.value, self.ts, window, ctx)
         if result is not _CONTINUE:
-            if result.is_fire() and not op.emit(self.key, ks, window, window):
+            if result.is_fire() and not engine.emit(self.key, ks, window, window):
                 return
             if result.is_purge():
                 ks.contents.pop(window, None)
-        op.register_cleanup_timer(ks, window)
+        engine.register_cleanup_timer(ks, window)
 
 
-def _copier(op: Engine) -> Callable[[Any], Any]:
+def _copier(engine: Engine) -> Callable[[Any], Any]:
     """A copy of a window's contents that adding to another window cannot change (Kafka
     deserializes a fresh aggregate from its store)."""
-    spec = op.spec
-    if op.evictor is not None or not isinstance(spec, Reduce | Aggregate | Fold):
+    spec = engine.job.spec
+    if engine.job.evictor is not None or not isinstance(spec, Reduce | Aggregate | Fold):
         return lambda v: v if v is _MISSING else list(v)
     if isinstance(spec, Aggregate):
         merge, create = spec.function.merge, spec.function.create_accumulator

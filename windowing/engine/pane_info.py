@@ -82,27 +82,29 @@ class PaneTracker:
     """Gives each firing its :class:`~windowing.records.PaneInfo` and keeps the count per
     window in the key's state (see the module docstring)."""
 
-    __slots__ = ("event_time", "lateness", "op", "prune_at")
+    __slots__ = ("clocks", "event_time", "lateness", "prune_at")
 
-    def __init__(self, op: Clocks, *, event_time: bool, allowed_lateness: int) -> None:
-        self.op = op
+    def __init__(self, clocks: Clocks, *, event_time: bool, allowed_lateness: int) -> None:
+        self.clocks = clocks
         self.event_time = event_time
         self.lateness = allowed_lateness if event_time else 0
         self.prune_at = _PRUNE_AT
 
-    def clocks(self) -> tuple[int, int]:
+    def window_clock(self) -> tuple[int, int]:
         """The clock a firing is timed on, before the current step and at the firing: the
         clock of the timer that fired (the window's own clock for an element's firing); in a
         step that fires timers of that clock, the value before the advance, and the timer's
         time (the clock passed it on its way); otherwise the current value."""
-        op = self.op
-        timer = op.timer_time
-        if op.timer_event_time if timer is not None else self.event_time:
-            now = op.watermark
-            before = op.watermark_before if op.step_clock is StepClock.EVENT else now
+        clocks = self.clocks
+        timer = clocks.timer_time
+        if clocks.timer_event_time if timer is not None else self.event_time:
+            now = clocks.watermark
+            before = clocks.watermark_before if clocks.step_clock is StepClock.EVENT else now
         else:
-            now = op.processing_time
-            before = op.processing_time_before if op.step_clock is StepClock.PROCESSING else now
+            now = clocks.processing_time
+            before = (
+                clocks.processing_time_before if clocks.step_clock is StepClock.PROCESSING else now
+            )
         if timer is not None and timer < now:
             now = timer
         return (before if before < now else now), now
@@ -114,7 +116,7 @@ class PaneTracker:
         key without state, whose window fires for the first and last time), counted.
         ``clocks``: the window clock before the step and now, when the caller fires outside
         the operator's steps (the one pass at the end of input)."""
-        before, now = self.clocks() if clocks is None else clocks
+        before, now = self.window_clock() if clocks is None else clocks
         max_ts = window.max_timestamp()
         panes = None if ks is None else ks.panes
         entry = None if panes is None else panes.get(window)

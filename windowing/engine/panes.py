@@ -94,14 +94,16 @@ class SlicedHopping:
         return t - (t - self.offset) % self.slide
 
     # ------------------------------------------------------------------ elements
-    def add(self, op: Engine, key: Any, ks: KeyState, value: Any, ts: int | None) -> bool:
+    def add(self, engine: Engine, key: Any, ks: KeyState, value: Any, ts: int | None) -> bool:
         """Add one element (the generic per-element path); returns whether it went into any
         window. Fires the windows it joins that are past their end (late firings)."""
         if ts is None:
-            op.assigner.assign_windows(value, ts, op.clock)  # raises the assigner's error
+            engine.job.assigner.assign_windows(
+                value, ts, engine.clock
+            )  # raises the assigner's error
             return False
         size, slide = self.size, self.slide
-        wm = op.watermark
+        wm = engine.clocks.watermark
         last = self._last_start(ts)
         if self._cleanup(last) <= wm:
             return False  # every window of the element is past its cleanup time
@@ -123,7 +125,7 @@ class SlicedHopping:
                 if max_ts > wm:
                     pending = max_ts
                 elif self._cleanup(s) > wm:
-                    self._fire_window(op, key, ks, s)
+                    self._fire_window(engine, key, ks, s)
                 else:
                     break  # this and every earlier window are cleaned up
                 s -= slide
@@ -152,15 +154,15 @@ class SlicedHopping:
         if current is None or due < current:
             sl.due = due
 
-    def process(self, op: Engine, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
+    def process(self, engine: Engine, elements: Iterable[tuple[Any, int | None, Any]]) -> None:
         """The bulk element loop: an element whose windows are all ahead of the watermark,
         of a key whose timer is due no later than those windows' ends, only updates its
         pane; any other element takes :meth:`add`."""
-        states = op.states
+        states = engine.states
         assert states is not None
 
         size, slide, offset, pane = self.size, self.slide, self.offset, self.pane
-        wm = op.watermark
+        wm = engine.clocks.watermark
         reducer = self.reducer
         agg_add = None if self.aggregate is None else self.aggregate.add
         agg_create = None if self.aggregate is None else self.aggregate.create_accumulator
@@ -199,15 +201,15 @@ class SlicedHopping:
                         else:
                             contents[p] = agg_add(value, current)  # type: ignore[misc]
                         continue
-                if self.add(op, key, ks, value, ts):
-                    op.schedule(key, ks)
+                if self.add(engine, key, ks, value, ts):
+                    engine.schedule(key, ks)
                 else:
-                    op.not_added(key, ks, value, ts)
+                    engine.not_added(key, ks, value, ts)
         except Exception as exc:
             note_element(exc, key, ts)
             raise
         finally:
-            op.metrics.num_elements += count
+            engine.outputs.metrics.num_elements += count
 
     # ------------------------------------------------------------------ firing
     def _window_value(self, ks: KeyState, start: int) -> Any:
@@ -226,42 +228,49 @@ class SlicedHopping:
                 value = self.combine(value, part)
         return value
 
-    def _fire_window(self, op: Engine, key: Any, ks: KeyState, start: int) -> None:
+    def _fire_window(self, engine: Engine, key: Any, ks: KeyState, start: int) -> None:
         value = self._window_value(ks, start)
         if value is _MISSING:
             return
         end = start + self.size
         window = TimeWindow(start, end if end < _END_OF_TIME else _END_OF_TIME)
-        self._emit(op, key, window, value)
+        self._emit(engine, key, window, value)
 
-    def _emit(self, op: Engine, key: Any, window: TimeWindow, value: Any) -> None:
+    def _emit(self, engine: Engine, key: Any, window: TimeWindow, value: Any) -> None:
         try:
             result = self.result(value)
         except Exception as exc:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
         if result is None:  # an empty window (Flink)
-            op.metrics.num_null_results += 1
+            engine.outputs.metrics.num_null_results += 1
         else:
-            op.metrics.num_windows_fired += 1
-            op.output.append(WindowResult(key, window, result, window.max_timestamp()))
+            engine.outputs.metrics.num_windows_fired += 1
+            engine.outputs.output.append(WindowResult(key, window, result, window.max_timestamp()))
 
-    def fire(self, op: Engine, key: Any, ks: KeyState, upto: int) -> None:
+    def fire(self, engine: Engine, key: Any, ks: KeyState, upto: int) -> None:
         """Fire the due windows of one key (a runtime that loads keys one at a time)."""
         sl = ks.slices
         if sl is not None and sl.due is not None and sl.due <= upto:
-            self._drain(op, upto, [(sl.due, 0, key)], {key: sl.due}, {key: ks}.get, None)
+            self._drain(engine, upto, [(sl.due, 0, key)], {key: sl.due}, {key: ks}.get, None)
 
-    def drain(self, op: Engine, upto: int) -> None:
+    def drain(self, engine: Engine, upto: int) -> None:
         """The operator's event-time drain: fire every key whose timer is due by ``upto``,
         in the order of their timers."""
-        states = op.states
-        get = states.get if states is not None else op.backend.get
-        self._drain(op, upto, op.scheduler.evt_due, op.scheduler.evt_sched, get, op.backend.remove)
+        states = engine.states
+        get = states.get if states is not None else engine.backend.get
+        self._drain(
+            engine,
+            upto,
+            engine.scheduler.evt_due,
+            engine.scheduler.evt_sched,
+            get,
+            engine.backend.remove,
+        )
 
     def _drain(
         self,
-        op: Engine,
+        engine: Engine,
         upto: int,
         due_heap: list[tuple[int, int, Any]],
         sched: dict[Any, int],
@@ -276,7 +285,7 @@ class SlicedHopping:
         combine, owned = self.combine, self.owned
         direct = self.result
         identity = self.result_is_contents
-        append = op.output.append
+        append = engine.outputs.output.append
         new_tuple = tuple.__new__
         result_type = WindowResult
         windows = _Windows(size)  # every key fires the same windows: one object each
@@ -305,8 +314,8 @@ class SlicedHopping:
                 if sl is None or sl.due is None or sl.due > upto:
                     if sl is not None and sl.due is not None:
                         sched[key] = sl.due
-                        op.scheduler.seq += 1
-                        push(due_heap, (sl.due, op.scheduler.seq, key))
+                        engine.scheduler.seq += 1
+                        push(due_heap, (sl.due, engine.scheduler.seq, key))
                     elif remove is not None and ks.is_empty():
                         remove(key)
                     continue
@@ -377,7 +386,7 @@ class SlicedHopping:
                             stop = s_max
                         result = value if identity else direct(value)
                         if result is None:  # a None result is an empty window (Flink)
-                            op.metrics.num_null_results += (stop - s) // slide + 1
+                            engine.outputs.metrics.num_null_results += (stop - s) // slide + 1
                             s += (stop - s) // slide * slide + slide
                             continue
                         fired += (stop - s) // slide + 1
@@ -387,7 +396,7 @@ class SlicedHopping:
                             )
                             s += slide
                     if upto == max_timestamp:
-                        self._fire_clamped(op, key, ks, s)
+                        self._fire_clamped(engine, key, ks, s)
                     sl.upto = upto
                 # Drop the panes whose last window is cleaned up, then schedule the key at
                 # its first remaining pane's drop time or the end of its next window with
@@ -441,8 +450,8 @@ class SlicedHopping:
                         drop = end - 1
                 sl.due = drop
                 sched[key] = drop
-                op.scheduler.seq += 1
-                push(due_heap, (drop, op.scheduler.seq, key))
+                engine.scheduler.seq += 1
+                push(due_heap, (drop, engine.scheduler.seq, key))
         except Exception as exc:
             if evaluating is not None:
                 window = TimeWindow(evaluating, min(evaluating + size, end_of_time))
@@ -450,7 +459,7 @@ class SlicedHopping:
             raise
         finally:
             put_back(due_heap, rest)  # the keys not visited, if interrupted
-            op.metrics.num_windows_fired += fired
+            engine.outputs.metrics.num_windows_fired += fired
 
     def _decide_copies(self, ks: KeyState | None) -> None:
         """Accumulators that are immutable values (numbers, strings, tuples of those) cannot
@@ -463,7 +472,7 @@ class SlicedHopping:
             self.owned = None
         self._copies_decided = True
 
-    def _fire_clamped(self, op: Engine, key: Any, ks: KeyState, s: int) -> None:
+    def _fire_clamped(self, engine: Engine, key: Any, ks: KeyState, s: int) -> None:
         """At the end of time: fire the windows from start ``s`` on whose ends are clamped
         to the end of time, one at a time."""
         sl = ks.slices
@@ -476,7 +485,7 @@ class SlicedHopping:
             if starts[i] >= s + self.size:
                 s = self._align_up(starts[i] - self.size + 1)
                 continue
-            self._fire_window(op, key, ks, s)
+            self._fire_window(engine, key, ks, s)
             s += self.slide
 
     # ------------------------------------------------------------------ inspection
@@ -543,39 +552,40 @@ def _immutable(value: Any) -> bool:
 class PanesStrategy(WindowStrategy):
     """Hopping windows as panes (:class:`~windowing.plan.Strategy` ``PANES``)."""
 
-    def __init__(self, op: Engine, shape: tuple[int, int, int]) -> None:
-        super().__init__(op)
-        result = op.direct_result
+    def __init__(self, engine: Engine, shape: tuple[int, int, int]) -> None:
+        super().__init__(engine)
+        result = engine.direct_result
         assert result is not None
         self.slicer = SlicedHopping(
             *shape,
-            op.allowed_lateness,
-            partials=op.partials,
+            engine.job.allowed_lateness,
+            partials=engine.partials,
             result=result,
-            result_is_contents=not isinstance(op.spec, Aggregate),
+            result_is_contents=not isinstance(engine.job.spec, Aggregate),
         )
 
     def add_element(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> bool:
-        return self.slicer.add(self.op, key, ks, value, timestamp)
+        return self.slicer.add(self.engine, key, ks, value, timestamp)
 
-    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> None:
-        self.slicer.process(self.op, elements)
+    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> bool:
+        self.slicer.process(self.engine, elements)
+        return True
 
     def fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
-        self.slicer.fire(self.op, key, ks, upto)
+        self.slicer.fire(self.engine, key, ks, upto)
 
     def fire_processing_timers(self, key: Any, ks: KeyState, upto: int) -> None:
         return  # event-time windows with the default trigger register none
 
     def drain_event_time(self, upto: int) -> bool:
-        self.slicer.drain(self.op, upto)
+        self.slicer.drain(self.engine, upto)
         return True
 
     def num_event_time_timers(self, ks: KeyState) -> int:
-        return self.slicer.num_timers(ks, self.op.watermark)
+        return self.slicer.num_timers(ks, self.engine.clocks.watermark)
 
     def num_state_entries(self, ks: KeyState) -> int:
-        return len(self.slicer.live_windows(ks, self.op.watermark))
+        return len(self.slicer.live_windows(ks, self.engine.clocks.watermark))
 
     def live_windows(self, ks: KeyState) -> list[Any] | None:
-        return self.slicer.live_windows(ks, self.op.watermark)
+        return self.slicer.live_windows(ks, self.engine.clocks.watermark)

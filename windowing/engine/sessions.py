@@ -24,11 +24,11 @@ _MISSING: Any = object()
 class SessionStrategy(GenericStrategy):
     """Session windows of a fixed ``gap``."""
 
-    def __init__(self, op: Engine, gap: int) -> None:
-        super().__init__(op)
+    def __init__(self, engine: Engine, gap: int) -> None:
+        super().__init__(engine)
         self.gap = gap
 
-    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> None:
+    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> bool:
         """The element loop for ``EventTimeSessionWindows`` with the built-in
         ``EventTimeTrigger`` and no evictor: the merging-window set, the trigger's
         ``on_element`` / ``on_merge`` / ``clear`` and the cleanup timers inlined (identical
@@ -38,11 +38,11 @@ class SessionStrategy(GenericStrategy):
         a new window ``[ts, ts + gap)`` merges exactly with the in-flight windows it intersects.
         """
         gap = self.gap
-        add = self.op.add_contents
-        reducer = self.op.inline_reducer
-        lateness = self.op.allowed_lateness
-        wm = self.op.watermark
-        scheduler = self.op.scheduler
+        add = self.engine.add_contents
+        reducer = self.engine.inline_reducer
+        lateness = self.engine.job.allowed_lateness
+        wm = self.engine.clocks.watermark
+        scheduler = self.engine.scheduler
         evt_sched = scheduler.evt_sched
         evt_due = scheduler.evt_due
         push = heapq.heappush
@@ -60,7 +60,9 @@ class SessionStrategy(GenericStrategy):
                 if ks is None:
                     ks = states[key] = KeyState(True)
                 if ts is None:
-                    self.op.assigner.assign_windows(value, ts, self.op.clock)  # raises its error
+                    self.engine.job.assigner.assign_windows(
+                        value, ts, self.engine.clock
+                    )  # raises its error
                     continue
                 mapping = ks.merging
                 assert mapping is not None
@@ -87,8 +89,8 @@ class SessionStrategy(GenericStrategy):
                     # mapping (the generic path).
                     window = new_tuple(time_window, (start, end))
                     if not self.on_element_merging(key, ks, value, ts, (window,)):
-                        self.op.not_added(key, ks, value, ts)
-                    self.op.schedule(key, ks)
+                        self.engine.not_added(key, ks, value, ts)
+                    self.engine.schedule(key, ks)
                     continue
                 elif overlapping[0][0] <= start and overlapping[0][1] >= end:
                     actual = overlapping[0]  # inside an in-flight window: no merge
@@ -127,7 +129,7 @@ class SessionStrategy(GenericStrategy):
                     cleanup = end_of_time
                 if cleanup <= wm:
                     del mapping[actual]  # a late window: retire it
-                    self.op.not_added(key, ks, value, ts)
+                    self.engine.not_added(key, ks, value, ts)
                     continue
                 if reducer is not None:
                     current = contents.get(state_window, missing)
@@ -139,7 +141,7 @@ class SessionStrategy(GenericStrategy):
                 # Late firing; an empty result skips the cleanup timer too (Flink's `continue`).
                 register_cleanup = True
                 if max_ts <= wm:
-                    register_cleanup = self.op.emit(key, ks, actual, state_window)
+                    register_cleanup = self.engine.emit(key, ks, actual, state_window)
                 elif (max_ts, actual) not in timers:
                     timers.add((max_ts, actual))
                     ks.seq += 1
@@ -160,16 +162,19 @@ class SessionStrategy(GenericStrategy):
             note_element(exc, key, ts)
             raise
         finally:
-            self.op.metrics.num_elements += count
+            self.engine.outputs.metrics.num_elements += count
+        return True
 
     def process_to_end(self, key: Any, elements: Sequence[Element]) -> bool:
-        op = self.op
+        engine = self.engine
         if (
-            op.plan.one_pass_at_end
-            and op.watermark == MIN_TIMESTAMP
-            and op.states is not None
-            and not op.states
-            and ends_before_end_of_time(elements, self.gap + op.allowed_lateness, ordered=True)
+            engine.job.plan.one_pass_at_end
+            and engine.clocks.watermark == MIN_TIMESTAMP
+            and engine.states is not None
+            and not engine.states
+            and ends_before_end_of_time(
+                elements, self.gap + engine.job.allowed_lateness, ordered=True
+            )
         ):
             self._sessions_to_end(key, elements, self.gap)
             return True
@@ -182,7 +187,7 @@ class SessionStrategy(GenericStrategy):
         timestamp order: an element whose window ``[ts, ts + gap)`` intersects the current
         session (touching counts) merges into it, and its value is added to the session's
         contents, as the merging-window set does; otherwise it starts the next session."""
-        add = self.op.add_contents
+        add = self.engine.add_contents
         contents: dict[int, Any] = {}  # session start -> contents (starts are distinct)
         sessions: list[tuple[int, int]] = []  # (start, end) of the closed sessions
         start = end = 0
@@ -204,11 +209,11 @@ class SessionStrategy(GenericStrategy):
             note_element(exc, key, ts, [TimeWindow(ts, ts + gap)])
             raise
         finally:
-            self.op.metrics.num_elements += count
+            self.engine.outputs.metrics.num_elements += count
         if started:
             sessions.append((start, end))
         new_tuple = tuple.__new__
-        self.op.evaluator.fire_in_order(
+        self.engine.evaluator.fire_in_order(
             key, [(new_tuple(TimeWindow, (s, e)), contents[s]) for s, e in sessions]
         )
 

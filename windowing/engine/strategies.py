@@ -35,23 +35,23 @@ _TIMELINES: dict[Strategy, type[KafkaSlidingStrategy | TimelineStrategy]] = {
 
 
 def make_strategy(
-    op: Engine,
+    engine: Engine,
     assigner: WindowAssigner[Any, Any],
     trigger: Trigger[Any, Any],
     evictor: Evictor[Any, Any] | None,
 ) -> WindowStrategy:
-    """The strategy object of ``op``'s plan."""
-    strategy = op.plan.strategy
+    """The strategy object of ``engine``'s plan."""
+    strategy = engine.job.plan.strategy
     shape = aligned_shape(assigner, trigger, evictor)
     if strategy is Strategy.PANES:
         assert shape is not None
-        return PanesStrategy(op, shape)
+        return PanesStrategy(engine, shape)
     if strategy is Strategy.ALIGNED:
         assert shape is not None
-        return AlignedStrategy(op, shape)
+        return AlignedStrategy(engine, shape)
     if strategy is Strategy.SESSIONS:
         assert isinstance(assigner, EventTimeSessionWindows)
-        return SessionStrategy(op, assigner.gap)
+        return SessionStrategy(engine, assigner.gap)
     if isinstance(assigner, SlidingDistinctAssigner):
-        return _TIMELINES[strategy](op, assigner.size)
-    return GenericStrategy(op)
+        return _TIMELINES[strategy](engine, assigner.size)
+    return GenericStrategy(engine)

@@ -55,14 +55,14 @@ class KafkaSlidingStrategy(GenericStrategy):
     window store (:class:`~windowing.engine.kafka.KafkaSliding`); the store is forgotten by one
     expiry timer per key."""
 
-    def __init__(self, op: Engine, size: int) -> None:
-        super().__init__(op)
+    def __init__(self, engine: Engine, size: int) -> None:
+        super().__init__(engine)
         self.size = size
-        self.kafka = KafkaSliding(op, size, op.allowed_lateness)
+        self.kafka = KafkaSliding(engine, size, engine.job.allowed_lateness)
 
     def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
         if type(window) is TimelineExpiry:
-            self.kafka.expire(self.op, ks, time)
+            self.kafka.expire(self.engine, ks, time)
             return
         super().on_event_time(key, ks, time, window)
 
@@ -73,12 +73,15 @@ class KafkaSlidingStrategy(GenericStrategy):
 
     def add_element(self, key: Any, ks: KeyState, value: Any, ts: int | None) -> bool:
         if ts is None:
-            self.op.assigner.assign_windows(value, ts, self.op.clock)  # raises its error
+            self.engine.job.assigner.assign_windows(
+                value, ts, self.engine.clock
+            )  # raises its error
             return False
-        return self.kafka.add(self.op, key, ks, value, ts)
+        return self.kafka.add(self.engine, key, ks, value, ts)
 
-    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> None:
+    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> bool:
         _process_one_by_one(self, elements, states)
+        return True
 
 
 class TimelineStrategy(GenericStrategy):
@@ -89,10 +92,10 @@ class TimelineStrategy(GenericStrategy):
     (:class:`LazyTimelineStrategy`, :class:`DerivedTimelineStrategy`) change how a record in
     order is taken, how the timeline is kept and which windows a record touches."""
 
-    def __init__(self, op: Engine, size: int) -> None:
-        super().__init__(op)
+    def __init__(self, engine: Engine, size: int) -> None:
+        super().__init__(engine)
         self.size = size
-        self.fires_at_end = type(op.trigger) is EventTimeTrigger
+        self.fires_at_end = type(engine.job.trigger) is EventTimeTrigger
 
     def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
         if type(window) is TimelineExpiry:
@@ -122,11 +125,13 @@ class TimelineStrategy(GenericStrategy):
         (including the right window, which does not contain the record).
         """
         if ts is None:
-            self.op.assigner.assign_windows(value, ts, self.op.clock)  # raises its error
+            self.engine.job.assigner.assign_windows(
+                value, ts, self.engine.clock
+            )  # raises its error
             return False
         size = self.size
-        lateness = self.op.allowed_lateness
-        wm = self.op.watermark
+        lateness = self.engine.job.allowed_lateness
+        wm = self.engine.clocks.watermark
         timeline = ks.timeline
         if timeline is None:
             timeline = ks.timeline = Timeline(wm)
@@ -160,9 +165,9 @@ class TimelineStrategy(GenericStrategy):
             # before that window itself counts as closed.
             if min(ts + size + lateness, MAX_TIMESTAMP) <= wm:
                 return False
-            self.op.partials.add_timestamp(timeline, ts)
+            self.engine.partials.add_timestamp(timeline, ts)
         else:
-            self.op.partials.add(timeline, ts, value)
+            self.engine.partials.add(timeline, ts, value)
         self._keep(ks, timeline)
         return self._touch_windows(key, ks, value, ts, timeline, in_some_window)
 
@@ -182,7 +187,11 @@ class TimelineStrategy(GenericStrategy):
     ) -> bool:
         """Create or update the windows containing the record at ``ts`` (and its own right
         window), each with its trigger's ``on_element``; whether the record is in a window."""
-        size, lateness, wm = self.size, self.op.allowed_lateness, self.op.watermark
+        size, lateness, wm = (
+            self.size,
+            self.engine.job.allowed_lateness,
+            self.engine.clocks.watermark,
+        )
         stamps = timeline.stamps
         # Windows containing ts: left windows of timestamps in [ts, ts + size] and right
         # windows of timestamps in [ts - size - 1, ts - 1] (ts itself makes those non-empty).
@@ -195,8 +204,8 @@ class TimelineStrategy(GenericStrategy):
         if i + 1 < len(stamps) and stamps[i + 1] <= ts + 1 + size:
             ordered.append(right_window(ts, size))
         added = False
-        ctx = self.op.ctx
-        trigger = self.op.trigger
+        ctx = self.engine.ctx
+        trigger = self.engine.job.trigger
         contents = ks.contents
         live = timeline.live
         for window in ordered:
@@ -210,9 +219,9 @@ class TimelineStrategy(GenericStrategy):
             if window.start in live:
                 if not contains:
                     continue
-                self.op.add_contents(contents, window, value, ts)
+                self.engine.add_contents(contents, window, value, ts)
             else:
-                initial = self.op.partials.contents(timeline, window.start, max_ts)
+                initial = self.engine.partials.contents(timeline, window.start, max_ts)
                 if initial is _SLIDING_EMPTY:
                     continue
                 live.add(window.start)
@@ -222,15 +231,16 @@ class TimelineStrategy(GenericStrategy):
             ctx.key, ctx.ks, ctx.window = key, ks, window
             result = trigger.on_element(value, ts, window, ctx)
             if result is not _CONTINUE:
-                if result.is_fire() and not self.op.emit(key, ks, window, window):
+                if result.is_fire() and not self.engine.emit(key, ks, window, window):
                     continue
                 if result.is_purge():
                     contents.pop(window, None)
-            self.op.register_cleanup_timer(ks, window)
+            self.engine.register_cleanup_timer(ks, window)
         return added
 
-    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> None:
+    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> bool:
         _process_one_by_one(self, elements, states)
+        return True
 
     def _schedule_expiry(self, ks: KeyState, timeline: Timeline) -> None:
         """One timer per key forgets the timeline once the watermark is past every window of
@@ -238,7 +248,7 @@ class TimelineStrategy(GenericStrategy):
         size = self.size
         assert size is not None
         if timeline.stamps:
-            expiry = timeline.stamps[-1] + size + self.op.allowed_lateness + 3
+            expiry = timeline.stamps[-1] + size + self.engine.job.allowed_lateness + 3
             if expiry < MAX_TIMESTAMP:
                 register_timer(ks.evt_timers, ks.evt_heap, ks, expiry, _EXPIRY)
                 timeline.expiry_at = expiry
@@ -252,7 +262,7 @@ class TimelineStrategy(GenericStrategy):
         size = self.size
         assert size is not None
         timeline.expiry_at = None
-        timeline.expire(time - size - self.op.allowed_lateness - 2, size)
+        timeline.expire(time - size - self.engine.job.allowed_lateness - 2, size)
         if timeline.is_empty():
             ks.timeline = None
         else:
@@ -268,9 +278,9 @@ class LazyTimelineStrategy(TimelineStrategy):
     #: Whether the windows to fire are derived from the timeline (no timer per window).
     derives_windows = False
 
-    def __init__(self, op: Engine, size: int) -> None:
-        super().__init__(op, size)
-        op.evaluator.window_contents = self.contents
+    def __init__(self, engine: Engine, size: int) -> None:
+        super().__init__(engine, size)
+        engine.evaluator.window_contents = self.contents
 
     def event_timer_firing(self) -> Callable[[Any, KeyState, int], None]:
         return self._fire_lazy_timers
@@ -280,11 +290,11 @@ class LazyTimelineStrategy(TimelineStrategy):
 
     def _took_in_order(self, ks: KeyState, timeline: Timeline, value: Any, ts: int) -> bool:
         stamps = timeline.stamps
-        size, lateness = self.size, self.op.allowed_lateness
+        size, lateness = self.size, self.engine.job.allowed_lateness
         if (
             stamps
             and stamps[-1] < ts
-            and self.op.watermark < ts
+            and self.engine.clocks.watermark < ts
             and ts + size + lateness + 3 < MAX_TIMESTAMP
         ):
             self._in_order(ks, timeline, value, ts, size, lateness)
@@ -306,7 +316,7 @@ class LazyTimelineStrategy(TimelineStrategy):
         stamps = timeline.stamps
         previous = stamps[-1]
         stamps.append(ts)
-        timeline.partials.append(self.op.partials.first(value))
+        timeline.partials.append(self.engine.partials.first(value))
         live = timeline.live
         timers = ks.evt_timers
         heap = ks.evt_heap
@@ -337,17 +347,17 @@ class LazyTimelineStrategy(TimelineStrategy):
         """Event timers of lazy sliding-distinct windows: ``EventTimeTrigger`` /
         ``OnWindowCloseTrigger`` inlined, contents computed from the timeline."""
         heap, live = ks.evt_heap, ks.evt_timers
-        lateness = self.op.allowed_lateness
+        lateness = self.engine.job.allowed_lateness
         on_end = self.fires_at_end  # EventTimeTrigger fires at the window end
-        pwf = self.op.pwf
+        pwf = self.engine.pwf
         pop = heapq.heappop
-        direct = self.op.direct_result
-        append = self.op.output.append
+        direct = self.engine.direct_result
+        append = self.engine.outputs.output.append
         new_tuple = tuple.__new__
         result_type = WindowResult
-        panes = self.op.panes
+        panes = self.engine.panes
         fired = 0
-        partials = self.op.partials
+        partials = self.engine.partials
         range_aggregate = None if partials.kind == "values" else partials.aggregate_range
         while heap and heap[0][0] <= upto:
             time, _, window = pop(heap)
@@ -371,7 +381,7 @@ class LazyTimelineStrategy(TimelineStrategy):
                     contents = self.contents(ks, window)
                 if contents is not _MISSING:
                     if direct is None:
-                        self.op.emit_contents(key, ks, window, window, contents)
+                        self.engine.emit_contents(key, ks, window, window, contents)
                     else:
                         try:
                             result = direct(contents)
@@ -383,7 +393,7 @@ class LazyTimelineStrategy(TimelineStrategy):
                             pane = None if panes is None else panes.next(ks, window)
                             append(new_tuple(result_type, (key, window, result, max_ts, pane)))
                         else:
-                            self.op.metrics.num_null_results += 1
+                            self.engine.outputs.metrics.num_null_results += 1
             cleanup = max_ts + lateness
             if cleanup >= MAX_TIMESTAMP:
                 cleanup = MAX_TIMESTAMP
@@ -393,10 +403,10 @@ class LazyTimelineStrategy(TimelineStrategy):
                     timeline.live.discard(window[0])
                 live.discard((max_ts, window))  # EventTimeTrigger.clear
                 if pwf is not None:
-                    ctx = self.op.ctx
+                    ctx = self.engine.ctx
                     ctx.key, ctx.ks, ctx.window = key, ks, window
-                    pwf.clear(self.op.pctx)
-        self.op.metrics.num_windows_fired += fired
+                    pwf.clear(self.engine.pctx)
+        self.engine.outputs.metrics.num_windows_fired += fired
         if not live:
             heap.clear()
 
@@ -418,8 +428,8 @@ class LazyTimelineStrategy(TimelineStrategy):
         behind the watermark)."""
         size = self.size
         assert size is not None
-        lateness = self.op.allowed_lateness
-        wm = self.op.watermark
+        lateness = self.engine.job.allowed_lateness
+        wm = self.engine.clocks.watermark
         stamps = timeline.stamps
         live = timeline.live
         i = bisect_left(stamps, ts)  # stamps[i] == ts
@@ -455,13 +465,13 @@ class LazyTimelineStrategy(TimelineStrategy):
             fired = True
             if derived:
                 if event_trigger and max_ts <= wm:
-                    self.op.emit(key, ks, window, window)  # EventTimeTrigger: FIRE
+                    self.engine.emit(key, ks, window, window)  # EventTimeTrigger: FIRE
                 else:
                     timeline.schedule(max_ts if event_trigger else cleanup)
                 continue
             if event_trigger:
                 if max_ts <= wm:
-                    fired = self.op.emit(key, ks, window, window)  # EventTimeTrigger: FIRE
+                    fired = self.engine.emit(key, ks, window, window)  # EventTimeTrigger: FIRE
                 else:
                     register_timer(ks.evt_timers, ks.evt_heap, ks, max_ts, window)
             if fired and cleanup != MAX_TIMESTAMP:
@@ -469,13 +479,13 @@ class LazyTimelineStrategy(TimelineStrategy):
         for window in sorted(late_fired):
             max_ts = window.end - 1
             if window.start in live and max_ts <= wm < min(max_ts + lateness, MAX_TIMESTAMP):
-                self.op.emit(key, ks, window, window)
+                self.engine.emit(key, ks, window, window)
 
     def contents(self, ks: KeyState, window: Any) -> Any:
         timeline = ks.timeline
         if timeline is None:
             return _MISSING
-        partials = self.op.partials
+        partials = self.engine.partials
         if partials.kind == "values":
             result = partials.contents(timeline, window.start, window.end - 1)
         else:
@@ -490,26 +500,26 @@ class DerivedTimelineStrategy(LazyTimelineStrategy):
 
     derives_windows = True
 
-    def __init__(self, op: Engine, size: int) -> None:
-        super().__init__(op, size)
+    def __init__(self, engine: Engine, size: int) -> None:
+        super().__init__(engine, size)
         self.derived = DerivedSliding(
             size,
-            op.allowed_lateness,
+            engine.job.allowed_lateness,
             fires_at_end=self.fires_at_end,
-            partials=op.partials,
-            result=op.direct_result,
-            result_is_contents=op.plan.direct_result and not isinstance(op.spec, Aggregate),
+            partials=engine.partials,
+            result=engine.direct_result,
+            result_is_contents=engine.job.plan.direct_result
+            and not isinstance(engine.job.spec, Aggregate),
         )
-        op.scheduler.derived = self.derived
 
     def event_timer_firing(self) -> Callable[[Any, KeyState, int], None]:
         return self.fire_event_timers
 
     def fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
-        self.derived.fire(self.op, key, ks, upto)
+        self.derived.fire(self.engine, key, ks, upto)
 
     def drain_event_time(self, upto: int) -> bool:
-        self.derived.drain(self.op, upto)
+        self.derived.drain(self.engine, upto)
         return True
 
     def _in_order(
@@ -520,18 +530,22 @@ class DerivedTimelineStrategy(LazyTimelineStrategy):
     def _keep(self, ks: KeyState, timeline: Timeline) -> None:
         """The derived windows' one timer per key follows the timeline's latest record."""
         timeline.schedule(
-            min(timeline.stamps[-1] + self.size + self.op.allowed_lateness + 3, MAX_TIMESTAMP)
+            min(
+                timeline.stamps[-1] + self.size + self.engine.job.allowed_lateness + 3,
+                MAX_TIMESTAMP,
+            )
         )
 
-    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> None:
-        self.derived.process(self.op, elements, self.add_element)
+    def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> bool:
+        self.derived.process(self.engine, elements, self.add_element)
+        return True
 
 
 def _process_one_by_one(
     strategy: GenericStrategy, elements: Iterable[Element], states: dict[Any, KeyState]
 ) -> None:
     """``process_element`` for each element, without the per-call overhead."""
-    op = strategy.op
+    engine = strategy.engine
     count = 0
     ts: int | None = None
     key: Any = None
@@ -542,10 +556,10 @@ def _process_one_by_one(
             if ks is None:
                 ks = states[key] = KeyState()
             if not strategy.add_element(key, ks, value, ts):
-                op.not_added(key, ks, value, ts)
-            op.schedule(key, ks)
+                engine.not_added(key, ks, value, ts)
+            engine.schedule(key, ks)
     except Exception as exc:
         note_element(exc, key, ts)
         raise
     finally:
-        op.metrics.num_elements += count
+        engine.outputs.metrics.num_elements += count

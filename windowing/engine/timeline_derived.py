@@ -33,7 +33,7 @@ from windowing.engine.strategy import Engine
 from windowing.records import WindowResult
 from windowing.rules import cleanup_time, keeps_state
 from windowing.sliding import Partials, Timeline
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimeWindow
 
 __all__ = ["DerivedSliding"]
@@ -65,8 +65,6 @@ class DerivedSliding:
         self.result_is_contents = result_is_contents  # a reduce: the result is the contents
         # The partial of a timestamp's first record (None: the record itself, for a reduce).
         self.first = None if partials.kind == "reduce" else partials.first
-        # No key of the operator's schedule is due before this (see drain).
-        self.min_due = MIN_TIMESTAMP
 
     def _kept_at_end(self, timeline: Timeline) -> set[int]:
         """The windows (by start) that keep their state at the end of time: no cleanup timer
@@ -112,7 +110,7 @@ class DerivedSliding:
 
     def process(
         self,
-        op: Engine,
+        engine: Engine,
         elements: Iterable[tuple[Any, int | None, Any]],
         on_element: Callable[[Any, KeyState, Any, int | None], bool],
     ) -> None:
@@ -120,13 +118,14 @@ class DerivedSliding:
         window needs any more are forgotten, as the operator's element path does) and than
         the watermark creates its left window and maybe the previous record's right window,
         neither due yet; any other record takes the operator's sliding element path."""
-        states = op.states
+        states = engine.states
         assert states is not None
 
         size, lateness = self.size, self.lateness
-        wm = op.watermark
-        evt_sched = op.scheduler.evt_sched
-        min_due = self.min_due
+        wm = engine.clocks.watermark
+        evt_sched = engine.scheduler.evt_sched
+        scheduler = engine.scheduler
+        min_due = scheduler.min_due
         limit = MAX_TIMESTAMP - size - lateness - 3
         horizon = wm - size - lateness - 1  # records before it are in no live window
         delay = self.delay
@@ -182,46 +181,48 @@ class DerivedSliding:
                             min_due = due
                         continue
                 if not on_element(key, ks, value, ts):
-                    op.not_added(key, ks, value, ts)
-                op.schedule(key, ks)
+                    engine.not_added(key, ks, value, ts)
+                engine.schedule(key, ks)
         except Exception as exc:
             note_element(exc, key, ts)
             raise
         finally:
-            if min_due < self.min_due:  # the generic path may have lowered it meanwhile
-                self.min_due = min_due
-            op.metrics.num_elements += count
+            if min_due < scheduler.min_due:  # the generic path may have lowered it meanwhile
+                scheduler.min_due = min_due
+            engine.outputs.metrics.num_elements += count
 
     # ------------------------------------------------------------------ firing
-    def fire(self, op: Engine, key: Any, ks: KeyState, upto: int) -> None:
+    def fire(self, engine: Engine, key: Any, ks: KeyState, upto: int) -> None:
         """Fire the due windows of one key (a runtime that loads keys one at a time)."""
         timeline = ks.timeline
         if timeline is not None and timeline.due is not None and timeline.due <= upto:
-            self._drain(op, upto, {key: timeline.due}, {key: ks}.get)
+            self._drain(engine, upto, {key: timeline.due}, {key: ks}.get)
 
-    def drain(self, op: Engine, upto: int) -> None:
+    def drain(self, engine: Engine, upto: int) -> None:
         """The operator's event-time drain: fire every key whose timer is due by ``upto``,
         in the order of their timers.
 
-        The schedule is ``op.scheduler.evt_sched`` alone, ``{key: time of its one timer}``, kept in
-        the order the keys were (re)scheduled: a key whose timer moves earlier is moved to the
-        end. Keys due at the same time are visited in that order. With nearly every key due
-        at every watermark, selecting the due keys from the dict is cheaper than keeping a
-        heap of entries (one per reschedule, most of them superseded). ``min_due`` bounds the
-        schedule from below (every place that schedules a key lowers it), so a watermark with
-        no key due costs O(1)."""
-        if upto < self.min_due:
+        The schedule is ``engine.scheduler.evt_sched`` alone, ``{key: time of its one
+        timer}``, kept in the order the keys were (re)scheduled: a key whose timer moves
+        earlier is moved to the end. Keys due at the same time are visited in that order.
+        With nearly every key due at every watermark, selecting the due keys from the dict
+        is cheaper than keeping a heap of entries (one per reschedule, most of them
+        superseded). The scheduler's ``min_due`` bounds the schedule from below (every place
+        that schedules a key lowers it), so a watermark with no key due costs O(1)."""
+        if upto < engine.scheduler.min_due:
             return
-        states = op.states
-        get = states.get if states is not None else op.backend.get
+        states = engine.states
+        get = states.get if states is not None else engine.backend.get
         try:
-            self._drain(op, upto, op.scheduler.evt_sched, get, op)
+            self._drain(engine, upto, engine.scheduler.evt_sched, get, engine)
         finally:
-            self.min_due = min(op.scheduler.evt_sched.values(), default=MAX_TIMESTAMP)
+            engine.scheduler.min_due = min(
+                engine.scheduler.evt_sched.values(), default=MAX_TIMESTAMP
+            )
 
     def _drain(
         self,
-        op: Engine,
+        engine: Engine,
         upto: int,
         sched: dict[Any, int],
         get: Callable[[Any], KeyState | None],
@@ -239,7 +240,7 @@ class DerivedSliding:
         aggregate_span = self.partials.aggregate_span
         direct = self.result
         identity = self.result_is_contents
-        output = op.output
+        output = engine.outputs.output
         append = output.append
         emitted = len(output)  # the windows fired here are the results appended
         new_tuple = tuple.__new__
@@ -360,7 +361,7 @@ class DerivedSliding:
                                 if contents is none:
                                     continue
                                 if direct is None:
-                                    op.emit_contents(key, ks, window, window, contents)
+                                    engine.emit_contents(key, ks, window, window, contents)
                                     continue
                                 result = contents if identity else direct(contents)
                                 if result is not None:  # None: an empty window (Flink)
@@ -368,7 +369,7 @@ class DerivedSliding:
                                         new_tuple(result_type, (key, window, result, end - 1, None))
                                     )
                                 else:
-                                    op.metrics.num_null_results += 1
+                                    engine.outputs.metrics.num_null_results += 1
                             window = None
                             timeline.upto = upto
                         else:
@@ -428,4 +429,4 @@ class DerivedSliding:
             raise
         finally:
             if direct is not None:  # otherwise the operator counts the windows it evaluates
-                op.metrics.num_windows_fired += len(output) - emitted
+                engine.outputs.metrics.num_windows_fired += len(output) - emitted

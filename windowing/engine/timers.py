@@ -12,29 +12,37 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from windowing.due import compact, put_back, take_due
 from windowing.engine.keystate import KeyState
+from windowing.time import MIN_TIMESTAMP
 
-__all__ = ["KeyScheduler", "OneTimerOrder"]
+__all__ = ["KeyScheduler"]
 
 _COMPACT_MIN = 4096
 
 
-class OneTimerOrder(Protocol):
-    """A strategy whose keys' one timers are visited in the order of an ordered dict (derived
-    sliding-distinct windows): the scheduler keeps ``min_due`` instead of a heap."""
-
-    min_due: int
-
-
 class KeyScheduler:
-    """Due keys per clock (event time, processing time)."""
+    """Due keys per clock (event time, processing time).
 
-    __slots__ = ("compact_at", "derived", "evt_due", "evt_sched", "proc_due", "proc_sched", "seq")
+    ``in_order``: the keys' one event-time timers are visited in the order of the ordered
+    dict ``evt_sched`` (derived sliding-distinct windows,
+    :class:`~windowing.engine.timeline_derived.DerivedSliding`), which keeps no heap but
+    ``min_due``, a bound below every key's due time."""
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "compact_at",
+        "evt_due",
+        "evt_sched",
+        "in_order",
+        "min_due",
+        "proc_due",
+        "proc_sched",
+        "seq",
+    )
+
+    def __init__(self, *, in_order: bool = False) -> None:
         self.evt_due: list[tuple[int, int, Any]] = []
         self.proc_due: list[tuple[int, int, Any]] = []
         self.evt_sched: dict[Any, int] = {}
@@ -42,7 +50,8 @@ class KeyScheduler:
         self.seq = 0
         # Size of the event-time heap above which its dead entries are dropped (windowing.due).
         self.compact_at = _COMPACT_MIN
-        self.derived: OneTimerOrder | None = None
+        self.in_order = in_order
+        self.min_due = MIN_TIMESTAMP
 
     def schedule(self, key: Any, ks: KeyState) -> bool:
         """Schedule ``key`` at its earliest timers; returns whether it has any. A heap top may
@@ -56,12 +65,11 @@ class KeyScheduler:
             pending = True
             cur = self.evt_sched.get(key)
             if cur is None or due < cur:
-                derived = self.derived
-                if derived is not None:  # the schedule is the ordered dict alone
+                if self.in_order:  # the schedule is the ordered dict alone
                     self.evt_sched.pop(key, None)  # last in the order (DerivedSliding.drain)
                     self.evt_sched[key] = due
-                    if due < derived.min_due:
-                        derived.min_due = due
+                    if due < self.min_due:
+                        self.min_due = due
                 else:
                     self.evt_sched[key] = due
                     self.seq += 1
