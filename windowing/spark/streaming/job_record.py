@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from windowing.spark.columns.output import OutputLayout
 
 __all__ = [
+    "COLUMNAR_SHAPES",
     "JOB_RECORD",
     "JobRecord",
     "check_job",
@@ -47,6 +48,15 @@ __all__ = [
 
 #: The record of the job in the checkpoint (under its ``windowing`` folder).
 JOB_RECORD = "job.json"
+
+#: The name of each columnar state shape in a record, and the names earlier versions gave it
+#: (the plan's class name): a record of theirs describes the same state.
+COLUMNAR_SHAPES = {
+    "TumblingAggregation": "tumbling",
+    "HoppingAggregation": "hopping",
+    "SessionAggregation": "sessions",
+}
+_EARLIER_COLUMNAR_NAMES = {**COLUMNAR_SHAPES, "ColumnarAggregation": "tumbling"}
 
 _LOG = logging.getLogger(__name__)
 
@@ -85,7 +95,7 @@ def job_definition(
         "idle_timeout": config.idle_timeout,
         "state_shape": {
             "strategy": operator_strategy(job, spec),
-            "columnar": None if columnar is None else type(columnar).__name__,
+            "columnar": None if columnar is None else COLUMNAR_SHAPES[type(columnar).__name__],
         },
         # allowed to change: listed, the query goes on
         "function": None if builtin else describe(function),
@@ -131,11 +141,16 @@ class JobRecord:
 
     definition: JobDefinition
     created_layout: int | None
+    #: The digests of the earlier records of this job whose state the checkpoint may still
+    #: hold (a key group keeps the digest it was written with until it is written again).
+    earlier_digests: tuple[str, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"created_layout": self.created_layout, "job": dict(self.definition.parts)}, indent=1
-        )
+        data: dict[str, Any] = {"created_layout": self.created_layout}
+        if self.earlier_digests:
+            data["earlier_digests"] = list(self.earlier_digests)
+        data["job"] = dict(self.definition.parts)
+        return json.dumps(data, indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> JobRecord:
@@ -144,7 +159,12 @@ class JobRecord:
             msg = "not a JSON object with a 'job' object"
             raise ValueError(msg)
         layout = data.get("created_layout")
-        return cls(JobDefinition(data["job"]), layout if isinstance(layout, int) else None)
+        earlier = data.get("earlier_digests", [])
+        return cls(
+            JobDefinition(data["job"]),
+            layout if isinstance(layout, int) else None,
+            tuple(d for d in earlier if isinstance(d, str)) if isinstance(earlier, list) else (),
+        )
 
     def state_property(self, accepted: Sequence[str]) -> str:
         """What tasks learn of the checkpoint's state (``checkpoint.STATE_PROPERTY``): the
@@ -163,6 +183,7 @@ def check_job(
     how to start fresh, when the state cannot continue with it."""
     if recorded is None:
         return []
+    recorded = _in_current_terms(recorded)
     layout = recorded.parts.get("state_layout")
     if isinstance(layout, int) and layout > STATE_VERSION:
         msg = (
@@ -189,6 +210,16 @@ def check_job(
     return allowed
 
 
+def _in_current_terms(recorded: JobDefinition) -> JobDefinition:
+    """``recorded`` with the names an earlier version gave a part replaced by this version's
+    (a columnar state shape was recorded as its plan's class name)."""
+    shape = recorded.parts.get("state_shape")
+    if not isinstance(shape, dict) or shape.get("columnar") not in _EARLIER_COLUMNAR_NAMES:
+        return recorded
+    now = {**shape, "columnar": _EARLIER_COLUMNAR_NAMES[shape["columnar"]]}
+    return JobDefinition({**recorded.parts, "state_shape": now})
+
+
 def read_job_record(files: Files, checkpoint: str) -> JobRecord | None:
     """The record of ``checkpoint`` (``None``: none yet, or a checkpoint of a version that
     kept no record)."""
@@ -209,8 +240,8 @@ def record_job(
     """Check ``definition`` against the record of ``checkpoint`` (:func:`check_job`; only
     once the checkpoint has committed a micro-batch: before, it holds no state). Returns the
     record to write when the query starts, the allowed changes, and the digests its state
-    may carry (the earlier record's: equal parts may be described otherwise by a newer
-    version)."""
+    may carry (the earlier records': equal parts may be described otherwise by a newer
+    version, and a key group not written since keeps its digest)."""
     recorded = read_job_record(files, checkpoint)
     committed = bool(committed_batches(files, checkpoint))
     if recorded is None:  # a new checkpoint, or one of a version that kept no record
@@ -218,8 +249,10 @@ def record_job(
     if not committed:  # no state yet (a first run that failed): this job starts it
         return JobRecord(definition, recorded.created_layout), [], []
     changes = check_job(definition, recorded.definition, checkpoint)
-    accepted = [recorded.definition.digest]
-    return JobRecord(definition, recorded.created_layout), changes, accepted
+    earlier = (recorded.definition.digest, *recorded.earlier_digests)
+    accepted = list(dict.fromkeys(d for d in earlier if d != definition.digest))
+    record = JobRecord(definition, recorded.created_layout, tuple(accepted))
+    return record, changes, list(dict.fromkeys(earlier))
 
 
 def write_job_record(files: Files, checkpoint: str, record: JobRecord) -> None:

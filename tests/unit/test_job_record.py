@@ -1,0 +1,74 @@
+"""The job record across versions: a columnar state shape is recorded by its name
+(``tumbling``, ``hopping``, ``sessions``), a record naming it as an earlier version did (its
+plan's class) describes the same state, and the digests of earlier records stay accepted
+until every key group could have been written again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from windowing.definition import JobDefinition
+from windowing.spark.io.files import Files
+from windowing.spark.io.ownership import windowing_folder
+from windowing.spark.streaming.checkpoint import STATE_VERSION, JobChangedError
+from windowing.spark.streaming.job_record import (
+    COLUMNAR_SHAPES,
+    JobRecord,
+    check_job,
+    read_job_record,
+    record_job,
+    write_job_record,
+)
+
+
+def definition(columnar: str | None, *, size: int = 1_000) -> JobDefinition:
+    parts: dict[str, Any] = {
+        "assigner": {"class": "TumblingEventTimeWindows", "size": size, "offset": 0},
+        "function_kind": "aggregate",
+        "state_shape": {"strategy": "aligned", "columnar": columnar},
+        "state_layout": STATE_VERSION,
+        "windowing": "test",
+    }
+    return JobDefinition(parts)
+
+
+def test_columnar_shapes_have_one_name_each() -> None:
+    assert sorted(COLUMNAR_SHAPES.values()) == ["hopping", "sessions", "tumbling"]
+
+
+@pytest.mark.parametrize("earlier", ["ColumnarAggregation", "TumblingAggregation", "tumbling"])
+def test_a_record_naming_the_shape_as_an_earlier_version_did_is_the_same_job(
+    earlier: str,
+) -> None:
+    assert check_job(definition("tumbling"), definition(earlier), "/chk") == []
+
+
+def test_another_columnar_shape_is_still_a_breaking_change() -> None:
+    with pytest.raises(JobChangedError, match=r"state_shape: .*tumbling.* -> .*hopping"):
+        check_job(definition("hopping"), definition("ColumnarAggregation"), "/chk")
+
+
+def test_earlier_digests_stay_accepted_across_restarts(tmp_path: Path) -> None:
+    """A key group keeps the digest it was written with until it is written again: the
+    digest of a record an earlier version wrote is accepted on every later restart, not only
+    the first."""
+    files, chk = Files(None), str(tmp_path / "chk")
+    (tmp_path / "chk" / "commits").mkdir(parents=True)
+    (tmp_path / "chk" / "commits" / "0").write_text("v1\n")
+    earlier = definition("ColumnarAggregation")
+    write_job_record(files, chk, JobRecord(earlier, STATE_VERSION))
+    now = definition("tumbling")
+    assert now.digest != earlier.digest
+    first, changes, accepted = record_job(files, chk, now)
+    assert changes == [] and earlier.digest in accepted
+    write_job_record(files, chk, first)
+    assert Path(windowing_folder(chk), "job.json").exists()
+    second, _, accepted = record_job(files, chk, now)
+    assert earlier.digest in accepted
+    write_job_record(files, chk, second)
+    reread = read_job_record(files, chk)
+    assert reread is not None and reread.earlier_digests == (earlier.digest,)
+    assert reread.definition.parts == now.parts
