@@ -101,7 +101,7 @@ class WindowEvaluator:
                 self.engine.outputs.metrics.num_null_results += 1
                 return False
             self.engine.outputs.metrics.num_windows_fired += 1
-            panes = self.engine.panes
+            panes = self.engine.pane_tracker
             pane = None if panes is None else panes.next(ks, window)
             self.engine.outputs.output.append(
                 tuple.__new__(WindowResult, (key, window, value, window.max_timestamp(), pane))
@@ -124,7 +124,7 @@ class WindowEvaluator:
                 outputs = self.finish(key, window, result)
             else:
                 outputs = self.evaluate_all(key, window, list(contents))
-            panes = self.engine.panes
+            panes = self.engine.pane_tracker
             if panes is not None:
                 outputs = list(outputs)  # the pane is counted once the firing succeeded
             self.engine.outputs.metrics.num_windows_fired += 1
@@ -198,7 +198,7 @@ class WindowEvaluator:
         assert direct is not None
         append = self.engine.outputs.output.append
         new_tuple = tuple.__new__
-        panes = self.engine.panes
+        panes = self.engine.pane_tracker
         # fired by the end of input: the watermark goes from where it is to the end of time
         end = (self.engine.clocks.watermark, MAX_TIMESTAMP)
         fired = 0

@@ -221,7 +221,7 @@ class GenericStrategy(WindowStrategy):
             if not engine.dead_letter(exc, key, window):
                 raise
             result = _CONTINUE
-        if engine.panes is not None:
+        if engine.pane_tracker is not None:
             # the clock reached this timer: its firing's time (pane info)
             engine.clocks.timer_time, engine.clocks.timer_event_time = time, event_time
             try:
@@ -289,7 +289,7 @@ class GenericStrategy(WindowStrategy):
         append = self.engine.outputs.output.append
         new_tuple = tuple.__new__
         result_type = WindowResult
-        panes = self.engine.panes
+        panes = self.engine.pane_tracker
         pop = heapq.heappop
         fired = 0
         while heap and heap[0][0] <= upto:

@@ -1,9 +1,9 @@
-"""Hopping windows kept as slices: one partial result per pane instead of one per window.
+"""Hopping windows kept as panes: one partial result per pane instead of one per window.
 
 With hopping windows of ``size`` every ``slide`` an element belongs to ``size / slide``
 windows. For a reduce or aggregate with the built-in ``EventTimeTrigger`` and no evictor, the
-operator instead keeps one partial per *pane* of ``gcd(size, slide)`` (seed 002's slicing):
-an element updates one pane, and a window's contents are the combination of its panes, built
+operator instead keeps one partial per *pane* of ``gcd(size, slide)`` (the slices of the
+slicing design, ``docs/design.md``): an element updates one pane, and a window's contents are the combination of its panes, built
 when the window fires. Windows fire in order of their end, so consecutive windows of a key
 share most panes: a two-stack range aggregate combines each pane about three times in all,
 whatever the number of panes per window, and a window with the same panes as the previous
@@ -42,13 +42,13 @@ from windowing.sliding import Partials
 from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimeWindow
 
-__all__ = ["PanesStrategy", "SlicedHopping", "Slices"]
+__all__ = ["HoppingPanes", "PanesStrategy", "Slices"]
 
 _MISSING: Any = object()
 _END_OF_TIME = MAX_TIMESTAMP + 1  # window ends are clamped here
 
 
-class SlicedHopping:
+class HoppingPanes:
     """Element, timer and inspection logic of sliced hopping windows for one operator."""
 
     def __init__(
@@ -556,7 +556,7 @@ class PanesStrategy(WindowStrategy):
         super().__init__(engine)
         result = engine.direct_result
         assert result is not None
-        self.slicer = SlicedHopping(
+        self.hopping = HoppingPanes(
             *shape,
             engine.job.allowed_lateness,
             partials=engine.partials,
@@ -565,27 +565,27 @@ class PanesStrategy(WindowStrategy):
         )
 
     def add_element(self, key: Any, ks: KeyState, value: Any, timestamp: int | None) -> bool:
-        return self.slicer.add(self.engine, key, ks, value, timestamp)
+        return self.hopping.add(self.engine, key, ks, value, timestamp)
 
     def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> bool:
-        self.slicer.process(self.engine, elements)
+        self.hopping.process(self.engine, elements)
         return True
 
     def fire_event_timers(self, key: Any, ks: KeyState, upto: int) -> None:
-        self.slicer.fire(self.engine, key, ks, upto)
+        self.hopping.fire(self.engine, key, ks, upto)
 
     def fire_processing_timers(self, key: Any, ks: KeyState, upto: int) -> None:
         return  # event-time windows with the default trigger register none
 
     def drain_event_time(self, upto: int) -> bool:
-        self.slicer.drain(self.engine, upto)
+        self.hopping.drain(self.engine, upto)
         return True
 
     def num_event_time_timers(self, ks: KeyState) -> int:
-        return self.slicer.num_timers(ks, self.engine.clocks.watermark)
+        return self.hopping.num_timers(ks, self.engine.clocks.watermark)
 
     def num_state_entries(self, ks: KeyState) -> int:
-        return len(self.slicer.live_windows(ks, self.engine.clocks.watermark))
+        return len(self.hopping.live_windows(ks, self.engine.clocks.watermark))
 
     def live_windows(self, ks: KeyState) -> list[Any] | None:
-        return self.slicer.live_windows(ks, self.engine.clocks.watermark)
+        return self.hopping.live_windows(ks, self.engine.clocks.watermark)

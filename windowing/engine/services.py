@@ -144,7 +144,7 @@ class Engine:
                 spec.function.get_result if isinstance(spec, Aggregate) else _identity
             )
         #: Counts firings per window (``pane_info=True``), else ``None``.
-        self.panes: PaneTracker | None = (
+        self.pane_tracker: PaneTracker | None = (
             PaneTracker(
                 self.clocks, event_time=job.is_event_time, allowed_lateness=job.allowed_lateness
             )

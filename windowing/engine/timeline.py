@@ -355,7 +355,7 @@ class LazyTimelineStrategy(TimelineStrategy):
         append = self.engine.outputs.output.append
         new_tuple = tuple.__new__
         result_type = WindowResult
-        panes = self.engine.panes
+        panes = self.engine.pane_tracker
         fired = 0
         partials = self.engine.partials
         range_aggregate = None if partials.kind == "values" else partials.aggregate_range
