@@ -4,10 +4,10 @@ With hopping windows of ``size`` every ``slide`` an element belongs to ``size / 
 windows. For a reduce or aggregate with the built-in ``EventTimeTrigger`` and no evictor, the
 operator instead keeps one partial per *pane* of ``gcd(size, slide)`` (the slices of the
 slicing design, ``docs/design.md``): an element updates one pane, and a window's contents
-are the combination of its panes, built when the window fires. Windows fire in order of their end, so consecutive windows of a key
-share most panes: a two-stack range aggregate combines each pane about three times in all,
-whatever the number of panes per window, and a window with the same panes as the previous
-one reuses its aggregate.
+are the combination of its panes, built when the window fires. Windows fire in order of
+their end, so consecutive windows of a key share most panes: a two-stack range aggregate
+combines each pane about three times in all, whatever the number of panes per window, and a
+window with the same panes as the previous one reuses its aggregate.
 
 Everything observable matches the per-window layout of Flink's ``WindowOperator``: the
 windows that fire and when (including late firings within the allowed lateness), the late
