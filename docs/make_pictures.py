@@ -9,7 +9,9 @@ folder and checks that every picture is produced and that the documentation show
 
 from __future__ import annotations
 
+import ast
 import sys
+import tomllib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -221,35 +223,45 @@ def idle_timeout(out: Path) -> None:
     figure.savefig(out / "idle_timeout.png", dpi=100, metadata={"Software": None})
 
 
-def spark_house(out: Path) -> None:
-    """The Spark runtime's parts (``windowing/spark``'s folders and top modules) in the layers
-    ``./dev lint`` enforces, with an arrow for each part that imports another (its width: the
-    number of import statements), drawn from the code."""
-    import ast
-    import tomllib
+def _imports(tree: ast.Module) -> list[ast.ImportFrom]:
+    """The ``from ... import`` statements of a module that run (not those under ``if
+    TYPE_CHECKING:``, which the import contracts leave out too)."""
+    found: list[ast.ImportFrom] = []
 
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _house(out: Path, container: str, title: str, name: str, *, fontsize: float) -> None:
+    """The parts of ``container`` (its folders and modules) in the layers of its import
+    contract (``./dev lint`` enforces them), with an arrow for each part that imports another
+    (its width: the number of import statements), drawn from the code."""
     root = Path(__file__).resolve().parents[1]
-    spark = root / "windowing" / "spark"
-    contract = next(
-        c
-        for c in tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"][
-            "contracts"
-        ]
-        if c.get("containers") == ["windowing.spark"]
-    )
+    package = root.joinpath(*container.split("."))
+    contracts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contract = next(c for c in contracts["contracts"] if c.get("containers") == [container])
     layers = [[p.strip() for p in layer.split("|")] for layer in contract["layers"]]
     parts = {p for layer in layers for p in layer}
     edges: dict[tuple[str, str], int] = {}
-    for path in spark.rglob("*.py"):
-        rel = path.relative_to(spark).with_suffix("").parts
-        if rel[-1] == "__init__" and len(rel) == 1:
+    for path in package.rglob("*.py"):
+        rel = path.relative_to(package).with_suffix("").parts
+        if rel == ("__init__",):
             continue
         source = rel[0]
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "windowing.spark."
-            ):
-                target = (node.module or "").split(".")[2]
+        for node in _imports(ast.parse(path.read_text())):
+            module = node.module or ""
+            if module.startswith(container + "."):
+                target = module.split(".")[2]
                 if target in parts and target != source:
                     edges[(source, target)] = edges.get((source, target), 0) + 1
     figure = Figure(figsize=(9, 6.2))
@@ -258,19 +270,20 @@ def spark_house(out: Path) -> None:
     ax.set_axis_off()
     where: dict[str, tuple[float, float]] = {}
     for row, layer in enumerate(layers):
-        for col, name in enumerate(layer):
-            x = 0.5 if len(layer) == 1 else 0.2 + 0.6 * col / (len(layer) - 1)
+        for col, part in enumerate(layer):
+            x = 0.5 if len(layer) == 1 else 0.1 + 0.8 * col / (len(layer) - 1)
             y = 1 - (row + 0.5) / len(layers)
-            where[name] = (x, y)
-            modules = len(list((spark / name).glob("*.py"))) - 1 if (spark / name).is_dir() else 1
-            label = f"{name}/ ({modules})" if (spark / name).is_dir() else f"{name}.py"
+            where[part] = (x, y)
+            folder = package / part
+            modules = len(list(folder.glob("*.py"))) - 1 if folder.is_dir() else 1
+            label = f"{part}/ ({modules})" if folder.is_dir() else f"{part}.py"
             ax.text(
                 x,
                 y,
                 label,
                 ha="center",
                 va="center",
-                fontsize=10,
+                fontsize=fontsize,
                 zorder=3,
                 bbox={"boxstyle": "round", "facecolor": "#e8f0fa", "edgecolor": "#4a6fa5"},
             )
@@ -290,8 +303,21 @@ def spark_house(out: Path) -> None:
         )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_title("windowing/spark: each part imports only the parts below it (modules)")
-    figure.savefig(out / "spark_house.png", dpi=100, metadata={"Software": None})
+    ax.set_title(title)
+    figure.savefig(out / name, dpi=100, metadata={"Software": None})
+
+
+def spark_house(out: Path) -> None:
+    """The Spark runtime's parts: ``windowing/spark``'s folders and top modules."""
+    title = "windowing/spark: each part imports only the parts below it (modules)"
+    _house(out, "windowing.spark", title, "spark_house.png", fontsize=10)
+
+
+def engine_house(out: Path) -> None:
+    """The operator's engine: ``windowing/engine``'s modules, strategies above the services
+    they share."""
+    title = "windowing/engine: strategies above the services they share"
+    _house(out, "windowing.engine", title, "engine_house.png", fontsize=8)
 
 
 #: Every picture the documentation shows, by file name.
@@ -302,6 +328,7 @@ PICTURES: dict[str, Callable[[Path], None]] = {
     "kip450_vs_hopping.png": kip450_vs_hopping,
     "idle_timeout.png": idle_timeout,
     "spark_house.png": spark_house,
+    "engine_house.png": engine_house,
 }
 
 
