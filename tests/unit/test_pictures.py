@@ -33,7 +33,7 @@ def test_the_script_draws_every_picture(tmp_path: Path) -> None:
     assert script.main([str(tmp_path)]) == 0
     drawn = sorted(p.name for p in tmp_path.iterdir())
     assert drawn == sorted(script.PICTURES)
-    assert len(drawn) == 6
+    assert len(drawn) == 7
     for name in drawn:
         width, height = _png_size((tmp_path / name).read_bytes())
         assert width >= 800 and height >= 400, name
