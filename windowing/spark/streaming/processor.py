@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
@@ -17,13 +16,11 @@ import pyarrow.compute as pc
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from windowing.engine.keystate import KeyState
-from windowing.idleness import Idleness, KeyIdleness
-from windowing.job import WindowConfig
+from windowing.idleness import KeyIdleness
 from windowing.spark.batch.replay_plan import (
     replay_order,
 )
 from windowing.spark.columnar.core import (
-    ColumnarPlan,
     OpenWindows,
     key_state_of,
 )
@@ -53,7 +50,6 @@ from windowing.spark.columns.output import (
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     LateRows,
-    OutputLayout,
 )
 from windowing.spark.columns.schema import (
     make_row_encoder,
@@ -64,6 +60,7 @@ from windowing.spark.columns.schema import (
 from windowing.spark.jobs import window_operator
 from windowing.spark.streaming.checkpoint import UNKNOWN_WINDOWS, Entry, GroupState
 from windowing.spark.streaming.columnar_calls import ColumnarCalls
+from windowing.spark.streaming.config import ProcessorConfig
 from windowing.spark.streaming.key_clocks import WATERMARK_SHIFT_MS, KeyClocks
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -77,33 +74,6 @@ __all__ = [
     "timestamps_as_micros",
     "unpack",
 ]
-
-
-@dataclass(frozen=True, eq=False)
-class ProcessorConfig:
-    window: WindowConfig
-    spec: Any
-    layout: OutputLayout
-    internal: tuple[str, ...]  # the internal input columns after the input columns
-    input_arrow: pa.Schema
-    key_arrow_types: list[pa.DataType]
-    wall_clock: bool  # ProcessingTime mode: processing time is the micro-batch's clock
-    key_groups: int  # the number of key groups (Spark's grouping key)
-    # (mask column, the float columns of its bits): which values are NaN, not null
-    nan_masks: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # Built-in aggregations of tumbling, hopping or session windows computed on whole
-    # columns (event time, no processing_time column); None: the operator alone.
-    columnar: ColumnarPlan | None = None
-    # Keys' own idle clocks (``idle_timeout``; ProcessingTime mode, event-time windows).
-    idleness: Idleness | None = None
-    # The digest of the job's definition, kept with the state (a restart with another job is
-    # refused); None: not checked.
-    job_digest: str | None = None
-
-    @functools.cached_property
-    def input_table_schema(self) -> pa.Schema:
-        """The Arrow schema of a key's rows: the input columns, then the internal ones."""
-        return pa.schema([*self.input_arrow, *[pa.field(n, pa.int64()) for n in self.internal]])
 
 
 def flink_watermark(spark_watermark_ms: int) -> int:
