@@ -56,17 +56,19 @@ class WindowProcessor(StatefulProcessor):
     (:meth:`~windowing.stream.WindowedStream.max_parallelism`), with one ValueState and one
     timer.
 
-    The state is the pickled ``(version, key groups, registered timer, entries, windows)``,
-    where ``entries`` maps each key of the group run by the operator
-    (:func:`~windowing.spark.columns.keys.state_key`) to an :data:`Entry`: the key, the Spark time
-    at which it is next due, its pickled key state, and its clock; ``windows`` (a columnar
-    plan only; ``None`` without) are the open windows of all other keys, as one
-    :class:`~windowing.spark.columnar.core.OpenWindows`. The key state of an entry is the
-    operator's :class:`~windowing.operator.KeyState`, or the key's own ``OpenWindows``
-    (each form converts to the other when a call needs it; a key whose call ends with its
-    windows in columnar form joins the group's windows); only the entries a call touches are
-    unpickled. The clock is the key's largest ``processing_time`` value so far (``None``
-    without that column). The registered timer is the earliest due time of the group.
+    The state (:mod:`~windowing.spark.streaming.checkpoint`) is the encoded ``(layout, key
+    groups, registered timer, entries, windows, job digest)``, where ``entries`` maps each key
+    of the group run by the operator (:func:`~windowing.spark.columns.keys.state_key`) to an
+    :data:`~windowing.spark.streaming.checkpoint.Entry`: the key, the Spark time at which it
+    is next due, its encoded key state, its clock, its open windows and its idle clock;
+    ``windows`` (a columnar plan only; ``None`` without) are the open windows of all other
+    keys, as one :class:`~windowing.spark.columnar.core.OpenWindows`. The key state of an
+    entry is the operator's :class:`~windowing.operator.KeyState`, or the key's own
+    ``OpenWindows`` (each form converts to the other when a call needs it; a key whose call
+    ends with its windows in columnar form joins the group's windows); only the entries a
+    call touches are decoded. The clock is the key's largest ``processing_time`` value so far
+    (``None`` without that column). The registered timer is the earliest due time of the
+    group.
 
     A call composes its parts, built by :meth:`init`: the micro-batch's ``clocks`` and each
     key's (``key_clocks``), the group's state in and out (``state_io``), the operator's calls
