@@ -446,7 +446,7 @@ def test_a_group_state_of_two_key_columns_splits_into_its_own_keys() -> None:
     )
     processor = runtime_processor.WindowProcessor(two_keys)
     processor.init(_Handle())  # type: ignore[arg-type]
-    processor.spark_watermark = 0
+    processor.clocks.spark_watermark = 0
     # keys (b, 1), (a, 1), (b, 2): contiguous, but the second column's first value repeats
     rows = pa.table(
         {"k": ["b", "a", "a", "b"], "v": [1, 2, 3, 4], "ts": [0, 0, 10, 0], "x": [1, 1, 1, 2]},
@@ -454,7 +454,7 @@ def test_a_group_state_of_two_key_columns_splits_into_its_own_keys() -> None:
     )
     windows = OpenWindows(pa.array([0, 0, 10, 0]).to_numpy(), rows, -1)
     entries: dict[Any, Any] = {}
-    processor._to_entries(entries, windows)
+    processor.columnar.to_entries(entries, windows)
     got = {
         entry[0]: decode_entry(entry[2]).rows.column("v").to_pylist() for entry in entries.values()
     }

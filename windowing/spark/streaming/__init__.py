@@ -2,9 +2,14 @@
 and one timer per key group, and the sinks that publish what the checkpoint committed.
 
 - ``query.py``: the query's plan (:func:`run_streaming`) and its result;
-- ``processor.py``: the stateful processor, a key group's call on the executors;
-- ``columnar_calls.py``: the processor's calls on whole columns (built-in aggregations);
-- ``key_clocks.py``: each key's clock (processing time, idle timeouts);
+- ``processor.py``: the stateful processor Spark calls, a key group's call on the executors,
+  composed of the parts below;
+- ``config.py``: what the processor is built with (``ProcessorConfig``);
+- ``clocks.py``: the micro-batch's clocks and each key's own (idle timeouts);
+- ``state_io.py``: a key group's state in and out of a call (its entries, its one timer);
+- ``key_calls.py``: the operator's calls, one key at a time;
+- ``columnar_calls.py``: the calls on whole columns (built-in aggregations);
+- ``call_output.py``: a call's tagged output (results, late rows, metrics, key columns);
 - ``checkpoint.py``: a key group's state in the state store, bound to its query;
 - ``job_record.py``: the job's definition kept in the checkpoint;
 - ``state_reader.py``: the state of a checkpoint as a DataFrame (``read_state``);

@@ -1,12 +1,11 @@
-"""The streaming processor's calls on whole columns: a key group's keys whose windows the
-columnar plan can take (built-in aggregations of tumbling, hopping or session windows) run
-together on Arrow columns, and a key's state moves between the operator's ``KeyState`` and
-``OpenWindows`` (:class:`~windowing.spark.streaming.processor.WindowProcessor` mixes this in)."""
+"""The streaming processor's calls on whole columns (:class:`ColumnarCalls`): a key group's
+keys whose windows the columnar plan can take (built-in aggregations of tumbling, hopping or
+session windows) run together on Arrow columns, and a key's state moves between the
+operator's ``KeyState`` and ``OpenWindows``."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,6 @@ from pyspark.sql import Row
 
 from windowing.operator import WindowOperator
 from windowing.spark.columnar.core import (
-    ColumnarStep,
     OpenWindows,
     keys_needing_the_operator,
     open_windows_of,
@@ -30,34 +28,55 @@ from windowing.spark.columns.keys import (
     key_value,
     state_key,
 )
-from windowing.spark.columns.output import (
-    REASON_LATE,
-    LateRows,
-)
 from windowing.spark.columns.schema import (
     arrow_to_python,
+    make_row_encoder,
+    row_class,
 )
-from windowing.spark.streaming.checkpoint import (
-    Entry,
-)
+from windowing.spark.streaming.call_output import CallOutput
+from windowing.spark.streaming.checkpoint import Entry
+from windowing.spark.streaming.clocks import BatchClocks
+from windowing.spark.streaming.config import ProcessorConfig
+from windowing.spark.streaming.state_io import StateIO
 
-__all__ = ["ColumnarCalls"]
+__all__ = ["ColumnarCalls", "concat_windows"]
+
+
+def concat_windows(windows: OpenWindows | None, joining: list[OpenWindows]) -> OpenWindows | None:
+    """The group's columnar windows with those of the keys ``joining`` it (all fired up to
+    the same watermark; no key in two of them)."""
+    parts = [w for w in (windows, *joining) if w is not None and len(w)]
+    return OpenWindows.concat(parts) if parts else None
 
 
 class ColumnarCalls:
-    """The columnar part of :class:`~windowing.spark.streaming.processor.WindowProcessor`, which
-    provides the state below."""
+    """The calls of ``config``'s columnar plan: a key group's keys together, or one key, on
+    whole columns, with the operator ``op`` for the keys they cannot take; keys' entries are
+    made by ``state_io``, the output goes to ``output``, due times are read on ``clocks``.
 
-    config: Any  # the processor's ProcessorConfig
-    op: WindowOperator
-    _opened: OpenWindows | None
-    record_names: list[str]
-    record_type: Any
-    encode_record: Callable[[Any], Any]
-    key_encoders: list[Callable[[Any], Any] | None]
-    _entry: Callable[[Any, Any], Entry | None]
-    _store: Callable[[dict[Any, Entry], Any, Entry | None], None]
-    _clock: Callable[[], int]
+    ``opened``: the columnar windows the last key call (:meth:`key_call`) left, which
+    :meth:`join` moves into the group's windows."""
+
+    def __init__(
+        self,
+        config: ProcessorConfig,
+        op: WindowOperator,
+        clocks: BatchClocks,
+        state_io: StateIO,
+        output: CallOutput,
+    ) -> None:
+        assert config.columnar is not None
+        self.config = config
+        self.plan = config.columnar
+        self.op = op
+        self.clocks = clocks
+        self.state_io = state_io
+        self.output = output
+        self.opened: OpenWindows | None = None
+        schema = config.layout.input_schema
+        self.record_names = list(schema.names)
+        self.record_type = row_class(tuple(schema.names))
+        self.encode_record = make_row_encoder(schema)
 
     def _open_windows(self, ks: Any) -> tuple[bool, OpenWindows | None]:
         """The columnar form of the key state ``ks``: ``(False, None)`` when it has none."""
@@ -65,9 +84,7 @@ class ColumnarCalls:
             return True, ks
         if ks.is_empty():
             return True, None
-        plan = self.config.columnar
-        assert plan is not None
-        found = open_windows_of(plan, self.op, ks, self._records_table)
+        found = open_windows_of(self.plan, self.op, ks, self._records_table)
         return found is not None, found
 
     def _records_table(self, records: list[Any]) -> pa.Table | None:
@@ -92,27 +109,23 @@ class ColumnarCalls:
             return None
         return pa.Table.from_arrays(arrays, schema=c.input_arrow)
 
-    # -- callbacks -------------------------------------------------------------------------
-
-    def _join(self, entries: dict[Any, Entry], skey: Any, joining: list[OpenWindows]) -> None:
+    def join(self, entries: dict[Any, Entry], skey: Any, joining: list[OpenWindows]) -> None:
         """Move the key ``skey`` from ``entries`` to ``joining`` (the windows that join the
         group's columnar windows) when its call left its windows in columnar form, with
         values the columns can reduce (not those of nulls an operator call left)."""
-        opened = self._opened
-        self._opened = None
+        opened = self.opened
+        self.opened = None
         if opened is not None and skey in entries and opened.fired_upto == self.op.watermark:
-            plan = self.config.columnar
-            assert plan is not None
+            plan = self.plan
             if usable(plan.aggregation, opened.rows.column(plan.field)):
                 del entries[skey]
                 joining.append(opened)
 
-    def _group_call(
+    def group_call(
         self,
         table: pa.Table | None,
         entries: dict[Any, Entry],
         windows: OpenWindows | None,
-        outputs: list[pa.RecordBatch],
     ) -> tuple[pa.Table | None, OpenWindows | None]:
         """Run the keys of the group that the columns can take on whole columns, together:
         fire and clean up the group's windows ``windows`` at the watermark, then add the
@@ -123,8 +136,7 @@ class ColumnarCalls:
         calls and the group's new windows (when the columns cannot take the call at all,
         every key moves to ``entries`` and all rows are left)."""
         c = self.config
-        plan = c.columnar
-        assert plan is not None
+        plan = self.plan
         keys = c.layout.keys
         watermark = self.op.watermark
         n_held = 0 if windows is None else len(windows)
@@ -163,7 +175,7 @@ class ColumnarCalls:
                 by_operator = np.isin(row_codes, np.unique(row_codes[needs]))
                 moving = np.isin(held_codes, np.unique(row_codes[by_operator]))
                 if moving.any() and windows is not None:
-                    self._to_entries(entries, windows.take(np.flatnonzero(moving)))
+                    self.to_entries(entries, windows.take(np.flatnonzero(moving)))
                     windows = windows.take(np.flatnonzero(~moving))
                     held_codes = held_codes[~moving]
                 left = rows.filter(pa.array(by_operator))
@@ -183,7 +195,7 @@ class ColumnarCalls:
         )
         if step is None:  # the operator runs every key
             if windows is not None:
-                self._to_entries(entries, windows)
+                self.to_entries(entries, windows)
             return table, None
         n_input = 0 if rows is None else rows.num_rows
         fired = step.fired_rows
@@ -202,10 +214,10 @@ class ColumnarCalls:
                 for k, t in zip(keys, types, strict=True)
             ]
 
-        self._emit_columnar(step, n_input, rows, fired_keys, outputs, late_keys)
+        self.output.add_columnar(step, n_input, rows, fired_keys, late_keys)
         return left, step.state
 
-    def _to_entries(self, entries: dict[Any, Entry], windows: OpenWindows) -> None:
+    def to_entries(self, entries: dict[Any, Entry], windows: OpenWindows) -> None:
         """Give each key of the group's ``windows`` its own entry."""
         keys = self.config.layout.keys
         # a key's items are contiguous (in any order of keys): split where the key changes
@@ -216,77 +228,22 @@ class ColumnarCalls:
         for i, (lo, hi) in enumerate(itertools.pairwise(starts)):
             key = key_value([v[i] for v in values])
             own = windows.slice(lo, hi)
-            entry = self._entry(key, own)
+            entry = self.state_io.entry(key, own)
             if entry is not None and entry[1] is not None:
-                assert self.config.columnar is not None
-                nxt = own.next_event_time(self.config.columnar)
+                nxt = own.next_event_time(self.plan)
                 if nxt is not None and nxt <= self.op.watermark:
                     # windows the columns held below this watermark are due in this call,
                     # not at the next advance (the floor of an operator's late timers)
-                    entry = (entry[0], self._clock(), *entry[2:])
-            self._store(entries, state_key(key), entry)
+                    entry = (entry[0], self.clocks.due_clock(), *entry[2:])
+            self.state_io.store(entries, state_key(key), entry)
 
-    def _emit_columnar(
-        self,
-        step: ColumnarStep,
-        n_input: int,
-        source: pa.Table | None,
-        key_columns: Callable[[int], list[pa.Array]],
-        outputs: list[pa.RecordBatch],
-        other_key_columns: Callable[[int], list[pa.Array]] | None = None,
-    ) -> None:
-        """Add the tagged output of a call on whole columns to ``outputs``: the windows
-        ``step`` fired (their key columns ``key_columns(n)``), its late rows of ``source``
-        and the call's metrics row (key columns ``other_key_columns``, by default
-        ``key_columns``)."""
-        c = self.config
-        plan = c.columnar
-        assert plan is not None
-        n_late = len(step.late)
-        fired = len(step.fired_starts)
-        if not (n_input or fired):
-            return
-        tag = c.window.late_output_tag
-        late = LateRows()
-        if tag is not None:
-            watermark = self.op.watermark
-            for i in step.late.tolist():
-                late.add(i, watermark, REASON_LATE)
-        counters = {
-            "num_input_rows": n_input,
-            "num_elements": n_input,
-            "num_late_records_side_output": n_late if tag is not None else 0,
-            "num_late_records_dropped": 0 if tag is not None else n_late,
-            "num_windows_fired": fired,
-            "num_results": fired,
-        }
-        starts = step.fired_starts
-        ends = step.fired_ends
-        bounds = (pa.array(starts), pa.array(ends), pa.array(ends - 1))
-        records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
-        columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
-        outputs.extend(
-            c.layout.tagged_result_batches(
-                key_columns=key_columns,
-                bounds=bounds,
-                columns=columns,
-                counters=counters,
-                late_source=source,
-                late=late,
-                other_key_columns=other_key_columns,
-            )
-        )
-
-    def _columnar_call(
-        self, key: Any, stored: Any, table: pa.Table | None, outputs: list[pa.RecordBatch]
-    ) -> tuple[bool, Entry | None]:
+    def key_call(self, key: Any, stored: Any, table: pa.Table | None) -> tuple[bool, Entry | None]:
         """Run one key's call on whole columns
-        (:func:`~windowing.spark.columnar.core.step_open_windows`), its output to ``outputs``:
+        (:func:`~windowing.spark.columnar.core.step_open_windows`), its output to the call's:
         ``(True, the key's new entry)``, or ``(False, None)`` (nothing done) when the
         operator must run it."""
+        self.opened = None
         c = self.config
-        plan = c.columnar
-        assert plan is not None
         times = None
         rows = None
         if table is not None:
@@ -295,53 +252,14 @@ class ColumnarCalls:
                 return False, None
             times = ts.to_numpy()
             rows = table.select(c.layout.input_schema.names)
-        convertible, state = self._open_windows(stored)
+        convertible, windows = self._open_windows(stored)
         if not convertible:
             return False, None
-        step = step_open_windows(plan, state, self.op.watermark, rows, times)
+        step = step_open_windows(self.plan, windows, self.op.watermark, rows, times)
         if step is None:
             return False, None
-        entry = self._entry(key, step.state)
-        self._opened = step.state
+        entry = self.state_io.entry(key, step.state)
+        self.opened = step.state
         n_input = 0 if table is None else table.num_rows
-        self._emit_columnar(step, n_input, table, self._key_columns(key), outputs)
+        self.output.add_columnar(step, n_input, table, self.output.key_columns(key))
         return True, entry
-
-    def _window_count(self, windows: OpenWindows) -> int:
-        """The windows the operator would hold for the group's columnar ``windows``."""
-        plan = self.config.columnar
-        assert plan is not None
-        if windows.kind == "tumbling":
-            return len(windows)  # one item per window
-        keys = self.config.layout.keys
-        codes = group_codes(windows.rows.select(keys), keys) if keys else None
-        return windows.window_count(plan, codes)
-
-    def _keys_columns(self, keys: list[Any], trailing_nulls: int = 0) -> list[pa.Array]:
-        """The key column(s) of rows whose keys are ``keys`` (one per row), then
-        ``trailing_nulls`` rows without a key (none for ``window_all``)."""
-        encoders = self.key_encoders
-        if not encoders:
-            return []
-        if len(encoders) == 1:
-            columns: list[list[Any]] = [keys]
-        else:
-            columns = [list(c) for c in zip(*keys, strict=True)] if keys else [[] for _ in encoders]
-        tail = [None] * trailing_nulls
-        out = []
-        for values, enc, t in zip(columns, encoders, self.config.key_arrow_types, strict=True):
-            encoded = values if enc is None else [enc(v) for v in values]
-            out.append(pa.array(encoded + tail, t))
-        return out
-
-    def _key_columns(self, key: Any) -> Callable[[int], list[pa.Array]]:
-        """The key column(s) of ``key`` for ``n`` output rows (none for ``window_all``)."""
-        encoders = self.key_encoders
-        values = [key] if len(encoders) == 1 else list(key or ())
-        values = [v if enc is None else enc(v) for v, enc in zip(values, encoders, strict=True)]
-        types = self.config.key_arrow_types
-
-        def key_columns(total: int) -> list[pa.Array]:
-            return [pa.array([v] * total, t) for v, t in zip(values, types, strict=True)]
-
-        return key_columns

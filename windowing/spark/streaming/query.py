@@ -32,7 +32,7 @@ State-store calls are round trips of 0.1-0.8 ms each; per key group they are a c
 number, however many keys it holds. With an idle timeout (:mod:`windowing.idleness`) the
 query runs in ``ProcessingTime`` mode: a key group with pending windows looks at them again
 every micro-batch, each key with its own clock
-(:class:`~windowing.spark.streaming.key_clocks.KeyClocks`).
+(:class:`~windowing.spark.streaming.clocks.KeyClocks`).
 
 Watermarks: Spark's watermark ``W`` (``max event time of earlier batches - delay``) means
 "rows with ``ts < W`` are late", which is Flink's watermark ``W - 1``, the value the batch
@@ -82,8 +82,8 @@ from windowing.spark.jobs import (
     streaming_time_mode,
     uses_wall_clock,
 )
+from windowing.spark.streaming.clocks import WATERMARK_SHIFT_MS
 from windowing.spark.streaming.job_record import job_definition
-from windowing.spark.streaming.key_clocks import WATERMARK_SHIFT_MS
 from windowing.spark.streaming.processor import (
     PACKED_SCHEMA,
     ProcessorConfig,

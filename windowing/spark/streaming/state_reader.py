@@ -35,8 +35,9 @@ from windowing.spark.columns.output import ms_to_time
 from windowing.spark.io.ownership import WINDOWING
 from windowing.spark.jobs import window_operator
 from windowing.spark.streaming.checkpoint import STATE_VERSION, StateOwner, decode_entry, load_group
+from windowing.spark.streaming.clocks import flink_watermark
+from windowing.spark.streaming.config import ProcessorConfig
 from windowing.spark.streaming.job_record import JOB_RECORD, JobRecord
-from windowing.spark.streaming.processor import ProcessorConfig, flink_watermark
 
 __all__ = ["STATE_COLUMNS", "read_state"]
 
