@@ -22,7 +22,7 @@ PACKAGE = ROOT / "windowing"
 DEFERRED = {"windowing/stream.py": "windowing.spark", "windowing/plotting/draw.py": "matplotlib"}
 
 # Modules above the size the design allows, at their current size: they may shrink, never
-# grow (the streaming runtime's split is still to come: docs/design.md).
+# grow (docs/design.md).
 MAX_LINES = 800
 OVER: dict[str, int] = {}
 # Guidance, not a reason to split: the operator is the engine's facade, and its runtime API

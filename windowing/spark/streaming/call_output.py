@@ -153,7 +153,8 @@ class CallOutput:
             late=LateRows(),
             counters=gauges,
         )
-        return table.to_batches()
+        batches: list[pa.RecordBatch] = table.to_batches()
+        return batches
 
     def keys_columns(self, keys: list[Any], trailing_nulls: int = 0) -> list[pa.Array]:
         """The key column(s) of rows whose keys are ``keys`` (one per row), then

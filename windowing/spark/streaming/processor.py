@@ -15,16 +15,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 
 from windowing.spark.batch.replay_plan import replay_order
 from windowing.spark.columnar.core import OpenWindows
-from windowing.spark.columns.frames import (
-    PACKED,
-    PACKED_SCHEMA,
-    input_table,
-    key_ranges,
-    pack,
-    restore_nans,
-    timestamps_as_micros,
-    unpack,
-)
+from windowing.spark.columns.frames import input_table, key_ranges, pack, restore_nans
 from windowing.spark.columns.inputs import ARR as _ARR
 from windowing.spark.columns.inputs import PT as _PT
 from windowing.spark.columns.inputs import TS as _TS
@@ -32,23 +23,14 @@ from windowing.spark.columns.keys import state_key
 from windowing.spark.jobs import window_operator
 from windowing.spark.streaming.call_output import CallOutput
 from windowing.spark.streaming.checkpoint import Entry
-from windowing.spark.streaming.clocks import BatchClocks, KeyClocks, flink_watermark
+from windowing.spark.streaming.clocks import BatchClocks, KeyClocks
 from windowing.spark.streaming.columnar_calls import ColumnarCalls, concat_windows
 from windowing.spark.streaming.config import ProcessorConfig
 from windowing.spark.streaming.key_calls import KeyCalls, RowColumns
 from windowing.spark.streaming.state_io import StateIO
 from windowing.time import MIN_TIMESTAMP
 
-__all__ = [
-    "PACKED",
-    "PACKED_SCHEMA",
-    "ProcessorConfig",
-    "WindowProcessor",
-    "flink_watermark",
-    "pack",
-    "timestamps_as_micros",
-    "unpack",
-]
+__all__ = ["WindowProcessor"]
 
 
 class WindowProcessor(StatefulProcessor):

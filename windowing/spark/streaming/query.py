@@ -64,6 +64,7 @@ from windowing.records import OutputTag
 from windowing.spark.batch.replay_plan import (
     build_layout,
 )
+from windowing.spark.columns.frames import PACKED_SCHEMA, timestamps_as_micros, unpack
 from windowing.spark.columns.inputs import TS as _TS
 from windowing.spark.columns.inputs import internal_columns
 from windowing.spark.columns.keys import (
@@ -83,14 +84,9 @@ from windowing.spark.jobs import (
     uses_wall_clock,
 )
 from windowing.spark.streaming.clocks import WATERMARK_SHIFT_MS
+from windowing.spark.streaming.config import ProcessorConfig
 from windowing.spark.streaming.job_record import job_definition
-from windowing.spark.streaming.processor import (
-    PACKED_SCHEMA,
-    ProcessorConfig,
-    WindowProcessor,
-    timestamps_as_micros,
-    unpack,
-)
+from windowing.spark.streaming.processor import WindowProcessor
 from windowing.spark.streaming.sinks import check_sink_paths, write_results_and_late
 from windowing.spark.streaming.state_reader import read_state
 
