@@ -24,7 +24,7 @@ from pyspark.sql import functions as F  # noqa: N812
 from windowing import OutputTag
 from windowing.assigners import SlidingDistinctAssigner
 from windowing.functions import AggregateFunction
-from windowing.stream import BoundedOutOfOrderness, DataStream
+from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.triggers import OnWindowCloseTrigger
 
 
@@ -75,7 +75,7 @@ def main() -> None:
     df = spark.createDataFrame(payments(), "seq bigint, card string, amount int, ts bigint")
     late = OutputTag("late")
     result = (
-        DataStream.from_dataframe(
+        WindowedStream.from_dataframe(
             df, event_time="ts", watermark=BoundedOutOfOrderness("2 seconds"), arrival_order="seq"
         )
         .key_by("card")

@@ -90,7 +90,7 @@ def plot_windows(
         records that were not late and, with ``watermark``, the watermark line.
     event_time, arrival_order
         Tables only: the input's event-time and arrival-order columns (as given to
-        ``DataStream.from_dataframe``). Records are drawn by arrival only with
+        ``WindowedStream.from_dataframe``). Records are drawn by arrival only with
         ``arrival_order``.
     watermark
         Tables only: the stream's watermark strategy (``BoundedOutOfOrderness(...)``), to
