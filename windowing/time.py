@@ -25,6 +25,7 @@ __all__ = [
     "MIN_TIMESTAMP",
     "Duration",
     "datetime_to_millis",
+    "instant_text",
     "java_add",
     "java_remainder",
     "millis_to_datetime",
@@ -170,3 +171,28 @@ def datetime_to_millis(value: datetime) -> int:
 def millis_to_datetime(ms: int) -> datetime:
     """The UTC datetime of epoch milliseconds ``ms``."""
     return _EPOCH + timedelta(milliseconds=ms)
+
+
+def instant_text(ms: int | None) -> str:
+    """An instant for an error or explain text: epoch milliseconds, and the UTC date and
+    time when there is one (``MIN_TIMESTAMP``: no watermark yet; ``MAX_TIMESTAMP``: the end
+    of time).
+
+    Examples
+    --------
+    >>> instant_text(1_700_000_000_123)
+    '1700000000123 (2023-11-14T22:13:20.123Z)'
+    >>> instant_text(MIN_TIMESTAMP), instant_text(None)
+    ('-9223372036854775808 (no watermark yet)', 'None')
+    """
+    if ms is None:
+        return "None"
+    if ms == MIN_TIMESTAMP:
+        return f"{ms} (no watermark yet)"
+    if ms == MAX_TIMESTAMP:
+        return f"{ms} (the end of time)"
+    try:
+        when = millis_to_datetime(ms)
+    except OverflowError:
+        return str(ms)
+    return f"{ms} ({when.strftime('%Y-%m-%dT%H:%M:%S')}.{when.microsecond // 1000:03d}Z)"

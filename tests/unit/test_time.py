@@ -10,6 +10,7 @@ from windowing.time import (
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,
     datetime_to_millis,
+    instant_text,
     millis_to_datetime,
     saturating_add,
     to_millis,
@@ -266,3 +267,26 @@ def test_datetime_millis_round_trip_from_naive() -> None:
     naive = datetime(2000, 1, 2, 3, 4, 5, 6_000)  # noqa: DTZ001 - naive on purpose
     back = millis_to_datetime(datetime_to_millis(naive))
     assert back == naive.replace(tzinfo=UTC)
+
+
+def test_instant_text_shows_the_utc_time_next_to_the_milliseconds() -> None:
+    assert instant_text(0) == "0 (1970-01-01T00:00:00.000Z)"
+    assert instant_text(-1) == "-1 (1969-12-31T23:59:59.999Z)"
+    assert instant_text(MAX_TIMESTAMP).endswith("(the end of time)")
+    assert instant_text(MIN_TIMESTAMP).endswith("(no watermark yet)")
+    assert instant_text(10**17) == str(10**17)  # beyond year 9999: the milliseconds only
+
+
+def test_a_user_error_names_the_element_time_in_utc() -> None:
+    from windowing.assigners import TumblingEventTimeWindows
+    from windowing.operator import WindowOperator
+
+    def fails(a: int, b: int) -> int:
+        raise ZeroDivisionError
+
+    op = WindowOperator(TumblingEventTimeWindows(10), fails)
+    op.process_element(1, 1_700_000_000_000, key="k")
+    with pytest.raises(ZeroDivisionError) as caught:
+        op.process_element(2, 1_700_000_000_001, key="k")
+    notes = "\n".join(caught.value.__notes__)
+    assert "timestamp 1700000000001 (2023-11-14T22:13:20.001Z)" in notes

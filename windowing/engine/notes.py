@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from windowing.time import instant_text
+
 __all__ = ["END_OF_INPUT_NOTE", "note_element"]
 
 
@@ -14,7 +16,8 @@ def note_element(exc: Exception, key: Any, timestamp: int | None, windows: Any =
     if any(n.startswith(("while evaluating window", "while adding the element")) for n in notes):
         return
     where = "" if windows is None else f" to windows {list(windows)!r}"
-    exc.add_note(f"while adding the element with timestamp {timestamp!r}{where} of key {key!r}")
+    at = instant_text(timestamp)
+    exc.add_note(f"while adding the element with timestamp {at}{where} of key {key!r}")
 
 
 #: The note on an error raised while the end of input fires the remaining windows and timers

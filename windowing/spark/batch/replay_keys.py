@@ -46,7 +46,7 @@ from windowing.spark.columns.operator_rows import (
     LateRows,
 )
 from windowing.spark.columns.schema import table_rows
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, instant_text
 
 __all__ = [
     "CHUNK_ROWS",
@@ -519,8 +519,9 @@ class OperatorRun:
                 op.advance_processing_time(processing_time)
         except Exception as exc:
             exc.add_note(
-                f"while advancing the watermark to {watermark} / processing time to "
-                f"{processing_time} for key {self.key!r} in the Spark batch replay"
+                f"while advancing the watermark to {instant_text(watermark)} / processing "
+                f"time to {instant_text(processing_time)} for key {self.key!r} in the Spark "
+                "batch replay"
             )
             raise
 

@@ -29,6 +29,7 @@ from windowing.spark.streaming.clocks import BatchClocks, KeyClocks
 from windowing.spark.streaming.columnar_calls import ColumnarCalls
 from windowing.spark.streaming.config import ProcessorConfig
 from windowing.spark.streaming.state_io import StateIO
+from windowing.time import instant_text
 
 __all__ = ["KeyCalls", "RowColumns"]
 
@@ -257,7 +258,8 @@ class KeyCalls:
             self.op.fire_timers(key, ks)
         except Exception as exc:
             exc.add_note(
-                f"while firing timers at watermark {self.op.watermark} / processing time "
-                f"{self.op.processing_time} for key {key!r} in the Spark streaming runtime"
+                f"while firing timers at watermark {instant_text(self.op.watermark)} / "
+                f"processing time {instant_text(self.op.processing_time)} for key {key!r} in "
+                "the Spark streaming runtime"
             )
             raise
