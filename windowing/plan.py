@@ -102,10 +102,18 @@ class Plan:
     time_order: bool = False
 
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, element_order: str = "arrival order, as Flink") -> str:
+        """The plan in words; ``element_order``: the order in which the runtime feeds a key's
+        elements (a window combines them in it unless :attr:`time_order`)."""
         lines = [f"strategy: {self.strategy.value}", f"  reason: {self.reason}"]
         if self.one_pass_at_end:
-            lines.append("  bounded input without a watermark: one pass, fired at the end")
-        order = "time order (panes / timeline)" if self.time_order else "arrival order, as Flink"
+            lines.append(
+                "  a key's whole input before its first watermark (batch): one pass, windows "
+                "fired at the end of input"
+            )
+        order = "time order (panes / timeline)" if self.time_order else element_order
         lines.append(f"  element order: {order}")
         return "\n".join(lines)
 

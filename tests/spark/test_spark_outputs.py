@@ -453,6 +453,37 @@ def test_explain_names_runtime_columnar_path_and_strategy(
     assert not live.plan.operator.direct_result
 
 
+def test_explain_states_one_order_and_the_watermark_it_has(clicks: DataFrame) -> None:
+    """``explain()`` states the one order in which a key's rows reach the operator (the
+    replay's, not "arrival order" for rows replayed in event-time order), and a job with a
+    watermark strategy but no arrival order is told why it has no effect (never "without a
+    watermark")."""
+    add = lambda a, b: a  # noqa: E731
+    ten = TumblingEventTimeWindows(10_000)
+    delay = BoundedOutOfOrderness("2 seconds")
+
+    def plan_text(**kw: Any) -> str:
+        source = WindowedStream.from_dataframe(clicks, event_time="at", **kw)
+        return str(source.key_by("user").window(ten).reduce(add).plan)
+
+    in_time_order = plan_text(watermark=delay)
+    assert "element order: event-time order" in in_time_order
+    assert "arrival order" not in in_time_order
+    assert "BoundedOutOfOrderness(delay=2000)) has no order to follow" in in_time_order
+    assert "without a watermark" not in in_time_order
+    in_arrival_order = plan_text(watermark=delay, arrival_order="arrival")
+    assert "element order: arrival order ('arrival')" in in_arrival_order
+    assert "event-time order" not in in_arrival_order
+    assert "one pass" not in in_arrival_order
+    timed = WindowedStream.from_dataframe(
+        clicks.withColumn("pt", F.col("arrival")), event_time="at", processing_time="pt"
+    )
+    by_processing_time = str(timed.key_by("user").window(ten).reduce(add).plan)
+    assert "element order: processing-time order ('pt')" in by_processing_time
+    assert "rows replayed in processing-time order ('pt')" in by_processing_time
+    assert "event-time order" not in by_processing_time
+
+
 MIN_LONG, MAX_LONG = -(2**63), 2**63 - 1
 
 

@@ -130,6 +130,8 @@ class SparkPlan:
         The window operator's plan (``None`` on a native route).
     columnar
         The built-in aggregation computed on whole Arrow columns, if any.
+    element_order
+        The order in which the runtime feeds a key's rows to the operator, in words.
 
     Examples
     --------
@@ -142,6 +144,7 @@ class SparkPlan:
     reason: str
     operator: Plan | None
     columnar: ColumnarPlan | None = None
+    element_order: str = "arrival order, as Flink"
 
     @property
     def native(self) -> bool:
@@ -157,7 +160,10 @@ class SparkPlan:
         lines = ["== windowing plan ==", f"route: {self.route.value}", f"runtime: {self.reason}"]
         if self.columnar is not None:
             lines.append(f"columnar: {describe(self.columnar)}")
-        lines.append("operator: none" if self.operator is None else str(self.operator))
+        operator = self.operator
+        lines.append(
+            "operator: none" if operator is None else operator.describe(self.element_order)
+        )
         return "\n".join(lines)
 
 
@@ -202,9 +208,9 @@ def plan_spark(
             f"time mode {mode}, the watermark of {source.watermark!r} across micro-batches"
             f"{_idle_text(job)}"
         )
-        return SparkPlan(Route.STREAMING, runtime, operator, columnar)
+        return SparkPlan(Route.STREAMING, runtime, operator, columnar, _element_order(source))
     runtime = _batch_text(source, batch_key_groups(job)) + _idle_text(job)
-    return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar)
+    return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar, _element_order(source))
 
 
 # ---------------------------------------------------------------------------- native routes
@@ -444,15 +450,34 @@ def _idle_text(job: Job) -> str:
     )
 
 
+def _element_order(source: StreamSource) -> str:
+    """The order in which a runtime feeds a key's rows to the operator, in words (the
+    replay's order: :func:`~windowing.spark.batch.replay_plan.replay_order`)."""
+    if source.arrival_order is not None:
+        order = f"arrival order ({source.arrival_order!r})"
+    elif source.processing_time is not None:
+        order = f"processing-time order ({source.processing_time!r})"
+    else:
+        order = "event-time order"
+    if source.df.isStreaming:
+        return f"micro-batch by micro-batch, {order} within one"
+    return order
+
+
 def _batch_text(source: StreamSource, groups: int) -> str:
     """The batch replay, in words."""
-    order = (
-        f"in arrival order ({source.arrival_order!r}) with the watermark a streaming run "
-        f"would have seen ({source.watermark!r}), then the end of input"
-        if source.arrival_order is not None
-        else "in event-time order, then the end of input (no arrival order: nothing is "
-        "late, Flink's batch mode)"
-    )
+    if source.arrival_order is not None:
+        order = (
+            f"in arrival order ({source.arrival_order!r}) with the watermark a streaming run "
+            f"would have seen ({source.watermark!r}), then the end of input"
+        )
+    else:
+        order = (
+            f"in {_element_order(source)}, then the end of input: without an arrival order "
+            f"the watermark strategy ({source.watermark!r}) has no order to follow, so the "
+            "watermark goes from the start straight to the end of input and nothing is late "
+            "(Flink's batch mode)"
+        )
     return (
         f"batch replay: rows grouped into {groups} key groups (groupBy + applyInArrow), "
         f"each key's rows replayed {order}"
