@@ -104,11 +104,14 @@ class Plan:
     def __str__(self) -> str:
         return self.describe()
 
-    def describe(self, element_order: str = "arrival order, as Flink") -> str:
+    def describe(
+        self, element_order: str = "arrival order, as Flink", *, watermarks: bool = False
+    ) -> str:
         """The plan in words; ``element_order``: the order in which the runtime feeds a key's
-        elements (a window combines them in it unless :attr:`time_order`)."""
+        elements (a window combines them in it unless :attr:`time_order`); ``watermarks``:
+        the runtime moves the watermark between a key's elements (then no one pass)."""
         lines = [f"strategy: {self.strategy.value}", f"  reason: {self.reason}"]
-        if self.one_pass_at_end:
+        if self.one_pass_at_end and not watermarks:
             lines.append(
                 "  a key's whole input before its first watermark (batch): one pass, windows "
                 "fired at the end of input"

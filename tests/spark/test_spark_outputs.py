@@ -468,7 +468,9 @@ def test_explain_states_one_order_and_the_watermark_it_has(clicks: DataFrame) ->
 
     in_time_order = plan_text(watermark=delay)
     assert "element order: event-time order" in in_time_order
-    assert "arrival order" not in in_time_order
+    assert "replayed in event-time order" in in_time_order
+    assert "element order: arrival order" not in in_time_order
+    assert "replayed in arrival order" not in in_time_order
     assert "BoundedOutOfOrderness(delay=2000)) has no order to follow" in in_time_order
     assert "without a watermark" not in in_time_order
     in_arrival_order = plan_text(watermark=delay, arrival_order="arrival")

@@ -132,6 +132,9 @@ class SparkPlan:
         The built-in aggregation computed on whole Arrow columns, if any.
     element_order
         The order in which the runtime feeds a key's rows to the operator, in words.
+    watermarks
+        Whether the runtime moves the watermark between a key's rows (an arrival order, a
+        processing-time column, streaming), or feeds a key's whole input first.
 
     Examples
     --------
@@ -145,6 +148,7 @@ class SparkPlan:
     operator: Plan | None
     columnar: ColumnarPlan | None = None
     element_order: str = "arrival order, as Flink"
+    watermarks: bool = True
 
     @property
     def native(self) -> bool:
@@ -162,7 +166,9 @@ class SparkPlan:
             lines.append(f"columnar: {describe(self.columnar)}")
         operator = self.operator
         lines.append(
-            "operator: none" if operator is None else operator.describe(self.element_order)
+            "operator: none"
+            if operator is None
+            else operator.describe(self.element_order, watermarks=self.watermarks)
         )
         return "\n".join(lines)
 
@@ -210,7 +216,10 @@ def plan_spark(
         )
         return SparkPlan(Route.STREAMING, runtime, operator, columnar, _element_order(source))
     runtime = _batch_text(source, batch_key_groups(job)) + _idle_text(job)
-    return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar, _element_order(source))
+    # In event-time order a key's whole input comes first (the replay's deferred keys).
+    watermarks = source.arrival_order is not None or source.processing_time is not None
+    order = _element_order(source)
+    return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar, order, watermarks)
 
 
 # ---------------------------------------------------------------------------- native routes
