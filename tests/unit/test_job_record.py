@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from windowing.definition import JobDefinition
+from windowing.spark.columnar.core import ColumnarShape
 from windowing.spark.io.files import Files
 from windowing.spark.io.ownership import windowing_folder
 from windowing.spark.streaming.checkpoint import STATE_VERSION, JobChangedError
 from windowing.spark.streaming.job_record import (
-    COLUMNAR_SHAPES,
     JobRecord,
     check_job,
     read_job_record,
@@ -36,7 +36,7 @@ def definition(columnar: str | None, *, size: int = 1_000) -> JobDefinition:
 
 
 def test_columnar_shapes_have_one_name_each() -> None:
-    assert sorted(COLUMNAR_SHAPES.values()) == ["hopping", "sessions", "tumbling"]
+    assert sorted(s.value for s in ColumnarShape) == ["hopping", "sessions", "tumbling"]
 
 
 @pytest.mark.parametrize("earlier", ["ColumnarAggregation", "TumblingAggregation", "tumbling"])

@@ -53,6 +53,7 @@ from windowing.job import (
 from windowing.plan import Plan, plan_operator
 from windowing.spark.columnar.core import (
     ColumnarPlan,
+    ColumnarShape,
     describe,
     field_aggregation_of,
 )
@@ -100,21 +101,6 @@ class Route(enum.Enum):
         return self.value.startswith("native")
 
 
-class ColumnarShape(enum.Enum):
-    """The window shape a built-in aggregation is computed for on whole columns."""
-
-    TUMBLING = "tumbling"
-    HOPPING = "hopping"
-    SESSIONS = "sessions"
-
-
-_SHAPES = {
-    TumblingAggregation: ColumnarShape.TUMBLING,
-    HoppingAggregation: ColumnarShape.HOPPING,
-    SessionAggregation: ColumnarShape.SESSIONS,
-}
-
-
 @dataclass(frozen=True)
 class SparkPlan:
     """How a job runs on Spark: decided once by :func:`plan_spark`, dispatched on by the
@@ -158,7 +144,7 @@ class SparkPlan:
     @property
     def columnar_shape(self) -> ColumnarShape | None:
         """The shape of :attr:`columnar`, if any."""
-        return None if self.columnar is None else _SHAPES[type(self.columnar)]
+        return None if self.columnar is None else self.columnar.shape
 
     def __str__(self) -> str:
         lines = ["== windowing plan ==", f"route: {self.route.value}", f"runtime: {self.reason}"]

@@ -23,6 +23,7 @@ operator. ``tests/property`` and ``tests/spark`` hold the paths equal.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -43,6 +44,7 @@ __all__ = [
     "SUM_LIMIT",
     "ColumnarPlan",
     "ColumnarResults",
+    "ColumnarShape",
     "ColumnarStep",
     "OpenWindows",
     "WindowShape",
@@ -68,6 +70,15 @@ __all__ = [
 SUM_LIMIT = 2**63
 
 
+class ColumnarShape(enum.Enum):
+    """The window shape a built-in aggregation is computed for on whole columns (each plan
+    class names its own: ``TumblingAggregation.shape``, ...)."""
+
+    TUMBLING = "tumbling"
+    HOPPING = "hopping"
+    SESSIONS = "sessions"
+
+
 class WindowShape(Protocol):
     """A columnar plan: the calls the module's functions make of it. Tumbling windows
     (:class:`TumblingAggregation`), hopping windows as panes
@@ -88,6 +99,9 @@ class WindowShape(Protocol):
 
     @property
     def kind(self) -> str: ...
+
+    @property
+    def shape(self) -> ColumnarShape: ...
 
     def results(
         self,

@@ -47,6 +47,7 @@ from windowing.rules import cleanup_times
 from windowing.spark.columnar.core import (
     SUM_LIMIT,
     ColumnarResults,
+    ColumnarShape,
     ColumnarStep,
     OpenWindows,
     near_ends_of_time,
@@ -237,6 +238,7 @@ class HoppingAggregation(_PaneWindows):
     offset: int
     allowed_lateness: int = 0
     kind: ClassVar[str] = "hopping"
+    shape: ClassVar[ColumnarShape] = ColumnarShape.HOPPING
 
     @property
     def pane(self) -> int:

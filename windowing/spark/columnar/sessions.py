@@ -46,6 +46,7 @@ from windowing.operator import WindowOperator
 from windowing.rules import cleanup_times, windows_late
 from windowing.spark.columnar.core import (
     ColumnarResults,
+    ColumnarShape,
     ColumnarStep,
     OpenWindows,
     near_ends_of_time,
@@ -93,6 +94,7 @@ class SessionAggregation:
     gap: int
     allowed_lateness: int = 0
     kind: ClassVar[str] = "session"
+    shape: ClassVar[ColumnarShape] = ColumnarShape.SESSIONS
 
     @property
     def margin(self) -> int:

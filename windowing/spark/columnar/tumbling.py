@@ -19,6 +19,7 @@ from windowing.operator import WindowOperator
 from windowing.rules import cleanup_times, windows_firing_on_arrival, windows_late
 from windowing.spark.columnar.core import (
     ColumnarResults,
+    ColumnarShape,
     ColumnarStep,
     OpenWindows,
     near_ends_of_time,
@@ -44,6 +45,7 @@ class TumblingAggregation:
     offset: int
     allowed_lateness: int = 0
     kind: ClassVar[str] = "tumbling"
+    shape: ClassVar[ColumnarShape] = ColumnarShape.TUMBLING
 
     @property
     def margin(self) -> int:

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from windowing.spark.columns.output import OutputLayout
 
 __all__ = [
-    "COLUMNAR_SHAPES",
     "JOB_RECORD",
     "JobRecord",
     "check_job",
@@ -49,14 +48,15 @@ __all__ = [
 #: The record of the job in the checkpoint (under its ``windowing`` folder).
 JOB_RECORD = "job.json"
 
-#: The name of each columnar state shape in a record, and the names earlier versions gave it
-#: (the plan's class name): a record of theirs describes the same state.
-COLUMNAR_SHAPES = {
+#: The names earlier versions recorded for a columnar state shape (its plan's class name,
+#: where this version records ``ColumnarShape.value``): a record of theirs describes the
+#: same state.
+_EARLIER_COLUMNAR_NAMES = {
+    "ColumnarAggregation": "tumbling",
     "TumblingAggregation": "tumbling",
     "HoppingAggregation": "hopping",
     "SessionAggregation": "sessions",
 }
-_EARLIER_COLUMNAR_NAMES = {**COLUMNAR_SHAPES, "ColumnarAggregation": "tumbling"}
 
 _LOG = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def job_definition(
         "idle_timeout": config.idle_timeout,
         "state_shape": {
             "strategy": operator_strategy(job, spec),
-            "columnar": None if columnar is None else COLUMNAR_SHAPES[type(columnar).__name__],
+            "columnar": None if columnar is None else columnar.shape.value,
         },
         # allowed to change: listed, the query goes on
         "function": None if builtin else describe(function),
