@@ -201,10 +201,10 @@ def plan_spark(
             f"{_idle_text(job)}"
         )
         return SparkPlan(Route.STREAMING, runtime, operator, columnar, _element_order(source))
-    runtime = _batch_text(source, batch_key_groups(job)) + _idle_text(job)
+    order = _element_order(source)
+    runtime = _batch_text(source, order, batch_key_groups(job)) + _idle_text(job)
     # In event-time order a key's whole input comes first (the replay's deferred keys).
     watermarks = source.arrival_order is not None or source.processing_time is not None
-    order = _element_order(source)
     return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar, order, watermarks)
 
 
@@ -459,21 +459,21 @@ def _element_order(source: StreamSource) -> str:
     return order
 
 
-def _batch_text(source: StreamSource, groups: int) -> str:
-    """The batch replay, in words."""
+def _batch_text(source: StreamSource, order: str, groups: int) -> str:
+    """The batch replay of rows fed in ``order`` (:func:`_element_order`), in words."""
     if source.arrival_order is not None:
-        order = (
+        replayed = (
             f"in arrival order ({source.arrival_order!r}) with the watermark a streaming run "
             f"would have seen ({source.watermark!r}), then the end of input"
         )
     else:
-        order = (
-            f"in {_element_order(source)}, then the end of input: without an arrival order "
+        replayed = (
+            f"in {order}, then the end of input: without an arrival order "
             f"the watermark strategy ({source.watermark!r}) has no order to follow, so the "
             "watermark goes from the start straight to the end of input and nothing is late "
             "(Flink's batch mode)"
         )
     return (
         f"batch replay: rows grouped into {groups} key groups (groupBy + applyInArrow), "
-        f"each key's rows replayed {order}"
+        f"each key's rows replayed {replayed}"
     )
