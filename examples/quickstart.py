@@ -126,7 +126,7 @@ def main() -> None:
     spark_functions = windows.agg(
         F.sum("amount").alias("spend"), F.count("*").alias("purchases"), F.max("amount")
     )
-    print("With .agg(F.sum, F.count, F.max):", spark_functions.plan.runtime.split(":")[0])
+    print("With .agg(F.sum, F.count, F.max):", spark_functions.plan.reason.split(":")[0])
     spark_functions.results.orderBy("window_start", "user").show(20, truncate=False)
     spark.stop()
 
