@@ -26,6 +26,7 @@ __all__ = [
     "Duration",
     "datetime_to_millis",
     "instant_text",
+    "iso_text",
     "java_add",
     "java_remainder",
     "millis_to_datetime",
@@ -191,8 +192,23 @@ def instant_text(ms: int | None) -> str:
         return f"{ms} (no watermark yet)"
     if ms == MAX_TIMESTAMP:
         return f"{ms} (the end of time)"
+    iso = iso_text(ms)
+    return str(ms) if iso == str(ms) else f"{ms} ({iso})"
+
+
+def iso_text(ms: int) -> str:
+    """Epoch milliseconds as an ISO 8601 UTC date and time with milliseconds, or the number
+    itself outside the dates Python holds (years 1 to 9999).
+
+    Examples
+    --------
+    >>> iso_text(0), iso_text(-1)
+    ('1970-01-01T00:00:00.000Z', '1969-12-31T23:59:59.999Z')
+    >>> iso_text(2**62)
+    '4611686018427387904'
+    """
     try:
         when = millis_to_datetime(ms)
     except OverflowError:
         return str(ms)
-    return f"{ms} ({when.strftime('%Y-%m-%dT%H:%M:%S')}.{when.microsecond // 1000:03d}Z)"
+    return f"{when.strftime('%Y-%m-%dT%H:%M:%S')}.{when.microsecond // 1000:03d}Z"

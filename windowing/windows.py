@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from windowing.time import MAX_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP, iso_text
 
-__all__ = ["GLOBAL_WINDOW", "GlobalWindow", "TimeWindow", "TimestampedValue", "Window"]
+__all__ = [
+    "GLOBAL_WINDOW",
+    "GlobalWindow",
+    "TimeWindow",
+    "TimestampedValue",
+    "Window",
+    "window_text",
+]
 
 T = TypeVar("T")
 
@@ -91,3 +98,19 @@ class TimestampedValue(NamedTuple, Generic[T]):
     def has_timestamp(self) -> bool:
         """Whether the element carries a timestamp (Flink ``hasTimestamp``)."""
         return self.timestamp is not None
+
+
+def window_text(window: object) -> str:
+    """A window for an error or a note: its value, and for a time window its bounds as ISO
+    UTC times.
+
+    Examples
+    --------
+    >>> window_text(TimeWindow(0, 10_000))
+    'TimeWindow(start=0, end=10000) [1970-01-01T00:00:00.000Z, 1970-01-01T00:00:10.000Z)'
+    >>> window_text(GLOBAL_WINDOW)
+    'GlobalWindow()'
+    """
+    if isinstance(window, TimeWindow):
+        return f"{window!r} [{iso_text(window.start)}, {iso_text(window.end)})"
+    return repr(window)

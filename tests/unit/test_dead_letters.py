@@ -86,7 +86,10 @@ def test_fail_policy_raises_with_notes() -> None:
     h.process_element(7, 1, "k")
     with pytest.raises(ValueError, match="sum 7") as info:
         h.process_watermark(100)
-    assert "while evaluating window TimeWindow(start=0, end=10) of key 'k'" in info.value.__notes__
+    assert (
+        "while evaluating window TimeWindow(start=0, end=10) "
+        "[1970-01-01T00:00:00.000Z, 1970-01-01T00:00:00.010Z) of key 'k'"
+    ) in info.value.__notes__
     assert h.extract_dead_letters() == []
 
 

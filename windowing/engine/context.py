@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from windowing.engine.keystate import KeyState, register_timer
 from windowing.records import OutputTag, WindowResult
 from windowing.state import StateTable
+from windowing.windows import window_text
 
 __all__ = ["Clock", "ClockReader", "ProcessContext", "WindowContext", "check_outputs"]
 
@@ -158,7 +159,7 @@ def check_outputs(outputs: Any, what: str, key: Any, window: Any) -> Iterable[An
     if outputs is None or isinstance(outputs, str | bytes) or not isinstance(outputs, Iterable):
         msg = (
             f"{what} must return an iterable of outputs (a list, or yield them), got "
-            f"{type(outputs).__name__} {outputs!r} for key {key!r} and window {window!r}"
+            f"{type(outputs).__name__} {outputs!r} for key {key!r} and window {window_text(window)}"
         )
         raise TypeError(msg)
     return outputs

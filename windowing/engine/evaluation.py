@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from windowing.engine.context import check_outputs
 from windowing.engine.keystate import KeyState
-from windowing.engine.notes import END_OF_INPUT_NOTE
+from windowing.engine.notes import END_OF_INPUT_NOTE, note_window
 from windowing.functions.base import ProcessWindowFunction
 from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce
 from windowing.records import WindowResult
@@ -95,7 +95,7 @@ class WindowEvaluator:
             try:
                 value = direct(contents)
             except Exception as exc:
-                exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+                note_window(exc, window, key)
                 raise
             if value is None:
                 self.engine.outputs.metrics.num_null_results += 1
@@ -134,7 +134,7 @@ class WindowEvaluator:
             for out in outputs:
                 append(WindowResult(key, window, out, ts, pane))
         except Exception as exc:
-            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+            note_window(exc, window, key)
             raise
         return True
 
@@ -213,7 +213,7 @@ class WindowEvaluator:
                 else:
                     self.engine.outputs.metrics.num_null_results += 1
         except Exception as exc:
-            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+            note_window(exc, window, key)
             exc.add_note(END_OF_INPUT_NOTE)
             raise
         finally:

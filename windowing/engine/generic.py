@@ -15,7 +15,7 @@ from typing import Any
 
 from windowing.engine.keystate import KeyState, register_timer
 from windowing.engine.merging import MergingWindowSet
-from windowing.engine.notes import note_element
+from windowing.engine.notes import note_element, note_window
 from windowing.engine.strategy import Element, Engine, WindowStrategy
 from windowing.records import WindowResult
 from windowing.state import merge_namespaces
@@ -314,7 +314,7 @@ class GenericStrategy(WindowStrategy):
                         try:
                             value = direct(value)
                         except Exception as exc:
-                            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+                            note_window(exc, window, key)
                             raise
                         if value is not None:  # a None result is an empty window (Flink)
                             fired += 1

@@ -33,7 +33,7 @@ from typing import Any
 
 from windowing.due import put_back, take_due
 from windowing.engine.keystate import KeyState, Slices
-from windowing.engine.notes import note_element
+from windowing.engine.notes import note_element, note_window
 from windowing.engine.strategy import Element, Engine, WindowStrategy
 from windowing.functions.spec import Aggregate
 from windowing.records import WindowResult
@@ -240,7 +240,7 @@ class HoppingPanes:
         try:
             result = self.result(value)
         except Exception as exc:
-            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+            note_window(exc, window, key)
             raise
         if result is None:  # an empty window (Flink)
             engine.outputs.metrics.num_null_results += 1
@@ -455,7 +455,7 @@ class HoppingPanes:
         except Exception as exc:
             if evaluating is not None:
                 window = TimeWindow(evaluating, min(evaluating + size, end_of_time))
-                exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+                note_window(exc, window, key)
             raise
         finally:
             put_back(due_heap, rest)  # the keys not visited, if interrupted

@@ -26,7 +26,7 @@ from windowing.engine.evaluation import MISSING
 from windowing.engine.generic import GenericStrategy
 from windowing.engine.kafka import KafkaSliding
 from windowing.engine.keystate import KeyState, register_timer
-from windowing.engine.notes import note_element
+from windowing.engine.notes import note_element, note_window
 from windowing.engine.strategy import Element, Engine
 from windowing.engine.timeline_derived import DerivedSliding
 from windowing.functions.spec import Aggregate
@@ -386,7 +386,7 @@ class LazyTimelineStrategy(TimelineStrategy):
                         try:
                             result = direct(contents)
                         except Exception as exc:
-                            exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+                            note_window(exc, window, key)
                             raise
                         if result is not None:
                             fired += 1

@@ -28,7 +28,7 @@ from typing import Any
 
 import windowing.sliding as sliding_module
 from windowing.engine.keystate import KeyState
-from windowing.engine.notes import note_element
+from windowing.engine.notes import note_element, note_window
 from windowing.engine.strategy import Engine
 from windowing.records import WindowResult
 from windowing.rules import cleanup_time, keeps_state
@@ -422,10 +422,8 @@ class DerivedSliding:
                 elif driver is not None and driver.schedule(key, ks) is False and ks.is_empty():
                     driver.backend.remove(key)
         except Exception as exc:
-            if window is not None and not any(
-                n.startswith("while evaluating window") for n in getattr(exc, "__notes__", ())
-            ):
-                exc.add_note(f"while evaluating window {window!r} of key {key!r}")
+            if window is not None:
+                note_window(exc, window, key)
             raise
         finally:
             if direct is not None:  # otherwise the operator counts the windows it evaluates

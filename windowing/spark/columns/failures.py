@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import pyarrow as pa
 
-from windowing.engine.notes import END_OF_INPUT_NOTE
+from windowing.engine.notes import END_OF_INPUT_NOTE, EVALUATING
 from windowing.errors import DeadLetter, ErrorPhase
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -48,7 +48,7 @@ def _raised_by_operator(exc: BaseException) -> bool:
     """Whether ``exc`` was raised evaluating a window or at the end of input (the operator
     noted it), not by adding one element."""
     notes = getattr(exc, "__notes__", ())
-    return any(n.startswith("while evaluating window") or n == END_OF_INPUT_NOTE for n in notes)
+    return any(n.startswith(EVALUATING) or n == END_OF_INPUT_NOTE for n in notes)
 
 
 def note_element_error(

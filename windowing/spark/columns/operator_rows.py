@@ -17,7 +17,7 @@ from windowing.spark.columns.failures import (
     split_results,
     window_bounds,
 )
-from windowing.windows import TimeWindow
+from windowing.windows import TimeWindow, window_text
 
 __all__ = [
     "REASON_LATE",
@@ -102,7 +102,7 @@ def windowed_columns(
             except Exception as exc:
                 shown = repr(r.value) if show_values else f"<{SHOW_VALUES_HINT}>"
                 exc.add_note(
-                    f"while writing the {what} {shown} of window {r.window!r} of key "
+                    f"while writing the {what} {shown} of window {window_text(r.window)} of key "
                     f"{r.key!r} as a row of {schema.simpleString()}"
                 )
                 raise

@@ -57,6 +57,7 @@ from windowing.spark.columns.schema import (
 )
 from windowing.spark.columns.side_outputs import no_side_output
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.windows import window_text
 
 __all__ = [
     "LATE_COLUMNS",
@@ -626,7 +627,8 @@ class OutputLayout:
                     window = failing_window(records, values, arrow_type)
                     exc.add_note(
                         f"while writing output column {field.name!r} "
-                        f"({field.dataType.simpleString()}) of window {window!r} of key {key!r}"
+                        f"({field.dataType.simpleString()}) of window {window_text(window)} "
+                        f"of key {key!r}"
                     )
                     raise
                 value_arrays.append((name, array))
