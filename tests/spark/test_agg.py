@@ -159,6 +159,36 @@ def test_native_plan_equals_the_window_operator(
         assert MIN_TIMESTAMP in starts or size > 10 or lateness == 0
 
 
+@pytest.mark.differential(Route.NATIVE_TUMBLING, Route.NATIVE_TUMBLING_ARRIVAL)
+@pytest.mark.parametrize(("arrival", "offset", "lateness"), [(False, 3, 5), (True, -4, 2)])
+def test_hopping_windows_whose_slide_is_their_size_run_the_tumbling_plan(
+    spark: SparkSession, arrival: bool, offset: int, lateness: int
+) -> None:
+    rows = [(*r, n) for n, r in enumerate(random_rows(11, extreme=True))]
+    df = spark.createDataFrame(rows, SCHEMA + ", seq int")
+    source = (
+        WindowedStream.from_dataframe(
+            df, event_time="t", arrival_order="seq", watermark=BoundedOutOfOrderness(4)
+        )
+        if arrival
+        else WindowedStream.from_dataframe(df, event_time="t")
+    )
+    hopping = HoppingEventTimeWindows(10, 10, offset)
+    stream = source.key_by("k").window(hopping).allowed_lateness(lateness)
+    stream = stream.side_output_late_data(LATE)
+    columns = [F.count("*").alias("n"), F.sum("i").alias("sum_i"), F.max("s").alias("max_s")]
+    native, operator = both_plans(stream, columns)
+    tumbling = Route.NATIVE_TUMBLING_ARRIVAL if arrival else Route.NATIVE_TUMBLING
+    assert native.plan.route is tumbling
+    assert "has its slide equal to its size: tumbling windows" in native.plan.reason
+    with native, operator:
+        want = rows_of(operator.results)
+        assert_same_rows(rows_of(native.results), want)
+        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
+        assert native.collect_metrics() == operator.collect_metrics()
+    assert len(want) > 5
+
+
 def test_native_plan_runs_no_python(spark: SparkSession) -> None:
     df = spark.createDataFrame(random_rows(7), SCHEMA)
     stream = (

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -212,8 +212,30 @@ def plan_spark(
 _NATIVE_TAIL = "; rows without event time to the late side output; Python never sees the rows"
 
 
+def as_tumbling(job: Job) -> Job:
+    """``job`` with hopping event-time windows whose slide equals their size given as the
+    tumbling windows they are (each row in the one window ``[N * size + offset, ...)``, as
+    Flink's ``SlidingEventTimeWindows`` assigns it), so the native plans of tumbling windows
+    run it; any other job as it is."""
+    assigner = job.config.assigner
+    if type(assigner) is HoppingEventTimeWindows and assigner.slide == assigner.size:
+        tumbling = TumblingEventTimeWindows(assigner.size, assigner.offset)
+        return replace(job, config=replace(job.config, assigner=tumbling))
+    return job
+
+
 def _native(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:
     """The native route of a batch ``.agg`` and why, or ``None`` when the operator runs it."""
+    hopping = job.config.assigner
+    job = as_tumbling(job)
+    native = _native_route(job, calls)
+    if native is None or job.config.assigner is hopping:
+        return native
+    route, text = native
+    return route, f"{hopping!r} has its slide equal to its size: tumbling windows; {text}"
+
+
+def _native_route(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:
     source, config = job.source, job.config
     assigner = config.assigner
     if config.on_error is ErrorPolicy.DEAD_LETTER:

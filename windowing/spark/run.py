@@ -22,7 +22,7 @@ from windowing.spark.native.windows import (
     hopping_arrival_parts,
     run_native,
 )
-from windowing.spark.planning import Route, SparkPlan, plan_spark
+from windowing.spark.planning import Route, SparkPlan, as_tumbling, plan_spark
 from windowing.spark.streaming.query import run_streaming
 
 __all__ = ["RUNNERS", "Terminal", "plan_terminal", "run_terminal"]
@@ -59,7 +59,7 @@ def plan_terminal(terminal: Terminal) -> SparkPlan:
 def _native(parts_of: PartsBuilder) -> Callable[[SparkPlan, Terminal], Any]:
     def run(plan: SparkPlan, terminal: Terminal) -> Any:
         assert terminal.aggregates is not None and terminal.user_job is not None
-        return run_native(plan, terminal.aggregates, terminal.user_job, parts_of)
+        return run_native(plan, terminal.aggregates, as_tumbling(terminal.user_job), parts_of)
 
     return run
 
