@@ -340,8 +340,9 @@ class WindowedStream:
         first run: restarting from a checkpoint with another value fails. Each call on a key
         group rewrites that group's state, so with very many keys and little data per
         micro-batch, more groups write less. The batch replay also calls Python once per key
-        group (``max(key_groups, spark.sql.shuffle.partitions)`` groups), replaying its keys
-        one after another; the results never depend on the grouping.
+        group, replaying its keys one after another, with as many groups as the input's size
+        needs, at most ``max(key_groups, spark.sql.shuffle.partitions)``; the results never
+        depend on the grouping.
 
         Example::
 

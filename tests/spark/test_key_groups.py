@@ -459,3 +459,50 @@ def test_a_group_state_of_two_key_columns_splits_into_its_own_keys() -> None:
         entry[0]: decode_entry(entry[2]).rows.column("v").to_pylist() for entry in entries.values()
     }
     assert got == {("b", 1): [1], ("a", 1): [2, 3], ("b", 2): [4]}
+
+
+def test_batch_key_groups_are_sized_to_the_input(spark: Any, tmp_path: Any) -> None:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from windowing import WindowedStream
+    from windowing.assigners import TumblingEventTimeWindows
+    from windowing.spark.jobs import BYTES_PER_KEY_GROUP
+
+    def plan_of(df: Any, keyed: bool = True, most: int = 128) -> Any:
+        stream = WindowedStream.from_dataframe(df, event_time="t")
+        windowed = stream.key_by("k") if keyed else stream
+        assigner = TumblingEventTimeWindows(10)
+        w = windowed.window(assigner) if keyed else stream.window_all(assigner)
+        return w.max_parallelism(most).reduce(lambda a, b: a).plan
+
+    spark.range(1_000).select((F.col("id") % 7).alias("k"), F.col("id").alias("t")).write.parquet(
+        str(tmp_path / "small")
+    )
+    small = spark.read.parquet(str(tmp_path / "small"))
+    plan = plan_of(small)
+    assert plan.key_groups == 1
+    assert "rows grouped into 1 key groups" in plan.reason
+    # 10^7 rows of two longs: Spark estimates 160 MB, a group per 4 MiB
+    large = spark.range(10**7).select((F.col("id") % 7).alias("k"), F.col("id").alias("t"))
+    estimate = int(large._jdf.queryExecution().analyzed().stats().sizeInBytes())
+    assert plan_of(large).key_groups == -(-estimate // BYTES_PER_KEY_GROUP) < 128
+    assert plan_of(large, most=8).key_groups == 8  # at most max_parallelism (shuffle: 2)
+    # no estimate (rows from a Python list): the most; without keys: one
+    listed = spark.createDataFrame([(1, 2), (3, 4)], "k long, t long")
+    assert plan_of(listed).key_groups == 128
+    assert plan_of(listed, keyed=False).key_groups == 1
+    result = (
+        WindowedStream.from_dataframe(small, event_time="t")
+        .key_by("k")
+        .window(TumblingEventTimeWindows(10))
+        .reduce(lambda a, b: b if b.t > a.t else a)
+    )
+    with result:  # one key group gives every key's windows
+        got = {(r.k, r.window_start, r.t) for r in result.results.collect()}
+    want = {
+        (k, w, max(t for t in range(w, w + 10) if t % 7 == k))
+        for w in range(0, 1000, 10)
+        for k in range(7)
+        if any(t % 7 == k for t in range(w, w + 10))
+    }
+    assert got == want

@@ -3,7 +3,7 @@ decision of how it runs: that is :mod:`windowing.spark.planning`)."""
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from windowing.assigners import is_processing_time_assigner
 from windowing.functions.spec import WindowFunctionSpec
@@ -12,7 +12,9 @@ from windowing.job import Job, WindowConfig
 from windowing.operator import WindowOperator
 
 __all__ = [
+    "BYTES_PER_KEY_GROUP",
     "batch_key_groups",
+    "estimated_bytes",
     "idleness_of",
     "shuffle_partitions",
     "streaming_key_groups",
@@ -70,7 +72,41 @@ def streaming_key_groups(job: Job) -> int:
     return job.config.max_parallelism if job.keys else 1
 
 
+#: Input bytes (Spark's estimate) a key group of the batch replay takes before another one is
+#: used: a Python call costs about a millisecond, and tens of thousands of rows are converted
+#: in about as long, so smaller groups only add calls (and tasks) to a small job.
+BYTES_PER_KEY_GROUP = 4 << 20
+
+
 def batch_key_groups(job: Job) -> int:
-    """The key groups of a batch replay: one Python call each."""
-    spark = job.source.df.sparkSession
-    return max(job.config.max_parallelism, shuffle_partitions(spark))
+    """The key groups of a batch replay: one Python call each, as many as the input's size
+    needs. Spark's estimate of the input's size (plan statistics, no job runs) gives a group
+    per :data:`BYTES_PER_KEY_GROUP`, and at least Spark's default parallelism once there is
+    more than one; at most ``max(max_parallelism, spark.sql.shuffle.partitions)``, which is
+    also the number when the size is unknown; one for a non-keyed stream (one key). The
+    results never depend on the grouping."""
+    if not job.keys:
+        return 1
+    df = job.source.df
+    spark = df.sparkSession
+    most = max(job.config.max_parallelism, shuffle_partitions(spark))
+    size = estimated_bytes(df)
+    if size is None:
+        return most
+    needed = -(-size // BYTES_PER_KEY_GROUP)
+    if needed > 1:
+        needed = max(needed, spark.sparkContext.defaultParallelism)
+    return max(1, min(needed, most))
+
+
+def estimated_bytes(df: DataFrame) -> int | None:
+    """Spark's estimate of the size of ``df``'s rows in bytes (the analyzed plan's
+    statistics: the files' sizes, a local relation's rows, a cached frame's size), or
+    ``None`` when Spark has none (its default estimate, ``spark.sql.defaultSizeInBytes``,
+    or no JVM plan to ask, as in Spark Connect)."""
+    try:
+        size = int(df._jdf.queryExecution().analyzed().stats().sizeInBytes())
+        default = int(df.sparkSession._jsparkSession.sessionState().conf().defaultSizeInBytes())
+    except Exception:  # no estimate (e.g. no JVM plan): the default number of groups
+        return None
+    return None if size >= default else size

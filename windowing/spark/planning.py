@@ -121,6 +121,8 @@ class SparkPlan:
     watermarks
         Whether the runtime moves the watermark between a key's rows (an arrival order, a
         processing-time column, streaming), or feeds a key's whole input first.
+    key_groups
+        The key groups of a batch replay (one Python call each), sized to the input.
 
     Examples
     --------
@@ -135,6 +137,7 @@ class SparkPlan:
     columnar: ColumnarPlan | None = None
     element_order: str = "arrival order, as Flink"
     watermarks: bool = True
+    key_groups: int | None = None
 
     @property
     def native(self) -> bool:
@@ -202,10 +205,11 @@ def plan_spark(
         )
         return SparkPlan(Route.STREAMING, runtime, operator, columnar, _element_order(source))
     order = _element_order(source)
-    runtime = _batch_text(source, order, batch_key_groups(job)) + _idle_text(job)
+    groups = batch_key_groups(job)
+    runtime = _batch_text(source, order, groups) + _idle_text(job)
     # In event-time order a key's whole input comes first (the replay's deferred keys).
     watermarks = source.arrival_order is not None or source.processing_time is not None
-    return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar, order, watermarks)
+    return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar, order, watermarks, groups)
 
 
 # ---------------------------------------------------------------------------- native routes

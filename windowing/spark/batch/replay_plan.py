@@ -377,7 +377,7 @@ def run_batch(
     layout = build_layout(stream, spec, output_schema, side_output_schemas)
     prepared = df.select(*internal_columns(df, source))
     # One Python call per key group (Flink's key groups), its keys replayed one by one.
-    groups = batch_key_groups(stream)
+    groups = plan.key_groups or batch_key_groups(stream)
     # Spark drops a constant from a sort (the key group of window_all, or of constant keys)
     # and then sorts by the grouping column again, with an external sort that does not keep
     # the order of equal rows once it spills: ``+ pmod(content hash, 1)`` (always 0) keeps
