@@ -54,7 +54,7 @@ class TimeWindow(NamedTuple):
 
 
 class GlobalWindow(NamedTuple):
-    """The single window of :class:`~assigners.GlobalWindows`; ends at ``MAX_TIMESTAMP``.
+    """The single window of :class:`~windowing.assigners.GlobalWindows`; ends at ``MAX_TIMESTAMP``.
 
     All instances are equal; use the module constant :data:`GLOBAL_WINDOW`.
 
