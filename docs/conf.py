@@ -193,11 +193,18 @@ def resolve_by_import(
 _NUMPY_SECTION = re.compile(r"-{3,}")
 
 
-def module_sections_as_rubrics(
+_FIELD_ALIAS = re.compile(r"Alias for field number \d+")
+
+
+def readable_docstrings(
     app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
 ) -> None:
-    """numpydoc leaves module docstrings alone: their sections (``Examples`` and a rule)
-    become rubrics, as numpydoc renders them in other docstrings, not headings of the page."""
+    """A named tuple's fields keep their name and type, without Python's generated docstring
+    ("Alias for field number 0"). numpydoc leaves module docstrings alone: their sections
+    (``Examples`` and a rule) become rubrics, as numpydoc renders them in other docstrings,
+    not headings of the page."""
+    if [_FIELD_ALIAS.fullmatch(line) is not None for line in lines if line] == [True]:
+        lines.clear()
     if what != "module":
         return
     for i in range(len(lines) - 1):
@@ -206,7 +213,7 @@ def module_sections_as_rubrics(
             lines[i], lines[i + 1] = f".. rubric:: {title}", ""
 
 
-def factory_defaults(
+def readable_signatures(
     app: Sphinx,
     what: str,
     name: str,
@@ -215,8 +222,11 @@ def factory_defaults(
     signature: str | None,
     return_annotation: str | None,
 ) -> tuple[str | None, str | None] | None:
-    """A dataclass field with a ``default_factory`` shows as ``= <factory>``, which is not
-    Python and breaks the signature: show the factory's call (``dict()``) instead."""
+    """A protocol is not instantiated: no ``(*args, **kwargs)`` after its name. A dataclass
+    field with a ``default_factory`` shows as ``= <factory>``, which is not Python and breaks
+    the signature: show the factory's call (``dict()``) instead."""
+    if inspect.isclass(obj) and getattr(obj, "_is_protocol", False):
+        return "", return_annotation
     if not signature or "<factory>" not in signature or not dataclasses.is_dataclass(obj):
         return None
     for field in dataclasses.fields(obj):
@@ -228,6 +238,7 @@ def factory_defaults(
 
 
 def setup(app: Sphinx) -> None:
-    app.connect("autodoc-process-signature", factory_defaults)
+    app.connect("autodoc-process-signature", readable_signatures)
     app.connect("missing-reference", resolve_by_import)
-    app.connect("autodoc-process-docstring", module_sections_as_rubrics)
+    # before numpydoc's handler (priority 500), which rewrites the docstring
+    app.connect("autodoc-process-docstring", readable_docstrings, priority=400)
