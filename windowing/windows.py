@@ -72,6 +72,7 @@ class GlobalWindow(NamedTuple):
         return "GlobalWindow()"
 
 
+#: The global window (every ``GlobalWindow()`` is equal to it).
 GLOBAL_WINDOW = GlobalWindow()
 
 #: Anything the operator can use as a window: it must be hashable and have ``max_timestamp()``.
