@@ -16,7 +16,7 @@ __all__ = ["GlobalWindows"]
 
 @dataclass(frozen=True, repr=False)
 class GlobalWindows(WindowAssigner[Any, GlobalWindow]):
-    """Assigns every element of a key to the single :data:`~windowing.GLOBAL_WINDOW`.
+    """Assigns every element of a key to the single :data:`~windowing.windows.GLOBAL_WINDOW`.
 
     The default trigger never fires, so set one (e.g. ``CountTrigger``). Global windows are
     never late and never cleaned up (their end is ``MAX_TIMESTAMP``); like Flink, the assigner

@@ -65,7 +65,8 @@ class HoppingEventTimeWindows(_Hopping):
 
     Known elsewhere as: Flink ``SlidingEventTimeWindows`` (also exported here under that
     name); Beam ``SlidingWindows(size, period)``; Kafka hopping ``TimeWindows.advanceBy``.
-    Not Kafka's ``SlidingWindows`` (KIP-450): that is :class:`~assigners.SlidingDistinctAssigner`.
+    Not Kafka's ``SlidingWindows`` (KIP-450): that is
+    :class:`~windowing.assigners.SlidingDistinctAssigner`.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """KIP-450 sliding windows: one window per distinct set of records within ``size`` of each other.
 
 Known elsewhere as: Kafka Streams ``SlidingWindows`` (KIP-450). Not Flink's sliding windows
-(those are :class:`~assigners.HoppingEventTimeWindows` here).
+(those are :class:`~windowing.assigners.HoppingEventTimeWindows` here).
 
 Windows are inclusive at both ends, ``[start; end]`` with ``end = start + size``, represented as
 ``TimeWindow(start, end + 1)`` so that ``max_timestamp() == end``. For a key whose records have

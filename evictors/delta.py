@@ -15,7 +15,7 @@ __all__ = ["DeltaEvictor", "check_delta_config"]
 
 
 def check_delta_config(threshold: Any, delta_function: Any, owner: str) -> None:
-    """Validation shared with :class:`~triggers.DeltaTrigger`."""
+    """Validation shared with :class:`~windowing.triggers.DeltaTrigger`."""
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):
         msg = f"{owner}: threshold must be a number, got {threshold!r}"
         raise ValueError(msg)

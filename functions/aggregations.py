@@ -1,7 +1,8 @@
 """Flink's built-in window aggregations: ``sum``, ``min``, ``max``, ``min_by``, ``max_by``.
 
-Each is a :class:`~functions.base.ReduceFunction` over one field of the elements, so it runs
-wherever a reduce runs (the harness, the batch replay, streaming) and keeps the element type:
+Each is a :class:`~windowing.functions.base.ReduceFunction` over one field of the elements, so
+it runs wherever a reduce runs (the harness, the batch replay, streaming) and keeps the element
+type:
 
 * ``SUM``, ``MIN``, ``MAX``: the window's *first* element with the field replaced by the sum,
   the minimum or the maximum of that field over the window (Flink's ``SumAggregator`` and

@@ -3,7 +3,7 @@
 ``WindowedStream.agg(F.sum("amount"), F.count("*"), ...)`` takes Spark's own aggregate
 functions. Where a native Spark plan computes a job (``docs/spark.md``), Spark evaluates them;
 everywhere else (custom triggers, evictors, streaming) the window operator runs
-:class:`ColumnAggregates`, an :class:`~functions.base.AggregateFunction` giving what Spark
+:class:`ColumnAggregates`, an :class:`~windowing.functions.base.AggregateFunction` giving what Spark
 gives for the same rows. The runtime evaluates each aggregate's argument expressions with
 Spark before the rows reach the operator, so an element here is a row whose fields at
 :attr:`ColumnAggregate.inputs` hold the arguments' values.

@@ -3,7 +3,7 @@ stop one (``OrFinally``), and Beam-style early/late firings (``AfterWatermark``)
 
 Flink has no composite triggers; Beam does (``AfterAny``, ``AfterAll``, ``Repeatedly``,
 ``OrFinally``, ``AfterWatermark(early, late)``), but Beam triggers *finish* while Flink's (and
-ours) answer every callback with a :class:`~triggers.TriggerResult` and never finish. The
+ours) answer every callback with a :class:`~windowing.triggers.TriggerResult` and never finish. The
 rules below translate Beam's composites into results; ``docs/triggers.md`` lists every rule
 that had to be decided.
 
@@ -643,9 +643,9 @@ class AfterWatermark(_Composite):
     * timers of ``early`` / ``late`` reach only their owner; the results of one callback are
       combined as in :class:`AnyOf`.
 
-    ``AfterWatermark()`` behaves as :class:`~triggers.EventTimeTrigger`. Never purges by itself
-    (wrap it in :class:`~triggers.PurgingTrigger` for Beam's discarding mode). Can merge when
-    ``early`` and ``late`` can; event-time windows only.
+    ``AfterWatermark()`` behaves as :class:`~windowing.triggers.EventTimeTrigger`. Never purges
+    by itself (wrap it in :class:`~windowing.triggers.PurgingTrigger` for Beam's discarding
+    mode). Can merge when ``early`` and ``late`` can; event-time windows only.
 
     Known elsewhere as: Beam ``AfterWatermark(early=..., late=...)``; Flink has none
     (``EventTimeTrigger`` is the case without ``early`` / ``late``).

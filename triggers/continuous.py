@@ -56,7 +56,7 @@ class ContinuousEventTimeTrigger(Trigger[Any, Any]):
     Intervals are aligned to the epoch with Java's truncating ``%``, as Flink's Java trigger
     does: for a negative ``ts`` the first firing is the boundary at or after ``ts`` plus one
     interval toward zero (``ts=-3``, ``interval=5``: 5), not the next boundary (0). Never
-    purges: wrap it in :class:`~triggers.PurgingTrigger` for that.
+    purges: wrap it in :class:`~windowing.triggers.PurgingTrigger` for that.
 
     Known elsewhere as: Flink ``ContinuousEventTimeTrigger.of(interval)``; Beam
     ``AfterWatermark(early=Repeatedly(...))`` is the closest (early firings are

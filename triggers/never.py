@@ -1,4 +1,4 @@
-"""A trigger that never fires: the default of :class:`~assigners.GlobalWindows`."""
+"""A trigger that never fires: the default of :class:`~windowing.assigners.GlobalWindows`."""
 
 from __future__ import annotations
 

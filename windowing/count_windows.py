@@ -87,7 +87,7 @@ def count_window(size: int, slide: int | None = None) -> CountWindowSpec:
     size
         Elements per window. Below 1 is accepted, as by Flink (tumbling: every element fires
         alone; sliding: every element is evicted), with the ``UserWarning`` of
-        :class:`~triggers.CountTrigger` / :class:`~evictors.CountEvictor`.
+        :class:`~windowing.triggers.CountTrigger` / :class:`~windowing.evictors.CountEvictor`.
     slide
         Elements between firings of a sliding window (below 1: every element fires);
         ``None`` for tumbling windows.

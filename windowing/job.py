@@ -104,7 +104,7 @@ WatermarkStrategy = BoundedOutOfOrderness | MonotonousTimestamps
 @dataclass(frozen=True, eq=False)
 class StreamSource:
     """Where the stream comes from and how its time is read (see
-    :meth:`DataStream.from_dataframe`)."""
+    :meth:`~windowing.stream.DataStream.from_dataframe`)."""
 
     df: DataFrame
     event_time: str
@@ -115,7 +115,8 @@ class StreamSource:
 
 @dataclass(frozen=True)
 class WindowConfig:
-    """Everything about the windowing of a :class:`WindowedStream` except the function."""
+    """Everything about the windowing of a :class:`~windowing.stream.WindowedStream` except
+    the function."""
 
     assigner: WindowAssigner[Any, Any]
     trigger: Trigger[Any, Any] | None = None

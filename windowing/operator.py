@@ -103,7 +103,7 @@ class WindowOperator:
     Parameters
     ----------
     assigner
-        The :class:`~assigners.WindowAssigner`.
+        The :class:`~windowing.assigners.WindowAssigner`.
     function
         The window function: a reduce callable / ``ReduceFunction``, ``AggregateFunction``,
         ``ProcessWindowFunction``, ``WindowFunction``, or a spec from :mod:`functions`
@@ -331,8 +331,8 @@ class WindowOperator:
 
     def fire_timers(self, key: Any, ks: KeyState) -> None:
         """Fire every timer of ``key`` due at the current watermark / processing time (for
-        pane info, the clocks advanced from :attr:`watermark_before` /
-        :attr:`processing_time_before`, which a runtime setting the clocks itself sets)."""
+        pane info, the clocks advanced from ``watermark_before`` /
+        ``processing_time_before``, which a runtime setting the clocks itself sets)."""
         try:
             self.clocks.step_clock = StepClock.EVENT
             self.strategy.fire_event_timers(key, ks, self.clocks.watermark)

@@ -500,8 +500,9 @@ class WindowedStream:
     def explain(self, function: Any = None) -> None:
         """Print how a terminal call with ``function`` (a reduce callable, an
         ``AggregateFunction``, a ``ProcessWindowFunction``, ...; a plain reduce by default)
-        would run: the runtime, a columnar path if any, and the operator's strategy. The
-        result of a terminal call has the exact plan (``result.explain()``)::
+        would run: the runtime, a columnar path if any, and the operator's strategy.
+
+        The result of a terminal call has the exact plan (``result.explain()``)::
 
             stream.key_by("user").window(TumblingEventTimeWindows("1 minute")).explain()
         """
@@ -609,8 +610,9 @@ class WindowedStream:
         return run_terminal(terminal)  # type: ignore[no-any-return]
 
     def count(self) -> WindowingResult:
-        """The number of rows of each window, in a ``count`` column (``bigint``); as
-        ``agg(F.count("*").alias("count"))``::
+        """The number of rows of each window, in a ``count`` column (``bigint``).
+
+        The same as ``agg(F.count("*").alias("count"))``::
 
             stream.key_by("user").window(EventTimeSessionWindows("30 min")).count()
         """

@@ -61,7 +61,7 @@ class TimeWindow(NamedTuple):
 
 
 class GlobalWindow(NamedTuple):
-    """The single window of :class:`~assigners.GlobalWindows`; ends at ``MAX_TIMESTAMP``.
+    """The single window of :class:`~windowing.assigners.GlobalWindows`; ends at ``MAX_TIMESTAMP``.
 
     All instances are equal; use the module constant :data:`GLOBAL_WINDOW`.
 
@@ -79,6 +79,7 @@ class GlobalWindow(NamedTuple):
         return "GlobalWindow()"
 
 
+#: The global window (every ``GlobalWindow()`` is equal to it).
 GLOBAL_WINDOW = GlobalWindow()
 
 #: Anything the operator can use as a window: it must be hashable and have ``max_timestamp()``.

@@ -36,7 +36,7 @@ class AlignedStrategy(GenericStrategy):
     def process(self, elements: Iterable[Element], states: dict[Any, KeyState]) -> bool:
         """The element loop for tumbling/hopping event-time windows with the built-in
         ``EventTimeTrigger`` and no evictor: the assigner, trigger and cleanup-timer logic of
-        :meth:`on_element` inlined (identical behaviour, checked by differential tests)."""
+        :meth:`on_element_plain` inlined (identical behaviour, checked by differential tests)."""
         size, slide, offset = self.shape
         add = self.engine.add_contents
         reducer = self.engine.inline_reducer

@@ -5,8 +5,9 @@ whole columns) and for one that lists them (``read_state``).
 Only the engine knows how a key's windows live in its state: which timers the default trigger
 keeps (``EventTimeTrigger``: the end-of-window timer until it fires, then the cleanup timer),
 how the merging-window set maps a session to its state window, what a window's contents are.
-So the conversions live here, and runtimes call :meth:`~windowing.operator.WindowOperator.
-export_reduced_windows`, :meth:`~windowing.operator.WindowOperator.import_reduced_windows` and
+So the conversions live here, and runtimes call
+:meth:`~windowing.operator.WindowOperator.export_reduced_windows`,
+:meth:`~windowing.operator.WindowOperator.import_reduced_windows` and
 :meth:`~windowing.operator.WindowOperator.window_summaries`; none touches a ``KeyState`` field.
 
 Examples

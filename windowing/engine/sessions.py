@@ -32,7 +32,7 @@ class SessionStrategy(GenericStrategy):
         """The element loop for ``EventTimeSessionWindows`` with the built-in
         ``EventTimeTrigger`` and no evictor: the merging-window set, the trigger's
         ``on_element`` / ``on_merge`` / ``clear`` and the cleanup timers inlined (identical
-        behaviour to :meth:`on_element`, checked by differential tests).
+        behaviour to :meth:`on_element_merging`, checked by differential tests).
 
         In-flight session windows of a key never overlap or touch (they would have merged), so
         a new window ``[ts, ts + gap)`` merges exactly with the in-flight windows it intersects.

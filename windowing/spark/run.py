@@ -1,6 +1,7 @@
-"""Running a terminal call on Spark: the job is planned once (:func:`~windowing.spark.
-planning.plan_spark`), and :data:`RUNNERS`, a table from route to runner, builds the Spark
-plan of that route. No Spark job runs here: the result's DataFrames are lazy."""
+"""Running a terminal call on Spark: the job is planned once
+(:func:`~windowing.spark.planning.plan_spark`), and :data:`RUNNERS`, a table from route to
+runner, builds the Spark plan of that route. No Spark job runs here: the result's DataFrames
+are lazy."""
 
 from __future__ import annotations
 

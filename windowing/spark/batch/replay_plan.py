@@ -102,6 +102,9 @@ class WindowedResult:
             result.get_side_output(late).write.parquet(...)
             print(result.collect_metrics())
 
+    ``metrics``, ``late``, ``side_outputs`` and ``dead_letters`` (the errors routed by
+    ``on_error("dead_letter")``) are built when first read.
+
     Attributes
     ----------
     results
@@ -113,9 +116,6 @@ class WindowedResult:
         How ``output`` splits into the outputs.
     plan
         How the job runs (:class:`~windowing.spark.planning.SparkPlan`); :meth:`explain` prints it.
-
-    ``metrics``, ``late``, ``side_outputs`` and ``dead_letters`` (the errors routed by
-    ``on_error("dead_letter")``) are built when first read.
     """
 
     results: DataFrame

@@ -1,8 +1,8 @@
 """Built-in aggregations of tumbling event-time windows computed on whole Arrow columns.
 
 For ``sum`` / ``min`` / ``max`` / ``min_by`` / ``max_by``
-(:class:`~functions.aggregations.FieldAggregation`) of tumbling event-time windows with the
-default trigger and no evictor, a window's reduced record is a function of its rows in
+(:class:`~windowing.functions.aggregations.FieldAggregation`) of tumbling event-time windows with
+the default trigger and no evictor, a window's reduced record is a function of its rows in
 replay order: the rows of a window form one group, and each aggregation is a per-group
 reduction. This module computes those reductions with numpy on the Arrow buffers, without
 building a ``Row`` per input row, in two places:
@@ -81,7 +81,7 @@ class ColumnarShape(enum.Enum):
 
 class WindowShape(Protocol):
     """A columnar plan: the calls the module's functions make of it. Tumbling windows
-    (:class:`TumblingAggregation`), hopping windows as panes
+    (:class:`~windowing.spark.columnar.tumbling.TumblingAggregation`), hopping windows as panes
     (:mod:`windowing.spark.columnar.hopping`), sessions
     (:mod:`windowing.spark.columnar.sessions`)."""
 

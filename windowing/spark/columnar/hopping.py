@@ -2,7 +2,7 @@
 per pane of ``gcd(size, slide)``, combined per window.
 
 For ``sum`` / ``min`` / ``max`` / ``min_by`` / ``max_by``
-(:class:`~functions.aggregations.FieldAggregation`) of hopping event-time windows
+(:class:`~windowing.functions.aggregations.FieldAggregation`) of hopping event-time windows
 (``slide < size``) with the default trigger and no evictor, the operator keeps one reduced
 record per window and combines a window's elements in arrival order (Flink's per-window
 state; the aggregations do not declare themselves order-insensitive). The same record is a

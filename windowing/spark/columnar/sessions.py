@@ -2,8 +2,8 @@
 gaps and islands on each key's sorted times.
 
 For ``sum`` / ``min`` / ``max`` / ``min_by`` / ``max_by``
-(:class:`~functions.aggregations.FieldAggregation`) of ``EventTimeSessionWindows`` with the
-default trigger and no evictor:
+(:class:`~windowing.functions.aggregations.FieldAggregation`) of ``EventTimeSessionWindows`` with
+the default trigger and no evictor:
 
 * **Batch replay** (event-time order, nothing late, every session fires once at the end of
   input): in time order each row either joins the current session (its window

@@ -81,7 +81,7 @@ class TumblingAggregation:
         values: pa.ChunkedArray,
         codes: np.ndarray[Any, Any] | None,
     ) -> ColumnarResults | None:
-        """:func:`columnar_results` of tumbling windows."""
+        """:func:`~windowing.spark.columnar.core.columnar_results` of tumbling windows."""
         t = times.to_numpy()
         if self.near_ends_of_time(int(t.min()), int(t.max())):
             return None  # window bounds near the ends of time: the operator clamps them
@@ -115,7 +115,7 @@ class TumblingAggregation:
         times: np.ndarray[Any, Any] | None,
         codes: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None,
     ) -> ColumnarStep | None:
-        """:func:`step_open_windows` of tumbling windows."""
+        """:func:`~windowing.spark.columnar.core.step_open_windows` of tumbling windows."""
         size, lateness = self.size, self.allowed_lateness
         state_codes, row_codes = (None, None) if codes is None else codes
         fired_rows: pa.Table | None = None
@@ -226,7 +226,7 @@ class TumblingAggregation:
         return OpenWindows(starts, table, reduced.fired_upto)
 
     def listing(self, state: OpenWindows) -> Iterator[tuple[int, int, int, list[int]]]:
-        """:func:`window_listing` of tumbling windows."""
+        """:func:`~windowing.spark.columnar.core.window_listing` of tumbling windows."""
         lateness = self.allowed_lateness
         for i, start in enumerate(state.starts.tolist()):
             max_ts = start + self.size - 1

@@ -1,13 +1,13 @@
 """The definition of a streaming job as its checkpoint records it, and the check of a restart
 against it (``docs/scale-and-failure.md``, "The checkpoint knows its job").
 
-:func:`job_definition` describes a job in plain data (:class:`~windowing.definition.
-JobDefinition`): the parts that shape its state (assigner, trigger, evictor, function kind,
-built-in aggregates, key columns, the input columns when the state keeps input rows, allowed
-lateness, key groups, time mode, processing-time column, idle timeout, the state's shape) and
-the others (the function's class, output and side output columns, error policy, ...). Its
-digest goes into every key group's state; :func:`check_job` compares the whole definition
-with the checkpoint's record before a query starts.
+:func:`job_definition` describes a job in plain data
+(:class:`~windowing.definition.JobDefinition`): the parts that shape its state (assigner,
+trigger, evictor, function kind, built-in aggregates, key columns, the input columns when the
+state keeps input rows, allowed lateness, key groups, time mode, processing-time column, idle
+timeout, the state's shape) and the others (the function's class, output and side output
+columns, error policy, ...). Its digest goes into every key group's state; :func:`check_job`
+compares the whole definition with the checkpoint's record before a query starts.
 """
 
 from __future__ import annotations
