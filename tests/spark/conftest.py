@@ -78,6 +78,9 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
+        # the native plans are what the .agg tests check, on inputs of any size (the rule that
+        # runs small inputs in the window operator: test_agg.py::test_a_small_input_...)
+        .config("spark.windowing.smallInputBytes", "0")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -189,6 +189,55 @@ def test_hopping_windows_whose_slide_is_their_size_run_the_tumbling_plan(
     assert len(want) > 5
 
 
+@pytest.mark.differential(Route.NATIVE_TUMBLING_ARRIVAL, Route.NATIVE_TUMBLING)
+def test_a_small_input_runs_in_the_window_operator(spark: SparkSession, tmp_path: Any) -> None:
+    from windowing.spark.planning import SMALL_INPUT_BYTES, SMALL_INPUT_CONF
+
+    rows = [(*r, n) for n, r in enumerate(random_rows(12))]
+    spark.createDataFrame(rows, SCHEMA + ", seq int").write.parquet(str(tmp_path / "in"))
+    df = spark.read.parquet(str(tmp_path / "in"))
+
+    def job() -> Any:
+        source = WindowedStream.from_dataframe(
+            df, event_time="t", arrival_order="seq", watermark=BoundedOutOfOrderness(4)
+        )
+        stream = source.key_by("k").window(TumblingEventTimeWindows(10)).allowed_lateness(3)
+        # (no DISTINCT: with lateness it has no native plan)
+        columns = [c for c in aggregates() if "distinct" not in repr(c)]
+        return stream.side_output_late_data(LATE).agg(*columns)
+
+    native = job()  # the suite's session turns the rule off
+    assert native.plan.route is Route.NATIVE_TUMBLING_ARRIVAL
+    spark.conf.set(SMALL_INPUT_CONF, str(SMALL_INPUT_BYTES))
+    try:
+        small = job()
+        listed = WindowedStream.from_dataframe(
+            spark.createDataFrame(rows, SCHEMA + ", seq int"), event_time="t"
+        )
+        unknown = listed.key_by("k").window(TumblingEventTimeWindows(10)).agg(F.sum("i"))
+        spark.conf.set(SMALL_INPUT_CONF, "100")  # bytes: smaller than the input
+        large = job()
+        spark.conf.set(SMALL_INPUT_CONF, "many")
+        with pytest.raises(
+            ValueError,
+            match=r"spark.windowing.smallInputBytes must be a number of bytes, got 'many'",
+        ):
+            job()
+    finally:
+        spark.conf.set(SMALL_INPUT_CONF, "0")
+    assert small.plan.route is Route.BATCH_REPLAY
+    assert "the input is small (Spark estimates" in small.plan.reason
+    assert small.plan.key_groups == 1
+    assert large.plan.route is Route.NATIVE_TUMBLING_ARRIVAL
+    assert unknown.plan.native  # no estimate of a DataFrame made from a Python list
+    with native, small:
+        assert small.results.schema == native.results.schema
+        assert_same_rows(rows_of(small.results), rows_of(native.results))
+        assert rows_of(small.get_side_output(LATE)) == rows_of(native.get_side_output(LATE))
+        assert small.collect_metrics() == native.collect_metrics()
+        assert native.get_side_output(LATE).count() > 0
+
+
 def test_native_plan_runs_no_python(spark: SparkSession) -> None:
     df = spark.createDataFrame(random_rows(7), SCHEMA)
     stream = (

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from windowing.assigners.hopping import HoppingEventTimeWindows
@@ -63,6 +64,7 @@ from windowing.spark.columnar.tumbling import TumblingAggregation
 from windowing.spark.columns.aggregates import AggregateCall
 from windowing.spark.jobs import (
     batch_key_groups,
+    estimated_bytes,
     streaming_key_groups,
     streaming_time_mode,
     uses_wall_clock,
@@ -73,11 +75,16 @@ from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
 __all__ = [
+    "SMALL_INPUT_BYTES",
+    "SMALL_INPUT_CONF",
     "ColumnarShape",
     "Route",
     "SparkPlan",
+    "as_tumbling",
     "columnar_shape",
     "plan_spark",
+    "small_input",
+    "small_input_bytes",
 ]
 
 
@@ -176,10 +183,19 @@ def plan_spark(
     user's own job without the operator's argument columns; default ``job``). ``spec`` is
     ``None`` when only a native plan can run the job (``why_no_spec`` says why: the error
     when the job has none)."""
+    small = ""
     if calls is not None and not job.source.df.isStreaming:
         native = _native(native_job or job, calls)
         if native is not None:
-            return SparkPlan(native[0], native[1], None)
+            size = None if spec is None else small_input(job.source.df)
+            if size is None:
+                return SparkPlan(native[0], native[1], None)
+            small = (
+                f"; the input is small (Spark estimates {size:,} bytes, at most "
+                f"{SMALL_INPUT_CONF} = {small_input_bytes(job.source.df.sparkSession):,}): "
+                f"the window operator, which starts faster than the native plan "
+                f"({native[0].value}) and gives the same outcome"
+            )
     if spec is None:
         raise ValueError(why_no_spec or "a job without a native plan needs a window function")
     source, config = job.source, job.config
@@ -206,10 +222,43 @@ def plan_spark(
         return SparkPlan(Route.STREAMING, runtime, operator, columnar, _element_order(source))
     order = _element_order(source)
     groups = batch_key_groups(job)
-    runtime = _batch_text(source, order, groups) + _idle_text(job)
+    runtime = _batch_text(source, order, groups) + _idle_text(job) + small
     # In event-time order a key's whole input comes first (the replay's deferred keys).
     watermarks = source.arrival_order is not None or source.processing_time is not None
     return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar, order, watermarks, groups)
+
+
+# ---------------------------------------------------------------------------- small inputs
+#: The Spark configuration giving the largest input (Spark's estimate, in bytes) whose batch
+#: ``.agg`` runs in the window operator rather than a native plan: a native plan is several
+#: aggregates and joins (results, late rows, counters), seconds to build and run whatever the
+#: input, while the window operator starts in a fraction of that and costs per row.
+SMALL_INPUT_CONF = "spark.windowing.smallInputBytes"
+#: Its default: tens of thousands of rows of a few columns.
+SMALL_INPUT_BYTES = 1 << 20
+
+
+def small_input_bytes(spark: SparkSession) -> int:
+    """The value of :data:`SMALL_INPUT_CONF` (0 turns the rule off)."""
+    value = spark.conf.get(SMALL_INPUT_CONF, None)
+    if value is None:
+        return SMALL_INPUT_BYTES
+    try:
+        return int(value)
+    except ValueError:
+        msg = f"{SMALL_INPUT_CONF} must be a number of bytes, got {value!r}"
+        raise ValueError(msg) from None
+
+
+def small_input(df: DataFrame) -> int | None:
+    """Spark's estimate of ``df``'s size when it is small enough for the window operator to
+    run a batch ``.agg`` that has a native plan (:data:`SMALL_INPUT_CONF`), else ``None``
+    (also when Spark has no estimate)."""
+    most = small_input_bytes(df.sparkSession)
+    if most <= 0:
+        return None
+    size = estimated_bytes(df)
+    return size if size is not None and size <= most else None
 
 
 # ---------------------------------------------------------------------------- native routes
