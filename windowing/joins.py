@@ -44,21 +44,24 @@ from windowing.evictors.base import Evictor
 from windowing.functions.joins import (
     CoGroupWindowFunction,
     as_co_group,
+    as_process_join,
     output_annotation,
 )
 from windowing.records import OutputTag
 from windowing.results import WindowingResult
-from windowing.time import Duration
+from windowing.time import Duration, to_millis
 from windowing.triggers.base import Trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import Column  # noqa: TID251 - type-only, never imported at runtime
 
-    from windowing.spark.joins import TaggedUnion
-    from windowing.stream import DataStream, WindowedStream
+    from windowing.spark.joins import IntervalJoinResult, TaggedUnion
+    from windowing.stream import DataStream, KeyedStream, WindowedStream
 
 __all__ = [
     "CoGroupedStreams",
+    "IntervalJoin",
+    "IntervalJoined",
     "JoinWhere",
     "JoinWithWindow",
     "JoinedStreams",
@@ -265,3 +268,125 @@ class JoinWithWindow:
 def _pair(left: Any, right: Any) -> Any:
     """The join function :meth:`JoinWithWindow.explain` plans with."""
     return (left, right)
+
+
+# ---------------------------------------------------------------------------- interval join
+@dataclass(frozen=True, eq=False)
+class IntervalJoin:
+    """Two keyed streams to join over a time interval (Flink ``KeyedStream.IntervalJoin``):
+    ``left.interval_join(right)``; give the interval with :meth:`between`."""
+
+    left: KeyedStream
+    right: KeyedStream
+
+    def between(self, lower_bound: Duration, upper_bound: Duration) -> IntervalJoined:
+        """Join each left row at ``t`` with the right rows of its key at ``t + lower_bound``
+        to ``t + upper_bound`` (both inclusive by default; negative bounds reach before
+        ``t``). ``lower_bound <= upper_bound``."""
+        lower = to_millis(lower_bound, "between: lower_bound")
+        upper = to_millis(upper_bound, "between: upper_bound")
+        if lower > upper:
+            msg = (
+                f"between: lower_bound must be <= upper_bound, got {lower_bound!r} ({lower} ms) "
+                f"and {upper_bound!r} ({upper} ms)"
+            )
+            raise ValueError(msg)
+        return IntervalJoined(self.left, self.right, lower, upper)
+
+
+@dataclass(frozen=True, eq=False)
+class IntervalJoined:
+    """An interval join with its bounds (Flink ``KeyedStream.IntervalJoined``): make a bound
+    exclusive, ask for the late rows of each side, finish with :meth:`process`.
+
+    Attributes
+    ----------
+    lower, upper
+        The bounds in milliseconds.
+    lower_inclusive, upper_inclusive
+        Whether a right row exactly at the bound joins.
+    left_late_tag, right_late_tag
+        The late outputs of each side, if any.
+    """
+
+    left: KeyedStream
+    right: KeyedStream
+    lower: int
+    upper: int
+    lower_inclusive: bool = True
+    upper_inclusive: bool = True
+    left_late_tag: OutputTag | None = None
+    right_late_tag: OutputTag | None = None
+
+    def lower_bound_exclusive(self) -> IntervalJoined:
+        """A right row exactly at ``t + lower_bound`` does not join."""
+        return dataclasses.replace(self, lower_inclusive=False)
+
+    def upper_bound_exclusive(self) -> IntervalJoined:
+        """A right row exactly at ``t + upper_bound`` does not join."""
+        return dataclasses.replace(self, upper_inclusive=False)
+
+    def _tag(self, tag: Any, method: str) -> OutputTag:
+        if not isinstance(tag, OutputTag):
+            msg = f"{method}: tag must be an OutputTag, got {type(tag).__name__} {tag!r}"
+            raise ValueError(msg)
+        return tag
+
+    def side_output_left_late_data(self, tag: OutputTag) -> IntervalJoined:
+        """Send the late left rows (event time below the watermark when they arrived, or
+        without event time or arrival order) to the side output ``tag``: the left input's
+        columns, ``late_watermark`` and ``late_reason``."""
+        tag = self._tag(tag, "side_output_left_late_data")
+        if tag == self.right_late_tag:
+            msg = f"side_output_left_late_data: {tag!r} is the right side's late output tag"
+            raise ValueError(msg)
+        return dataclasses.replace(self, left_late_tag=tag)
+
+    def side_output_right_late_data(self, tag: OutputTag) -> IntervalJoined:
+        """Send the late right rows to the side output ``tag`` (as
+        :meth:`side_output_left_late_data`, with the right input's columns)."""
+        tag = self._tag(tag, "side_output_right_late_data")
+        if tag == self.left_late_tag:
+            msg = f"side_output_right_late_data: {tag!r} is the left side's late output tag"
+            raise ValueError(msg)
+        return dataclasses.replace(self, right_late_tag=tag)
+
+    def process(self, function: Any, *, output_schema: Any = None) -> IntervalJoinResult:
+        """Call ``function`` once per joined pair: a
+        :class:`~windowing.functions.joins.ProcessJoinFunction` (``process_element(left,
+        right, context)`` returns or yields any number of rows; ``context`` gives the
+        left, right and result event times), or a callable ``(left, right) -> row``.
+
+        ``output_schema`` (DDL or ``StructType``) describes one output; it may be left out
+        when the return annotation says it. The results have the key column(s), the output's
+        columns and ``max_timestamp``, the outputs' event time: the larger of the two rows'
+        (Flink's). See :class:`~windowing.spark.joins.IntervalJoinResult`.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`JoinWhere.equal_to`, and for a missing output schema (no Spark job
+            runs).
+        NotImplementedError
+            For streaming inputs (batch only, for now).
+        """
+        from windowing.spark.joins import IntervalBounds, run_interval_join, tagged_union
+
+        joined = as_process_join(function)
+        schema = _output_schema(function, output_schema, many=False, call="interval_join")
+        union = tagged_union(
+            self.left.source,
+            self.right.source,
+            self.left.keys,
+            self.right.keys,
+            calls=("key_by", "interval_join"),
+        )
+        bounds = IntervalBounds(
+            self.lower,
+            self.upper,
+            self.lower_inclusive,
+            self.upper_inclusive,
+            self.left_late_tag,
+            self.right_late_tag,
+        )
+        return run_interval_join(union, joined, schema, bounds)

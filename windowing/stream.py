@@ -69,7 +69,7 @@ from windowing.job import (
     WatermarkStrategy,
     WindowConfig,
 )
-from windowing.joins import CoGroupedStreams, JoinedStreams
+from windowing.joins import CoGroupedStreams, IntervalJoin, JoinedStreams
 from windowing.records import OutputTag
 from windowing.results import WindowingResult
 from windowing.time import Duration, to_millis
@@ -252,6 +252,24 @@ class KeyedStream:
         """Assign each key's rows to windows (Flink ``KeyedStream.window``)."""
         _check_assigner(self.source, assigner, "window")
         return WindowedStream(self.source, self.keys, WindowConfig(assigner))
+
+    def interval_join(self, other: KeyedStream) -> IntervalJoin:
+        """Join with the keyed stream ``other`` over a time interval (Flink
+        ``KeyedStream.intervalJoin``): each row at ``t`` with the rows of ``other`` of its key
+        at ``t + lower`` to ``t + upper``, ``.between(lower, upper)`` (:mod:`windowing.joins`)::
+
+            orders.key_by("order_id").interval_join(payments.key_by("order_id"))
+                  .between("-1 minute", "1 hour")
+                  .process(lambda o, p: (o.amount, p.method),
+                           output_schema="amount double, method string")
+        """
+        if not isinstance(other, KeyedStream):
+            msg = (
+                "interval_join: other must be a KeyedStream (other_stream.key_by(...)), got "
+                f"{type(other).__name__} {other!r}"
+            )
+            raise ValueError(msg)
+        return IntervalJoin(self, other)
 
     def count_window(self, size: int, slide: int | None = None) -> WindowedStream:
         """Windows of ``size`` rows per key, sliding by ``slide`` rows (Flink
