@@ -30,7 +30,7 @@ side, ``side`` naming it) in the late side output, batch and streaming. The wate
 smaller of the two inputs' watermarks (Flink's rule for operators with two inputs).
 
 This module does not import pyspark; the terminal calls hand the join to the Spark runtime
-(:mod:`windowing.spark.joins`).
+(:mod:`windowing.spark.joins`, :mod:`windowing.spark.interval_join`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ from windowing.triggers.base import Trigger
 if TYPE_CHECKING:
     from pyspark.sql import Column  # noqa: TID251 - type-only, never imported at runtime
 
-    from windowing.spark.joins import IntervalJoinResult, TaggedUnion
+    from windowing.spark.interval_join import IntervalJoinResult
+    from windowing.spark.joins import TaggedUnion
     from windowing.stream import DataStream, KeyedStream, WindowedStream
 
 __all__ = [
@@ -360,7 +361,7 @@ class IntervalJoined:
         ``output_schema`` (DDL or ``StructType``) describes one output; it may be left out
         when the return annotation says it. The results have the key column(s), the output's
         columns and ``max_timestamp``, the outputs' event time: the larger of the two rows'
-        (Flink's). See :class:`~windowing.spark.joins.IntervalJoinResult`.
+        (Flink's). See :class:`~windowing.spark.interval_join.IntervalJoinResult`.
 
         Raises
         ------
@@ -370,7 +371,8 @@ class IntervalJoined:
         NotImplementedError
             For streaming inputs (batch only, for now).
         """
-        from windowing.spark.joins import IntervalBounds, run_interval_join, tagged_union
+        from windowing.spark.interval_join import IntervalBounds, run_interval_join
+        from windowing.spark.joins import tagged_union
 
         joined = as_process_join(function)
         schema = _output_schema(function, output_schema, many=False, call="interval_join")
