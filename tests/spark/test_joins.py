@@ -265,18 +265,49 @@ def test_the_watermark_is_the_smaller_of_the_inputs(spark: SparkSession) -> None
     assert result.get_side_output(LATE).count() == 0
 
 
-def test_triggers_see_the_tagged_rows(spark: SparkSession) -> None:
-    left, right = streams(
-        *frames(spark, [("a", 1, 1, 0), ("a", 2, 2, 0)], [("a", 3, 5, 0), ("a", 4, 6, 0)])
+def test_each_input_has_its_own_watermark_delay(spark: SparkSession) -> None:
+    # At arrival 1 the watermark is min(20 - 0, 25 - 10) - 1 = 14: the rows at 13 and 14 are
+    # on time (with one delay of 0 for both, it would be 19, and both late)
+    left_df, right_df = frames(
+        spark, [("k", 20, 1, 0), ("k", 13, 2, 1)], [("k", 25, 7, 0), ("k", 14, 8, 1)]
+    )
+    left = WindowedStream.from_dataframe(
+        left_df, event_time="ts", watermark=BoundedOutOfOrderness(0), arrival_order="arr"
+    )
+    right = WindowedStream.from_dataframe(
+        right_df, event_time="t", watermark=BoundedOutOfOrderness(10), arrival_order="arr"
     )
     result = (
         left.join(right)
         .where("k")
         .equal_to("key")
         .window(TumblingEventTimeWindows(10))
-        .trigger(CountTrigger(3))  # fires at the third row of either side
+        .side_output_late_data(LATE)
         .apply(Pair(), output_schema="n bigint, m bigint")
     )
+    assert sorted(tuple(r)[1:5] for r in result.results.collect()) == [
+        (10, 20, 2, 8),
+        (20, 30, 1, 7),
+    ]
+    assert result.get_side_output(LATE).count() == 0
+
+
+def test_triggers_see_the_tagged_rows(
+    spark: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    left, right = streams(
+        *frames(spark, [("a", 1, 1, 0), ("a", 2, 2, 0)], [("a", 3, 5, 0), ("a", 4, 6, 0)])
+    )
+    joined = (
+        left.join(right)
+        .where("k")
+        .equal_to("key")
+        .window(TumblingEventTimeWindows(10))
+        .trigger(CountTrigger(3))  # fires at the third row of either side
+    )
+    joined.explain()
+    assert "route: batch-replay" in capsys.readouterr().out
+    result = joined.apply(Pair(), output_schema="n bigint, m bigint")
     # event-time order 1, 2, 3: fires (1, 5), (2, 5); the fourth row does not fire again
     assert sorted(tuple(r)[3:5] for r in result.results.collect()) == [(1, 5), (2, 5)]
 
