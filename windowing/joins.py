@@ -63,6 +63,7 @@ __all__ = [
     "CoGroupedStreams",
     "IntervalJoin",
     "IntervalJoined",
+    "JoinEqualTo",
     "JoinWhere",
     "JoinWithWindow",
     "JoinedStreams",
