@@ -1,5 +1,6 @@
-"""Window functions: reduce, aggregate, fold, process and apply, and Flink's built-in
-field aggregations (sum, min, max, min_by, max_by)."""
+"""Window functions: reduce, aggregate, fold, process and apply, Flink's built-in field
+aggregations (sum, min, max, min_by, max_by), and the functions of joins (join, coGroup,
+process join)."""
 
 if __name__ == "functions":  # the top-level name of a source checkout: windowing.functions itself
     from windowing._aliases import alias
@@ -14,6 +15,13 @@ from windowing.functions.base import (
     ProcessWindowFunctionContext,
     ReduceFunction,
     WindowFunction,
+)
+from windowing.functions.joins import (
+    CoGroupFunction,
+    FlatJoinFunction,
+    JoinFunction,
+    ProcessJoinFunction,
+    ProcessJoinFunctionContext,
 )
 from windowing.functions.spec import (
     Aggregate,
@@ -30,10 +38,15 @@ __all__ = [
     "AggregateFunction",
     "AggregationType",
     "Apply",
+    "CoGroupFunction",
     "FieldAggregation",
+    "FlatJoinFunction",
     "Fold",
     "FoldFunction",
+    "JoinFunction",
     "Process",
+    "ProcessJoinFunction",
+    "ProcessJoinFunctionContext",
     "ProcessWindowFunction",
     "ProcessWindowFunctionContext",
     "Reduce",

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_KEY_GROUPS",
     "BoundedOutOfOrderness",
+    "InputWatermarks",
     "Job",
     "MonotonousTimestamps",
     "StreamSource",
@@ -100,6 +101,39 @@ class MonotonousTimestamps:
 WatermarkStrategy = BoundedOutOfOrderness | MonotonousTimestamps
 
 
+@dataclass(frozen=True)
+class InputWatermarks:
+    """The watermark of several inputs read as one stream (the two sides of a join): the
+    smallest of the inputs' own watermarks, as Flink's operators with two inputs take it.
+
+    Each row names its input in ``column``; each input has its own strategy. After input
+    ``i`` has seen the largest event time ``max_i``, the watermark is ``min_i(max_i -
+    delay_i) - 1``, and ``MIN_TIMESTAMP`` while some input has seen no row. The runtime
+    computes ``min_i(max_i - delay_i)`` itself, so that :meth:`current_watermark` of it is
+    ``value - 1`` and :attr:`delay` is 0 (a streaming query tracks each input's watermark
+    on that input).
+
+    Examples
+    --------
+    >>> w = InputWatermarks("side", (("left", MonotonousTimestamps()),
+    ...                              ("right", BoundedOutOfOrderness(5))))
+    >>> w.current_watermark(min(100 - 0, 120 - 5))
+    99
+    """
+
+    column: str
+    inputs: tuple[tuple[str, WatermarkStrategy], ...]
+
+    @property
+    def delay(self) -> int:
+        """0: the inputs' delays are applied per input (see the class docstring)."""
+        return 0
+
+    def current_watermark(self, max_event_time: int) -> int:
+        """The watermark for the smallest of ``max_i - delay_i``."""
+        return max(MIN_TIMESTAMP, max_event_time - 1)
+
+
 # ---------------------------------------------------------------------------- builder values
 @dataclass(frozen=True, eq=False)
 class StreamSource:
@@ -108,7 +142,7 @@ class StreamSource:
 
     df: DataFrame
     event_time: str
-    watermark: WatermarkStrategy
+    watermark: WatermarkStrategy | InputWatermarks
     arrival_order: str | None = None
     processing_time: str | None = None
 

@@ -69,6 +69,7 @@ from windowing.job import (
     WatermarkStrategy,
     WindowConfig,
 )
+from windowing.joins import CoGroupedStreams, IntervalJoin, JoinedStreams
 from windowing.records import OutputTag
 from windowing.results import WindowingResult
 from windowing.time import Duration, to_millis
@@ -212,6 +213,26 @@ class DataStream:
         _check_assigner(self.source, assigner, "window_all")
         return WindowedStream(self.source, None, WindowConfig(assigner))
 
+    def join(self, other: DataStream) -> JoinedStreams:
+        """Join with ``other`` in windows (Flink ``DataStream.join``): give each side's key
+        with ``.where(...).equal_to(...)``, the windows with ``.window(assigner)``, and the
+        function with ``.apply(...)`` (:mod:`windowing.joins`).
+
+        Example::
+
+            orders.join(payments).where("order_id").equal_to("order_id")
+                  .window(TumblingEventTimeWindows("1 minute"))
+                  .apply(lambda o, p: (o.amount, p.method),
+                         output_schema="amount double, method string")
+        """
+        return JoinedStreams(self, _other_stream(other, "join"))
+
+    def co_group(self, other: DataStream) -> CoGroupedStreams:
+        """Group with ``other`` in windows (Flink ``DataStream.coGroup``): as :meth:`join`,
+        but the function gets all rows of a window of each side at once
+        (:mod:`windowing.joins`)."""
+        return CoGroupedStreams(self, _other_stream(other, "co_group"))
+
     def window(self, assigner: WindowAssigner[Any, Any]) -> WindowedStream:
         """Not available on a non-keyed stream: use ``key_by(...).window(...)`` or
         :meth:`window_all`."""
@@ -233,6 +254,26 @@ class KeyedStream:
         """Assign each key's rows to windows (Flink ``KeyedStream.window``)."""
         _check_assigner(self.source, assigner, "window")
         return WindowedStream(self.source, self.keys, WindowConfig(assigner))
+
+    def interval_join(self, other: KeyedStream) -> IntervalJoin:
+        """Join with the keyed stream ``other`` over a time interval (Flink
+        ``KeyedStream.intervalJoin``): each row at ``t`` with the rows of ``other`` of its key
+        at ``t + lower`` to ``t + upper``, ``.between(lower, upper)`` (:mod:`windowing.joins`).
+
+        Example::
+
+            orders.key_by("order_id").interval_join(payments.key_by("order_id"))
+                  .between("-1 minute", "1 hour")
+                  .process(lambda o, p: (o.amount, p.method),
+                           output_schema="amount double, method string")
+        """
+        if not isinstance(other, KeyedStream):
+            msg = (
+                "interval_join: other must be a KeyedStream (other_stream.key_by(...)), got "
+                f"{type(other).__name__} {other!r}"
+            )
+            raise ValueError(msg)
+        return IntervalJoin(self, other)
 
     def count_window(self, size: int, slide: int | None = None) -> WindowedStream:
         """Windows of ``size`` rows per key, sliding by ``slide`` rows (Flink
@@ -677,6 +718,17 @@ class WindowedStream:
     ) -> WindowingResult:
         """Evaluate each window with a legacy ``WindowFunction``; as :meth:`process`."""
         return self._run(Apply(function), output_schema, side_output_schemas)
+
+
+def _other_stream(other: Any, method: str) -> DataStream:
+    """The other input of a join: a :class:`DataStream` (not yet keyed)."""
+    if not isinstance(other, DataStream):
+        msg = (
+            f"{method}: other must be a DataStream (DataStream.from_dataframe(...), not keyed: "
+            f"give its key with .equal_to(...)), got {type(other).__name__} {other!r}"
+        )
+        raise ValueError(msg)
+    return other
 
 
 def _reduce_placeholder(a: Any, b: Any) -> Any:

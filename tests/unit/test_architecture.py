@@ -15,11 +15,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "windowing"
 
-# The builder defers its imports of the Spark runtime to the terminal calls, so that the core
-# (everything importable from ``windowing``) runs without pyspark; the pictures import
-# matplotlib, an optional dependency, when they are drawn. Nothing else imports inside a
-# function.
-DEFERRED = {"windowing/stream.py": "windowing.spark", "windowing/plotting/draw.py": "matplotlib"}
+# The builder and its joins defer their imports of the Spark runtime to the terminal calls, so
+# that the core (everything importable from ``windowing``) runs without pyspark; the pictures
+# import matplotlib, an optional dependency, when they are drawn. Nothing else imports inside
+# a function.
+DEFERRED = {
+    "windowing/stream.py": "windowing.spark",
+    "windowing/joins.py": "windowing.spark",
+    "windowing/plotting/draw.py": "matplotlib",
+}
 
 # Modules above the size the design allows, at their current size: they may shrink, never
 # grow (docs/design.md).

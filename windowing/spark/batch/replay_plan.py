@@ -41,7 +41,7 @@ from pyspark.sql.types import StructField, StructType
 from windowing.errors import ErrorPolicy
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from windowing.functions.spec import WindowFunctionSpec
-from windowing.job import Job
+from windowing.job import InputWatermarks, Job, StreamSource
 from windowing.records import OutputTag
 from windowing.spark.batch.replay import Replay
 from windowing.spark.columns.failures import DEAD_LETTER_COLUMNS
@@ -69,7 +69,7 @@ from windowing.spark.columns.side_outputs import (
     no_side_output,
     parse_side_output_schemas,
 )
-from windowing.spark.columns.watermark import add_prefix_max
+from windowing.spark.columns.watermark import add_inputs_watermark, add_prefix_max
 from windowing.spark.jobs import (
     batch_key_groups,
     idleness_of,
@@ -295,6 +295,27 @@ def prefix_max_buckets(spark: SparkSession) -> int:
     return min(max(shuffle_partitions(spark), 1), 64)
 
 
+def arrival_watermark(prepared: DataFrame, source: StreamSource, groups: int) -> DataFrame:
+    """``prepared`` (the internal columns and the key group) plus the prefix maximum the
+    watermark of each row comes from (``__pw_wmax``; per input and combined for
+    :class:`~windowing.job.InputWatermarks`), partitioned by key group."""
+    buckets = prefix_max_buckets(prepared.sparkSession)
+    if isinstance(source.watermark, InputWatermarks):
+        return add_inputs_watermark(
+            prepared,
+            inputs=source.watermark,
+            order=_ARR,
+            value=_TS,
+            out=_WMAX,
+            group=KEY_GROUP,
+            groups=groups,
+            buckets=buckets,
+        )
+    return add_prefix_max(
+        prepared, order=_ARR, value=_TS, out=_WMAX, group=KEY_GROUP, groups=groups, buckets=buckets
+    )
+
+
 def build_layout(
     stream: Job,
     spec: WindowFunctionSpec | None,
@@ -386,15 +407,7 @@ def run_batch(
     prepared = prepared.withColumn(KEY_GROUP, kg)
     if source.arrival_order is not None:
         # (shuffled by key group already: the sort and groupBy below add no shuffle)
-        prepared = add_prefix_max(
-            prepared,
-            order=_ARR,
-            value=_TS,
-            out=_WMAX,
-            group=KEY_GROUP,
-            groups=groups,
-            buckets=prefix_max_buckets(df.sparkSession),
-        )
+        prepared = arrival_watermark(prepared, source, groups)
     replay = Replay(
         window=config,
         spec=spec,

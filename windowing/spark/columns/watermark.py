@@ -29,17 +29,19 @@ whatever the partitioning:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
+from windowing.job import InputWatermarks
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
     "ONE_TASK_BYTES",
     "WindowCutoffs",
+    "add_inputs_watermark",
     "add_prefix_max",
     "add_prefix_max_single_partition",
     "count_below",
@@ -281,8 +283,8 @@ def add_prefix_max(
     df: DataFrame,
     *,
     order: str,
-    value: str,
-    out: str,
+    value: str | Sequence[str],
+    out: str | Sequence[str],
     group: str,
     groups: int,
     buckets: int,
@@ -292,7 +294,8 @@ def add_prefix_max(
     strictly smaller (``null`` when there is none), hash-partitioned by the integral column
     ``group`` (values in ``[0, groups)``; a later ``groupBy(group)`` needs no shuffle). Rows
     with a null ``order`` take part in nothing (their ``out`` is unspecified); null
-    ``value`` s are ignored.
+    ``value`` s are ignored. Several ``value`` columns give as many ``out`` columns, in one
+    pass.
 
     1. ``percentile_approx`` cuts the ``order`` values into ``buckets`` ranges (one global
        aggregate; its one row is joined to every row without a broadcast). Equal values share
@@ -306,9 +309,11 @@ def add_prefix_max(
     The quantiles only balance the work: the result is exact whatever they are, so it does
     not depend on partitioning either. Written as SQL text (few calls to the JVM).
     """
+    values = [value] if isinstance(value, str) else list(value)
+    outs = [out] if isinstance(out, str) else list(out)
+    assert len(values) == len(outs) > 0
     buckets = max(1, int(buckets))
-    o, v, g = quoted(order), quoted(value), quoted(group)
-    known = f"IF({o} IS NULL, NULL, {v})"
+    o, g = quoted(order), quoted(group)
     if buckets == 1:  # (0 for every row, not a constant: see _ONE_PARTITION)
         with_bucket = df.selectExpr("*", f"coalesce({o} * 0, 0) AS __pw_pbucket")
     else:
@@ -323,13 +328,19 @@ def add_prefix_max(
             *[quoted(c) for c in df.columns], f"{index} AS __pw_pbucket"
         )
     by_arrival = f"PARTITION BY __pw_pbucket ORDER BY {o} ASC NULLS LAST"
+    inside, bmax = [], []
+    for j, v in enumerate(values):
+        known = f"IF({o} IS NULL, NULL, {quoted(v)})"
+        inside.append(
+            f"max({known}) OVER ({by_arrival} RANGE BETWEEN UNBOUNDED PRECEDING AND 1 "
+            f"PRECEDING) AS __pw_pinside{j}"
+        )
+        bmax.append(
+            f"max({known}) OVER ({by_arrival} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
+            f"FOLLOWING) AS __pw_pbmax{j}"
+        )
     windowed = with_bucket.selectExpr(
-        "*",
-        f"max({known}) OVER ({by_arrival} RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
-        " AS __pw_pinside",
-        f"max({known}) OVER ({by_arrival} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
-        "FOLLOWING) AS __pw_pbmax",
-        f"row_number() OVER ({by_arrival}) AS __pw_prn",
+        "*", *inside, *bmax, f"row_number() OVER ({by_arrival}) AS __pw_prn"
     )
     # the row itself (-1), and on the first row of a bucket one summary per group
     copies = (
@@ -342,8 +353,8 @@ def add_prefix_max(
         *others,
         f"CAST(IF(__pw_pcopy >= 0, __pw_pcopy, {g}) AS {group_type}) AS {g}",
         "__pw_pbucket",
-        "__pw_pinside",
-        "IF(__pw_pcopy >= 0, __pw_pbmax, NULL) AS __pw_pbmax",
+        *[f"__pw_pinside{j}" for j in range(len(values))],
+        *[f"IF(__pw_pcopy >= 0, __pw_pbmax{j}, NULL) AS __pw_pbmax{j}" for j in range(len(values))],
         "__pw_pcopy >= 0 AS __pw_psummary",
     )
     # data rows of a bucket before its summary: a running maximum covers earlier buckets only
@@ -351,12 +362,53 @@ def add_prefix_max(
         f"PARTITION BY {g} ORDER BY __pw_pbucket, __pw_psummary "
         "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     )
+    maxima = [
+        f"greatest(max(__pw_pbmax{j}) OVER ({running}), __pw_pinside{j}) AS {quoted(name)}"
+        for j, name in enumerate(outs)
+    ]
     return (
-        routed.selectExpr(
-            "*", f"greatest(max(__pw_pbmax) OVER ({running}), __pw_pinside) AS {quoted(out)}"
-        )
+        routed.selectExpr("*", *maxima)
         .where("NOT __pw_psummary")
-        .selectExpr(*[quoted(c) for c in df.columns], quoted(out))
+        .selectExpr(*[quoted(c) for c in df.columns], *[quoted(name) for name in outs])
+    )
+
+
+def add_inputs_watermark(
+    df: DataFrame,
+    *,
+    inputs: InputWatermarks,
+    order: str,
+    value: str,
+    out: str,
+    group: str,
+    groups: int,
+    buckets: int,
+) -> DataFrame:
+    """``df`` plus column ``out`` for several inputs read as one stream (a join's sides, named
+    in the column ``inputs.column``): the smallest, over the inputs, of the largest event
+    time (``value``) of the input's rows with a strictly smaller ``order``, minus that
+    input's delay; null while some input has no such row (its watermark is still at the
+    start of time). ``inputs.current_watermark`` of it is the row's watermark. One
+    :func:`add_prefix_max` pass for all inputs; partitioned as it leaves its output."""
+    names = [f"__pw_pv{j}" for j in range(len(inputs.inputs))]
+    maxima = [f"__pw_pm{j}" for j in range(len(inputs.inputs))]
+    tagged = df.select(
+        "*",
+        *[
+            F.when(_c(inputs.column) == F.lit(name), F.expr(shifted_back(value, strategy.delay)))
+            .cast("long")
+            .alias(v)
+            for (name, strategy), v in zip(inputs.inputs, names, strict=True)
+        ],
+    )
+    with_maxima = add_prefix_max(
+        tagged, order=order, value=names, out=maxima, group=group, groups=groups, buckets=buckets
+    )
+    unknown = " OR ".join(f"{m} IS NULL" for m in maxima)
+    smallest = f"least({', '.join(maxima)})" if len(maxima) > 1 else maxima[0]
+    return with_maxima.selectExpr(
+        *[quoted(c) for c in df.columns],
+        f"CASE WHEN {unknown} THEN NULL ELSE {smallest} END AS {quoted(out)}",
     )
 
 

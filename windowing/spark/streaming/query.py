@@ -59,7 +59,7 @@ from pyspark.sql.types import (
 )
 
 from windowing.definition import JobDefinition
-from windowing.job import Job
+from windowing.job import InputWatermarks, Job
 from windowing.records import OutputTag
 from windowing.spark.batch.replay_plan import (
     build_layout,
@@ -274,9 +274,11 @@ def run_streaming(
         *internal_columns(df, source),
         *[_nan_mask(names).alias(name) for name, names in nan_masks],
     )
-    if not wall_clock:
+    if not wall_clock and not isinstance(source.watermark, InputWatermarks):
         # The watermark is defined on a copy of the event time that is projected away, so
-        # Spark never drops a late row before the operator (see docs/spark.md).
+        # Spark never drops a late row before the operator (see docs/spark.md). The inputs of
+        # a join define their own, each on its input (windowing.spark.joins): Spark refuses a
+        # second definition after them, and takes the smallest of theirs.
         prepared = (
             prepared.withColumn(_WM, watermark_source(F.col(_TS)))
             .withWatermark(_WM, f"{source.watermark.delay} milliseconds")
