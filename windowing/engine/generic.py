@@ -321,7 +321,7 @@ class GenericStrategy(WindowStrategy):
                             pane = None if panes is None else panes.next(ks, window)
                             append(new_tuple(result_type, (key, window, value, max_ts, pane)))
                         else:
-                            self.engine.outputs.metrics.num_null_results += 1
+                            self.engine.null_results(key, (window,))
             cleanup = max_ts + lateness
             if cleanup >= MAX_TIMESTAMP:
                 cleanup = MAX_TIMESTAMP

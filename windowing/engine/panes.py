@@ -243,7 +243,7 @@ class HoppingPanes:
             exc.add_note(f"while evaluating window {window!r} of key {key!r}")
             raise
         if result is None:  # an empty window (Flink)
-            engine.outputs.metrics.num_null_results += 1
+            engine.null_results(key, (window,))
         else:
             engine.outputs.metrics.num_windows_fired += 1
             engine.outputs.output.append(WindowResult(key, window, result, window.max_timestamp()))
@@ -386,7 +386,8 @@ class HoppingPanes:
                             stop = s_max
                         result = value if identity else direct(value)
                         if result is None:  # a None result is an empty window (Flink)
-                            engine.outputs.metrics.num_null_results += (stop - s) // slide + 1
+                            nulls = [windows[w] for w in range(s, stop + 1, slide)]
+                            engine.null_results(key, nulls)
                             s += (stop - s) // slide * slide + slide
                             continue
                         fired += (stop - s) // slide + 1

@@ -393,7 +393,7 @@ class LazyTimelineStrategy(TimelineStrategy):
                             pane = None if panes is None else panes.next(ks, window)
                             append(new_tuple(result_type, (key, window, result, max_ts, pane)))
                         else:
-                            self.engine.outputs.metrics.num_null_results += 1
+                            self.engine.null_results(key, (window,))
             cleanup = max_ts + lateness
             if cleanup >= MAX_TIMESTAMP:
                 cleanup = MAX_TIMESTAMP
