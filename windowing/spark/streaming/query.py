@@ -72,6 +72,7 @@ from windowing.spark.columns.keys import (
     key_group,
 )
 from windowing.spark.columns.metrics import NO_VALUE, STREAMING_METRICS
+from windowing.spark.columns.null_results import null_result_accumulator
 from windowing.spark.columns.output import (
     OutputLayout,
     col,
@@ -290,6 +291,7 @@ def run_streaming(
     definition = job_definition(
         stream, spec, layout, key_groups=key_groups, time_mode=time_mode, columnar=columnar
     )
+    _, null_results = null_result_accumulator(spark, spec, dead_letter=layout.dead_letter)
     processor = WindowProcessor(
         ProcessorConfig(
             window=config,
@@ -306,6 +308,7 @@ def run_streaming(
             columnar=columnar,
             idleness=idleness_of(stream),
             job_digest=definition.digest,
+            null_results=null_results,
         )
     )
     # Grouped by key group, after the columns the processor reads by position. window_all
