@@ -116,10 +116,19 @@ class Engine:
     """
 
     def __init__(
-        self, job: JobFacts, backend: StateBackend, *, guarded: bool, pane_info: bool
+        self,
+        job: JobFacts,
+        backend: StateBackend,
+        *,
+        guarded: bool,
+        pane_info: bool,
+        count_rows: bool = False,
     ) -> None:
         spec, evictor = job.spec, job.evictor
         self.job = job
+        #: Whether the strategies count the rows each window's contents take in
+        #: (:func:`~windowing.engine.keystate.count_row`; ``WindowSummary.num_rows_in``).
+        self.count_rows = count_rows
         self.clocks = Clocks()
         self.outputs = Outputs(guarded=guarded)
         self.backend = backend

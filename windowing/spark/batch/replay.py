@@ -405,7 +405,7 @@ class _GroupStream:
         windows: list[tuple[int, Any]] = []
         if ks is not None:
             with contextlib.suppress(Exception):
-                windows = [(w.num_elements or 1, w.window) for w in op.window_summaries(ks)]
+                windows = [(w.num_stored_elements or 1, w.window) for w in op.window_summaries(ks)]
         largest = max(windows, key=lambda p: p[0], default=None)
         where = (
             f"its largest open window {largest[1]!r} holds {largest[0]:,} elements"

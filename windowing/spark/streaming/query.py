@@ -152,9 +152,10 @@ class StreamingWindowedResult:
         """The open windows of this query's state in ``checkpoint`` (a running or stopped
         query's), as written by micro-batch ``batch_id`` (default: the last committed one):
         per key and window, the key column(s), ``key_group``, ``window_start``,
-        ``window_end``, ``num_elements`` (a buffered window's elements), ``accumulator``
-        (whether it keeps one reduced value), ``event_timers``, ``processing_timers``,
-        ``watermark`` and ``batch_id`` (``windowing.spark.streaming.state_reader``).
+        ``window_end``, ``state_form`` (``"elements"`` or ``"accumulator"``), ``num_rows_in``
+        (the rows the window took in), ``num_stored_elements`` (the elements it keeps; null
+        for an accumulator), ``event_timers``, ``processing_timers``, ``watermark`` and
+        ``batch_id`` (``windowing.spark.streaming.state_reader``).
 
         Example::
 
