@@ -22,7 +22,16 @@ from windowing.functions.base import (
     WindowFunction,
 )
 
-__all__ = ["Aggregate", "Apply", "Fold", "Process", "Reduce", "WindowFunctionSpec", "as_spec"]
+__all__ = [
+    "Aggregate",
+    "Apply",
+    "Fold",
+    "Process",
+    "Reduce",
+    "WindowFunctionSpec",
+    "as_spec",
+    "result_source",
+]
 
 
 def _check_window_function(window_function: Any, owner: str) -> None:
@@ -180,3 +189,26 @@ def as_spec(function: Any, window_function: Any = None) -> WindowFunctionSpec:
         f"got {type(function).__name__} {function!r}"
     )
     raise ValueError(msg)
+
+
+def result_source(spec: WindowFunctionSpec) -> str | None:
+    """The call that gives a window's incremental result, named for a message (a ``None``
+    from it makes the window empty); ``None`` for a process or apply function.
+
+    Examples
+    --------
+    >>> result_source(Reduce(max))
+    'reduce function max'
+    """
+    fn = spec.function
+    if isinstance(spec, Aggregate):
+        return f"AggregateFunction {type(fn).__qualname__}.get_result"
+    if isinstance(spec, Reduce):
+        if isinstance(fn, ReduceFunction):
+            return f"ReduceFunction {type(fn).__qualname__}.reduce"
+        return f"reduce function {getattr(fn, '__qualname__', repr(fn))}"
+    if isinstance(spec, Fold):
+        if isinstance(fn, FoldFunction):
+            return f"FoldFunction {type(fn).__qualname__}.fold"
+        return f"fold function {getattr(fn, '__qualname__', repr(fn))}"
+    return None

@@ -67,7 +67,7 @@ from windowing.engine.strategies import make_strategy
 from windowing.errors import DeadLetter, ErrorPolicy
 from windowing.evictors.base import Evictor
 from windowing.functions.spec import Fold, WindowFunctionSpec, as_spec
-from windowing.plan import Plan, plan_operator
+from windowing.plan import Plan, plan_operator, state_form
 from windowing.records import OutputTag, WindowResult
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.triggers.base import Trigger
@@ -148,6 +148,10 @@ class WindowOperator:
         which firing of its window it is and whether it fired early, on time or late
         (:mod:`windowing.engine.pane_info`). Off by default: counting firings keeps a small
         entry per window that fired.
+    count_rows
+        Count the rows each window's contents take in (``window_summaries``'
+        ``num_rows_in``; a streaming runtime's ``read_state``). Off by default: one more
+        count per element and window, and one int per open window.
 
     Examples
     --------
@@ -174,6 +178,7 @@ class WindowOperator:
         slicing: bool | None = None,
         on_error: ErrorPolicy | str = ErrorPolicy.FAIL,
         pane_info: bool = False,
+        count_rows: bool = False,
     ) -> None:
         if not isinstance(assigner, WindowAssigner):
             msg = f"assigner must be a WindowAssigner, got {type(assigner).__name__} {assigner!r}"
@@ -214,6 +219,9 @@ class WindowOperator:
         if not isinstance(pane_info, bool):
             msg = f"pane_info must be a bool, got {type(pane_info).__name__} {pane_info!r}"
             raise ValueError(msg)
+        if not isinstance(count_rows, bool):
+            msg = f"count_rows must be a bool, got {type(count_rows).__name__} {count_rows!r}"
+            raise ValueError(msg)
         self.plan: Plan = plan_operator(
             assigner,
             trigger,
@@ -243,7 +251,10 @@ class WindowOperator:
             backend if backend is not None else InMemoryStateBackend(),
             guarded=guarded,
             pane_info=pane_info,
+            count_rows=count_rows,
         )
+        #: How the job's windows hold their contents (its elements, or one accumulator).
+        self.state_form = state_form(spec, evictor)
         self.job, self.clocks, self.outputs = job, self.engine.clocks, self.engine.outputs
         self.backend: StateBackend = self.engine.backend
         # Direct dict access for the in-memory backend (hot path).
@@ -380,9 +391,10 @@ class WindowOperator:
         return ks
 
     def window_summaries(self, ks: KeyState) -> list[WindowSummary]:
-        """The open windows of the key state ``ks`` (as :meth:`windows_of`) with their
-        buffered elements or reduced value and their pending timers."""
-        return summaries(ks, self.windows_of(ks))
+        """The open windows of the key state ``ks`` (as :meth:`windows_of`): how they hold
+        their contents (:attr:`state_form`), the rows they took in (with ``count_rows``),
+        the elements they keep, their pending timers."""
+        return summaries(ks, self.windows_of(ks), self.state_form, self.strategy.rows_in)
 
     def output_mark(self) -> OutputMark:
         """Where the outputs and counters stand now (:meth:`rewind_outputs` goes back to it)."""

@@ -34,12 +34,52 @@ from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.evictors.base import Evictor
 from windowing.functions.base import ProcessWindowFunction
-from windowing.functions.spec import Aggregate, Fold, Process, Reduce, WindowFunctionSpec
+from windowing.functions.spec import (
+    Aggregate,
+    Apply,
+    Fold,
+    Process,
+    Reduce,
+    WindowFunctionSpec,
+)
 from windowing.triggers.base import Trigger
 from windowing.triggers.emit import OnWindowCloseTrigger
 from windowing.triggers.event_time import EventTimeTrigger
 
-__all__ = ["Plan", "Strategy", "aligned_shape", "plan_operator", "process_function"]
+__all__ = [
+    "Plan",
+    "StateForm",
+    "Strategy",
+    "aligned_shape",
+    "plan_operator",
+    "process_function",
+    "state_form",
+]
+
+
+class StateForm(enum.Enum):
+    """How a window's state holds what it took in."""
+
+    ELEMENTS = "elements"
+    """The elements themselves, as a list: a process or apply function, or any function
+    with an evictor (Flink's ``ListState`` of the window contents)."""
+    ACCUMULATOR = "accumulator"
+    """One value: the reduced value, the aggregate's accumulator or the fold (Flink's
+    ``ReducingState`` / ``AggregatingState``)."""
+
+
+def state_form(spec: WindowFunctionSpec, evictor: Evictor[Any, Any] | None) -> StateForm:
+    """How a job's windows hold their contents.
+
+    Examples
+    --------
+    >>> from windowing.functions import as_spec
+    >>> state_form(as_spec(max), None)
+    <StateForm.ACCUMULATOR: 'accumulator'>
+    """
+    if evictor is not None or isinstance(spec, Process | Apply):
+        return StateForm.ELEMENTS
+    return StateForm.ACCUMULATOR
 
 
 class Strategy(enum.Enum):

@@ -506,7 +506,9 @@ class WindowedStream:
         the dead-letter output with ``error_phase`` (``element``, ``window``, ``result``),
         ``error_class``, ``error_message`` and the window, and is counted in the metrics
         (``num_dead_letter_elements``, ``num_dead_letter_firings``,
-        ``num_dead_letter_results``). The operator then runs element by element
+        ``num_dead_letter_results``). A window whose reduce or ``get_result`` gave ``None``
+        (no row, Flink's rule; counted in ``num_null_results``) is a dead letter too, with
+        ``error_phase`` ``null_result``. The operator then runs element by element
         (``explain()`` says so) and no native or columnar plan applies.
 
         Error notes name the key, window, element's event time and output field, but not

@@ -23,14 +23,23 @@ from __future__ import annotations
 
 import copy
 import heapq
+import warnings
 from collections.abc import Collection, Iterable
 from typing import Any
 
 from windowing.engine.context import WindowContext
 from windowing.engine.keystate import KeyState, register_timer
 from windowing.engine.metrics import OperatorMetrics
-from windowing.errors import DeadLetter, ErrorPhase, ErrorPolicy
+from windowing.errors import (
+    DeadLetter,
+    ErrorPhase,
+    ErrorPolicy,
+    NullResultWarning,
+    null_result_message,
+    window_text,
+)
 from windowing.evictors.base import Evictor
+from windowing.functions.spec import result_source
 from windowing.operator import WindowOperator
 from windowing.plan import Plan
 from windowing.records import LateElement, OutputTag, WindowResult
@@ -52,6 +61,11 @@ class WindowOperatorHarness:
     With ``on_error="dead_letter"``, an element whose processing raises is left out exactly
     as the Spark runtimes leave it out (the key's state is copied before each element and
     put back), and :meth:`extract_dead_letters` returns it with the failed firings.
+
+    A window whose incremental result is ``None`` emits nothing (Flink's rule): the first
+    one makes the harness warn once, with a :class:`~windowing.errors.NullResultWarning`
+    naming its key and window (``metrics.num_null_results`` counts them all; with
+    ``on_error="dead_letter"`` each is also a dead letter).
 
     With ``trace=True``, every call is recorded in :attr:`trace` (:mod:`windowing.trace`):
     the element or clock, the results it emitted, whether the element was late, and each
@@ -90,6 +104,7 @@ class WindowOperatorHarness:
             pane_info=pane_info,
         )
         self._trace: Trace | None = Trace(event_time=self.operator.is_event_time) if trace else None
+        self._warned_null_result = False
 
     # -- input ---------------------------------------------------------------------------
     @property
@@ -106,8 +121,9 @@ class WindowOperatorHarness:
         if self._trace is not None:
             with _Recording(self.operator, self._trace, StepKind.ELEMENT, key, value, timestamp):
                 self._process_element(value, timestamp, key)
-            return
-        self._process_element(value, timestamp, key)
+        else:
+            self._process_element(value, timestamp, key)
+        self._warn_null_result()
 
     def _process_element(self, value: Any, timestamp: int | None, key: Any) -> None:
         op = self.operator
@@ -136,23 +152,51 @@ class WindowOperatorHarness:
             for value, timestamp, key in elements:
                 self.process_element(value, timestamp, key)
             return
-        self.operator.process_elements(elements)
+        try:
+            self.operator.process_elements(elements)
+        finally:
+            self._warn_null_result()
 
     def process_watermark(self, watermark: int) -> None:
         """Advance the watermark (fires due event-time timers)."""
-        if self._trace is not None:
-            with _Recording(self.operator, self._trace, StepKind.WATERMARK):
+        try:
+            if self._trace is not None:
+                with _Recording(self.operator, self._trace, StepKind.WATERMARK):
+                    self.operator.process_watermark(watermark)
+            else:
                 self.operator.process_watermark(watermark)
-            return
-        self.operator.process_watermark(watermark)
+        finally:
+            self._warn_null_result()
 
     def set_processing_time(self, time: int) -> None:
         """Advance the processing-time clock (fires due processing-time timers)."""
-        if self._trace is not None:
-            with _Recording(self.operator, self._trace, StepKind.PROCESSING_TIME):
+        try:
+            if self._trace is not None:
+                with _Recording(self.operator, self._trace, StepKind.PROCESSING_TIME):
+                    self.operator.advance_processing_time(time)
+            else:
                 self.operator.advance_processing_time(time)
+        finally:
+            self._warn_null_result()
+
+    def _warn_null_result(self) -> None:
+        """Warn once about the first window whose incremental result was ``None``."""
+        if self._warned_null_result:
             return
-        self.operator.advance_processing_time(time)
+        metrics = self.operator.metrics
+        first = metrics.first_null_result
+        if first is None:
+            return
+        self._warned_null_result = True
+        source = result_source(self.operator.spec) or "the window function"
+        message = null_result_message(
+            source,
+            repr(first.key),
+            window_text(first.window),
+            metrics.num_null_results,
+            dead_letter=self.operator.dead_letters is not None,
+        )
+        warnings.warn(message, NullResultWarning, stacklevel=3)
 
     # -- output --------------------------------------------------------------------------
     def extract_output(self) -> list[WindowResult]:

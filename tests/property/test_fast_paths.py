@@ -11,6 +11,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -153,6 +154,7 @@ def run(
 BASES = [0, 0, MAX_TIMESTAMP - 130, MIN_TIMESTAMP + 60]
 
 
+@pytest.mark.filterwarnings("ignore::windowing.errors.NullResultWarning")
 @settings(max_examples=400)
 @given(
     assigner=st.sampled_from(sorted(ASSIGNERS)),
@@ -263,6 +265,7 @@ def run_per_key(assigner: str, function: str, lateness: int, steps: list[Any]) -
     return mid, sorted(op.output), sorted(op.side_outputs.get(LATE, [])), op.metrics
 
 
+@pytest.mark.filterwarnings("ignore::windowing.errors.NullResultWarning")
 @settings(max_examples=200)
 @given(
     assigner=st.sampled_from(sorted(ALL_ASSIGNERS)),

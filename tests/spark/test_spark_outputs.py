@@ -17,6 +17,7 @@ from pyspark.sql import functions as F  # noqa: N812
 
 from windowing import OutputTag
 from windowing.assigners import GlobalWindows, TumblingEventTimeWindows
+from windowing.errors import NullResultWarning
 from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.triggers import CountTrigger, PurgingTrigger
@@ -404,7 +405,7 @@ def test_none_results_emit_no_row_and_are_counted(clicks: DataFrame) -> None:
         .window(TumblingEventTimeWindows("10 seconds"))
         .aggregate(CartViews(), output_schema="carts bigint")
     )
-    with result:
+    with result, pytest.warns(NullResultWarning, match=r"CartViews\.get_result returned None"):
         rows = result.results.select("user", "carts").collect()
         m = result.collect_metrics()
     assert sorted(tuple(r) for r in rows) == [("ann", 1)]

@@ -21,6 +21,7 @@ file, each with the Flink code path that differs.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from operator import add
 from typing import Any
@@ -41,6 +42,7 @@ from windowing.assigners import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
+from windowing.errors import NullResultWarning
 from windowing.evictors import Evictor
 from windowing.functions import (
     Aggregate,
@@ -2513,7 +2515,8 @@ class SumOfEvens(AggregateFunction[int, tuple[int, int], Any]):
 def test_flink_does_not_emit_a_null_incremental_result() -> None:
     h = WindowOperatorHarness(TumblingEventTimeWindows(10), SumOfEvens())
     feed(h, [("k", 1, 1), ("k", 3, 2), ("j", 4, 3)])
-    h.process_watermark(9)
+    with pytest.warns(NullResultWarning, match="window .* of key 'k'"):
+        h.process_watermark(9)
     assert out(h) == [(9, "j", 4)]  # a None result is an empty window, as in Flink
     assert h.metrics.num_null_results == 1  # ... and counted, so nothing vanishes
     assert h.metrics.num_windows_fired == 1
@@ -2545,16 +2548,22 @@ def test_null_results_are_counted_on_every_path(
     counts = []
     for fn in (AggregateCount(), SumOfEvens()):
         h = WindowOperatorHarness(assigner, fn, trigger=trigger, slicing=slicing)
-        if to_end:
-            h.operator.process_to_end("k", [(v, ts, "k") for v, ts, _ in elements])
-        else:
-            h.process_elements(elements)
-            h.process_watermark(MAX_TIMESTAMP)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if to_end:
+                h.operator.process_to_end("k", [(v, ts, "k") for v, ts, _ in elements])
+            else:
+                h.process_elements(elements)
+                h.process_watermark(MAX_TIMESTAMP)
+        # the harness warns once (the operator alone only keeps the first null result)
+        warned = [w for w in caught if w.category is NullResultWarning]
+        assert len(warned) == (0 if to_end or isinstance(fn, AggregateCount) else 1)
         counts.append((len(h.extract_output()), h.metrics))
     (all_windows, _), (emitted, m) = counts
     assert emitted < all_windows  # some windows have no even element
     assert m.num_null_results == all_windows - emitted
     assert m.num_windows_fired == emitted
+    assert m.first_null_result is not None and m.first_null_result.key == "k"
 
 
 class AggregateCount(AggregateFunction[int, int, int]):

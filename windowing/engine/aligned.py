@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from windowing.engine.generic import GenericStrategy, ends_before_end_of_time
-from windowing.engine.keystate import KeyState
+from windowing.engine.keystate import KeyState, count_row
 from windowing.engine.notes import note_element
 from windowing.engine.strategy import Element, Engine
 from windowing.functions.spec import Aggregate
@@ -55,6 +55,7 @@ class AlignedStrategy(GenericStrategy):
         new_tuple = tuple.__new__
         time_window = TimeWindow
         missing = _MISSING
+        counting = self.engine.count_rows
         count = 0
         ts: int | None = None
         key: Any = None
@@ -90,6 +91,8 @@ class AlignedStrategy(GenericStrategy):
                     # their end-of-window and cleanup timers are registered already (they fire
                     # only once the watermark passes max_timestamp), so only the contents change.
                     for window in recent[3]:
+                        if counting:
+                            count_row(ks, window, window not in contents)
                         if reducer is not None:
                             current = contents.get(window, missing)
                             contents[window] = (
@@ -118,6 +121,8 @@ class AlignedStrategy(GenericStrategy):
                         added = True
                         window = new_tuple(time_window, (start, end))
                         current = contents.get(window, missing)
+                        if counting:
+                            count_row(ks, window, current is missing)
                         if reducer is not None:
                             contents[window] = (
                                 value if current is missing else reducer(current, value)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from windowing.evictors.base import Evictor
-from windowing.functions.spec import Aggregate, Apply, Fold, Process, Reduce, WindowFunctionSpec
+from windowing.functions.spec import Aggregate, Fold, Reduce, WindowFunctionSpec
+from windowing.plan import StateForm, state_form
 from windowing.sliding import Partials
 from windowing.windows import TimestampedValue
 
@@ -25,7 +26,7 @@ def make_adder(
 ) -> tuple[Adder, Callable[[Any, Any], Any] | None]:
     """The element adder of a job and the merge of two contents (``None`` for a fold, which
     cannot merge)."""
-    if evictor is not None or isinstance(spec, Process | Apply):
+    if state_form(spec, evictor) is StateForm.ELEMENTS:
         buffer_ts = evictor is not None
 
         def add_list(contents: dict[Any, Any], ns: Any, value: Any, ts: int | None) -> None:

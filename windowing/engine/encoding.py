@@ -491,9 +491,15 @@ class StateWriter:
             ),
             None if slices is None else (list(slices.starts), slices.upto, slices.due),
         )
+        # Optional fields after these, written only when kept (states without them read the
+        # same, and versions that do not know them skip them): pane info, then row counts.
         panes = ks.panes
-        if panes:  # pane info (written only when counted: older states read the same)
-            plain += ([(self.window(w), *entry) for w, entry in panes.items()],)
+        counts = ks.row_counts
+        if panes or counts is not None:
+            plain += ([(self.window(w), *entry) for w, entry in (panes or {}).items()],)
+        if counts is not None:  # the counts of the namespaces that still have contents
+            contents = ks.contents
+            plain += ([(self.window(ns), n) for ns, n in counts.items() if ns in contents],)
         return plain
 
     def timeline(self, t: Timeline) -> Any:
@@ -644,8 +650,10 @@ class StateReader:
             sl.starts = list(starts)
             sl.due = due
             ks.slices = sl
-        if len(plain) > 11:
+        if len(plain) > 11 and plain[11]:
             ks.panes = {self.window(w): (i, settled, keep) for w, i, settled, keep in plain[11]}
+        if len(plain) > 12:
+            ks.row_counts = {self.window(ns): n for ns, n in plain[12]}
         return ks
 
     def timeline(self, plain: Any) -> Timeline:

@@ -98,7 +98,7 @@ class WindowEvaluator:
                 note_window(exc, window, key)
                 raise
             if value is None:
-                self.engine.outputs.metrics.num_null_results += 1
+                self.engine.null_results(key, (window,))
                 return False
             self.engine.outputs.metrics.num_windows_fired += 1
             panes = self.engine.pane_tracker
@@ -119,7 +119,7 @@ class WindowEvaluator:
                     spec.function.get_result(contents) if isinstance(spec, Aggregate) else contents
                 )
                 if result is None:
-                    self.engine.outputs.metrics.num_null_results += 1
+                    self.engine.null_results(key, (window,))
                     return False
                 outputs = self.finish(key, window, result)
             else:
@@ -211,7 +211,7 @@ class WindowEvaluator:
                     pane = None if panes is None else panes.next(None, window, end)
                     append(new_tuple(WindowResult, (key, window, result, window[1] - 1, pane)))
                 else:
-                    self.engine.outputs.metrics.num_null_results += 1
+                    self.engine.null_results(key, (window,))
         except Exception as exc:
             note_window(exc, window, key)
             exc.add_note(END_OF_INPUT_NOTE)

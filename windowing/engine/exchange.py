@@ -22,11 +22,12 @@ Examples
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from windowing.engine.keystate import KeyState, register_timer
+from windowing.plan import StateForm
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
@@ -48,12 +49,30 @@ class ReducedWindows:
 
 @dataclass(frozen=True)
 class WindowSummary:
-    """One open window of a key as a runtime lists it: its buffered elements (``None``: it
-    keeps one reduced value or accumulator instead, ``reduced``), its pending timers."""
+    """One open window of a key as a runtime lists it.
+
+    Attributes
+    ----------
+    window
+        The window.
+    state_form
+        How the job's windows hold their contents: the elements, or one accumulator.
+    num_rows_in
+        The rows its contents took in since they were created (0 without contents: a
+        trigger purged them, or none came yet); ``None`` when not counted (an operator that
+        does not count rows, KIP-450 sliding windows, contents of an earlier version's
+        state).
+    num_stored_elements
+        The elements it keeps (``ELEMENTS`` form: fewer than it took in once an evictor
+        removed some); ``None`` for an accumulator.
+    event_timers, processing_timers
+        Its pending timers.
+    """
 
     window: Any
-    num_elements: int | None
-    reduced: bool
+    state_form: StateForm
+    num_rows_in: int | None
+    num_stored_elements: int | None
     event_timers: tuple[int, ...]
     processing_timers: tuple[int, ...]
 
@@ -105,17 +124,29 @@ def import_reduced(ks: KeyState, reduced: ReducedWindows, *, lateness: int) -> N
         register_timer(ks.evt_timers, ks.evt_heap, ks, end + lateness, window)
 
 
-def summaries(ks: KeyState, windows: Sequence[Any]) -> list[WindowSummary]:
-    """A summary of each of ``windows`` (a key's open windows) of ``ks``."""
+def summaries(
+    ks: KeyState,
+    windows: Sequence[Any],
+    form: StateForm,
+    rows_in: Callable[[KeyState, Any, Any], int | None],
+) -> list[WindowSummary]:
+    """A summary of each of ``windows`` (a key's open windows) of ``ks``, whose job keeps
+    its windows' contents in ``form``; ``rows_in(ks, window, namespace)``: the rows a window
+    took in (the strategy's)."""
     out = []
+    elements = form is StateForm.ELEMENTS
     for window in windows:
         namespace = ks.merging.get(window, window) if ks.merging is not None else window
-        contents = ks.contents.get(namespace)
+        stored = None
+        if elements:
+            contents = ks.contents.get(namespace)
+            stored = len(contents) if isinstance(contents, list) else 0
         out.append(
             WindowSummary(
                 window,
-                len(contents) if isinstance(contents, list) else None,
-                namespace in ks.contents and not isinstance(contents, list),
+                form,
+                rows_in(ks, window, namespace),
+                stored,
                 tuple(sorted(t for t, w in ks.evt_timers if w == window)),
                 tuple(sorted(t for t, w in ks.proc_timers if w == window)),
             )

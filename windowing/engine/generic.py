@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from windowing.engine.keystate import KeyState, register_timer
+from windowing.engine.keystate import KeyState, count_row, merge_row_counts, register_timer
 from windowing.engine.merging import MergingWindowSet
 from windowing.engine.notes import note_element, note_window
 from windowing.engine.strategy import Element, Engine, WindowStrategy
@@ -66,6 +66,7 @@ class GenericStrategy(WindowStrategy):
         lateness = self.engine.job.allowed_lateness
         wm = self.engine.clocks.watermark
         fast_event_trigger = type(trigger) is EventTimeTrigger
+        counting = self.engine.count_rows
         for window in windows:
             max_ts = window.max_timestamp()
             if is_event_time:
@@ -77,6 +78,8 @@ class GenericStrategy(WindowStrategy):
             else:
                 cleanup = max_ts
             added = True
+            if counting:
+                count_row(ks, window, window not in contents)
             add(contents, window, value, timestamp)
             if fast_event_trigger:
                 # EventTimeTrigger.on_element, inlined (identical behaviour).
@@ -123,6 +126,8 @@ class GenericStrategy(WindowStrategy):
             if state_window is None:
                 msg = f"Window {actual!r} is not in the in-flight window set"
                 raise RuntimeError(msg)
+            if self.engine.count_rows:
+                count_row(ks, state_window, state_window not in ks.contents)
             self.engine.add_contents(ks.contents, state_window, value, timestamp)
             if fast_event_trigger:
                 # EventTimeTrigger.on_element, inlined (identical behaviour).
@@ -186,7 +191,16 @@ class GenericStrategy(WindowStrategy):
         if merged_state_windows:
             merge_values = self.engine.merge_values
             assert merge_values is not None
+            merge_row_counts(ks, state_window, merged_state_windows)
             merge_namespaces(ks.contents, state_window, merged_state_windows, merge_values)
+
+    def rows_in(self, ks: KeyState, window: Any, namespace: Any) -> int | None:
+        if not self.engine.count_rows:
+            return None
+        if namespace not in ks.contents:
+            return 0
+        counts = ks.row_counts
+        return None if counts is None else counts.get(namespace)
 
     def state_window(self, ks: KeyState, window: Any) -> Any:
         if ks.merging is None:
@@ -321,7 +335,7 @@ class GenericStrategy(WindowStrategy):
                             pane = None if panes is None else panes.next(ks, window)
                             append(new_tuple(result_type, (key, window, value, max_ts, pane)))
                         else:
-                            self.engine.outputs.metrics.num_null_results += 1
+                            self.engine.null_results(key, (window,))
             cleanup = max_ts + lateness
             if cleanup >= MAX_TIMESTAMP:
                 cleanup = MAX_TIMESTAMP

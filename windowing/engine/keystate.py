@@ -17,6 +17,8 @@ __all__ = [
     "KeyState",
     "Slices",
     "StateBackend",
+    "count_row",
+    "merge_row_counts",
     "register_timer",
 ]
 
@@ -29,6 +31,9 @@ class KeyState:
     ``contents`` maps a state namespace (the window, or for merging windows the window's state
     window) to the window contents: a reduced value, an accumulator, or a list of elements.
     Timers are a set of ``(time, window)`` plus a heap for time order (lazy deletion).
+    ``row_counts`` (an operator that counts rows, :func:`count_row`) maps a namespace to the
+    rows its contents took in since they were created; a namespace with contents but no
+    count took rows in before they were counted (a state of an earlier version).
     """
 
     __slots__ = (
@@ -44,6 +49,7 @@ class KeyState:
         "proc_heap",
         "proc_timers",
         "recent",
+        "row_counts",
         "seq",
         "slices",
         "timeline",
@@ -74,6 +80,8 @@ class KeyState:
         # Firings counted per window, with pane info (windowing.engine.pane_info): window ->
         # (next pane index, a non-early pane was emitted, kept without a cleanup time).
         self.panes: dict[Any, tuple[int, bool, bool]] | None = None
+        # Rows each namespace's contents took in (count_row), when the operator counts them.
+        self.row_counts: dict[Any, int] | None = None
 
     def _table(self, slot: str) -> StateTable:
         table: StateTable | None = getattr(self, slot)
@@ -155,6 +163,34 @@ class KeyState:
     def next_processing_time(self) -> int | None:
         """The earliest pending processing-time timer, if any."""
         return _next_time(self.proc_heap, self.proc_timers)
+
+
+def count_row(ks: KeyState, namespace: Any, fresh: bool) -> None:
+    """Count one row added to the contents of ``namespace`` of ``ks``: the first of new
+    contents (``fresh``: the namespace had none), or one more of counted ones (contents
+    without a count stay uncounted)."""
+    counts = ks.row_counts
+    if counts is None:
+        counts = ks.row_counts = {}
+    if fresh:
+        counts[namespace] = 1
+    elif namespace in counts:
+        counts[namespace] += 1
+
+
+def merge_row_counts(ks: KeyState, target: Any, sources: Iterable[Any]) -> None:
+    """The row counts of the contents of ``sources`` and ``target`` of ``ks``, about to be
+    merged into ``target``'s (call it first): their sum, or no count when one of them had
+    contents without a count."""
+    counts = ks.row_counts
+    if counts is None:
+        return
+    contents = ks.contents
+    parts = [(target, counts.pop(target, None))]
+    parts += [(ns, counts.pop(ns, None)) for ns in sources]
+    known = [n for ns, n in parts if ns in contents]
+    if known and None not in known:
+        counts[target] = sum(n for n in known if n is not None)
 
 
 def _next_time(heap: list[tuple[int, int, Any]], live: set[tuple[int, Any]]) -> int | None:

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["OperatorMetrics"]
+__all__ = ["NullResult", "OperatorMetrics"]
+
+
+@dataclass(frozen=True)
+class NullResult:
+    """A firing whose incremental result was ``None``: the window, and its key."""
+
+    key: Any
+    window: Any
 
 
 @dataclass
@@ -34,6 +43,9 @@ class OperatorMetrics:
         mapped to itself, as Flink's ``MergingWindowSet`` does, so that the elements in its
         former state window are no longer reached (Flink keeps them unreachable; so does
         this operator, and counts it here). Only possible with dynamic session gaps.
+    first_null_result
+        The first firing counted in ``num_null_results`` (its key and window), or ``None``:
+        what a :class:`~windowing.errors.NullResultWarning` names.
     """
 
     num_elements: int = 0
@@ -43,3 +55,4 @@ class OperatorMetrics:
     num_windows_fired: int = 0
     num_null_results: int = 0
     num_orphaned_state_windows: int = 0
+    first_null_result: NullResult | None = None

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from windowing.due import put_back, take_due
-from windowing.engine.keystate import KeyState, Slices
+from windowing.engine.keystate import KeyState, Slices, count_row
 from windowing.engine.notes import note_element, note_window
 from windowing.engine.strategy import Element, Engine, WindowStrategy
 from windowing.functions.spec import Aggregate
@@ -112,7 +112,7 @@ class HoppingPanes:
             sl = ks.slices = Slices(wm)
         elif sl.upto < wm:
             sl.upto = wm  # windows ending by now without contents stay unfired
-        self._add_to_pane(ks, sl, ts - (ts - self.offset) % self.pane, value)
+        self._add_to_pane(ks, sl, ts - (ts - self.offset) % self.pane, value, engine.count_rows)
         first = last - (last - ts + size - 1) // slide * slide
         due = self._max_ts(first)
         if due <= wm:
@@ -133,9 +133,11 @@ class HoppingPanes:
         self._schedule(ks, sl, due)
         return True
 
-    def _add_to_pane(self, ks: KeyState, sl: Slices, pane: int, value: Any) -> None:
+    def _add_to_pane(self, ks: KeyState, sl: Slices, pane: int, value: Any, counting: bool) -> None:
         contents = ks.contents
         current = contents.get(pane, _MISSING)
+        if counting:
+            count_row(ks, pane, current is _MISSING)
         if current is _MISSING:
             contents[pane] = self.first(value)
             starts = sl.starts
@@ -168,6 +170,7 @@ class HoppingPanes:
         agg_create = None if self.aggregate is None else self.aggregate.create_accumulator
         missing = _MISSING
         limit = _END_OF_TIME - size  # windows starting after it are clamped: generic path
+        counting = engine.count_rows
         count = 0
         key: Any = None
         ts: int | None = None
@@ -187,6 +190,8 @@ class HoppingPanes:
                         p = ts - (ts - offset) % pane
                         contents = ks.contents
                         current = contents.get(p, missing)
+                        if counting:
+                            count_row(ks, p, current is missing)
                         if current is missing:
                             contents[p] = (
                                 value if agg_add is None else agg_add(value, agg_create())  # type: ignore[misc]
@@ -243,7 +248,7 @@ class HoppingPanes:
             note_window(exc, window, key)
             raise
         if result is None:  # an empty window (Flink)
-            engine.outputs.metrics.num_null_results += 1
+            engine.null_results(key, (window,))
         else:
             engine.outputs.metrics.num_windows_fired += 1
             engine.outputs.output.append(WindowResult(key, window, result, window.max_timestamp()))
@@ -386,7 +391,8 @@ class HoppingPanes:
                             stop = s_max
                         result = value if identity else direct(value)
                         if result is None:  # a None result is an empty window (Flink)
-                            engine.outputs.metrics.num_null_results += (stop - s) // slide + 1
+                            nulls = [windows[w] for w in range(s, stop + 1, slide)]
+                            engine.null_results(key, nulls)
                             s += (stop - s) // slide * slide + slide
                             continue
                         fired += (stop - s) // slide + 1
@@ -589,3 +595,26 @@ class PanesStrategy(WindowStrategy):
 
     def live_windows(self, ks: KeyState) -> list[Any] | None:
         return self.hopping.live_windows(ks, self.engine.clocks.watermark)
+
+    def rows_in(self, ks: KeyState, window: Any, namespace: Any) -> int | None:
+        """The rows of the window's panes (0 without any), ``None`` when one of them took
+        rows in before they were counted."""
+        sl, counts = ks.slices, ks.row_counts
+        if not self.engine.count_rows:
+            return None
+        if sl is None:
+            return 0
+        starts = sl.starts
+        i = bisect_left(starts, window.start)
+        j = bisect_left(starts, window.start + self.hopping.size, i)
+        if i == j:
+            return 0
+        if counts is None:
+            return None
+        total = 0
+        for k in range(i, j):
+            n = counts.get(starts[k])
+            if n is None:
+                return None
+            total += n
+        return total

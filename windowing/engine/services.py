@@ -21,7 +21,7 @@ through it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import windowing.rules as rules
@@ -30,12 +30,12 @@ from windowing.engine.contents import make_adder, make_partials
 from windowing.engine.context import Clock, ProcessContext, WindowContext
 from windowing.engine.evaluation import WindowEvaluator
 from windowing.engine.keystate import InMemoryStateBackend, KeyState, StateBackend, register_timer
-from windowing.engine.metrics import OperatorMetrics
+from windowing.engine.metrics import NullResult, OperatorMetrics
 from windowing.engine.pane_info import PaneTracker, StepClock
 from windowing.engine.timers import KeyScheduler
 from windowing.errors import DeadLetter, ErrorPhase
 from windowing.evictors.base import Evictor
-from windowing.functions.spec import Aggregate, Reduce, WindowFunctionSpec
+from windowing.functions.spec import Aggregate, Reduce, WindowFunctionSpec, result_source
 from windowing.plan import Plan, Strategy, process_function
 from windowing.records import LateElement, OutputTag, WindowResult
 from windowing.sliding import TimelineExpiry
@@ -116,10 +116,19 @@ class Engine:
     """
 
     def __init__(
-        self, job: JobFacts, backend: StateBackend, *, guarded: bool, pane_info: bool
+        self,
+        job: JobFacts,
+        backend: StateBackend,
+        *,
+        guarded: bool,
+        pane_info: bool,
+        count_rows: bool = False,
     ) -> None:
         spec, evictor = job.spec, job.evictor
         self.job = job
+        #: Whether the strategies count the rows each window's contents take in
+        #: (:func:`~windowing.engine.keystate.count_row`; ``WindowSummary.num_rows_in``).
+        self.count_rows = count_rows
         self.clocks = Clocks()
         self.outputs = Outputs(guarded=guarded)
         self.backend = backend
@@ -233,6 +242,23 @@ class Engine:
             return False
         letters.append(DeadLetter.of(exc, key, ErrorPhase.WINDOW, window=window))
         return True
+
+    def null_results(self, key: Any, windows: Sequence[Any]) -> None:
+        """Account for firings of ``windows`` of ``key`` whose incremental result was
+        ``None``: as in Flink they emit nothing (``WindowOperator.processElement`` and
+        ``onEventTime`` skip a window whose ``windowState.get()`` is null, which a heap
+        ``ReducingState`` / ``AggregatingState`` returns for a null reduce or
+        ``getResult``). Each is counted in ``metrics.num_null_results``, the first is kept
+        in ``metrics.first_null_result`` (for a :class:`~windowing.errors.NullResultWarning`),
+        and with dead letters each is one (phase ``NULL_RESULT``)."""
+        metrics = self.outputs.metrics
+        metrics.num_null_results += len(windows)
+        if metrics.first_null_result is None:
+            metrics.first_null_result = NullResult(key, windows[0])
+        letters = self.outputs.dead_letters
+        if letters is not None:
+            source = result_source(self.job.spec) or "the window function"
+            letters.extend(DeadLetter.null_result(key, w, source) for w in windows)
 
     # -- keys ------------------------------------------------------------------------------
     def new_key_state(self) -> KeyState:

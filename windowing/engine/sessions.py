@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from windowing.engine.generic import GenericStrategy, ends_before_end_of_time
-from windowing.engine.keystate import KeyState
+from windowing.engine.keystate import KeyState, count_row
 from windowing.engine.notes import note_element
 from windowing.engine.strategy import Element, Engine
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -50,6 +50,7 @@ class SessionStrategy(GenericStrategy):
         new_tuple = tuple.__new__
         time_window = TimeWindow
         missing = _MISSING
+        counting = self.engine.count_rows
         count = 0
         ts: int | None = None
         key: Any = None
@@ -131,6 +132,8 @@ class SessionStrategy(GenericStrategy):
                     del mapping[actual]  # a late window: retire it
                     self.engine.not_added(key, ks, value, ts)
                     continue
+                if counting:
+                    count_row(ks, state_window, state_window not in contents)
                 if reducer is not None:
                     current = contents.get(state_window, missing)
                     contents[state_window] = (

@@ -76,3 +76,9 @@ class WindowStrategy(abc.ABC):
     def live_windows(self, ks: KeyState) -> list[Any] | None:
         """The key's windows with contents when they are not ``ks.contents``' keys."""
         return None
+
+    def rows_in(self, ks: KeyState, window: Any, namespace: Any) -> int | None:
+        """The rows ``window`` (its contents in ``namespace``) took in since its contents
+        were created (0 without contents), when the engine counts rows
+        (:attr:`Engine.count_rows`); ``None`` when not counted."""
+        return None

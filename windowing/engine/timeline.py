@@ -71,6 +71,9 @@ class KafkaSlidingStrategy(GenericStrategy):
         store = ks.kafka
         return [] if store is None else [self.kafka.window_at(s) for s in store.starts]
 
+    def rows_in(self, ks: KeyState, window: Any, namespace: Any) -> int | None:
+        return None  # a window's aggregate starts from its neighbours': not counted
+
     def add_element(self, key: Any, ks: KeyState, value: Any, ts: int | None) -> bool:
         if ts is None:
             self.engine.job.assigner.assign_windows(
@@ -96,6 +99,9 @@ class TimelineStrategy(GenericStrategy):
         super().__init__(engine)
         self.size = size
         self.fires_at_end = type(engine.job.trigger) is EventTimeTrigger
+
+    def rows_in(self, ks: KeyState, window: Any, namespace: Any) -> int | None:
+        return None  # a window's contents start from the timeline's records: not counted
 
     def on_event_time(self, key: Any, ks: KeyState, time: int, window: Any) -> None:
         if type(window) is TimelineExpiry:
@@ -393,7 +399,7 @@ class LazyTimelineStrategy(TimelineStrategy):
                             pane = None if panes is None else panes.next(ks, window)
                             append(new_tuple(result_type, (key, window, result, max_ts, pane)))
                         else:
-                            self.engine.outputs.metrics.num_null_results += 1
+                            self.engine.null_results(key, (window,))
             cleanup = max_ts + lateness
             if cleanup >= MAX_TIMESTAMP:
                 cleanup = MAX_TIMESTAMP

@@ -369,7 +369,7 @@ class DerivedSliding:
                                         new_tuple(result_type, (key, window, result, end - 1, None))
                                     )
                                 else:
-                                    engine.outputs.metrics.num_null_results += 1
+                                    engine.null_results(key, (window,))
                             window = None
                             timeline.upto = upto
                         else:

@@ -24,9 +24,12 @@ __all__ = [
 ]
 
 
-def window_operator(window: WindowConfig, spec: WindowFunctionSpec) -> WindowOperator:
+def window_operator(
+    window: WindowConfig, spec: WindowFunctionSpec, *, count_rows: bool = False
+) -> WindowOperator:
     """The window operator of ``window`` with the function ``spec`` (validates the
-    combination)."""
+    combination); ``count_rows``: it counts the rows each window takes in (the streaming
+    runtime, for ``read_state``)."""
     return WindowOperator(
         window.assigner,
         spec,
@@ -37,6 +40,7 @@ def window_operator(window: WindowConfig, spec: WindowFunctionSpec) -> WindowOpe
         slicing=window.slicing,
         on_error=window.on_error,
         pane_info=window.pane_info,
+        count_rows=count_rows,
     )
 
 

@@ -48,6 +48,7 @@ from windowing.spark.batch.replay_keys import Chunk, OperatorRun, OutputBlock, a
 from windowing.spark.columnar.core import ColumnarPlan, columnar_results
 from windowing.spark.columns.inputs import TS, replay_order
 from windowing.spark.columns.keys import group_codes, key_value, state_key
+from windowing.spark.columns.null_results import NullResultReport, report_null_results
 from windowing.spark.columns.operator_rows import operator_counters
 from windowing.spark.columns.output import OutputLayout
 from windowing.spark.columns.schema import arrow_to_python
@@ -185,6 +186,7 @@ class _GroupStream:
         except MemoryError as exc:  # spark.executor.pyspark.memory: name the key
             raise self._too_large(self.active_key, exc) from exc
         counters = operator_counters(self.op, self.input_rows, self.null_ts, self.null_arr)
+        report_null_results(self.replay.null_results, NullResultReport.of(self.op.metrics))
         counters["num_windows_left_at_end"] = self.left_at_end
         counters["num_keys"] = self.num_keys
         yield from block.build(counters)
@@ -403,7 +405,7 @@ class _GroupStream:
         windows: list[tuple[int, Any]] = []
         if ks is not None:
             with contextlib.suppress(Exception):
-                windows = [(w.num_elements or 1, w.window) for w in op.window_summaries(ks)]
+                windows = [(w.num_stored_elements or 1, w.window) for w in op.window_summaries(ks)]
         largest = max(windows, key=lambda p: p[0], default=None)
         where = (
             f"its largest open window {largest[1]!r} holds {largest[0]:,} elements"
@@ -473,6 +475,9 @@ class Replay:
     chunk_rows: int = dataclasses.field(default_factory=lambda: replay_keys.CHUNK_ROWS)
     carry_rows: int = dataclasses.field(default_factory=lambda: CARRY_ROWS)
     log_bytes: int = dataclasses.field(default_factory=lambda: replay_keys.LOG_BYTES)
+    # The job's accumulator of windows whose incremental result was None (a driver-side
+    # warning: windowing.spark.columns.null_results); None: not reported.
+    null_results: Any = None
 
     def batches(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The tagged output of one key group's record batches."""

@@ -52,6 +52,11 @@ from windowing.spark.columns.inputs import WMAX as _WMAX
 from windowing.spark.columns.inputs import internal_columns, replay_order
 from windowing.spark.columns.keys import KEY_GROUP, key_group
 from windowing.spark.columns.metrics import METRIC_NAMES, BatchMetrics
+from windowing.spark.columns.null_results import (
+    NullResultNotice,
+    NullResultReport,
+    null_result_accumulator,
+)
 from windowing.spark.columns.output import (
     LATE_COLUMNS,
     PANE_COLUMNS,
@@ -122,14 +127,29 @@ class WindowedResult:
     output: DataFrame = dataclasses.field(repr=False)
     layout: OutputLayout = dataclasses.field(repr=False)
     plan: SparkPlan = dataclasses.field(repr=False)
+    #: Warns once about windows whose incremental result was ``None`` (a job with a reduce,
+    #: aggregate or fold run by the window operator; else ``None``).
+    null_notice: NullResultNotice | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
-    def of_output(cls, output: DataFrame, layout: OutputLayout, plan: SparkPlan) -> WindowedResult:
+    def of_output(
+        cls,
+        output: DataFrame,
+        layout: OutputLayout,
+        plan: SparkPlan,
+        null_notice: NullResultNotice | None = None,
+    ) -> WindowedResult:
         """The result whose DataFrames are filters of the tagged ``output`` laid out as
         ``layout`` (the batch replay's, or a native plan's built with Spark SQL). Only
         ``results`` is built here; the other outputs when first read (PySpark analyzes a
         DataFrame when it builds it: several analyses of the whole plan saved per call)."""
-        return cls(results=layout.select_results(output), output=output, layout=layout, plan=plan)
+        return cls(
+            results=layout.select_results(output),
+            output=output,
+            layout=layout,
+            plan=plan,
+            null_notice=null_notice,
+        )
 
     @property
     def late_output_tag(self) -> OutputTag | None:
@@ -185,11 +205,16 @@ class WindowedResult:
 
     def collect_metrics(self) -> BatchMetrics:
         """Run the metrics query and return the counters (from the persisted output when
-        the result is persisted; otherwise the replay runs for it)."""
+        the result is persisted; otherwise the replay runs for it). Windows whose result was
+        ``None`` warn here if the job has not warned yet (Spark Connect, which has no
+        accumulators to report them as the replay runs)."""
         row = self.metrics.first()
         if row is None:
             return BatchMetrics()
-        return BatchMetrics(**{n: int(row[n] or 0) for n in METRIC_NAMES})
+        metrics = BatchMetrics(**{n: int(row[n] or 0) for n in METRIC_NAMES})
+        if self.null_notice is not None:
+            self.null_notice.warn(NullResultReport(metrics.num_null_results), stacklevel=2)
+        return metrics
 
     def persist(self, storage_level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> WindowedResult:
         """Persist the operator output, so that the first action on any of the result's
@@ -408,6 +433,9 @@ def run_batch(
     if source.arrival_order is not None:
         # (shuffled by key group already: the sort and groupBy below add no shuffle)
         prepared = arrival_watermark(prepared, source, groups)
+    notice, null_results = null_result_accumulator(
+        df.sparkSession, spec, dead_letter=layout.dead_letter
+    )
     replay = Replay(
         window=config,
         spec=spec,
@@ -419,6 +447,7 @@ def run_batch(
         has_processing_time=source.processing_time is not None,
         columnar=plan.columnar,
         idleness=idleness_of(stream),
+        null_results=null_results,
     )
     # Rows sorted by key and replay order by Spark within each key group's partition: the
     # grouped exchange keeps the sort (one shuffle, no other sort). With an arrival order the
@@ -445,7 +474,7 @@ def run_batch(
             return replay.table(table)
 
         combined = grouped.applyInArrow(replay_table, schema=layout.schema)
-    return WindowedResult.of_output(combined, layout, plan)
+    return WindowedResult.of_output(combined, layout, plan, notice)
 
 
 def streams_record_batches(version: str | None = None) -> bool:

@@ -12,6 +12,7 @@ import pyarrow as pa
 from windowing.operator import WindowOperator
 from windowing.spark.columnar.core import ColumnarStep
 from windowing.spark.columns.failures import DeadRows
+from windowing.spark.columns.null_results import NullResultReport, report_null_results
 from windowing.spark.columns.operator_rows import KeyCallRows, key_call_tables, operator_counters
 from windowing.spark.columns.output import REASON_LATE, LateRows
 from windowing.spark.columns.schema import value_encoder
@@ -39,14 +40,19 @@ class CallOutput:
         self.key_encoders = [value_encoder(schema[k].dataType) for k in config.layout.keys]
         self.batches: list[pa.RecordBatch] = []
         self._key_rows: list[KeyCallRows] = []  # the call's key outputs not yet packed
+        self._nulls = NullResultReport()  # the call's windows whose result was None
 
     def begin(self) -> None:
         """Start a call's output: nothing yet."""
         self.batches = []
         self._key_rows = []
+        self._nulls = NullResultReport()
 
     def finish(self) -> list[pa.RecordBatch]:
-        """The call's batches, the key calls' tagged rows (:meth:`add_key`) packed last."""
+        """The call's batches, the key calls' tagged rows (:meth:`add_key`) packed last; its
+        windows whose result was ``None`` are reported to the driver."""
+        report_null_results(self.config.null_results, self._nulls)
+        self._nulls = NullResultReport()
         parts, self._key_rows = self._key_rows, []
         with_dead = self.op.dead_letters is not None
         layout = self.config.layout
@@ -71,6 +77,8 @@ class CallOutput:
         n_input, null_ts, null_arr = counts
         has_side = any(records for records in op.side_outputs.values())
         fired = m.num_windows_fired or m.num_null_results
+        if m.num_null_results:
+            self._nulls = self._nulls.merged(NullResultReport.of(m))
         dead = None
         if op.dead_letters is not None:
             dead = DeadRows()

@@ -38,6 +38,9 @@ class ProcessorConfig:
     # The digest of the job's definition, kept with the state (a restart with another job is
     # refused); None: not checked.
     job_digest: str | None = None
+    # The query's accumulator of windows whose incremental result was None (a driver-side
+    # warning: windowing.spark.columns.null_results); None: not reported.
+    null_results: Any = None
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:

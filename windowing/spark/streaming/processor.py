@@ -62,7 +62,7 @@ class WindowProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         c = self.config
-        self.op = op = window_operator(c.window, c.spec)
+        self.op = op = window_operator(c.window, c.spec, count_rows=True)
         self.clocks = clocks = BatchClocks(c.wall_clock)
         self.key_clocks = key_clocks = KeyClocks(c.idleness, clocks)
         self.state_io = state_io = StateIO(handle, c, op, clocks)

@@ -72,6 +72,7 @@ from windowing.spark.columns.keys import (
     key_group,
 )
 from windowing.spark.columns.metrics import NO_VALUE, STREAMING_METRICS
+from windowing.spark.columns.null_results import null_result_accumulator
 from windowing.spark.columns.output import (
     OutputLayout,
     col,
@@ -151,9 +152,10 @@ class StreamingWindowedResult:
         """The open windows of this query's state in ``checkpoint`` (a running or stopped
         query's), as written by micro-batch ``batch_id`` (default: the last committed one):
         per key and window, the key column(s), ``key_group``, ``window_start``,
-        ``window_end``, ``num_elements`` (a buffered window's elements), ``accumulator``
-        (whether it keeps one reduced value), ``event_timers``, ``processing_timers``,
-        ``watermark`` and ``batch_id`` (``windowing.spark.streaming.state_reader``).
+        ``window_end``, ``state_form`` (``"elements"`` or ``"accumulator"``), ``num_rows_in``
+        (the rows the window took in), ``num_stored_elements`` (the elements it keeps; null
+        for an accumulator), ``event_timers``, ``processing_timers``, ``watermark`` and
+        ``batch_id`` (``windowing.spark.streaming.state_reader``).
 
         Example::
 
@@ -292,6 +294,7 @@ def run_streaming(
     definition = job_definition(
         stream, spec, layout, key_groups=key_groups, time_mode=time_mode, columnar=columnar
     )
+    _, null_results = null_result_accumulator(spark, spec, dead_letter=layout.dead_letter)
     processor = WindowProcessor(
         ProcessorConfig(
             window=config,
@@ -308,6 +311,7 @@ def run_streaming(
             columnar=columnar,
             idleness=idleness_of(stream),
             job_digest=definition.digest,
+            null_results=null_results,
         )
     )
     # Grouped by key group, after the columns the processor reads by position. window_all

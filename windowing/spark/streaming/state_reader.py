@@ -1,6 +1,7 @@
 """The open state of a streaming query, read from its checkpoint as a DataFrame
-(``StreamingWindowedResult.read_state``): per key and open window, what the window keeps and
-its pending timers, with the watermark of the micro-batch that wrote the state.
+(``StreamingWindowedResult.read_state``): per key and open window, how its state holds what
+it took in, how many rows that was, what it keeps, and its pending timers, with the watermark
+of the micro-batch that wrote the state.
 
 Spark's state data source (``format("statestore")``, the ``key_group`` value state of the
 query's ``transformWithStateInPandas`` operator) reads the key groups' state values; each is
@@ -21,13 +22,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import (
     ArrayType,
-    BooleanType,
     IntegerType,
     LongType,
+    StringType,
     StructField,
     StructType,
 )
 
+from windowing.plan import StateForm
 from windowing.spark.columnar.core import OpenWindows, window_listing
 from windowing.spark.columns.failures import window_bounds
 from windowing.spark.columns.keys import group_codes
@@ -46,8 +48,9 @@ STATE_COLUMNS = (
     "key_group",
     "window_start",
     "window_end",
-    "num_elements",
-    "accumulator",
+    "state_form",
+    "num_rows_in",
+    "num_stored_elements",
     "event_timers",
     "processing_timers",
     "watermark",
@@ -64,11 +67,14 @@ def read_state(
     ``config``, as written by micro-batch ``batch_id`` (default: the last committed one) to
     ``checkpoint``: one row per key and window with the key column(s), ``key_group``,
     ``window_start``, ``window_end`` (null for windows without bounds: global, count),
-    ``num_elements`` (a buffered window's elements; null for one incremental value),
-    ``accumulator`` (whether it keeps one reduced value or accumulator), ``event_timers``
-    and ``processing_timers`` (the window's pending timers: event time as the event-time
-    column's type, processing time in epoch ms), ``watermark`` (the operator's watermark
-    during that micro-batch; null before the first) and ``batch_id``."""
+    ``state_form`` (``"elements"``: the window keeps its elements, a process function's or
+    any with an evictor; ``"accumulator"``: one reduced value, accumulator or fold),
+    ``num_rows_in`` (the rows its contents took in since they were created, 0 after a purge;
+    null where not counted: KIP-450 sliding windows, windows of a state written by an earlier
+    version), ``num_stored_elements`` (the elements it keeps; null for an accumulator),
+    ``event_timers`` and ``processing_timers`` (the window's pending timers: event time as the
+    event-time column's type, processing time in epoch ms), ``watermark`` (the operator's
+    watermark during that micro-batch; null before the first) and ``batch_id``."""
     layout = config.layout
     batch = _last_committed(spark, checkpoint) if batch_id is None else batch_id
     if batch is None:
@@ -88,8 +94,9 @@ def read_state(
             StructField("key_group", IntegerType(), True),
             StructField("window_start", LongType(), True),
             StructField("window_end", LongType(), True),
-            StructField("num_elements", LongType(), True),
-            StructField("accumulator", BooleanType(), True),
+            StructField("state_form", StringType(), True),
+            StructField("num_rows_in", LongType(), True),
+            StructField("num_stored_elements", LongType(), True),
             StructField("event_timers", ArrayType(LongType(), False), True),
             StructField("processing_timers", ArrayType(LongType(), False), True),
         ]
@@ -100,8 +107,9 @@ def read_state(
             pa.field("key_group", pa.int32()),
             pa.field("window_start", pa.int64()),
             pa.field("window_end", pa.int64()),
-            pa.field("num_elements", pa.int64()),
-            pa.field("accumulator", pa.bool_()),
+            pa.field("state_form", pa.string()),
+            pa.field("num_rows_in", pa.int64()),
+            pa.field("num_stored_elements", pa.int64()),
             pa.field("event_timers", pa.list_(pa.int64())),
             pa.field("processing_timers", pa.list_(pa.int64())),
         ]
@@ -138,8 +146,9 @@ def read_state(
         "key_group",
         ms_to_time(F.col("window_start"), kind, clamp=True).alias("window_start"),
         ms_to_time(F.col("window_end"), kind, clamp=True).alias("window_end"),
-        "num_elements",
-        "accumulator",
+        "state_form",
+        "num_rows_in",
+        "num_stored_elements",
         timers.alias("event_timers") if kind == "timestamp" else F.col("event_timers"),
         "processing_timers",
         ms_to_time(F.lit(watermark).cast("long"), kind).alias("watermark"),
@@ -153,7 +162,7 @@ class _GroupReader:
     def __init__(self, config: ProcessorConfig, owner: StateOwner) -> None:
         self.config = config
         self.owner = owner
-        self.op = window_operator(config.window, config.spec)
+        self.op = window_operator(config.window, config.spec, count_rows=True)
 
     def rows(self, kg: int, blob: bytes | None) -> Iterator[tuple[Any, ...]]:
         if blob is None:
@@ -188,8 +197,9 @@ class _GroupReader:
                 kg,
                 start,
                 end,
-                summary.num_elements,
-                summary.reduced,
+                summary.state_form.value,
+                summary.num_rows_in,
+                summary.num_stored_elements,
                 list(summary.event_timers),
                 list(summary.processing_timers),
             )
@@ -211,8 +221,9 @@ class _GroupReader:
                     kg,
                     start,
                     end,
+                    StateForm.ACCUMULATOR.value,
                     None,
-                    True,
+                    None,
                     pending,
                     [],
                 )
