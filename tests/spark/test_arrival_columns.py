@@ -8,10 +8,13 @@ partitions interleave, against a brute-force model of the watermark (``docs/spar
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import random
 import re
 import sys
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -29,6 +32,7 @@ from windowing import (
 from windowing.assigners import EventTimeSessionWindows, HoppingEventTimeWindows
 from windowing.functions import AggregateFunction
 from windowing.spark.planning import Route
+from windowing.spark.streaming import write_results_and_late
 
 pytestmark = pytest.mark.spark
 spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
@@ -73,8 +77,6 @@ def rows(seed: int, n: int = 240) -> list[tuple[Any, ...]]:
     in ``(at, part)`` and in all three (rows that arrived together), and a few nulls (most
     in ``part``); event times mostly follow arrival, some far behind (late, or within the
     lateness)."""
-    from datetime import UTC, datetime, timedelta
-
     rng = random.Random(seed)
     base = datetime(2024, 5, 1, tzinfo=UTC)
     out = []
@@ -220,8 +222,6 @@ def kafka_records(seed: int) -> list[tuple[Any, ...]]:
     offsets from 0 in each partition, the append ``timestamp`` rising in each, the
     partitions interleaved in time. The payload's event time ``ts`` follows the append time,
     but partition 2 is a slow producer: its events are about 15 s behind the others."""
-    from datetime import UTC, datetime, timedelta
-
     rng = random.Random(seed)
     base = datetime(2024, 5, 1, tzinfo=UTC)
     out = []
@@ -365,11 +365,6 @@ def test_streaming_watermark_is_the_maximum_over_partitions(
     watermark is the largest event time over all partitions minus the delay, from the
     next micro-batch on, so the slow partition's rows of the second micro-batch are late
     (Flink's minimum over partitions would have held the watermark back for them)."""
-    import json
-    import os
-
-    from windowing.spark.streaming import write_results_and_late
-
     fast = [[50_000, 51_000], [55_000, 56_500], [200_000]]  # the last: moves the watermark on
     slow = [[10_000, 12_000, 21_000], [14_000, 20_500, 31_000], []]
     batches = [
