@@ -453,8 +453,9 @@ class WindowedStream:
         ``ON_TIME`` for the firing when it did, ``LATE`` for firings after that, e.g. late
         rows within the allowed lateness), as Beam's PaneInfo (:class:`~windowing.PaneInfo`,
         :mod:`windowing.engine.pane_info`). A sink can keep the last row per key and window
-        (the largest ``pane_index``) or upsert on it. Batch and streaming give the same
-        panes.
+        (the largest ``pane_index``: ``windowing.spark.final_values(result.results)``, or
+        of a streaming query's results folder) or upsert on it. Batch and streaming give the
+        same panes.
 
         Example::
 
