@@ -14,6 +14,7 @@ import random
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,7 +31,7 @@ from windowing import (
     WindowedStream,
 )
 from windowing.assigners import EventTimeSessionWindows, HoppingEventTimeWindows
-from windowing.functions import AggregateFunction
+from windowing.functions import AggregateFunction, ProcessWindowFunction
 from windowing.spark.planning import Route
 from windowing.spark.streaming import write_results_and_late
 
@@ -417,3 +418,59 @@ def test_streaming_watermark_is_the_maximum_over_partitions(
     watermark = T0 + 51_000 - STREAM_DELAY - 1
     assert late == [(1, T0 + t, watermark) for t in (14_000, 20_500, 31_000)]
     assert per_partition_minimum(batches) == []  # Flink: nothing late
+
+
+class Arrived(ProcessWindowFunction[Any, Any, Any, Any]):
+    """The ids in the order the window received them."""
+
+    def process(self, key: Any, context: Any, elements: Iterable[Row]) -> Iterable[Any]:
+        items = list(elements)
+        yield (len(items), ",".join(str(r.id) for r in items))
+
+
+def test_several_columns_order_a_micro_batch(spark: SparkSession, tmp_path: Any) -> None:
+    """In streaming, each key's rows of a micro-batch are replayed in the order of the
+    columns (here the reverse of the ids), as in the batch replay; a null in the second
+    column is a ``null_arrival_order`` row; the checkpoint records the list."""
+    schema = "user string, ts bigint, id bigint, p bigint, o bigint"
+    rows = [
+        {"user": "a", "ts": T0 + 1_000 + i, "id": i, "p": 1 - i // 3, "o": 3 - i % 3}
+        for i in range(6)
+    ]
+    rows.append({"user": "a", "ts": T0 + 1_100, "id": 6, "p": None, "o": 0})
+    batches = [rows[:3], rows[3:], [{"user": "~", "ts": T0 + 100_000, "id": 7, "p": 0, "o": 0}]]
+    src = tmp_path / "src"
+    src.mkdir()
+    for i, part in enumerate(batches):
+        path = src / f"part-{i}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in part))
+        os.utime(path, (1_600_000_000 + i * 10, 1_600_000_000 + i * 10))
+
+    def finish(df: DataFrame) -> Any:
+        return (
+            WindowedStream.from_dataframe(
+                df,
+                event_time="ts",
+                watermark=BoundedOutOfOrderness(2_000),
+                arrival_order=["p", "o"],
+            )
+            .key_by("user")
+            .window(TumblingEventTimeWindows(10_000))
+            .side_output_late_data(LATE)
+            .process(Arrived(), output_schema="n bigint, ids string")
+        )
+
+    df = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
+    out = tmp_path / "out"
+    query = write_results_and_late(
+        finish(df), str(out / "results"), str(out / "late"), str(out / "chk"), available_now=True
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    results = spark.read.parquet(str(out / "results")).where("user = 'a'").collect()
+    # micro-batch by micro-batch, then (p, o) within one: 2, 1, 0 then 5, 4, 3
+    assert [(r.n, r.ids) for r in results] == [(6, "2,1,0,5,4,3")]
+    late = spark.read.parquet(str(out / "late")).collect()
+    assert [(r.id, r.late_reason) for r in late] == [(6, "null_arrival_order")]
+    record = json.loads((out / "chk" / "windowing" / "job.json").read_text())
+    assert record["job"]["arrival_order"] == ["p", "o"]
