@@ -143,8 +143,24 @@ class StreamSource:
     df: DataFrame
     event_time: str
     watermark: WatermarkStrategy | InputWatermarks
-    arrival_order: str | None = None
+    #: One column name, or several (a tuple) compared in order, lexicographically.
+    arrival_order: str | tuple[str, ...] | None = None
     processing_time: str | None = None
+
+    @property
+    def arrival_columns(self) -> tuple[str, ...]:
+        """The arrival-order columns, most significant first (empty without one)."""
+        if self.arrival_order is None:
+            return ()
+        if isinstance(self.arrival_order, str):
+            return (self.arrival_order,)
+        return tuple(self.arrival_order)
+
+    def arrival_text(self) -> str:
+        """The arrival-order column(s) in words, for plans and messages: ``'offset'``, or
+        ``['timestamp', 'partition', 'offset']``."""
+        columns = self.arrival_columns
+        return repr(columns[0]) if len(columns) == 1 else repr(list(columns))
 
 
 @dataclass(frozen=True)

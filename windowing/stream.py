@@ -16,7 +16,7 @@ Every builder object is an immutable (frozen) dataclass, and every call returns 
             events,                                   # a pyspark.sql.DataFrame
             event_time="ts",                          # timestamp, or bigint epoch ms
             watermark=BoundedOutOfOrderness("5 seconds"),
-            arrival_order="offset",                   # optional: replay as a stream would
+            arrival_order="ingested_at",              # optional: replay as a stream would
         )
         .key_by("user")
         .window(TumblingEventTimeWindows("1 minute"))
@@ -41,7 +41,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +130,7 @@ class DataStream:
         *,
         event_time: str,
         watermark: WatermarkStrategy | None = None,
-        arrival_order: str | None = None,
+        arrival_order: str | Sequence[str] | None = None,
         processing_time: str | None = None,
     ) -> DataStream:
         """Read ``df`` as a stream.
@@ -151,11 +151,14 @@ class DataStream:
             ``arrival_order``: without it the batch is replayed in event-time order with no
             watermark until the end of input, so nothing is late (Flink's batch mode).
         arrival_order
-            Optional column giving the order in which rows arrived (integral, or a timestamp):
-            the replay then sees the watermark a streaming run would have seen. Rows with equal
-            values arrived together (like one micro-batch) and see the same watermark, computed
-            from all rows that arrived strictly earlier, over all keys. Null -> late side
-            output with reason ``null_arrival_order``.
+            Optional column giving the order in which rows arrived (integral, or a timestamp),
+            or a list of such columns compared in order, lexicographically (e.g. a Kafka
+            topic's ``["timestamp", "partition", "offset"]``: offsets alone order only one
+            partition): the replay then sees the watermark a streaming run would have seen.
+            Rows equal in every arrival-order column arrived together (like one micro-batch)
+            and see the same watermark, computed from all rows that arrived strictly earlier,
+            over all keys. Null in any of them -> late side output with reason
+            ``null_arrival_order``.
         processing_time
             Optional column with the processing time at which each row arrived (timestamp or
             epoch ms): drives the operator's processing-time clock (processing-time assigners
@@ -164,9 +167,22 @@ class DataStream:
         Raises
         ------
         ValueError
-            When a column is missing or has an unsupported type (no Spark job runs).
+            When a column is missing or has an unsupported type, or ``arrival_order`` is an
+            empty list or names a column twice (no Spark job runs).
+
+        Examples
+        --------
+        Replaying a Kafka topic read in batch, in the order its partitions were written::
+
+            kafka = spark.read.format("kafka").option("subscribe", "clicks").load()
+            stream = DataStream.from_dataframe(
+                kafka.select("timestamp", "partition", "offset", ...),
+                event_time="timestamp",
+                watermark=BoundedOutOfOrderness("5 seconds"),
+                arrival_order=["timestamp", "partition", "offset"],
+            )
         """
-        from windowing.spark.columns.schema import validate_source
+        from windowing.spark.columns.schema import arrival_order_columns, validate_source
 
         if watermark is None:
             watermark = MonotonousTimestamps()
@@ -182,7 +198,8 @@ class DataStream:
             arrival_order=arrival_order,
             processing_time=processing_time,
         )
-        return DataStream(StreamSource(df, event_time, watermark, arrival_order, processing_time))
+        arrival = arrival_order_columns(df, arrival_order)
+        return DataStream(StreamSource(df, event_time, watermark, arrival, processing_time))
 
     def key_by(self, *columns: str | Column) -> KeyedStream:
         """Partition the stream by the values of ``columns`` (Flink ``keyBy``): column names,
@@ -478,8 +495,9 @@ class WindowedStream:
         ``ON_TIME`` for the firing when it did, ``LATE`` for firings after that, e.g. late
         rows within the allowed lateness), as Beam's PaneInfo (:class:`~windowing.PaneInfo`,
         :mod:`windowing.engine.pane_info`). A sink can keep the last row per key and window
-        (the largest ``pane_index``) or upsert on it. Batch and streaming give the same
-        panes.
+        (the largest ``pane_index``: ``windowing.spark.final_values(result.results)``, or
+        of a streaming query's results folder) or upsert on it. Batch and streaming give the
+        same panes.
 
         Example::
 

@@ -18,5 +18,6 @@ The folders, from the top of the imports down (``./dev lint`` enforces the order
 """
 
 from windowing.spark.batch import BatchMetrics, WindowedResult, run_batch
+from windowing.spark.columns.final_values import final_values
 
-__all__ = ["BatchMetrics", "WindowedResult", "run_batch"]
+__all__ = ["BatchMetrics", "WindowedResult", "final_values", "run_batch"]

@@ -192,6 +192,14 @@ def tagged_union(
     keys = tuple(n for n, _ in lk)
     ts_kind = _same_kind(left.df, right.df, (left.event_time, right.event_time), "event_time")
     assert ts_kind is not None  # every input has an event time
+    for which, source in (("left", left), ("right", right)):
+        if len(source.arrival_columns) > 1:
+            msg = (
+                f"{first}: the {which} input's arrival_order={list(source.arrival_columns)!r} "
+                "has several columns, which a joined stream does not take yet: give each input "
+                "one arrival-order column (e.g. a number computed from those columns)"
+            )
+            raise ValueError(msg)
     arr_kind = _same_kind(
         left.df, right.df, (left.arrival_order, right.arrival_order), "arrival_order"
     )

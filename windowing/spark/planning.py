@@ -524,7 +524,7 @@ def _element_order(source: StreamSource) -> str:
     """The order in which a runtime feeds a key's rows to the operator, in words (the
     replay's order: :func:`~windowing.spark.batch.replay_plan.replay_order`)."""
     if source.arrival_order is not None:
-        order = f"arrival order ({source.arrival_order!r})"
+        order = f"arrival order ({source.arrival_text()})"
     elif source.processing_time is not None:
         order = f"processing-time order ({source.processing_time!r})"
     else:
@@ -538,7 +538,7 @@ def _batch_text(source: StreamSource, order: str, groups: int) -> str:
     """The batch replay of rows fed in ``order`` (:func:`_element_order`), in words."""
     if source.arrival_order is not None:
         replayed = (
-            f"in arrival order ({source.arrival_order!r}) with the watermark a streaming run "
+            f"in arrival order ({source.arrival_text()}) with the watermark a streaming run "
             f"would have seen ({source.watermark!r}), then the end of input"
         )
     else:

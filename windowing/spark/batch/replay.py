@@ -160,7 +160,9 @@ class _GroupStream:
         self.late_tag = replay.window.late_output_tag
         self.guarded = self.op.dead_letters is not None
         self.deferred = not replay.has_arrival and not replay.has_processing_time
-        order = replay_order(arrival=replay.has_arrival, processing_time=replay.has_processing_time)
+        order = replay_order(
+            arrival=replay.arrival_parts, processing_time=replay.has_processing_time
+        )
         self.guard = _OrderGuard([name for name, _, _ in order])
         self.batch_id = 0
         self.current: OperatorRun | None = None
@@ -465,7 +467,7 @@ class Replay:
     input_names: list[str]
     layout: OutputLayout
     watermark: Any  # a windowing.stream watermark strategy
-    has_arrival: bool
+    arrival_parts: int  # the arrival-order columns (flat: inputs.arrival_names); 0: none
     has_processing_time: bool
     # Results computed on whole columns (rows in event-time order only: job_columnar).
     columnar: ColumnarPlan | None = None
@@ -496,6 +498,10 @@ class Replay:
         return pa.Table.from_batches(
             list(self.batches(iter(table.to_batches()))), schema=self.layout.arrow_schema
         )
+
+    @property
+    def has_arrival(self) -> bool:
+        return self.arrival_parts > 0
 
     def operator(self) -> WindowOperator:
         return window_operator(self.window, self.spec)

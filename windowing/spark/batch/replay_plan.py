@@ -49,7 +49,7 @@ from windowing.spark.columns.inputs import ARR as _ARR
 from windowing.spark.columns.inputs import TB as _TB
 from windowing.spark.columns.inputs import TS as _TS
 from windowing.spark.columns.inputs import WMAX as _WMAX
-from windowing.spark.columns.inputs import internal_columns, replay_order
+from windowing.spark.columns.inputs import flat_arrival, internal_columns, replay_order
 from windowing.spark.columns.keys import KEY_GROUP, key_group
 from windowing.spark.columns.metrics import METRIC_NAMES, BatchMetrics
 from windowing.spark.columns.null_results import (
@@ -65,6 +65,7 @@ from windowing.spark.columns.output import (
     col,
 )
 from windowing.spark.columns.schema import (
+    arrival_order_columns,
     column_time_kind,
     parse_output_schema,
     schema_from_annotation,
@@ -359,12 +360,9 @@ def build_layout(
         window_operator(config, spec)
     input_schema = df.schema
     ts_kind = column_time_kind(df, source.event_time, "event_time")
-    for name, parameter in (
-        (source.arrival_order, "arrival_order"),
-        (source.processing_time, "processing_time"),
-    ):
-        if name is not None:
-            column_time_kind(df, name, parameter)
+    arrival_order_columns(df, source.arrival_order)
+    if source.processing_time is not None:
+        column_time_kind(df, source.processing_time, "processing_time")
     out_fields, reduced_rows = (
         (parse_output_schema(output_schema, "output_schema"), False)
         if spec is None
@@ -436,6 +434,9 @@ def run_batch(
     notice, null_results = null_result_accumulator(
         df.sparkSession, spec, dead_letter=layout.dead_letter
     )
+    # several arrival-order columns: one bigint column each for the Python side
+    arrival = len(source.arrival_columns)
+    prepared = flat_arrival(prepared, arrival)
     replay = Replay(
         window=config,
         spec=spec,
@@ -443,7 +444,7 @@ def run_batch(
         input_names=list(layout.input_schema.names),
         layout=layout,
         watermark=source.watermark,
-        has_arrival=source.arrival_order is not None,
+        arrival_parts=arrival,
         has_processing_time=source.processing_time is not None,
         columnar=plan.columnar,
         idleness=idleness_of(stream),
@@ -452,9 +453,7 @@ def run_batch(
     # Rows sorted by key and replay order by Spark within each key group's partition: the
     # grouped exchange keeps the sort (one shuffle, no other sort). With an arrival order the
     # prefix maximum has shuffled the rows by key group already.
-    order = replay_order(
-        arrival=source.arrival_order is not None, processing_time=source.processing_time is not None
-    )
+    order = replay_order(arrival=arrival, processing_time=source.processing_time is not None)
     shuffled = (
         prepared if source.arrival_order is not None else prepared.repartition(col(KEY_GROUP))
     )

@@ -414,11 +414,10 @@ def count_all() -> Column:
 
 def order_key(df: DataFrame, job: Job) -> Column:
     """The replay order of rows with one event time: ``struct(event time ms[, arrival
-    order], content hash)``; ``first`` / ``last`` and ties of ``min_by`` / ``max_by``
+    order column(s)], content hash)``; ``first`` / ``last`` and ties of ``min_by`` / ``max_by``
     follow it."""
     source = job.source
     parts = [time_millis(df, source.event_time, "event_time")]
-    if source.arrival_order is not None:
-        parts.append(arrival_micros(df, source.arrival_order))
+    parts += [arrival_micros(df, name) for name in source.arrival_columns]
     parts.append(content_hash(df))
     return F.struct(*parts)

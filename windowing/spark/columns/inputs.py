@@ -5,6 +5,8 @@ streaming query and the native plans."""
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,8 +23,13 @@ __all__ = [
     "TB",
     "TS",
     "WMAX",
+    "arrival_count",
+    "arrival_fields",
+    "arrival_key",
     "arrival_micros",
+    "arrival_names",
     "content_hash",
+    "flat_arrival",
     "internal_columns",
     "key_columns",
     "replay_order",
@@ -37,11 +44,25 @@ TB = "__pw_tb"
 WMAX = "__pw_wmax"
 
 
-def replay_order(*, arrival: bool, processing_time: bool) -> list[tuple[str, str, str]]:
-    """Pyarrow sort keys of the replay order inside a key: arrival order, else processing
-    time, then event time, then the content hash (never dependent on partitioning); nulls
-    last."""
-    first = [ARR] if arrival else [PT] if processing_time else []
+def arrival_names(parts: int) -> list[str]:
+    """The flat arrival-order columns of ``parts`` arrival-order columns (``ARR``, then
+    ``__pw_arr1``, ...): what the Python side reads (:func:`flat_arrival`)."""
+    return [ARR, *[f"{ARR}{i}" for i in range(1, parts)]]
+
+
+def arrival_count(internal: Sequence[str]) -> int:
+    """How many flat arrival-order columns the internal columns ``internal`` hold."""
+    n = 0
+    while (ARR if n == 0 else f"{ARR}{n}") in internal:
+        n += 1
+    return n
+
+
+def replay_order(*, arrival: int, processing_time: bool) -> list[tuple[str, str, str]]:
+    """Pyarrow sort keys of the replay order inside a key: the ``arrival`` flat
+    arrival-order columns (:func:`arrival_names`; 0: none), else processing time, then event
+    time, then the content hash (never dependent on partitioning); nulls last."""
+    first = arrival_names(arrival) if arrival else [PT] if processing_time else []
     return [(n, "ascending", "at_end") for n in (*first, TS, TB)]
 
 
@@ -55,6 +76,37 @@ def arrival_micros(df: DataFrame, name: str) -> Column:
     """The arrival-order column as a ``bigint`` (a timestamp's microseconds)."""
     kind = column_time_kind(df, name, "arrival_order")
     return F.unix_micros(col(name)) if kind == "timestamp" else col(name).cast("long")
+
+
+def arrival_key(df: DataFrame, names: Sequence[str]) -> Column:
+    """The arrival order of the columns ``names`` as one column Spark compares, sorts and
+    aggregates (``min``) in that order: one column's ``bigint`` (:func:`arrival_micros`),
+    or for several the struct of theirs (fields ``p0``, ``p1``, ...: Spark orders structs
+    field by field), null when any of them is null."""
+    parts = [arrival_micros(df, n) for n in names]
+    if len(parts) == 1:
+        return parts[0]
+    present = functools.reduce(operator.and_, [p.isNotNull() for p in parts])
+    return F.when(present, F.struct(*[p.alias(f"p{i}") for i, p in enumerate(parts)]))
+
+
+def arrival_fields(parts: int) -> list[Column]:
+    """The arrival key (``ARR``, :func:`arrival_key`) of ``parts`` columns as ``bigint``
+    columns, most significant first (all null when it is null): for orders that list their
+    columns, or negate them (``bitwise_not``)."""
+    if parts == 1:
+        return [F.col(ARR)]
+    return [F.col(ARR).getField(f"p{i}") for i in range(parts)]
+
+
+def flat_arrival(df: DataFrame, parts: int) -> DataFrame:
+    """``df`` with its arrival key of ``parts`` columns (a struct when several) replaced by
+    the flat ``bigint`` columns :func:`arrival_names`, in its place: the Python side reads
+    those (record batches and pandas frames of ``bigint`` columns)."""
+    if parts <= 1:
+        return df
+    flat = [p.alias(n) for p, n in zip(arrival_fields(parts), arrival_names(parts), strict=True)]
+    return df.select(*[x for c in df.columns for x in (flat if c == ARR else [col(c)])])
 
 
 def content_hash(df: DataFrame) -> Column:
@@ -79,17 +131,26 @@ def content_hash(df: DataFrame) -> Column:
     return F.xxhash64(*hashable) if hashable else F.lit(0).cast("long")
 
 
-def internal_columns(df: DataFrame, source: Any) -> list[Column]:
+def internal_columns(df: DataFrame, source: Any, *, flat: bool = False) -> list[Column]:
     """The input columns, then event time in ms (``__pw_ts``), the content hash
-    (``__pw_tb``), and when given arrival order (``__pw_arr``) and processing time in ms
-    (``__pw_pt``)."""
+    (``__pw_tb``), and when given the arrival order (``__pw_arr``, :func:`arrival_key`; with
+    ``flat``, one ``bigint`` column per arrival-order column, :func:`arrival_names`) and
+    processing time in ms (``__pw_pt``)."""
     columns = [
         *[col(c) for c in df.columns],
         time_millis(df, source.event_time).alias(TS),
         content_hash(df).alias(TB),
     ]
-    if source.arrival_order is not None:
-        columns.append(arrival_micros(df, source.arrival_order).alias(ARR))
+    arrival = source.arrival_columns
+    if arrival and flat and len(arrival) > 1:
+        key = arrival_key(df, arrival)
+        present = key.isNotNull()
+        columns += [
+            F.when(present, arrival_micros(df, a)).alias(n)
+            for a, n in zip(arrival, arrival_names(len(arrival)), strict=True)
+        ]
+    elif arrival:
+        columns.append(arrival_key(df, arrival).alias(ARR))
     if source.processing_time is not None:
         columns.append(time_millis(df, source.processing_time).alias(PT))
     return columns

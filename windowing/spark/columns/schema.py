@@ -51,6 +51,7 @@ __all__ = [
     "INTERNAL_PREFIX",
     "TimeKind",
     "aggregation_column",
+    "arrival_order_columns",
     "arrow_to_python",
     "column_time_kind",
     "contains_map",
@@ -151,7 +152,7 @@ def validate_source(
     df: DataFrame,
     *,
     event_time: str,
-    arrival_order: str | None,
+    arrival_order: Any,
     processing_time: str | None,
 ) -> None:
     """Check the columns named by ``WindowedStream.from_dataframe`` (no Spark job runs)."""
@@ -170,10 +171,39 @@ def validate_source(
         msg = f"df: duplicate column names {dupes}; window input columns must be unique"
         raise ValueError(msg)
     column_time_kind(df, event_time, "event_time")
-    if arrival_order is not None:
-        column_time_kind(df, arrival_order, "arrival_order")
+    arrival_order_columns(df, arrival_order)
     if processing_time is not None:
         column_time_kind(df, processing_time, "processing_time")
+
+
+def arrival_order_columns(df: DataFrame, arrival_order: Any) -> str | tuple[str, ...] | None:
+    """``arrival_order`` checked against ``df`` and normalized: ``None``, one column name,
+    or a tuple of two or more (a list of one column is that column). ``ValueError`` naming
+    the parameter and the value for another type, an empty list, a column named twice, and
+    (through :func:`column_time_kind`, as ``arrival_order[i]``) a missing column or one of
+    an unsupported type."""
+    if arrival_order is None:
+        return None
+    if isinstance(arrival_order, str):
+        column_time_kind(df, arrival_order, "arrival_order")
+        return arrival_order
+    if not isinstance(arrival_order, list | tuple):
+        msg = (
+            "arrival_order must be a column name or a list of column names, got "
+            f"{type(arrival_order).__name__} {arrival_order!r}"
+        )
+        raise ValueError(msg)
+    columns = list(arrival_order)
+    if not columns:
+        msg = f"arrival_order: give at least one column name, got {arrival_order!r}"
+        raise ValueError(msg)
+    for i, name in enumerate(columns):
+        column_time_kind(df, name, f"arrival_order[{i}]")
+    twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice:
+        msg = f"arrival_order: column {twice[0]!r} appears twice in {arrival_order!r}"
+        raise ValueError(msg)
+    return columns[0] if len(columns) == 1 else tuple(columns)
 
 
 _NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)

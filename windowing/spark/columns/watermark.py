@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql.types import StructType
 
 from windowing.job import InputWatermarks
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -49,6 +50,7 @@ __all__ = [
     "quoted",
     "shifted_back",
     "watermark_of",
+    "with_earlier_max",
 ]
 
 #: Inputs Spark estimates at most this large aggregate the arrival cutoffs in one task.
@@ -244,16 +246,69 @@ class WindowCutoffs:
             F.expr(f"{quoted(self.ts)} AS t"),
             empty.alias("p"),
         )
-        earlier = (
-            "PARTITION BY g ORDER BY a ASC NULLS LAST "
-            "RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
-        )
+        both = asked.union(rows)
         return (
-            asked.union(rows)
-            .selectExpr("p", f"max(t) OVER ({earlier}) AS {quoted(out)}")
+            with_earlier_max(both, value="t", within="g", order="a", out=out)
             .where("p IS NOT NULL")
             .select("p.*", out)
         )
+
+
+def with_earlier_max(
+    df: DataFrame,
+    *,
+    value: str,
+    within: str,
+    order: str,
+    out: str,
+    also: Sequence[str] = (),
+) -> DataFrame:
+    """``df`` plus column ``out``: the maximum of the SQL expression ``value`` over the rows
+    of the same ``within`` (a column) whose ``order`` (a column: ``bigint``, or a struct
+    compared field by field) is strictly smaller, nulls last; null when there is none.
+    ``also``: more SQL select items, computed in the same select (window functions over the
+    same partitioning and order share its window operator).
+
+    A ``bigint`` order is one window function with a ``RANGE`` frame ending ``1
+    PRECEDING``. Spark's range frames with an offset need a numeric order, so a struct order
+    (several arrival-order columns) takes two window functions over the same partitioning
+    and order (one sort): the maximum over the rows before in the sort, kept at the first
+    row of each run of equal orders, and carried to the rest of the run. No other shuffle
+    or sort either way."""
+    spec = f"PARTITION BY {quoted(within)} ORDER BY {quoted(order)} ASC NULLS LAST"
+    if not isinstance(df.schema[order].dataType, StructType):
+        return df.selectExpr(
+            "*",
+            f"max({value}) OVER ({spec} RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) "
+            f"AS {quoted(out)}",
+            *also,
+        )
+    o = quoted(order)
+    marked = df.selectExpr(
+        "*",
+        *also,
+        f"max({value}) OVER ({spec} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) "
+        "AS __pw_pbefore",
+        f"{o} IS DISTINCT FROM lag({o}) OVER ({spec}) AS __pw_pstart",
+    )
+    # (a struct, so that a run's null maximum is carried too, not skipped)
+    carried = marked.selectExpr(
+        "*",
+        "last(IF(__pw_pstart, named_struct('m', __pw_pbefore), NULL), true) "
+        f"OVER ({spec} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __pw_pcarry",
+    )
+    kept = [quoted(c) for c in marked.columns if c not in ("__pw_pbefore", "__pw_pstart")]
+    return carried.selectExpr(*kept, f"__pw_pcarry.m AS {quoted(out)}")
+
+
+def bucket_value(df: DataFrame, order: str) -> str:
+    """SQL text: the number that cuts the rows into arrival buckets in
+    :func:`add_prefix_max`: the ``order`` column, or a struct order's first field (equal
+    orders share it, and it never decreases along the order)."""
+    dtype = df.schema[order].dataType
+    if isinstance(dtype, StructType):
+        return f"{quoted(order)}.{quoted(dtype.fields[0].name)}"
+    return quoted(order)
 
 
 def count_below(values: str, value: str) -> str:
@@ -290,16 +345,18 @@ def add_prefix_max(
     buckets: int,
     accuracy: int = 1_000,
 ) -> DataFrame:
-    """``df`` plus column ``out``: the maximum of ``value`` over all rows whose ``order`` is
+    """``df`` plus column ``out``: the maximum of ``value`` over all rows whose ``order`` (a
+    ``bigint``, or a struct of them compared field by field: :func:`with_earlier_max`) is
     strictly smaller (``null`` when there is none), hash-partitioned by the integral column
     ``group`` (values in ``[0, groups)``; a later ``groupBy(group)`` needs no shuffle). Rows
     with a null ``order`` take part in nothing (their ``out`` is unspecified); null
     ``value`` s are ignored. Several ``value`` columns give as many ``out`` columns, in one
     pass.
 
-    1. ``percentile_approx`` cuts the ``order`` values into ``buckets`` ranges (one global
-       aggregate; its one row is joined to every row without a broadcast). Equal values share
-       a bucket; every row of bucket ``b`` comes after every row of buckets ``< b``.
+    1. ``percentile_approx`` cuts the ``order`` values (a struct's first field,
+       :func:`bucket_value`) into ``buckets`` ranges (one global aggregate; its one row is
+       joined to every row without a broadcast). Equal values share a bucket; every row of
+       bucket ``b`` comes after every row of buckets ``< b``.
     2. Shuffled by bucket, a window function ordered by ``order`` gives the maximum of
        strictly earlier rows inside the bucket and the bucket's maximum.
     3. The first row of each bucket also becomes one summary row (the bucket's maximum) per
@@ -314,34 +371,38 @@ def add_prefix_max(
     assert len(values) == len(outs) > 0
     buckets = max(1, int(buckets))
     o, g = quoted(order), quoted(group)
+    cut = bucket_value(df, order)
     if buckets == 1:  # (0 for every row, not a constant: see _ONE_PARTITION)
-        with_bucket = df.selectExpr("*", f"coalesce({o} * 0, 0) AS __pw_pbucket")
+        with_bucket = df.selectExpr("*", f"coalesce({cut} * 0, 0) AS __pw_pbucket")
     else:
         probs = ", ".join(f"{i / buckets!r}D" for i in range(1, buckets))
         quantiles = df.selectExpr(
-            f"percentile_approx({o}, array({probs}), {int(accuracy)}) AS __pw_pbounds"
+            f"percentile_approx({cut}, array({probs}), {int(accuracy)}) AS __pw_pbounds"
         )
         # A cross join with one row: a cartesian product reads the aggregate's one partition
         # in every task (a broadcast would be one more Spark job).
-        index = _bucket_index(o, "__pw_pbounds", 0, buckets - 1)
+        index = _bucket_index(cut, "__pw_pbounds", 0, buckets - 1)
         with_bucket = df.crossJoin(quantiles.hint("shuffle_replicate_nl")).selectExpr(
             *[quoted(c) for c in df.columns], f"{index} AS __pw_pbucket"
         )
     by_arrival = f"PARTITION BY __pw_pbucket ORDER BY {o} ASC NULLS LAST"
-    inside, bmax = [], []
-    for j, v in enumerate(values):
-        known = f"IF({o} IS NULL, NULL, {quoted(v)})"
-        inside.append(
-            f"max({known}) OVER ({by_arrival} RANGE BETWEEN UNBOUNDED PRECEDING AND 1 "
-            f"PRECEDING) AS __pw_pinside{j}"
+    knowns = [f"IF({o} IS NULL, NULL, {quoted(v)})" for v in values]
+    windowed = with_bucket
+    for j, known in enumerate(knowns):
+        # the bucket's maxima and the row numbers in the first window operator's select
+        also = [
+            f"max({k}) OVER ({by_arrival} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
+            f"FOLLOWING) AS __pw_pbmax{i}"
+            for i, k in enumerate(knowns)
+        ]
+        windowed = with_earlier_max(
+            windowed,
+            value=known,
+            within="__pw_pbucket",
+            order=order,
+            out=f"__pw_pinside{j}",
+            also=[*also, f"row_number() OVER ({by_arrival}) AS __pw_prn"] if j == 0 else [],
         )
-        bmax.append(
-            f"max({known}) OVER ({by_arrival} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
-            f"FOLLOWING) AS __pw_pbmax{j}"
-        )
-    windowed = with_bucket.selectExpr(
-        "*", *inside, *bmax, f"row_number() OVER ({by_arrival}) AS __pw_prn"
-    )
     # the row itself (-1), and on the first row of a bucket one summary per group
     copies = (
         f"explode(IF(__pw_prn = 1, concat(array(-1), sequence(0, {int(groups) - 1})), "

@@ -283,7 +283,7 @@ def _disjoint(
     valid = prepared.where(ts.isNotNull())
     start = F.when(ts >= F.lit(MIN_TIMESTAMP) + d, ts - d).otherwise(F.lit(MIN_TIMESTAMP))
     added = valid.where(~between & (~at_min if min_window else F.lit(True)))
-    grouped = added.groupBy(*keys, start.alias(_W)).agg(*aggregate_columns(compiled, arrival=False))
+    grouped = added.groupBy(*keys, start.alias(_W)).agg(*aggregate_columns(compiled, arrival=0))
     w = F.col(_W)
     end = (
         # (the window below the start of time, if one holds it: ending after MIN_TIMESTAMP)
@@ -387,7 +387,7 @@ def _decompose(call: AggregateCall, types: Callable[[int], DataType]) -> _Decomp
             lambda a, b: [pair(a[0], b[0])],
             lambda p: p[0].cast(call.dtype),
         )
-    value, key, smallest = pick(call, arrival=False)
+    value, key, smallest = pick(call, arrival=0)
     by, best = (F.min_by, F.min) if smallest else (F.max_by, F.max)
 
     def pair_picks(a: list[Column], b: list[Column]) -> list[Column]:

@@ -18,7 +18,7 @@ from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.functions.columns import AggKind
 from windowing.records import Timing
 from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
-from windowing.spark.columns.inputs import ARR, TB, TS
+from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import OutputLayout, col
 from windowing.time import MIN_TIMESTAMP
 
@@ -135,12 +135,13 @@ def input_counters(layout: OutputLayout) -> list[Column]:
     ]
 
 
-def aggregate_columns(compiled: CompiledAggregates, *, arrival: bool) -> list[Column]:
-    """The user's aggregates as Spark columns, by name (:func:`native_column`)."""
+def aggregate_columns(compiled: CompiledAggregates, *, arrival: int) -> list[Column]:
+    """The user's aggregates as Spark columns, by name (:func:`native_column`; ``arrival``:
+    the number of arrival-order columns, 0 without an arrival order)."""
     return [native_column(call, arrival).alias(call.name) for call in compiled.calls]
 
 
-def native_column(call: AggregateCall, arrival: bool, *, expression: bool = False) -> Column:
+def native_column(call: AggregateCall, arrival: int, *, expression: bool = False) -> Column:
     """The user's aggregate column, with the picks (``first`` / ``last`` / ``min_by`` /
     ``max_by``) made deterministic by the replay order (event time[, arrival order], content
     hash). ``expression``: without the user's alias (to be used with ``over``)."""
@@ -153,14 +154,15 @@ def native_column(call: AggregateCall, arrival: bool, *, expression: bool = Fals
     return F.min_by(x, key) if smallest else F.max_by(x, key)
 
 
-def pick(call: AggregateCall, arrival: bool) -> tuple[Column, Column, bool]:
+def pick(call: AggregateCall, arrival: int) -> tuple[Column, Column, bool]:
     """A pick (``first`` / ``last`` / ``min_by`` / ``max_by``) as the value, the key that
     chooses its row (null for rows it skips) and whether the smallest key wins: the replay
-    order (event time[, arrival order], content hash) decides ties."""
+    order (event time[, the ``arrival`` arrival-order columns], content hash) decides
+    ties."""
     kind = call.kind
     x = call.args[0]
     assert x is not None and kind is not None and kind.ordered
-    parts = [F.col(TS), *([F.col(ARR)] if arrival else []), F.col(TB)]
+    parts = [F.col(TS), *(arrival_fields(arrival) if arrival else []), F.col(TB)]
     order = F.struct(*parts)
     if kind in (AggKind.FIRST, AggKind.LAST):
         ignore_nulls = len(call.literals) > 1 and bool(call.literals[1])
@@ -189,7 +191,7 @@ def firings_at_min(
     order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(TS), F.col(TB))
     running = order.rowsBetween(Window.unboundedPreceding, 0)
     columns = [
-        native_column(call, False, expression=True).over(running).alias(call.name)
+        native_column(call, 0, expression=True).over(running).alias(call.name)
         for call in compiled.calls
     ]
     # each firing is late (the window is behind the first watermark), numbered in replay order

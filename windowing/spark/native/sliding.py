@@ -303,11 +303,11 @@ def _framed_windows(
         F.lead(_O).over(order).alias(_NEXT),
         F.max(_O).over(right).alias(_RMAX),
         *[
-            native_column(c, False, expression=True).over(left).alias(f"{_AGG}l{i}")
+            native_column(c, 0, expression=True).over(left).alias(f"{_AGG}l{i}")
             for i, c in enumerate(calls)
         ],
         *[
-            native_column(c, False, expression=True).over(right).alias(f"{_AGG}r{i}")
+            native_column(c, 0, expression=True).over(right).alias(f"{_AGG}r{i}")
             for i, c in enumerate(calls)
         ],
     )
@@ -382,7 +382,7 @@ def _joined_windows(
     grouped = (
         bucketed.join(targets, condition)
         .groupBy(_KEY, _NEG, _BUCKET, _LO, _HI)
-        .agg(*[native_column(c, False).alias(c.name) for c in calls])
+        .agg(*[native_column(c, 0).alias(c.name) for c in calls])
     )
     start, end, max_ts = bounds.of_range(F.col(_LO), F.col(_HI))
     results = grouped.select(
@@ -433,7 +433,7 @@ def _firings_at_min(
     fired = (
         numbered.join(targets, condition)
         .groupBy(*renamed, _TRN)
-        .agg(*[native_column(c, False).alias(c.name) for c in calls])
+        .agg(*[native_column(c, 0).alias(c.name) for c in calls])
         .select(
             *[F.col(r).alias(k) for r, k in zip(renamed, layout.keys, strict=True)],
             *[col(c.name) for c in calls],

@@ -64,7 +64,14 @@ from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.job import Job
 from windowing.spark.batch.replay_plan import WindowedResult, build_layout
 from windowing.spark.columns.aggregates import CompiledAggregates
-from windowing.spark.columns.inputs import ARR, TB, TS, content_hash, internal_columns
+from windowing.spark.columns.inputs import (
+    ARR,
+    TB,
+    TS,
+    arrival_fields,
+    content_hash,
+    internal_columns,
+)
 from windowing.spark.columns.output import (
     REASON_LATE,
     REASON_NULL_ARRIVAL_ORDER,
@@ -202,7 +209,7 @@ def event_time_parts(
         bounds = _TumblingBounds(assigner)
         rows = valid.where(~at_min) if min_window else valid
         grouped = rows.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
-            *aggregate_columns(compiled, arrival=False)
+            *aggregate_columns(compiled, arrival=0)
         )
         window_start, end = bounds.window_start, bounds.end
     else:
@@ -322,11 +329,14 @@ def arrival_order_parts(
     if lateness == 0:
         # Without lateness a window's contents are the rows it had when the watermark passed
         # its end: one firing each.
-        results = added.groupBy(*keys, _WINDOW).agg(*aggregate_columns(compiled, arrival=True))
+        arrival = len(source.arrival_columns)
+        results = added.groupBy(*keys, _WINDOW).agg(*aggregate_columns(compiled, arrival=arrival))
         first = F.lit(True)
     else:
         on_time = F.expr(f"NOT (({at_min}) OR {behind('fire')})")
-        results = _with_late_firings(added, keys, compiled, on_time, prepared)
+        results = _with_late_firings(
+            added, keys, compiled, on_time, prepared, len(source.arrival_columns)
+        )
         pane = (F.col(_PANE), F.col(_TIMING))
         first = F.col(_FIRST_FIRING)  # the windows with contents: one row each
     # the counters in one aggregate, over every row joined with the same broadcast table
@@ -401,6 +411,7 @@ def _with_late_firings(
     compiled: CompiledAggregates,
     on_time: Column,
     prepared: DataFrame,
+    arrival: int,
 ) -> DataFrame:
     """With allowed lateness: per window, the rows added before the watermark passed its
     end (``on_time``) fire once together, and each row added after that fires with
@@ -411,7 +422,8 @@ def _with_late_firings(
     replay order, the on-time firing ``ON_TIME`` (it comes first: the watermark never goes
     back), every later one ``LATE`` (a window's first row already behind the watermark
     fires ``LATE`` too)."""
-    order = [F.col(TS), F.col(ARR), F.col(TB)]  # the picks' order (first, last, ...)
+    # the picks' order (first, last, ...); ``arrival``: the arrival-order columns
+    order = [F.col(TS), *arrival_fields(arrival), F.col(TB)]
     # a late row's replay-order key; its content hash computed for late rows only (= TB),
     # then a row id: identical late rows (same arrival, event time and content) fire once
     # each, as in the replay (which of them comes first changes nothing)
@@ -467,7 +479,7 @@ def _sessions(
         _WINDOW, F.sum(_WINDOW).over(order.rowsBetween(Window.unboundedPreceding, 0))
     )
     grouped = numbered.groupBy(*keys, _WINDOW).agg(
-        *aggregate_columns(compiled, arrival=False), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
+        *aggregate_columns(compiled, arrival=0), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
     )
     last = F.col(_LAST)
     end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))

@@ -109,7 +109,12 @@ def job_definition(
         "window_struct": config.window_struct,
         "event_time": source.event_time,
         "watermark": describe(source.watermark),
-        "arrival_order": source.arrival_order,
+        # one column as its name (as earlier versions recorded it), several as a list
+        "arrival_order": (
+            source.arrival_order
+            if source.arrival_order is None or isinstance(source.arrival_order, str)
+            else list(source.arrival_order)
+        ),
         "state_layout": STATE_VERSION,
         "windowing": __version__,
     }

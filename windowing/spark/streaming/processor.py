@@ -13,12 +13,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from windowing.spark.batch.replay_plan import replay_order
 from windowing.spark.columnar.core import OpenWindows
 from windowing.spark.columns.frames import input_table, key_ranges, pack, restore_nans
-from windowing.spark.columns.inputs import ARR as _ARR
 from windowing.spark.columns.inputs import PT as _PT
 from windowing.spark.columns.inputs import TS as _TS
+from windowing.spark.columns.inputs import arrival_count, replay_order
 from windowing.spark.columns.keys import state_key
 from windowing.spark.jobs import window_operator
 from windowing.spark.streaming.call_output import CallOutput
@@ -83,7 +82,7 @@ class WindowProcessor(StatefulProcessor):
         pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         # The batch replay's order inside a key: arrival order, else processing time, then
         # event time and the content hash, nulls last; deterministic across re-executions.
-        order = replay_order(arrival=_ARR in c.internal, processing_time=_PT in c.internal)
+        order = replay_order(arrival=arrival_count(c.internal), processing_time=_PT in c.internal)
         table = input_table(pdf, c.input_table_schema, order)
         newest = pc.max(table.column(_TS)).as_py()
         if c.nan_masks:

@@ -273,7 +273,7 @@ def run_streaming(
 
     nan_masks = _nan_masks(df)
     prepared = df.select(
-        *internal_columns(df, source),
+        *internal_columns(df, source, flat=True),
         *[_nan_mask(names).alias(name) for name, names in nan_masks],
     )
     if not wall_clock and not isinstance(source.watermark, InputWatermarks):
