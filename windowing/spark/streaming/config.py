@@ -38,6 +38,10 @@ class ProcessorConfig:
     # The digest of the job's definition, kept with the state (a restart with another job is
     # refused); None: not checked.
     job_digest: str | None = None
+    # A later stage of its query (its input is an earlier stage's results): a key's rows of
+    # a micro-batch are taken before the watermark moves, then its due windows fire
+    # (``stages.py``).
+    later_stage: bool = False
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:

@@ -305,13 +305,33 @@ class WindowedQuery:
         publish: Callable[[], None],
         release: Callable[[], None] = lambda: None,
         job_changes: Sequence[Change] = (),
+        stages: Sequence[StreamingWindowedResult] = (),
     ) -> None:
         self.query = query
         self._publish = publish
         self._release = release  # the query has ended: its locks and listener go
         #: The allowed changes of the job since its checkpoint's record (the function's
-        #: class, side outputs, ...; ``docs/scale-and-failure.md``).
+        #: class, side outputs, ...; ``docs/scale-and-failure.md``), the first stage's first.
         self.job_changes = list(job_changes)
+        #: The windowing stages the query runs, the first first (one, unless a window's
+        #: results feed another window: ``StreamingWindowedResult.stages``).
+        self.stages = tuple(stages)
+
+    def stage_metrics(self, progress: Any = None) -> dict[str, dict[str, Any] | None]:
+        """Each windowing stage's observed metrics in ``progress`` (default: the query's
+        last progress; or an item of ``recentProgress``), by the stage's metrics name, the
+        first stage first (``None`` for a stage the progress does not have yet).
+
+        Example::
+
+            query.stage_metrics()  # {'windowing': {...}, 'windowing_2': {...}}
+        """
+        progress = self.query.lastProgress if progress is None else progress
+        return {
+            s.metrics_name: s.observed_metrics(progress)
+            for s in self.stages
+            if s.metrics_name is not None
+        }
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.query, name)
@@ -447,7 +467,8 @@ def write_results_and_late(
     changes: list[Change] = []
     accepted: list[str] = []
     if files.reaches(checkpoint) and result.definition is not None:
-        record, changes, accepted = record_job(files, checkpoint, result.definition)
+        earlier = [s.definition for s in result.upstream if s.definition is not None]
+        record, changes, accepted = record_job(files, checkpoint, result.definition, earlier)
     running = _Running(publish, session, take_ownership(files, checkpoint, owned))
     listener = None
     try:
@@ -473,8 +494,9 @@ def write_results_and_late(
             spark.streams.removeListener(listener)
         running.ownership.release()
         raise
+    stages = result.stages
     if listener is None:
-        return WindowedQuery(query, running.publish, running.end, changes)
+        return WindowedQuery(query, running.publish, running.end, changes, stages)
     listener.run_id = str(query.runId)
     removed: list[bool] = []
 
@@ -484,7 +506,7 @@ def write_results_and_late(
             removed.append(True)
             spark.streams.removeListener(listener)
 
-    return WindowedQuery(query, running.publish, release, changes)
+    return WindowedQuery(query, running.publish, release, changes, stages)
 
 
 def _start(
