@@ -14,6 +14,8 @@ and one timer per key group, and the sinks that publish what the checkpoint comm
 - ``job_record.py``: the job's definition kept in the checkpoint (every stage's);
 - ``stages.py``: consecutive windows in one query (the earlier stages a plan holds, each
   stage's metrics name);
+- ``quiet_stop.py``: a stop during a micro-batch without Spark's reports of the interrupted
+  work;
 - ``state_reader.py``: the state of a checkpoint as a DataFrame (``read_state``);
 - ``sinks.py``: :func:`write_results_and_late` and its sinks (folders, tables, writers).
 

@@ -59,6 +59,7 @@ from windowing.spark.io.ownership import STAGING, Output, Ownership, batch_of, t
 from windowing.spark.io.paths import check_input_folders, check_sink_paths, input_folders
 from windowing.spark.streaming.checkpoint import CHECKPOINT_PROPERTY, STATE_PROPERTY
 from windowing.spark.streaming.job_record import JobRecord, record_job, write_job_record
+from windowing.spark.streaming.quiet_stop import quiet_stop
 
 if TYPE_CHECKING:
     from windowing.spark.streaming.query import StreamingWindowedResult
@@ -306,8 +307,10 @@ class WindowedQuery:
         release: Callable[[], None] = lambda: None,
         job_changes: Sequence[Change] = (),
         stages: Sequence[StreamingWindowedResult] = (),
+        session: SparkSession | None = None,
     ) -> None:
         self.query = query
+        self._session = session  # classic PySpark: a stop keeps the console quiet
         self._publish = publish
         self._release = release  # the query has ended: its locks and listener go
         #: The allowed changes of the job since its checkpoint's record (the function's
@@ -355,8 +358,13 @@ class WindowedQuery:
         self._published()
 
     def stop(self) -> None:
+        """Stop the query (a micro-batch under way is interrupted, its output never
+        published) without Spark's reports of the interrupted work on the console
+        (:mod:`~windowing.spark.streaming.quiet_stop`); return once the committed
+        micro-batches are visible."""
         try:
-            self.query.stop()
+            with quiet_stop(self.query, self._session):
+                self.query.stop()
         finally:
             self._published()
 
@@ -496,7 +504,7 @@ def write_results_and_late(
         raise
     stages = result.stages
     if listener is None:
-        return WindowedQuery(query, running.publish, running.end, changes, stages)
+        return WindowedQuery(query, running.publish, running.end, changes, stages, session)
     listener.run_id = str(query.runId)
     removed: list[bool] = []
 
@@ -506,7 +514,7 @@ def write_results_and_late(
             removed.append(True)
             spark.streams.removeListener(listener)
 
-    return WindowedQuery(query, running.publish, release, changes, stages)
+    return WindowedQuery(query, running.publish, release, changes, stages, session)
 
 
 def _start(
