@@ -149,6 +149,12 @@ def _jvm_fact(node: Any) -> tuple[str, Any] | None:
         return "observed", Observed(str(node.name()), int(node.dataframeId()))
     if name == "EventTimeWatermark":
         return "watermark", str(node.eventTime().name())
+    if name == "UnresolvedEventTimeWatermark":  # a plan not analyzed yet
+        column = node.eventTimeColExpr()
+        try:
+            return "watermark", str(column.name())
+        except Exception:  # not a named column: not a stage's watermark
+            return "watermark", str(column)
     if name.startswith("TransformWithState"):
         return "time_mode", str(node.timeMode()).replace("()", "")
     return None
