@@ -161,17 +161,19 @@ def _jvm_fact(node: Any) -> tuple[str, Any] | None:
 
 
 def _connect_nodes(plan: Any, seen: set[int]) -> Iterator[Any]:
-    """The nodes of a Spark Connect client plan, top down."""
-    from pyspark.sql.connect.plan import LogicalPlan
-
+    """The nodes of a Spark Connect client plan, top down (its nodes are the classes of
+    ``pyspark.sql.connect.plan``, which only a Spark Connect client imports)."""
     if id(plan) in seen:
         return
     seen.add(id(plan))
     yield plan
     for value in vars(plan).values():
         for child in value if isinstance(value, list | tuple) else [value]:
-            if isinstance(child, LogicalPlan):
+            if type(child).__module__ == _CONNECT_PLAN:
                 yield from _connect_nodes(child, seen)
+
+
+_CONNECT_PLAN = "pyspark.sql.connect.plan"
 
 
 def _connect_fact(node: Any) -> tuple[str, Any] | None:
