@@ -17,8 +17,18 @@ stateful operator in event-time mode, as a watermark flows through Flink's opera
 Example::
 
     first = stream.key_by("user").window(TumblingEventTimeWindows(5000)).sum("amount")
-    second = DataStream.from_dataframe(renamed(first.results), event_time="at")...
-    first.metrics_name, second.metrics_name  # ('windowing', 'windowing_2')
+    sums = first.results.select("user", "amount", F.col("max_timestamp").alias("at"))
+    second = (
+        DataStream.from_dataframe(sums, event_time="at")
+        .window_all(TumblingEventTimeWindows(5000))
+        .max("amount")
+    )
+    first.metrics_name, second.metrics_name, second.upstream  # 'windowing', 'windowing_2', (first,)
+
+A later stage takes each micro-batch's rows before the watermark moves (they are results the
+stage before it emitted as the watermark passed them, Flink's order), then fires the windows
+the watermark passes: ``KeyCalls`` with ``ProcessorConfig.later_stage``; ``docs/spark.md``,
+"Consecutive windows in one query".
 """
 
 from __future__ import annotations
