@@ -20,7 +20,9 @@ at its default log levels, although the query then ends without an error:
 While the query stops, and until the tasks of its jobs have ended (at most
 :data:`SETTLE_SECONDS`), a filter of the JVM's log4j configuration drops exactly these
 reports (:data:`STOP_REPORTS`, whichever logger sends them); then it is removed. A
-micro-batch that fails on its own, without a stop, reports as before.
+micro-batch that fails on its own, without a stop, reports as before. The filter is the
+JVM's: for those seconds (usually under one) it drops these messages of any query of the
+driver, and of the executors of a local session.
 """
 
 from __future__ import annotations
