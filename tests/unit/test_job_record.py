@@ -5,6 +5,7 @@ until every key group could have been written again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,36 @@ def test_earlier_digests_stay_accepted_across_restarts(tmp_path: Path) -> None:
     reread = read_job_record(files, chk)
     assert reread is not None and reread.earlier_digests == (earlier.digest,)
     assert reread.definition.parts == now.parts
+
+
+def test_a_query_of_several_stages_records_each(tmp_path: Path) -> None:
+    """Consecutive windows in one query: the record keeps every stage (the last as the job,
+    as a query of one stage has it), a restart checks each stage against its own record,
+    and a query with another number of stages is refused."""
+    files, chk = Files(None), str(tmp_path / "chk")
+    first, second = definition(None), definition(None, size=5_000)
+    record, _, _ = record_job(files, chk, second, [first])
+    assert record.stages[0].definition == first and record.definition == second
+    assert [s.definition for s in record.all_stages] == [first, second]
+    assert [record.operator_id(i) for i in range(2)] == [1, 0]  # Spark numbers from the sink
+    write_job_record(files, chk, record)
+    (tmp_path / "chk" / "commits").mkdir(parents=True)
+    (tmp_path / "chk" / "commits" / "0").write_text("v1\n")
+    reread = read_job_record(files, chk)
+    assert reread is not None and reread.stages == record.stages
+    again, changes, accepted = record_job(files, chk, second, [first])
+    assert changes == [] and set(accepted) == {first.digest, second.digest}
+    assert again.stages == record.stages
+    with pytest.raises(JobChangedError, match=r"stage 1 of 2.*\n  - assigner"):
+        record_job(files, chk, second, [definition(None, size=2_000)])
+    with pytest.raises(
+        JobChangedError, match=r"a query of 2 windowing stage\(s\), this query has 1"
+    ):
+        record_job(files, chk, second)
+
+
+def test_a_record_of_one_stage_is_written_as_before(tmp_path: Path) -> None:
+    record = JobRecord(definition(None), STATE_VERSION)
+    text = record.to_json()
+    assert "stages" not in json.loads(text)
+    assert JobRecord.from_json(text) == record and record.operator_id(0) == 0

@@ -71,6 +71,7 @@ from windowing.spark.jobs import (
 )
 from windowing.spark.native.hopping import HoppingGrid, invertible
 from windowing.spark.native.parts import framed, has_min_window, windowable
+from windowing.spark.streaming.stages import plan_facts
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
@@ -214,11 +215,19 @@ def plan_spark(
     columnar = _columnar(job, spec, to_arrow_schema(source.df.schema, timezone=timezone))
     if source.df.isStreaming:
         mode = streaming_time_mode(job)
+        later = not uses_wall_clock(job) and plan_facts(source.df).after_a_stage
+        watermark = (
+            "the watermark of the query's first stage (this stream is an earlier window's "
+            "results), each micro-batch's rows taken before it moves, key by key"
+            if later
+            else f"the watermark of {source.watermark!r} across micro-batches"
+        )
         runtime = (
             f"streaming: transformWithStateInPandas over {streaming_key_groups(job)} key groups, "
-            f"time mode {mode}, the watermark of {source.watermark!r} across micro-batches"
-            f"{_idle_text(job)}"
+            f"time mode {mode}, {watermark}{_idle_text(job)}"
         )
+        # a later stage's calls run key by key (rows first, then the due windows)
+        columnar = None if later else columnar
         return SparkPlan(Route.STREAMING, runtime, operator, columnar, _element_order(source))
     order = _element_order(source)
     groups = batch_key_groups(job)

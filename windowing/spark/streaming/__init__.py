@@ -11,7 +11,11 @@ and one timer per key group, and the sinks that publish what the checkpoint comm
 - ``columnar_calls.py``: the calls on whole columns (built-in aggregations);
 - ``call_output.py``: a call's tagged output (results, late rows, metrics, key columns);
 - ``checkpoint.py``: a key group's state in the state store, bound to its query;
-- ``job_record.py``: the job's definition kept in the checkpoint;
+- ``job_record.py``: the job's definition kept in the checkpoint (every stage's);
+- ``stages.py``: consecutive windows in one query (the earlier stages a plan holds, each
+  stage's metrics name);
+- ``quiet_stop.py``: a stop during a micro-batch without Spark's reports of the interrupted
+  work;
 - ``state_reader.py``: the state of a checkpoint as a DataFrame (``read_state``);
 - ``sinks.py``: :func:`write_results_and_late` and its sinks (folders, tables, writers).
 

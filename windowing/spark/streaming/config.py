@@ -41,6 +41,10 @@ class ProcessorConfig:
     # The query's accumulator of windows whose incremental result was None (a driver-side
     # warning: windowing.spark.columns.null_results); None: not reported.
     null_results: Any = None
+    # A later stage of its query (its input is an earlier stage's results): a key's rows of
+    # a micro-batch are taken before the watermark moves, then its due windows fire
+    # (``stages.py``).
+    later_stage: bool = False
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JOB_RECORD",
     "JobRecord",
+    "StageRecord",
     "check_job",
     "job_definition",
     "operator_strategy",
@@ -139,36 +140,79 @@ def operator_strategy(job: Job, spec: WindowFunctionSpec) -> str:
 
 
 @dataclass(frozen=True)
+class StageRecord:
+    """One earlier windowing stage of a query of several (Flink's consecutive windows): its
+    definition and the digests of its earlier records (see :attr:`JobRecord.earlier_digests`)."""
+
+    definition: JobDefinition
+    earlier_digests: tuple[str, ...] = ()
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.earlier_digests:
+            data["earlier_digests"] = list(self.earlier_digests)
+        data["job"] = dict(self.definition.parts)
+        return data
+
+    @classmethod
+    def from_data(cls, data: Any) -> StageRecord:
+        if not isinstance(data, dict) or not isinstance(data.get("job"), dict):
+            msg = "not a JSON object with a 'job' object"
+            raise ValueError(msg)
+        earlier = data.get("earlier_digests", [])
+        return cls(
+            JobDefinition(data["job"]),
+            tuple(d for d in earlier if isinstance(d, str)) if isinstance(earlier, list) else (),
+        )
+
+
+@dataclass(frozen=True)
 class JobRecord:
     """``<checkpoint>/windowing/job.json``: the definition of the job whose state the
     checkpoint holds, and the state layout the checkpoint was created with (``None``: a
-    checkpoint of a version that kept no record)."""
+    checkpoint of a version that kept no record). The job is the query's last windowing
+    stage; a query of several stages records the ones before it in ``stages``, the first
+    first (each stage is a stateful operator with its own state)."""
 
     definition: JobDefinition
     created_layout: int | None
     #: The digests of the earlier records of this job whose state the checkpoint may still
     #: hold (a key group keeps the digest it was written with until it is written again).
     earlier_digests: tuple[str, ...] = ()
+    #: The query's stages before this job, the first first (none: a query of one stage).
+    stages: tuple[StageRecord, ...] = ()
+
+    @property
+    def all_stages(self) -> tuple[StageRecord, ...]:
+        """Every stage of the query, the first first: ``stages``, then the job itself."""
+        return (*self.stages, StageRecord(self.definition, self.earlier_digests))
+
+    def operator_id(self, position: int) -> int:
+        """Spark's stateful operator id of the stage at ``position`` (0: the first): Spark
+        numbers a query's stateful operators from the sink down, so the last stage is 0."""
+        return len(self.stages) - position
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"created_layout": self.created_layout}
-        if self.earlier_digests:
-            data["earlier_digests"] = list(self.earlier_digests)
-        data["job"] = dict(self.definition.parts)
+        data.update(StageRecord(self.definition, self.earlier_digests).to_data())
+        if self.stages:
+            data["stages"] = [stage.to_data() for stage in self.stages]
         return json.dumps(data, indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> JobRecord:
         data = json.loads(text)
-        if not isinstance(data, dict) or not isinstance(data.get("job"), dict):
-            msg = "not a JSON object with a 'job' object"
-            raise ValueError(msg)
+        last = StageRecord.from_data(data)
         layout = data.get("created_layout")
-        earlier = data.get("earlier_digests", [])
+        stages = data.get("stages", [])
+        if not isinstance(stages, list):
+            msg = "'stages' is not a list"
+            raise ValueError(msg)
         return cls(
-            JobDefinition(data["job"]),
+            last.definition,
             layout if isinstance(layout, int) else None,
-            tuple(d for d in earlier if isinstance(d, str)) if isinstance(earlier, list) else (),
+            last.earlier_digests,
+            tuple(StageRecord.from_data(stage) for stage in stages),
         )
 
     def state_property(self, accepted: Sequence[str]) -> str:
@@ -180,12 +224,16 @@ class JobRecord:
 
 
 def check_job(
-    definition: JobDefinition, recorded: JobDefinition | None, checkpoint: str
+    definition: JobDefinition,
+    recorded: JobDefinition | None,
+    checkpoint: str,
+    stage: str | None = None,
 ) -> list[Change]:
     """The allowed changes of ``definition`` since the checkpoint's ``recorded`` one (none
     without a record, or when the checkpoint holds no committed state yet);
     :class:`~windowing.spark.streaming.checkpoint.JobChangedError` naming every breaking change, and
-    how to start fresh, when the state cannot continue with it."""
+    how to start fresh, when the state cannot continue with it. ``stage``: which stage of a
+    query of several the definitions are (``"stage 1 of 2"``), for the message."""
     if recorded is None:
         return []
     recorded = _in_current_terms(recorded)
@@ -202,8 +250,10 @@ def check_job(
     breaking = [c for c in changes if c.breaking]
     if breaking:
         lines = "\n".join(f"  - {c}" for c in breaking)
+        of = "" if stage is None else f" in its {stage}"
         msg = (
-            f"checkpoint={checkpoint!r} holds the state of another job; what changed:\n{lines}\n"
+            f"checkpoint={checkpoint!r} holds the state of another job{of}; what changed:\n"
+            f"{lines}\n"
             "The state cannot continue with this job. Run the job the checkpoint was written "
             "with, or start this one fresh with a new checkpoint location (and new output "
             "folders: each belongs to the checkpoint that first wrote it)."
@@ -240,24 +290,49 @@ def read_job_record(files: Files, checkpoint: str) -> JobRecord | None:
 
 
 def record_job(
-    files: Files, checkpoint: str, definition: JobDefinition
+    files: Files,
+    checkpoint: str,
+    definition: JobDefinition,
+    earlier_stages: Sequence[JobDefinition] = (),
 ) -> tuple[JobRecord, list[Change], list[str]]:
-    """Check ``definition`` against the record of ``checkpoint`` (:func:`check_job`; only
+    """Check ``definition`` (and the definitions of the query's ``earlier_stages``, the first
+    first) against the record of ``checkpoint`` (:func:`check_job`, stage by stage; only
     once the checkpoint has committed a micro-batch: before, it holds no state). Returns the
-    record to write when the query starts, the allowed changes, and the digests its state
-    may carry (the earlier records': equal parts may be described otherwise by a newer
-    version, and a key group not written since keeps its digest)."""
+    record to write when the query starts, the allowed changes (the first stage's first),
+    and the digests its state may carry (the earlier records': equal parts may be described
+    otherwise by a newer version, and a key group not written since keeps its digest)."""
     recorded = read_job_record(files, checkpoint)
     committed = bool(committed_batches(files, checkpoint))
+    new_stages = tuple(StageRecord(d) for d in earlier_stages)
     if recorded is None:  # a new checkpoint, or one of a version that kept no record
-        return JobRecord(definition, None if committed else STATE_VERSION), [], []
+        layout = None if committed else STATE_VERSION
+        return JobRecord(definition, layout, stages=new_stages), [], []
     if not committed:  # no state yet (a first run that failed): this job starts it
-        return JobRecord(definition, recorded.created_layout), [], []
-    changes = check_job(definition, recorded.definition, checkpoint)
-    earlier = (recorded.definition.digest, *recorded.earlier_digests)
-    accepted = list(dict.fromkeys(d for d in earlier if d != definition.digest))
-    record = JobRecord(definition, recorded.created_layout, tuple(accepted))
-    return record, changes, list(dict.fromkeys(earlier))
+        return JobRecord(definition, recorded.created_layout, stages=new_stages), [], []
+    before = recorded.all_stages
+    now = (*earlier_stages, definition)
+    if len(before) != len(now):
+        msg = (
+            f"checkpoint={checkpoint!r} holds the state of a query of {len(before)} windowing "
+            f"stage(s), this query has {len(now)}: each stage is a stateful operator with its "
+            "own state, so the state cannot continue. Run the query the checkpoint was "
+            "written with, or start this one with a new checkpoint location (and new output "
+            "folders)."
+        )
+        raise JobChangedError(msg)
+    changes: list[Change] = []
+    stages: list[StageRecord] = []
+    carried: list[str] = []
+    for i, (old, new) in enumerate(zip(before, now, strict=True)):
+        label = None if len(now) == 1 else f"stage {i + 1} of {len(now)}"
+        changes.extend(check_job(new, old.definition, checkpoint, label))
+        earlier = (old.definition.digest, *old.earlier_digests)
+        kept = tuple(dict.fromkeys(d for d in earlier if d != new.digest))
+        stages.append(StageRecord(new, kept))
+        carried.extend(earlier)
+    last = stages.pop()
+    record = JobRecord(definition, recorded.created_layout, last.earlier_digests, tuple(stages))
+    return record, changes, list(dict.fromkeys(carried))
 
 
 def write_job_record(files: Files, checkpoint: str, record: JobRecord) -> None:

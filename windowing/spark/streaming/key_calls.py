@@ -29,7 +29,7 @@ from windowing.spark.streaming.clocks import BatchClocks, KeyClocks
 from windowing.spark.streaming.columnar_calls import ColumnarCalls
 from windowing.spark.streaming.config import ProcessorConfig
 from windowing.spark.streaming.state_io import StateIO
-from windowing.time import instant_text
+from windowing.time import MIN_TIMESTAMP, instant_text
 
 __all__ = ["KeyCalls", "RowColumns"]
 
@@ -174,9 +174,15 @@ class KeyCalls:
         ks = self.state_io.key_state(stored)
         op = self.op
         op.clear_outputs(metrics=type(op.metrics)())
-        if c.idleness is not None:
-            op.set_clocks(watermark=self.key_clocks.key_clock(entry))
-        self._fire(k, ks)
+        watermark = self.key_clocks.key_clock(entry)  # the stream's, or the key's own clock
+        op.set_clocks(watermark=watermark)
+        # A later stage takes its rows before the watermark moves (they are results an
+        # earlier stage emitted as the watermark passed them: Flink's order), then fires.
+        rows_first = c.later_stage and table is not None
+        if rows_first:
+            op.set_clocks(watermark=MIN_TIMESTAMP)
+        else:
+            self._fire(k, ks)
         if table is None:
             self.output.add_key(k, None, LateRows(), (0, 0, 0), {})
             return self.state_io.entry(k, ks, self.key_clocks.idle_after(entry, None, op.watermark))
@@ -231,13 +237,16 @@ class KeyCalls:
                 if t is None and event_time:
                     null_ts += 1
                     if tag is not None:
-                        late.add(i, op.watermark, REASON_NULL_EVENT_TIME)
+                        late.add(i, watermark, REASON_NULL_EVENT_TIME)
                     continue
                 if i in skipped:
                     continue  # a dead letter (its processing-time advance happened)
                 pending.append((row, t, k))
                 pending_rows.append(i)
         ks = flush(ks)
+        if rows_first:
+            op.set_clocks(watermark=watermark)
+            self._fire(k, ks)
         if tag is not None:
             lates = op.side_outputs.get(tag, [])
             if lates:

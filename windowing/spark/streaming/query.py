@@ -14,7 +14,11 @@ The plan::
               metrics rows; the batch path's layout) as an Arrow IPC stream in one binary
               column
           ──► mapInArrow(unpack): the tagged output, observed as summed counters
-              (``METRICS_NAME``)
+              (``METRICS_NAME``; ``windowing_2``, ... for later stages of one query)
+
+A stage over an earlier stage's results (consecutive windows, :mod:`~windowing.spark.
+streaming.stages`) defines no watermark: the first stage's flows through, and its key calls
+take their rows before the watermark moves, then fire.
 
 A call handles one key group (Flink's key groups): its rows are split by key and each key
 runs as its own operator call. For built-in aggregations of tumbling windows
@@ -89,6 +93,15 @@ from windowing.spark.streaming.config import ProcessorConfig
 from windowing.spark.streaming.job_record import job_definition
 from windowing.spark.streaming.processor import WindowProcessor
 from windowing.spark.streaming.sinks import check_sink_paths, write_results_and_late
+from windowing.spark.streaming.stages import (
+    ALLOW_MULTIPLE,
+    WATERMARK_COPY,
+    check_later_stage,
+    find_stages,
+    plan_facts,
+    register_stage,
+    stage_metrics_name,
+)
 from windowing.spark.streaming.state_reader import read_state
 
 if TYPE_CHECKING:
@@ -109,7 +122,6 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 #: The name of the observed metrics in ``query.lastProgress["observedMetrics"]``.
 METRICS_NAME = "windowing"
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-_WM = "__pw_wm"
 _GROUP = KEY_GROUP  # the key group: Spark's grouping column
 _NAN = "__pw_nan"  # prefix of the NaN masks of float columns
 
@@ -129,7 +141,9 @@ class StreamingWindowedResult:
         ``"EventTime"``, or ``"ProcessingTime"`` for a processing-time assigner without a
         ``processing_time`` column (the wall clock) or with an idle timeout.
     metrics_name
-        The name of the observed metrics in ``query.lastProgress["observedMetrics"]``.
+        The name of the observed metrics in ``query.lastProgress["observedMetrics"]``: the
+        requested one, or for a later stage of a query of consecutive windows the first
+        free suffix of it (``windowing_2``, ...; :mod:`windowing.spark.streaming.stages`).
     plan
         How the job runs (:class:`~windowing.spark.planning.SparkPlan`); :meth:`explain` prints it.
     config
@@ -138,6 +152,9 @@ class StreamingWindowedResult:
     definition
         The job's definition, which its checkpoint records (a restart with a job whose
         state-shaping parts differ is refused: :mod:`windowing.spark.streaming.job_record`).
+    upstream
+        The windowing stages whose results feed this one in its query, the first first
+        (Flink's consecutive windows; empty for a first stage).
     """
 
     output: DataFrame
@@ -147,6 +164,28 @@ class StreamingWindowedResult:
     metrics_name: str | None = METRICS_NAME
     config: ProcessorConfig | None = None
     definition: JobDefinition | None = None
+    upstream: tuple[StreamingWindowedResult, ...] = ()
+
+    @property
+    def stages(self) -> tuple[StreamingWindowedResult, ...]:
+        """The windowing stages of this result's query up to this one, the first first: the
+        stages whose results feed it (``upstream``, found in its input's plan when they
+        observe their metrics), then itself."""
+        return (*self.upstream, self)
+
+    def observed_metrics(self, progress: Any) -> dict[str, Any] | None:
+        """This stage's metrics in one progress of its query (``query.lastProgress`` or an
+        item of ``query.recentProgress``), under :attr:`metrics_name`; ``None`` when the
+        progress has none (metrics off, or no micro-batch yet).
+
+        Example::
+
+            first.observed_metrics(query.lastProgress)["num_windows_fired"]
+        """
+        if progress is None or self.metrics_name is None:
+            return None
+        found = progress["observedMetrics"].get(self.metrics_name)
+        return None if found is None else found.asDict()
 
     def read_state(self, checkpoint: str, batch_id: int | None = None) -> DataFrame:
         """The open windows of this query's state in ``checkpoint`` (a running or stopped
@@ -163,7 +202,7 @@ class StreamingWindowedResult:
         """
         assert self.config is not None, "a result built by run_streaming"
         spark = self.output.sparkSession
-        return read_state(spark, self.config, checkpoint, batch_id)
+        return read_state(spark, self.config, checkpoint, batch_id, stage=len(self.upstream))
 
     @property
     def late_output_tag(self) -> OutputTag | None:
@@ -269,6 +308,13 @@ def run_streaming(
     key_groups = streaming_key_groups(stream)
     wall_clock = uses_wall_clock(stream)
     spark = df.sparkSession
+    facts = plan_facts(df)
+    # a later stage of the query: the watermark is the first stage's (stages.py)
+    later = facts.after_a_stage and not wall_clock
+    if later:
+        check_later_stage(stream, facts, spark.conf.get(ALLOW_MULTIPLE, "true"))
+    if metrics_name is not None:
+        metrics_name = stage_metrics_name(metrics_name, facts.metric_names)
     spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
 
     nan_masks = _nan_masks(df)
@@ -276,15 +322,15 @@ def run_streaming(
         *internal_columns(df, source, flat=True),
         *[_nan_mask(names).alias(name) for name, names in nan_masks],
     )
-    if not wall_clock and not isinstance(source.watermark, InputWatermarks):
+    if not wall_clock and not later and not isinstance(source.watermark, InputWatermarks):
         # The watermark is defined on a copy of the event time that is projected away, so
         # Spark never drops a late row before the operator (see docs/spark.md). The inputs of
         # a join define their own, each on its input (windowing.spark.joins): Spark refuses a
         # second definition after them, and takes the smallest of theirs.
         prepared = (
-            prepared.withColumn(_WM, watermark_source(F.col(_TS)))
-            .withWatermark(_WM, f"{source.watermark.delay} milliseconds")
-            .drop(_WM)
+            prepared.withColumn(WATERMARK_COPY, watermark_source(F.col(_TS)))
+            .withWatermark(WATERMARK_COPY, f"{source.watermark.delay} milliseconds")
+            .drop(WATERMARK_COPY)
         )
     internal = tuple(prepared.columns[len(df.columns) :])  # __pw_ts, __pw_tb[, ...][, __pw_nan0]
     tz = layout.timezone
@@ -312,6 +358,7 @@ def run_streaming(
             idleness=idleness_of(stream),
             job_digest=definition.digest,
             null_results=null_results,
+            later_stage=later,
         )
     )
     # Grouped by key group, after the columns the processor reads by position. window_all
@@ -329,7 +376,7 @@ def run_streaming(
         output = output.observe(
             metrics_name, *layout.metric_totals(STREAMING_METRICS), *gauge_totals()
         )
-    return StreamingWindowedResult(
+    result = StreamingWindowedResult(
         output=output,
         layout=layout,
         plan=plan,
@@ -337,7 +384,10 @@ def run_streaming(
         metrics_name=metrics_name,
         config=processor.config,
         definition=definition,
+        upstream=find_stages(facts),
     )
+    register_stage(result)
+    return result
 
 
 def gauge_totals() -> list[Column]:

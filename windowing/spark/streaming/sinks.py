@@ -59,6 +59,7 @@ from windowing.spark.io.ownership import STAGING, Output, Ownership, batch_of, t
 from windowing.spark.io.paths import check_input_folders, check_sink_paths, input_folders
 from windowing.spark.streaming.checkpoint import CHECKPOINT_PROPERTY, STATE_PROPERTY
 from windowing.spark.streaming.job_record import JobRecord, record_job, write_job_record
+from windowing.spark.streaming.quiet_stop import quiet_stop
 
 if TYPE_CHECKING:
     from windowing.spark.streaming.query import StreamingWindowedResult
@@ -305,13 +306,35 @@ class WindowedQuery:
         publish: Callable[[], None],
         release: Callable[[], None] = lambda: None,
         job_changes: Sequence[Change] = (),
+        stages: Sequence[StreamingWindowedResult] = (),
+        session: SparkSession | None = None,
     ) -> None:
         self.query = query
+        self._session = session  # classic PySpark: a stop keeps the console quiet
         self._publish = publish
         self._release = release  # the query has ended: its locks and listener go
         #: The allowed changes of the job since its checkpoint's record (the function's
-        #: class, side outputs, ...; ``docs/scale-and-failure.md``).
+        #: class, side outputs, ...; ``docs/scale-and-failure.md``), the first stage's first.
         self.job_changes = list(job_changes)
+        #: The windowing stages the query runs, the first first (one, unless a window's
+        #: results feed another window: ``StreamingWindowedResult.stages``).
+        self.stages = tuple(stages)
+
+    def stage_metrics(self, progress: Any = None) -> dict[str, dict[str, Any] | None]:
+        """Each windowing stage's observed metrics in ``progress`` (default: the query's
+        last progress; or an item of ``recentProgress``), by the stage's metrics name, the
+        first stage first (``None`` for a stage the progress does not have yet).
+
+        Example::
+
+            query.stage_metrics()  # {'windowing': {...}, 'windowing_2': {...}}
+        """
+        progress = self.query.lastProgress if progress is None else progress
+        return {
+            s.metrics_name: s.observed_metrics(progress)
+            for s in self.stages
+            if s.metrics_name is not None
+        }
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.query, name)
@@ -335,8 +358,13 @@ class WindowedQuery:
         self._published()
 
     def stop(self) -> None:
+        """Stop the query (a micro-batch under way is interrupted, its output never
+        published) without Spark's reports of the interrupted work on the console
+        (:mod:`~windowing.spark.streaming.quiet_stop`); return once the committed
+        micro-batches are visible."""
         try:
-            self.query.stop()
+            with quiet_stop(self.query, self._session):
+                self.query.stop()
         finally:
             self._published()
 
@@ -447,7 +475,8 @@ def write_results_and_late(
     changes: list[Change] = []
     accepted: list[str] = []
     if files.reaches(checkpoint) and result.definition is not None:
-        record, changes, accepted = record_job(files, checkpoint, result.definition)
+        earlier = [s.definition for s in result.upstream if s.definition is not None]
+        record, changes, accepted = record_job(files, checkpoint, result.definition, earlier)
     running = _Running(publish, session, take_ownership(files, checkpoint, owned))
     listener = None
     try:
@@ -473,8 +502,9 @@ def write_results_and_late(
             spark.streams.removeListener(listener)
         running.ownership.release()
         raise
+    stages = result.stages
     if listener is None:
-        return WindowedQuery(query, running.publish, running.end, changes)
+        return WindowedQuery(query, running.publish, running.end, changes, stages, session)
     listener.run_id = str(query.runId)
     removed: list[bool] = []
 
@@ -484,7 +514,7 @@ def write_results_and_late(
             removed.append(True)
             spark.streams.removeListener(listener)
 
-    return WindowedQuery(query, running.publish, release, changes)
+    return WindowedQuery(query, running.publish, release, changes, stages, session)
 
 
 def _start(

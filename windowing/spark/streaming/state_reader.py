@@ -61,7 +61,12 @@ _STATE_VAR = "key_group"  # the processor's one value state
 
 
 def read_state(
-    spark: SparkSession, config: ProcessorConfig, checkpoint: str, batch_id: int | None = None
+    spark: SparkSession,
+    config: ProcessorConfig,
+    checkpoint: str,
+    batch_id: int | None = None,
+    *,
+    stage: int = 0,
 ) -> DataFrame:
     """The open windows in the state of the query whose processor is configured by
     ``config``, as written by micro-batch ``batch_id`` (default: the last committed one) to
@@ -74,15 +79,28 @@ def read_state(
     version), ``num_stored_elements`` (the elements it keeps; null for an accumulator),
     ``event_timers`` and ``processing_timers`` (the window's pending timers: event time as the
     event-time column's type, processing time in epoch ms), ``watermark`` (the operator's
-    watermark during that micro-batch; null before the first) and ``batch_id``."""
+    watermark during that micro-batch; null before the first) and ``batch_id``. ``stage``: the
+    position of the processor's stage in a query of several windowing stages (0: the
+    first), whose state is that of Spark's operator the checkpoint's job record names."""
     layout = config.layout
     batch = _last_committed(spark, checkpoint) if batch_id is None else batch_id
     if batch is None:
         msg = f"checkpoint={checkpoint!r} has no committed micro-batch to read the state of"
         raise ValueError(msg)
+    record = _job_record(spark, checkpoint)
+    stages = (None,) if record is None else record.all_stages
+    if stage >= len(stages):
+        msg = (
+            f"checkpoint={checkpoint!r} holds a query of {len(stages)} windowing stage(s); "
+            f"this result is stage {stage + 1} of its query, so not of that one"
+        )
+        raise ValueError(msg)
+    operator = 0 if record is None else record.operator_id(stage)
+    recorded = stages[stage]
     raw = (
         spark.read.format("statestore")
         .option("stateVarName", _STATE_VAR)
+        .option("operatorId", operator)
         .option("batchId", batch)
         .load(checkpoint)
         .select(F.col("key.__pw_kg").alias("kg"), F.col("value.state").alias("state"))
@@ -115,11 +133,10 @@ def read_state(
         ]
     )
 
-    record = _job_record(spark, checkpoint)
     owner = StateOwner(
         _query_id(spark, checkpoint),
         checkpoint,
-        () if record is None else (record.definition.digest,),
+        () if recorded is None else (recorded.definition.digest, *recorded.earlier_digests),
         record is not None and (record.created_layout or 0) >= STATE_VERSION,
     )
 
