@@ -539,7 +539,11 @@ def compare_plans(stream: Any, columns: list[Any]) -> list[tuple[Any, ...]]:
     return want
 
 
-@pytest.mark.differential(Route.NATIVE_HOPPING, Route.NATIVE_HOPPING_DISJOINT)
+@pytest.mark.differential(
+    Route.NATIVE_HOPPING,
+    Route.NATIVE_HOPPING_DISJOINT,
+    Route.NATIVE_TUMBLING,  # slide == size
+)
 @pytest.mark.parametrize(
     ("seed", "size", "slide", "offset", "extreme", "keyed", "lateness", "columns"),
     [

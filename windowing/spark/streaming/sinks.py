@@ -306,7 +306,7 @@ class WindowedQuery:
         publish: Callable[[], None],
         release: Callable[[], None] = lambda: None,
         job_changes: Sequence[Change] = (),
-        stages: Sequence[StreamingWindowedResult] = (),
+        stages: Sequence[Any] = (),  # StreamingWindowedResult (resolved at run time)
         session: SparkSession | None = None,
     ) -> None:
         self.query = query
