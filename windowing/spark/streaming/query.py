@@ -309,8 +309,10 @@ def run_streaming(
     wall_clock = uses_wall_clock(stream)
     spark = df.sparkSession
     facts = plan_facts(df)
-    # a later stage of the query: the watermark is the first stage's (stages.py)
-    later = facts.after_a_stage and not wall_clock
+    # a later stage of the query: the watermark is the first stage's (stages.py); the inputs
+    # of a join define their own watermarks as a first stage does, and are not one
+    joined = isinstance(source.watermark, InputWatermarks)
+    later = facts.after_a_stage and not wall_clock and not joined
     if later:
         check_later_stage(stream, facts, spark.conf.get(ALLOW_MULTIPLE, "true"))
     if metrics_name is not None:
