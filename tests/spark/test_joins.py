@@ -19,6 +19,7 @@ import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 
+from tests.spark.frames import sized_frame
 from windowing import (
     BoundedOutOfOrderness,
     EventTimeSessionWindows,
@@ -41,8 +42,15 @@ LATE = OutputTag("late")
 
 
 def frames(
-    spark: SparkSession, left: list[tuple[Any, ...]], right: list[tuple[Any, ...]]
+    spark: SparkSession,
+    left: list[tuple[Any, ...]],
+    right: list[tuple[Any, ...]],
+    *,
+    sized: bool = False,
 ) -> tuple[DataFrame, DataFrame]:
+    """The two inputs; ``sized``: with a size Spark knows (the replay runs in one task)."""
+    if sized:
+        return sized_frame(spark, left, LEFT_SCHEMA), sized_frame(spark, right, RIGHT_SCHEMA)
     return spark.createDataFrame(left, LEFT_SCHEMA), spark.createDataFrame(right, RIGHT_SCHEMA)
 
 
@@ -196,8 +204,9 @@ def test_inner_join_and_co_group_with_an_empty_side(spark: SparkSession) -> None
     ]
 
 
+@pytest.mark.parametrize("sized", [False, True], ids=["key-groups", "one-task"])
 def test_window_join_firings_and_late_rows_of_each_side_in_arrival_order(
-    spark: SparkSession,
+    spark: SparkSession, sized: bool
 ) -> None:
     left_rows = [
         ("k", 1, 1, 0),
@@ -207,7 +216,7 @@ def test_window_join_firings_and_late_rows_of_each_side_in_arrival_order(
         ("k", None, 5, 4),
     ]
     right_rows = [("k", 2, 1, 0), ("k", 11, 2, 1), ("k", 3, 3, 2), ("k", 26, 4, 3), ("k", 5, 5, 4)]
-    left, right = streams(*frames(spark, left_rows, right_rows), arrival=True)
+    left, right = streams(*frames(spark, left_rows, right_rows, sized=sized), arrival=True)
     result = (
         left.join(right)
         .where("k")
@@ -217,6 +226,7 @@ def test_window_join_firings_and_late_rows_of_each_side_in_arrival_order(
         .side_output_late_data(LATE)
         .apply(Pair(), output_schema="n bigint, m bigint")
     )
+    assert result.plan.one_task is sized  # (both ways to the watermark of two inputs)
     with result:
         got = Counter(tuple(r) for r in result.results.collect())
         late = sorted(

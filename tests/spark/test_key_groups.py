@@ -481,7 +481,8 @@ def test_batch_key_groups_are_sized_to_the_input(spark: Any, tmp_path: Any) -> N
     small = spark.read.parquet(str(tmp_path / "small"))
     plan = plan_of(small)
     assert plan.key_groups == 1
-    assert "rows grouped into 1 key groups" in plan.reason
+    assert plan.one_task
+    assert "rows of a small input in one task, without a shuffle" in plan.reason
     # 10^7 rows of two longs: Spark estimates 160 MB, a group per 4 MiB
     large = spark.range(10**7).select((F.col("id") % 7).alias("k"), F.col("id").alias("t"))
     estimate = int(large._jdf.queryExecution().analyzed().stats().sizeInBytes())
@@ -491,6 +492,8 @@ def test_batch_key_groups_are_sized_to_the_input(spark: Any, tmp_path: Any) -> N
     listed = spark.createDataFrame([(1, 2), (3, 4)], "k long, t long")
     assert plan_of(listed).key_groups == 128
     assert plan_of(listed, keyed=False).key_groups == 1
+    assert not plan_of(listed, keyed=False).one_task  # (a size it does not know)
+    assert not plan_of(large, keyed=False).one_task  # read in parallel, then one group
     result = (
         WindowedStream.from_dataframe(small, event_time="t")
         .key_by("k")
@@ -506,3 +509,97 @@ def test_batch_key_groups_are_sized_to_the_input(spark: Any, tmp_path: Any) -> N
         if any(t % 7 == k for t in range(w, w + 10))
     }
     assert got == want
+
+
+def test_a_small_input_replays_in_one_task_with_the_outcome_of_key_groups(spark: Any) -> None:
+    """One task (a sized input: no shuffle, the watermark's prefix maximum one window
+    function) and key groups (rows from a list: no size) give the same results, late rows
+    and counters: arrival order with null arrival orders and event times, lateness, late
+    rows, a reduce; sessions in event-time order; a non-keyed stream."""
+    import random
+
+    from tests.spark.frames import sized_frame
+    from windowing import BoundedOutOfOrderness, WindowedStream
+
+    rng = random.Random(7)
+    rows = [
+        (
+            rng.choice(["a", "b", "c", None]),
+            rng.randrange(50),
+            None if rng.random() < 0.05 else rng.randrange(0, 400),
+            None if rng.random() < 0.03 else rng.randrange(60),
+        )
+        for _ in range(300)
+    ]
+    schema = "k string, v bigint, ts bigint, arr bigint"
+
+    def outcome(df: Any, job: str) -> tuple[Any, ...]:
+        def source(arrival: bool) -> Any:
+            return WindowedStream.from_dataframe(
+                df,
+                event_time="ts",
+                arrival_order="arr" if arrival else None,
+                watermark=BoundedOutOfOrderness(15),
+            )
+
+        def larger(a: Any, b: Any) -> Any:
+            return b if (b.v, b.ts) > (a.v, a.ts) else a
+
+        if job == "arrival":
+            result = (
+                source(True)
+                .key_by("k")
+                .window(TumblingEventTimeWindows(40))
+                .allowed_lateness(20)
+                .side_output_late_data(LATE)
+                .reduce(larger)
+            )
+        elif job == "sessions":
+            result = source(False).key_by("k").window(EventTimeSessionWindows(9)).reduce(larger)
+        else:
+            result = (
+                source(True)
+                .window_all(TumblingEventTimeWindows(40))
+                .side_output_late_data(LATE)
+                .reduce(larger)
+            )
+        with result:
+            got = sorted(map(repr, result.results.collect()))
+            late = sorted(map(repr, result.late.collect())) if result.late is not None else None
+            return result.plan.one_task, got, late, result.collect_metrics()
+
+    for job in ("arrival", "sessions", "non-keyed"):
+        one_task, *outputs = outcome(sized_frame(spark, rows, schema), job)
+        grouped, *expected = outcome(spark.createDataFrame(rows, schema), job)
+        assert (one_task, grouped) == (True, False)
+        assert outputs == expected, job
+        assert expected[0], job  # results to compare
+    assert expected[1], "late rows to compare"
+
+
+def test_a_one_task_replay_has_no_shuffle_and_reads_its_cache_in_one_job(spark: Any) -> None:
+    from tests.spark.frames import sized_frame
+    from windowing import BoundedOutOfOrderness, WindowedStream
+
+    rows = [("a", 1, t, t) for t in range(50)]
+    df = sized_frame(spark, rows, "k string, v bigint, ts bigint, arr bigint")
+    result = (
+        WindowedStream.from_dataframe(
+            df, event_time="ts", arrival_order="arr", watermark=BoundedOutOfOrderness(3)
+        )
+        .key_by("k")
+        .window(TumblingEventTimeWindows(10))
+        .side_output_late_data(LATE)
+        .reduce(lambda a, b: b)
+    )
+    assert result.plan.one_task
+    plan = result.output._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange" not in plan and "MapInArrow" in plan
+    sc = spark.sparkContext
+    sc.setJobGroup("one-task", "one task")
+    try:
+        with result:
+            assert len(result.results.collect()) == 5
+    finally:
+        sc.setJobGroup("other", "other")
+    assert len(sc.statusTracker().getJobIdsForGroup("one-task")) == 1

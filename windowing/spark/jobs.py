@@ -16,6 +16,7 @@ __all__ = [
     "batch_key_groups",
     "estimated_bytes",
     "idleness_of",
+    "one_task",
     "shuffle_partitions",
     "streaming_key_groups",
     "streaming_time_mode",
@@ -82,25 +83,32 @@ def streaming_key_groups(job: Job) -> int:
 BYTES_PER_KEY_GROUP = 4 << 20
 
 
-def batch_key_groups(job: Job) -> int:
+def batch_key_groups(job: Job, size: int | None) -> int:
     """The key groups of a batch replay: one Python call each, as many as the input's size
-    needs. Spark's estimate of the input's size (plan statistics, no job runs) gives a group
-    per :data:`BYTES_PER_KEY_GROUP`, and at least Spark's default parallelism once there is
-    more than one; at most ``max(max_parallelism, spark.sql.shuffle.partitions)``, which is
-    also the number when the size is unknown; one for a non-keyed stream (one key). The
-    results never depend on the grouping."""
+    needs. ``size``, Spark's estimate of the input's size (:func:`estimated_bytes`), gives a
+    group per :data:`BYTES_PER_KEY_GROUP`, and at least Spark's default parallelism once
+    there is more than one; at most ``max(max_parallelism, spark.sql.shuffle.partitions)``,
+    which is also the number when the size is unknown; one for a non-keyed stream (one key).
+    The results never depend on the grouping."""
     if not job.keys:
         return 1
-    df = job.source.df
-    spark = df.sparkSession
+    spark = job.source.df.sparkSession
     most = max(job.config.max_parallelism, shuffle_partitions(spark))
-    size = estimated_bytes(df)
     if size is None:
         return most
     needed = -(-size // BYTES_PER_KEY_GROUP)
     if needed > 1:
         needed = max(needed, spark.sparkContext.defaultParallelism)
     return max(1, min(needed, most))
+
+
+def one_task(groups: int, size: int | None) -> bool:
+    """Whether a batch replay of ``groups`` key groups over an input Spark estimates at
+    ``size`` bytes runs in one task without a shuffle: one key group of a small input
+    (at most :data:`BYTES_PER_KEY_GROUP`; a non-keyed stream of a larger or unknown size
+    still shuffles, so that the input is read in parallel). A Spark job costs tens of
+    milliseconds to schedule: a small job is mostly that."""
+    return groups == 1 and size is not None and size <= BYTES_PER_KEY_GROUP
 
 
 def estimated_bytes(df: DataFrame) -> int | None:

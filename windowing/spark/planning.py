@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from windowing.assigners.hopping import HoppingEventTimeWindows
@@ -65,6 +65,7 @@ from windowing.spark.columns.aggregates import AggregateCall
 from windowing.spark.jobs import (
     batch_key_groups,
     estimated_bytes,
+    one_task,
     streaming_key_groups,
     streaming_time_mode,
     uses_wall_clock,
@@ -84,7 +85,6 @@ __all__ = [
     "as_tumbling",
     "columnar_shape",
     "plan_spark",
-    "small_input",
     "small_input_bytes",
 ]
 
@@ -131,6 +131,9 @@ class SparkPlan:
         processing-time column, streaming), or feeds a key's whole input first.
     key_groups
         The key groups of a batch replay (one Python call each), sized to the input.
+    one_task
+        Whether the batch replay runs in one task without a shuffle (one key group of a
+        small input: :func:`~windowing.spark.jobs.one_task`).
 
     Examples
     --------
@@ -146,6 +149,7 @@ class SparkPlan:
     element_order: str = "arrival order, as Flink"
     watermarks: bool = True
     key_groups: int | None = None
+    one_task: bool = False
 
     @property
     def native(self) -> bool:
@@ -185,17 +189,18 @@ def plan_spark(
     ``None`` when only a native plan can run the job (``why_no_spec`` says why: the error
     when the job has none)."""
     small = ""
+    size: int | None = None  # Spark's estimate of a batch input's size, asked once
     if calls is not None and not job.source.df.isStreaming:
         native = _native(native_job or job, calls)
         if native is not None:
-            size = None if spec is None else small_input(job.source.df)
-            if size is None:
+            most = 0 if spec is None else small_input_bytes(job.source.df.sparkSession)
+            size = estimated_bytes(job.source.df) if most > 0 else None
+            if size is None or size > most:
                 return SparkPlan(native[0], native[1], None)
             small = (
                 f"; the input is small (Spark estimates {size:,} bytes, at most "
-                f"{SMALL_INPUT_CONF} = {small_input_bytes(job.source.df.sparkSession):,}): "
-                f"the window operator, which starts faster than the native plan "
-                f"({native[0].value}) and gives the same outcome"
+                f"{SMALL_INPUT_CONF} = {most:,}): the window operator, which starts faster "
+                f"than the native plan ({native[0].value}) and gives the same outcome"
             )
     if spec is None:
         raise ValueError(why_no_spec or "a job without a native plan needs a window function")
@@ -230,11 +235,16 @@ def plan_spark(
         columnar = None if later else columnar
         return SparkPlan(Route.STREAMING, runtime, operator, columnar, _element_order(source))
     order = _element_order(source)
-    groups = batch_key_groups(job)
-    runtime = _batch_text(source, order, groups) + _idle_text(job) + small
+    if not small:
+        size = estimated_bytes(source.df)
+    groups = batch_key_groups(job, size)
+    single = one_task(groups, size)
+    runtime = _batch_text(source, order, groups, single) + _idle_text(job) + small
     # In event-time order a key's whole input comes first (the replay's deferred keys).
     watermarks = source.arrival_order is not None or source.processing_time is not None
-    return SparkPlan(Route.BATCH_REPLAY, runtime, operator, columnar, order, watermarks, groups)
+    return SparkPlan(
+        Route.BATCH_REPLAY, runtime, operator, columnar, order, watermarks, groups, single
+    )
 
 
 # ---------------------------------------------------------------------------- small inputs
@@ -257,17 +267,6 @@ def small_input_bytes(spark: SparkSession) -> int:
     except ValueError:
         msg = f"{SMALL_INPUT_CONF} must be a number of bytes, got {value!r}"
         raise ValueError(msg) from None
-
-
-def small_input(df: DataFrame) -> int | None:
-    """Spark's estimate of ``df``'s size when it is small enough for the window operator to
-    run a batch ``.agg`` that has a native plan (:data:`SMALL_INPUT_CONF`), else ``None``
-    (also when Spark has no estimate)."""
-    most = small_input_bytes(df.sparkSession)
-    if most <= 0:
-        return None
-    size = estimated_bytes(df)
-    return size if size is not None and size <= most else None
 
 
 # ---------------------------------------------------------------------------- native routes
@@ -543,7 +542,7 @@ def _element_order(source: StreamSource) -> str:
     return order
 
 
-def _batch_text(source: StreamSource, order: str, groups: int) -> str:
+def _batch_text(source: StreamSource, order: str, groups: int, single: bool) -> str:
     """The batch replay of rows fed in ``order`` (:func:`_element_order`), in words."""
     if source.arrival_order is not None:
         replayed = (
@@ -557,7 +556,9 @@ def _batch_text(source: StreamSource, order: str, groups: int) -> str:
             "watermark goes from the start straight to the end of input and nothing is late "
             "(Flink's batch mode)"
         )
-    return (
-        f"batch replay: rows grouped into {groups} key groups (groupBy + applyInArrow), "
-        f"each key's rows replayed {replayed}"
+    grouped = (
+        "rows of a small input in one task, without a shuffle (coalesce(1) + mapInArrow)"
+        if single
+        else f"rows grouped into {groups} key groups (groupBy + applyInArrow)"
     )
+    return f"batch replay: {grouped}, each key's rows replayed {replayed}"

@@ -77,7 +77,6 @@ from windowing.spark.columns.side_outputs import (
 )
 from windowing.spark.columns.watermark import add_inputs_watermark, add_prefix_max
 from windowing.spark.jobs import (
-    batch_key_groups,
     idleness_of,
     shuffle_partitions,
     window_operator,
@@ -226,14 +225,24 @@ class WindowedResult:
         only): Spark's default keeps every shuffle's ``spark.sql.shuffle.partitions`` in a
         cached plan, and each later read of the output would run a task per partition of
         every branch (over 400 with the default 200, for a few rows). The tagged output has
-        no partitioning a later query could reuse."""
+        no partitioning a later query could reuse. A replay in one task has no shuffle for
+        adaptive execution to change: its output is cached without it (``spark.sql.adaptive.
+        enabled`` off for this call), which saves a Spark job per read of the cache."""
         conf = self.output.sparkSession.conf
-        before = conf.get(_CACHED_PARTITIONING)
-        conf.set(_CACHED_PARTITIONING, "true")
+        key, value = (
+            ("spark.sql.adaptive.enabled", "false")
+            if self.plan.one_task
+            else (_CACHED_PARTITIONING, "true")
+        )
+        before = conf.get(key, None)
+        conf.set(key, value)
         try:
             self.output.persist(storage_level)
         finally:
-            conf.set(_CACHED_PARTITIONING, before if before is not None else "false")
+            if before is None:
+                conf.unset(key)
+            else:
+                conf.set(key, before)
         return self
 
     def unpersist(self, blocking: bool = False) -> None:
@@ -321,11 +330,14 @@ def prefix_max_buckets(spark: SparkSession) -> int:
     return min(max(shuffle_partitions(spark), 1), 64)
 
 
-def arrival_watermark(prepared: DataFrame, source: StreamSource, groups: int) -> DataFrame:
+def arrival_watermark(
+    prepared: DataFrame, source: StreamSource, groups: int, *, one_task: bool = False
+) -> DataFrame:
     """``prepared`` (the internal columns and the key group) plus the prefix maximum the
     watermark of each row comes from (``__pw_wmax``; per input and combined for
-    :class:`~windowing.job.InputWatermarks`), partitioned by key group."""
-    buckets = prefix_max_buckets(prepared.sparkSession)
+    :class:`~windowing.job.InputWatermarks`), partitioned by key group. ``one_task``:
+    ``prepared`` is in one partition, which one arrival bucket keeps (no shuffle)."""
+    buckets = 1 if one_task else prefix_max_buckets(prepared.sparkSession)
     if isinstance(source.watermark, InputWatermarks):
         return add_inputs_watermark(
             prepared,
@@ -336,9 +348,17 @@ def arrival_watermark(prepared: DataFrame, source: StreamSource, groups: int) ->
             group=KEY_GROUP,
             groups=groups,
             buckets=buckets,
+            one_task=one_task,
         )
     return add_prefix_max(
-        prepared, order=_ARR, value=_TS, out=_WMAX, group=KEY_GROUP, groups=groups, buckets=buckets
+        prepared,
+        order=_ARR,
+        value=_TS,
+        out=_WMAX,
+        group=KEY_GROUP,
+        groups=groups,
+        buckets=buckets,
+        one_task=one_task,
     )
 
 
@@ -419,9 +439,12 @@ def run_batch(
         )
         raise NotImplementedError(msg)
     layout = build_layout(stream, spec, output_schema, side_output_schemas)
+    # One Python call per key group (Flink's key groups), its keys replayed one by one; a
+    # small input in one task, without a shuffle (every step below keeps its one partition).
+    groups = plan.key_groups or 1
     prepared = df.select(*internal_columns(df, source))
-    # One Python call per key group (Flink's key groups), its keys replayed one by one.
-    groups = plan.key_groups or batch_key_groups(stream)
+    if plan.one_task:
+        prepared = prepared.coalesce(1)
     # Spark drops a constant from a sort (the key group of window_all, or of constant keys)
     # and then sorts by the grouping column again, with an external sort that does not keep
     # the order of equal rows once it spills: ``+ pmod(content hash, 1)`` (always 0) keeps
@@ -430,7 +453,7 @@ def run_batch(
     prepared = prepared.withColumn(KEY_GROUP, kg)
     if source.arrival_order is not None:
         # (shuffled by key group already: the sort and groupBy below add no shuffle)
-        prepared = arrival_watermark(prepared, source, groups)
+        prepared = arrival_watermark(prepared, source, groups, one_task=plan.one_task)
     notice, null_results = null_result_accumulator(
         df.sparkSession, spec, dead_letter=layout.dead_letter
     )
@@ -455,24 +478,27 @@ def run_batch(
     # prefix maximum has shuffled the rows by key group already.
     order = replay_order(arrival=arrival, processing_time=source.processing_time is not None)
     shuffled = (
-        prepared if source.arrival_order is not None else prepared.repartition(col(KEY_GROUP))
+        prepared
+        if source.arrival_order is not None or plan.one_task
+        else prepared.repartition(col(KEY_GROUP))
     )
     ordered = shuffled.sortWithinPartitions(
         col(KEY_GROUP), *[col(k) for k in keys], *[col(n).asc_nulls_last() for n, _, _ in order]
     )
-    grouped = ordered.groupBy(KEY_GROUP)
-    if streams_record_batches():
 
-        def replay_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            return replay.batches(batches)
+    def replay_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return replay.batches(batches)
 
-        combined = grouped.applyInArrow(replay_batches, schema=layout.schema)
+    if plan.one_task:  # the one partition is the one key group
+        combined = ordered.mapInArrow(replay_batches, schema=layout.schema)
+    elif streams_record_batches():
+        combined = ordered.groupBy(KEY_GROUP).applyInArrow(replay_batches, schema=layout.schema)
     else:  # PySpark 4.0: the group as one table (same results; not bounded by batches)
 
         def replay_table(table: pa.Table) -> pa.Table:
             return replay.table(table)
 
-        combined = grouped.applyInArrow(replay_table, schema=layout.schema)
+        combined = ordered.groupBy(KEY_GROUP).applyInArrow(replay_table, schema=layout.schema)
     return WindowedResult.of_output(combined, layout, plan, notice)
 
 

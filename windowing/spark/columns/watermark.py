@@ -344,6 +344,7 @@ def add_prefix_max(
     groups: int,
     buckets: int,
     accuracy: int = 1_000,
+    one_task: bool = False,
 ) -> DataFrame:
     """``df`` plus column ``out``: the maximum of ``value`` over all rows whose ``order`` (a
     ``bigint``, or a struct of them compared field by field: :func:`with_earlier_max`) is
@@ -365,15 +366,27 @@ def add_prefix_max(
 
     The quantiles only balance the work: the result is exact whatever they are, so it does
     not depend on partitioning either. Written as SQL text (few calls to the JVM).
+
+    ``one_task``: ``df`` is in one partition and has one group (a small input): the
+    prefix maximum is one window function over it, ordered by ``order`` (no shuffle).
     """
     values = [value] if isinstance(value, str) else list(value)
     outs = [out] if isinstance(out, str) else list(out)
     assert len(values) == len(outs) > 0
     buckets = max(1, int(buckets))
     o, g = quoted(order), quoted(group)
+    if one_task:
+        # ``group`` is 0 for every row (not a constant: see _ONE_PARTITION): the windows
+        # need no shuffle, and the partitioning is kept
+        assert groups == 1
+        for v, name in zip(values, outs, strict=True):
+            known = f"IF({o} IS NULL, NULL, {quoted(v)})"
+            df = with_earlier_max(df, value=known, within=group, order=order, out=name)
+        return df
     cut = bucket_value(df, order)
-    if buckets == 1:  # (0 for every row, not a constant: see _ONE_PARTITION)
-        with_bucket = df.selectExpr("*", f"coalesce({cut} * 0, 0) AS __pw_pbucket")
+    if buckets == 1:  # (0 for every row, not a constant: see _ONE_PARTITION; Spark drops
+        # ``order * 0`` from a window's partitioning when the order column is never null)
+        with_bucket = df.selectExpr("*", f"coalesce({g} * 0, 0) AS __pw_pbucket")
     else:
         probs = ", ".join(f"{i / buckets!r}D" for i in range(1, buckets))
         quantiles = df.selectExpr(
@@ -444,6 +457,7 @@ def add_inputs_watermark(
     group: str,
     groups: int,
     buckets: int,
+    one_task: bool = False,
 ) -> DataFrame:
     """``df`` plus column ``out`` for several inputs read as one stream (a join's sides, named
     in the column ``inputs.column``): the smallest, over the inputs, of the largest event
@@ -463,7 +477,14 @@ def add_inputs_watermark(
         ],
     )
     with_maxima = add_prefix_max(
-        tagged, order=order, value=names, out=maxima, group=group, groups=groups, buckets=buckets
+        tagged,
+        order=order,
+        value=names,
+        out=maxima,
+        group=group,
+        groups=groups,
+        buckets=buckets,
+        one_task=one_task,
     )
     unknown = " OR ".join(f"{m} IS NULL" for m in maxima)
     smallest = f"least({', '.join(maxima)})" if len(maxima) > 1 else maxima[0]
