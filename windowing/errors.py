@@ -14,7 +14,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DeadLetter", "ErrorPhase", "ErrorPolicy"]
+__all__ = ["DeadLetter", "ErrorPhase", "ErrorPolicy", "EventTimeUnitWarning"]
 
 
 class ErrorPolicy(enum.Enum):
@@ -84,3 +84,18 @@ class DeadLetter:
     ) -> DeadLetter:
         """The dead letter of ``exc``."""
         return cls(key, phase, type(exc).__qualname__, str(exc), window, value, timestamp)
+
+
+class EventTimeUnitWarning(UserWarning):
+    """An integral event-time column read as epoch milliseconds (the default) holds values
+    that look like another unit: epoch seconds, microseconds or nanoseconds
+    (:func:`windowing.time.suspected_unit`). Pass ``event_time_unit`` to ``from_dataframe``:
+    the column's unit, or ``"ms"`` to keep milliseconds, which also silences the warning.
+
+    Example::
+
+        import warnings
+        from windowing.errors import EventTimeUnitWarning
+
+        warnings.simplefilter("error", EventTimeUnitWarning)  # make the check fail the build
+    """
