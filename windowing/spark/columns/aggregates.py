@@ -417,7 +417,7 @@ def order_key(df: DataFrame, job: Job) -> Column:
     order], content hash)``; ``first`` / ``last`` and ties of ``min_by`` / ``max_by``
     follow it."""
     source = job.source
-    parts = [time_millis(df, source.event_time, "event_time")]
+    parts = [time_millis(df, source.event_time, "event_time", source.event_unit)]
     if source.arrival_order is not None:
         parts.append(arrival_micros(df, source.arrival_order))
     parts.append(content_hash(df))

@@ -56,7 +56,8 @@ from windowing.spark.columns.schema import (
     make_row_encoder,
 )
 from windowing.spark.columns.side_outputs import no_side_output
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.spark.columns.units import unit_sql
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, TimeUnit
 from windowing.windows import window_text
 
 __all__ = [
@@ -148,12 +149,22 @@ def ms_to_time(column: Column, kind: str, *, clamp: bool = False) -> Column:
     ).otherwise(F.lit(None).cast(TimestampType()))
 
 
-def bound_sql(name: str, alias: str | None = None, *, kind: str) -> str:
+def bound_sql(
+    name: str,
+    alias: str | None = None,
+    *,
+    kind: str,
+    unit: TimeUnit = TimeUnit.MILLISECONDS,
+    bound: bool = False,
+) -> str:
     """:func:`ms_to_time` of the window bound or max timestamp in column ``name`` (clamped)
-    as SQL text (``AS alias`` when given): one call to the JVM for a whole projection."""
+    as SQL text (``AS alias`` when given): one call to the JVM for a whole projection. An
+    integral event time's ``unit`` (:func:`~windowing.spark.columns.units.unit_sql`; a
+    window's start and end with ``bound``): exactly the values of the column that are in
+    the window lie in ``[start, end)``."""
     as_alias = "" if alias is None else f" AS {alias}"
     if kind != "timestamp":
-        return f"{name}{as_alias}"
+        return f"{unit_sql(name, unit, bound=bound)}{as_alias}"
     return (
         f"CASE WHEN {name} < {_SPARK_MIN_MS} THEN timestamp_micros({_SPARK_MIN_US}) "
         f"WHEN {name} > {_SPARK_MAX_MS} THEN timestamp_micros({_SPARK_MAX_US}) "
@@ -180,6 +191,9 @@ class OutputLayout:
         key and window columns).
     ts_kind
         ``"timestamp"`` or ``"integral"``: the type of the time columns on the driver.
+    time_unit
+        The unit of an integral event-time column: result times (window bounds, max
+        timestamps, late watermarks) are given in it.
     late_output_tag
         The tag of ``side_output_late_data``, if any.
     side_outputs
@@ -214,6 +228,7 @@ class OutputLayout:
     show_values: bool = False
     window_struct: str | None = None
     pane_info: bool = False
+    time_unit: TimeUnit = TimeUnit.MILLISECONDS
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -295,7 +310,7 @@ class OutputLayout:
     def _windowed(
         self, df: DataFrame, kind: int, cols: list[str], fields: StructType, struct: str | None
     ) -> DataFrame:
-        time = functools.partial(bound_sql, kind=self.ts_kind)
+        time = functools.partial(bound_sql, kind=self.ts_kind, unit=self.time_unit)
         values = [f"{c} AS {_quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)]
         keys = [_quoted(k) for k in self.keys]
         # SQL text: one call to the JVM for the whole projection
@@ -305,12 +320,13 @@ class OutputLayout:
             else []
         )
         if struct is not None:  # Spark's groupBy(window(...)) columns
-            window = f"named_struct('start', {time(_WS)}, 'end', {time(_WE)}) AS {_quoted(struct)}"
+            start, end = time(_WS, bound=True), time(_WE, bound=True)
+            window = f"named_struct('start', {start}, 'end', {end}) AS {_quoted(struct)}"
             return df.where(f"{KIND} = {kind}").selectExpr(*keys, window, *values, *panes)
         return df.where(f"{KIND} = {kind}").selectExpr(
             *keys,
-            time(_WS, "window_start"),
-            time(_WE, "window_end"),
+            time(_WS, "window_start", bound=True),
+            time(_WE, "window_end", bound=True),
             *values,
             time(_MT, "max_timestamp"),
             *panes,
@@ -343,9 +359,15 @@ class OutputLayout:
                 for c, f, keep in zip(self.late_cols, self.input_schema.fields, user, strict=True)
                 if keep
             ],
-            ms_to_time(F.col(_LWM), self.ts_kind).alias("late_watermark"),
+            self._time(_LWM).alias("late_watermark"),
             F.col(_LREASON).alias("late_reason"),
         )
+
+    def _time(self, name: str) -> Column:
+        """The time in ms of column ``name`` (not a window bound) as a result column."""
+        if self.ts_kind == "timestamp":
+            return ms_to_time(F.col(name), self.ts_kind)
+        return F.expr(unit_sql(name, self.time_unit))
 
     def select_dead_letters(self, df: DataFrame) -> DataFrame:
         """The dead letters: the input columns (the key columns always; the others null
@@ -372,8 +394,8 @@ class OutputLayout:
             f"{_LREASON} AS {phase}",
             f"{_DCLASS} AS {error_class}",
             f"{_DMSG} AS {message}",
-            bound_sql(_WS, start, kind=layout.ts_kind),
-            bound_sql(_WE, end, kind=layout.ts_kind),
+            bound_sql(_WS, start, kind=layout.ts_kind, unit=layout.time_unit, bound=True),
+            bound_sql(_WE, end, kind=layout.ts_kind, unit=layout.time_unit, bound=True),
         )
 
     def select_side_output(self, df: DataFrame, tag: OutputTag) -> DataFrame:

@@ -47,6 +47,8 @@ from pyspark.sql.types import (
     _parse_datatype_string,
 )
 
+from windowing.time import TimeUnit
+
 __all__ = [
     "INTERNAL_PREFIX",
     "TimeKind",
@@ -142,7 +144,8 @@ def column_time_kind(df: DataFrame, column: str, parameter: str) -> TimeKind:
         raise ValueError(msg)
     msg = (
         f"{parameter}: column {column!r} has type {_type_name(dtype)}; it must be a timestamp "
-        "or an integral count of epoch milliseconds (tinyint, smallint, int or bigint)"
+        "or an integral epoch time (tinyint, smallint, int or bigint; milliseconds unless a "
+        "unit is given)"
     )
     raise ValueError(msg)
 
@@ -153,8 +156,11 @@ def validate_source(
     event_time: str,
     arrival_order: str | None,
     processing_time: str | None,
+    event_time_unit: TimeUnit | None = None,
+    processing_time_unit: TimeUnit | None = None,
 ) -> None:
-    """Check the columns named by ``WindowedStream.from_dataframe`` (no Spark job runs)."""
+    """Check the columns named by ``WindowedStream.from_dataframe`` and their declared units:
+    a unit is only for an integral column (no Spark job runs)."""
     if not isinstance(df, DataFrame):
         msg = f"df must be a pyspark.sql.DataFrame, got {type(df).__name__} {df!r}"
         raise ValueError(msg)
@@ -169,11 +175,28 @@ def validate_source(
         dupes = sorted({c for c in df.columns if df.columns.count(c) > 1})
         msg = f"df: duplicate column names {dupes}; window input columns must be unique"
         raise ValueError(msg)
-    column_time_kind(df, event_time, "event_time")
+    event_kind = column_time_kind(df, event_time, "event_time")
     if arrival_order is not None:
         column_time_kind(df, arrival_order, "arrival_order")
+    processing_kind = None
     if processing_time is not None:
-        column_time_kind(df, processing_time, "processing_time")
+        processing_kind = column_time_kind(df, processing_time, "processing_time")
+    elif processing_time_unit is not None:
+        msg = (
+            f"processing_time_unit={processing_time_unit.value!r} is given without a "
+            "processing_time column"
+        )
+        raise ValueError(msg)
+    for column, kind, unit, parameter in (
+        (event_time, event_kind, event_time_unit, "event_time_unit"),
+        (processing_time, processing_kind, processing_time_unit, "processing_time_unit"),
+    ):
+        if unit is not None and kind == "timestamp":
+            msg = (
+                f"{parameter}={unit.value!r}: column {column!r} is a timestamp, which has no "
+                "unit to declare; a unit is only for an integral column of epoch time"
+            )
+            raise ValueError(msg)
 
 
 _NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)
