@@ -105,6 +105,7 @@ _SPARK_MIN_MS = -62_135_596_800_000
 _SPARK_MAX_MS = 253_402_300_799_999
 _SPARK_MIN_US = _SPARK_MIN_MS * 1_000
 _SPARK_MAX_US = 253_402_300_799_999_999
+_MS = TimeUnit.MILLISECONDS
 
 
 # The metrics row's counters and gauges (COUNTER_NAMES order) in one array column: one column
@@ -150,18 +151,11 @@ def ms_to_time(column: Column, kind: str, *, clamp: bool = False) -> Column:
 
 
 def bound_sql(
-    name: str,
-    alias: str | None = None,
-    *,
-    kind: str,
-    unit: TimeUnit = TimeUnit.MILLISECONDS,
-    bound: bool = False,
+    name: str, alias: str | None = None, *, kind: str, unit: TimeUnit = _MS, bound: bool = False
 ) -> str:
     """:func:`ms_to_time` of the window bound or max timestamp in column ``name`` (clamped)
-    as SQL text (``AS alias`` when given): one call to the JVM for a whole projection. An
-    integral event time's ``unit`` (:func:`~windowing.spark.columns.units.unit_sql`; a
-    window's start and end with ``bound``): exactly the values of the column that are in
-    the window lie in ``[start, end)``."""
+    as SQL text (``AS alias`` when given): one call to the JVM for a whole projection; an
+    integral time in ``unit`` (a window's start or end with ``bound``: ``units.unit_sql``)."""
     as_alias = "" if alias is None else f" AS {alias}"
     if kind != "timestamp":
         return f"{unit_sql(name, unit, bound=bound)}{as_alias}"
@@ -170,6 +164,13 @@ def bound_sql(
         f"WHEN {name} > {_SPARK_MAX_MS} THEN timestamp_micros({_SPARK_MAX_US}) "
         f"ELSE timestamp_millis({name}) END{as_alias}"
     )
+
+
+def _instant(name: str, kind: str, unit: TimeUnit) -> Column:
+    """:func:`ms_to_time` of the instant in column ``name`` (in ``unit`` when integral)."""
+    if kind == "timestamp":
+        return ms_to_time(F.col(name), kind)
+    return F.expr(unit_sql(name, unit))
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,8 +193,7 @@ class OutputLayout:
     ts_kind
         ``"timestamp"`` or ``"integral"``: the type of the time columns on the driver.
     time_unit
-        The unit of an integral event-time column: result times (window bounds, max
-        timestamps, late watermarks) are given in it.
+        The unit of an integral event-time column, and so of the result times.
     late_output_tag
         The tag of ``side_output_late_data``, if any.
     side_outputs
@@ -228,7 +228,7 @@ class OutputLayout:
     show_values: bool = False
     window_struct: str | None = None
     pane_info: bool = False
-    time_unit: TimeUnit = TimeUnit.MILLISECONDS
+    time_unit: TimeUnit = _MS
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -359,15 +359,9 @@ class OutputLayout:
                 for c, f, keep in zip(self.late_cols, self.input_schema.fields, user, strict=True)
                 if keep
             ],
-            self._time(_LWM).alias("late_watermark"),
+            _instant(_LWM, self.ts_kind, self.time_unit).alias("late_watermark"),
             F.col(_LREASON).alias("late_reason"),
         )
-
-    def _time(self, name: str) -> Column:
-        """The time in ms of column ``name`` (not a window bound) as a result column."""
-        if self.ts_kind == "timestamp":
-            return ms_to_time(F.col(name), self.ts_kind)
-        return F.expr(unit_sql(name, self.time_unit))
 
     def select_dead_letters(self, df: DataFrame) -> DataFrame:
         """The dead letters: the input columns (the key columns always; the others null
