@@ -445,6 +445,43 @@ def test_inputs_that_cost_a_shuffle_or_rows_of_python_objects_are_not_sampled(
         assert not jobs
 
 
+def test_a_streaming_query_checks_its_first_micro_batch(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The range of each micro-batch's event times is observed with the micro-batch, and
+    the query of ``write_results_and_late`` warns on the first one (from its listener)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for b in range(2):
+        lines = [{"user": "a", "sent_at": 1_700_000_000 + 60 * b + i} for i in range(3)]
+        path = src / f"part-{b:04d}.json"
+        path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+        os.utime(path, (1_600_000_000 + b * 10,) * 2)
+    df = spark.readStream.schema("user string, sent_at bigint").json(str(src))
+
+    def job(unit: str | None) -> Any:
+        stream = WindowedStream.from_dataframe(df, event_time="sent_at", event_time_unit=unit)
+        return stream.key_by("user").window(TEN).agg(F.count("*").alias("n"))
+
+    assert job("ms").unit_check is None  # a declared unit is not checked
+    result = job(None)
+    assert result.unit_check is not None
+    with pytest.warns(EventTimeUnitWarning, match="event_time column 'sent_at'") as caught:
+        query = write_results_and_late(
+            result,
+            str(tmp_path / "results"),
+            str(tmp_path / "late"),
+            str(tmp_path / "checkpoint"),
+            available_now=True,
+        )
+        query.awaitTermination()
+    assert query.exception() is None
+    assert len(caught) == 1
+    assert "event_time_unit='s'" in str(caught[0].message)
+    observed = [p["observedMetrics"].get(result.unit_check.name) for p in query.recentProgress]
+    assert next(tuple(r) for r in observed if r is not None) == (1_700_000_000, 1_700_000_062)
+
+
 # --------------------------------------------------------------------------- errors
 
 

@@ -3,12 +3,14 @@ millisecond clock (:func:`millis_sql`) and the clock's times back into the colum
 the outputs (:func:`unit_sql`), in integer arithmetic that never overflows (the same
 arithmetic as :class:`windowing.time.TimeUnit`, which the tests compare it with); and the
 check that an event-time column left in milliseconds does not hold another unit
-(:func:`check_event_time_unit`)."""
+(:func:`check_event_time_unit`; in streaming :class:`StreamingUnitCheck`)."""
 
 from __future__ import annotations
 
+import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -27,6 +29,7 @@ from windowing.time import (
 
 __all__ = [
     "SAMPLE_VALUES",
+    "StreamingUnitCheck",
     "check_event_time_unit",
     "floor_div_sql",
     "millis_sql",
@@ -155,3 +158,35 @@ def warn_if_suspect(column: str, low: int, high: int, *, stacklevel: int = 2) ->
     if unit is not None:
         text = unit_warning_text(column, low, high, unit)
         warnings.warn(text, EventTimeUnitWarning, stacklevel=stacklevel)
+
+
+@dataclass(frozen=True)
+class StreamingUnitCheck:
+    """The unit check of a streaming input (no data to sample when the job is built): the
+    smallest and largest value of the event-time ``column`` in each micro-batch, observed
+    under ``name`` (``query.lastProgress["observedMetrics"]``; computed with the micro-batch,
+    no job of its own), and checked on the driver by the query's listener
+    (:func:`~windowing.spark.streaming.sinks.write_results_and_late`) on the first
+    micro-batch with event times."""
+
+    name: str
+    column: str
+
+    @classmethod
+    def observe(cls, df: DataFrame, column: str) -> tuple[DataFrame, StreamingUnitCheck | None]:
+        """``df`` observed for the check of its integral event-time ``column`` (``df`` and
+        ``None`` for a timestamp column)."""
+        if column_time_kind(df, column, "event_time") != "integral":
+            return df, None
+        check = cls(f"windowing_event_time_{uuid.uuid4().hex[:12]}", column)
+        c = F.col(quoted(column)).cast("long")
+        return df.observe(check.name, F.min(c).alias("low"), F.max(c).alias("high")), check
+
+    def progress(self, observed: Mapping[str, Any]) -> bool:
+        """Check one micro-batch's observed metrics (warning when they look like another
+        unit); whether the check is done (the micro-batch had event times)."""
+        row = observed.get(self.name)
+        if row is None or row["low"] is None:
+            return False
+        warn_if_suspect(self.column, int(row["low"]), int(row["high"]))
+        return True

@@ -77,6 +77,7 @@ from windowing.spark.columns.output import (
     col,
     counter_sql,
 )
+from windowing.spark.columns.units import StreamingUnitCheck
 from windowing.spark.jobs import (
     idleness_of,
     streaming_key_groups,
@@ -137,6 +138,9 @@ class StreamingWindowedResult:
     definition
         The job's definition, which its checkpoint records (a restart with a job whose
         state-shaping parts differ is refused: :mod:`windowing.spark.streaming.job_record`).
+    unit_check
+        The check of an integral event-time column without a declared unit, which
+        :func:`write_results_and_late` makes on the first micro-batch with event times.
     """
 
     output: DataFrame
@@ -146,6 +150,7 @@ class StreamingWindowedResult:
     metrics_name: str | None = METRICS_NAME
     config: ProcessorConfig | None = None
     definition: JobDefinition | None = None
+    unit_check: StreamingUnitCheck | None = None
 
     def read_state(self, checkpoint: str, batch_id: int | None = None) -> DataFrame:
         """The open windows of this query's state in ``checkpoint`` (a running or stopped
@@ -269,6 +274,9 @@ def run_streaming(
     spark = df.sparkSession
     spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
 
+    unit_check = None
+    if source.event_time_unit is None:
+        df, unit_check = StreamingUnitCheck.observe(df, source.event_time)
     nan_masks = _nan_masks(df)
     prepared = df.select(
         *internal_columns(df, source),
@@ -331,6 +339,7 @@ def run_streaming(
         metrics_name=metrics_name,
         config=processor.config,
         definition=definition,
+        unit_check=unit_check,
     )
 
 
