@@ -4,9 +4,9 @@ Each job runs on event times in milliseconds and on the same instants in another
 seconds; microseconds and nanoseconds with a sub-millisecond part, which is floored away),
 before and after 1970: the windows, results and late rows are the same, with the result
 times in the column's unit (``TimeUnit.from_millis``), in every plan (native, the window
-operator, columnar; in seconds) and in streaming. Then the SQL arithmetic against ``TimeUnit`` at the
-ends of ``long``, the check that warns when seconds are read as milliseconds, and the errors
-for a wrong unit, raised before any Spark job.
+operator, columnar; in seconds) and in streaming. Then the SQL arithmetic against
+``TimeUnit`` at the ends of ``long``, the check that warns when seconds are read as
+milliseconds, and the errors for a wrong unit, raised before any Spark job.
 """
 
 from __future__ import annotations
