@@ -82,6 +82,7 @@ from windowing.spark.columns.output import (
     col,
     counter_sql,
 )
+from windowing.spark.columns.units import StreamingUnitCheck
 from windowing.spark.jobs import (
     idleness_of,
     streaming_key_groups,
@@ -155,6 +156,9 @@ class StreamingWindowedResult:
     upstream
         The windowing stages whose results feed this one in its query, the first first
         (Flink's consecutive windows; empty for a first stage).
+    unit_check
+        The check of an integral event-time column without a declared unit, which
+        :func:`write_results_and_late` makes on the first micro-batch with event times.
     """
 
     output: DataFrame
@@ -165,6 +169,7 @@ class StreamingWindowedResult:
     config: ProcessorConfig | None = None
     definition: JobDefinition | None = None
     upstream: tuple[StreamingWindowedResult, ...] = ()
+    unit_check: StreamingUnitCheck | None = None
 
     @property
     def stages(self) -> tuple[StreamingWindowedResult, ...]:
@@ -319,6 +324,9 @@ def run_streaming(
         metrics_name = stage_metrics_name(metrics_name, facts.metric_names)
     spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
 
+    unit_check = None
+    if source.event_time_unit is None:
+        df, unit_check = StreamingUnitCheck.observe(df, source.event_time)
     nan_masks = _nan_masks(df)
     prepared = df.select(
         *internal_columns(df, source, flat=True),
@@ -387,6 +395,7 @@ def run_streaming(
         config=processor.config,
         definition=definition,
         upstream=find_stages(facts),
+        unit_check=unit_check,
     )
     register_stage(result)
     return result
