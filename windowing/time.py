@@ -346,12 +346,16 @@ def suspected_unit(low: int, high: int) -> TimeUnit | None:
     return None
 
 
-def unit_warning_text(column: str, low: int, high: int, unit: TimeUnit) -> str:
+def unit_warning_text(
+    column: str, low: int, high: int, unit: TimeUnit, *, where: str | None = None
+) -> str:
     """The warning that the integral event-time ``column``, read as milliseconds, holds
-    values from ``low`` to ``high`` that look like ``unit`` (see :func:`suspected_unit`)."""
+    values from ``low`` to ``high`` that look like ``unit`` (see :func:`suspected_unit`);
+    ``where`` names the input when there are several (``"the left input"`` of a join)."""
     ms = TimeUnit.MILLISECONDS
+    of = "" if where is None else f" of {where}"
     return (
-        f"event_time column {column!r} holds values from {low} to {high}: read as epoch "
+        f"event_time column {column!r}{of} holds values from {low} to {high}: read as epoch "
         f"milliseconds (the default) they are {ms.to_datetime_text(low)} to "
         f"{ms.to_datetime_text(high)}, as epoch {unit.words} {unit.to_datetime_text(low)} to "
         f"{unit.to_datetime_text(high)}. If they are {unit.words}, pass "

@@ -473,9 +473,10 @@ def test_a_streaming_query_checks_its_first_micro_batch(
         stream = WindowedStream.from_dataframe(df, event_time="sent_at", event_time_unit=unit)
         return stream.key_by("user").window(TEN).agg(F.count("*").alias("n"))
 
-    assert job("ms").unit_check is None  # a declared unit is not checked
+    assert job("ms").unit_checks == ()  # a declared unit is not checked
     result = job(None)
-    assert result.unit_check is not None
+    (check,) = result.unit_checks
+    assert (check.column, check.where) == ("sent_at", None)
     with pytest.warns(EventTimeUnitWarning, match="event_time column 'sent_at'") as caught:
         query = write_results_and_late(
             result,
@@ -488,7 +489,7 @@ def test_a_streaming_query_checks_its_first_micro_batch(
     assert query.exception() is None
     assert len(caught) == 1
     assert "event_time_unit='s'" in str(caught[0].message)
-    observed = [p["observedMetrics"].get(result.unit_check.name) for p in query.recentProgress]
+    observed = [p["observedMetrics"].get(check.name) for p in query.recentProgress]
     assert next(tuple(r) for r in observed if r is not None) == (1_700_000_000, 1_700_000_062)
 
 

@@ -182,6 +182,8 @@ def test_the_warning_names_the_column_both_readings_and_the_parameter() -> None:
     assert "epoch seconds 2023-11-14T22:13:20.000Z to 2023-11-14T22:15:00.000Z" in text
     assert "event_time_unit='s'" in text
     assert "event_time_unit='ms'" in text
+    joined = unit_warning_text("sent_at", NOW[S], NOW[S] + 100, S, where="the left input")
+    assert "event_time column 'sent_at' of the left input holds values" in joined
 
 
 def test_the_warning_is_a_user_warning() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "check_event_time_unit",
     "floor_div_sql",
     "millis_sql",
+    "unit_checks_in",
     "unit_sql",
     "warn_if_suspect",
 ]
@@ -151,12 +152,15 @@ def check_event_time_unit(df: DataFrame, column: str, *, stacklevel: int = 2) ->
         warn_if_suspect(column, min(values), max(values), stacklevel=stacklevel + 1)
 
 
-def warn_if_suspect(column: str, low: int, high: int, *, stacklevel: int = 2) -> None:
+def warn_if_suspect(
+    column: str, low: int, high: int, *, where: str | None = None, stacklevel: int = 2
+) -> None:
     """The :class:`~windowing.errors.EventTimeUnitWarning` for ``column``'s observed values
-    ``low`` to ``high`` when they look like another unit than milliseconds."""
+    ``low`` to ``high`` (of the input ``where``, if named) when they look like another unit
+    than milliseconds."""
     unit = suspected_unit(low, high)
     if unit is not None:
-        text = unit_warning_text(column, low, high, unit)
+        text = unit_warning_text(column, low, high, unit, where=where)
         warnings.warn(text, EventTimeUnitWarning, stacklevel=stacklevel)
 
 
@@ -167,18 +171,27 @@ class StreamingUnitCheck:
     under ``name`` (``query.lastProgress["observedMetrics"]``; computed with the micro-batch,
     no job of its own), and checked on the driver by the query's listener
     (:func:`~windowing.spark.streaming.sinks.write_results_and_late`) on the first
-    micro-batch with event times."""
+    micro-batch with event times. ``where`` names the input in the warning when a query has
+    several (the sides of a join).
+
+    Every check made is found again by its name (:func:`unit_checks_in`): a query checks
+    each input its plan observes, also those of a join's sides and of the first of
+    consecutive windows, whose checks the stage that writes the query did not make."""
 
     name: str
     column: str
+    where: str | None = None
 
     @classmethod
-    def observe(cls, df: DataFrame, column: str) -> tuple[DataFrame, StreamingUnitCheck | None]:
+    def observe(
+        cls, df: DataFrame, column: str, where: str | None = None
+    ) -> tuple[DataFrame, StreamingUnitCheck | None]:
         """``df`` observed for the check of its integral event-time ``column`` (``df`` and
         ``None`` for a timestamp column)."""
         if column_time_kind(df, column, "event_time") != "integral":
             return df, None
-        check = cls(f"windowing_event_time_{uuid.uuid4().hex[:12]}", column)
+        check = cls(f"windowing_event_time_{uuid.uuid4().hex[:12]}", column, where)
+        _CHECKS[check.name] = check
         c = F.col(quoted(column)).cast("long")
         return df.observe(check.name, F.min(c).alias("low"), F.max(c).alias("high")), check
 
@@ -188,5 +201,16 @@ class StreamingUnitCheck:
         row = observed.get(self.name)
         if row is None or row["low"] is None:
             return False
-        warn_if_suspect(self.column, int(row["low"]), int(row["high"]))
+        warn_if_suspect(self.column, int(row["low"]), int(row["high"]), where=self.where)
         return True
+
+
+#: The streaming unit checks made in this process, by the name they observe under (a few
+#: short strings each; a query built again makes new ones).
+_CHECKS: dict[str, StreamingUnitCheck] = {}
+
+
+def unit_checks_in(names: Iterable[str]) -> tuple[StreamingUnitCheck, ...]:
+    """The unit checks among the observation ``names`` of a streaming DataFrame's plan
+    (:func:`~windowing.spark.streaming.stages.plan_facts`), in the order given."""
+    return tuple(_CHECKS[n] for n in names if n in _CHECKS)
