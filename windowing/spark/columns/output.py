@@ -71,6 +71,7 @@ __all__ = [
     "OutputLayout",
     "col",
     "counter_sql",
+    "instant_time",
     "ms_to_time",
 ]
 
@@ -153,9 +154,8 @@ def ms_to_time(column: Column, kind: str, *, clamp: bool = False) -> Column:
 def bound_sql(
     name: str, alias: str | None = None, *, kind: str, unit: TimeUnit = _MS, bound: bool = False
 ) -> str:
-    """:func:`ms_to_time` of the window bound or max timestamp in column ``name`` (clamped)
-    as SQL text (``AS alias`` when given): one call to the JVM for a whole projection; an
-    integral time in ``unit`` (a window's start or end with ``bound``: ``units.unit_sql``)."""
+    """:func:`ms_to_time` of the window bound or max timestamp in column ``name`` (clamped) as
+    SQL text (``AS alias`` if given; one JVM call per projection); integral: ``units.unit_sql``."""
     as_alias = "" if alias is None else f" AS {alias}"
     if kind != "timestamp":
         return f"{unit_sql(name, unit, bound=bound)}{as_alias}"
@@ -166,8 +166,8 @@ def bound_sql(
     )
 
 
-def _instant(name: str, kind: str, unit: TimeUnit) -> Column:
-    """:func:`ms_to_time` of the instant in column ``name`` (in ``unit`` when integral)."""
+def instant_time(name: str, kind: str, unit: TimeUnit) -> Column:
+    """The instant (max timestamp, watermark) in ``name``: :func:`ms_to_time`, or in ``unit``."""
     if kind == "timestamp":
         return ms_to_time(F.col(name), kind)
     return F.expr(unit_sql(name, unit))
@@ -359,7 +359,7 @@ class OutputLayout:
                 for c, f, keep in zip(self.late_cols, self.input_schema.fields, user, strict=True)
                 if keep
             ],
-            _instant(_LWM, self.ts_kind, self.time_unit).alias("late_watermark"),
+            instant_time(_LWM, self.ts_kind, self.time_unit).alias("late_watermark"),
             F.col(_LREASON).alias("late_reason"),
         )
 
