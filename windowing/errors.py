@@ -21,6 +21,7 @@ __all__ = [
     "DeadLetter",
     "ErrorPhase",
     "ErrorPolicy",
+    "EventTimeUnitWarning",
     "NullResultWarning",
     "null_result_message",
     "window_text",
@@ -165,3 +166,18 @@ def null_result_message(
         f"window counts as empty and emits nothing. {count} {windows} so far (every one is "
         f"counted in the metrics' num_null_results); {where}."
     )
+
+
+class EventTimeUnitWarning(UserWarning):
+    """An integral event-time column read as epoch milliseconds (the default) holds values
+    that look like another unit: epoch seconds, microseconds or nanoseconds
+    (:func:`windowing.time.suspected_unit`). Pass ``event_time_unit`` to ``from_dataframe``:
+    the column's unit, or ``"ms"`` to keep milliseconds, which also silences the warning.
+
+    Example::
+
+        import warnings
+        from windowing.errors import EventTimeUnitWarning
+
+        warnings.simplefilter("error", EventTimeUnitWarning)  # make the check fail the build
+    """

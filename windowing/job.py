@@ -22,7 +22,7 @@ from windowing.assigners.base import WindowAssigner
 from windowing.errors import ErrorPolicy
 from windowing.evictors.base import Evictor
 from windowing.records import OutputTag
-from windowing.time import MIN_TIMESTAMP, Duration, to_millis
+from windowing.time import MIN_TIMESTAMP, Duration, TimeUnit, to_millis
 from windowing.triggers.base import Trigger
 
 if TYPE_CHECKING:
@@ -146,6 +146,16 @@ class StreamSource:
     #: One column name, or several (a tuple) compared in order, lexicographically.
     arrival_order: str | tuple[str, ...] | None = None
     processing_time: str | None = None
+    #: The unit of an integral ``event_time`` column; ``None``: milliseconds, not declared
+    #: (the values are checked, see ``windowing.errors.EventTimeUnitWarning``).
+    event_time_unit: TimeUnit | None = None
+    #: The unit of an integral ``processing_time`` column (milliseconds by default).
+    processing_time_unit: TimeUnit = TimeUnit.MILLISECONDS
+
+    @property
+    def event_unit(self) -> TimeUnit:
+        """The unit of an integral ``event_time`` column (milliseconds when not declared)."""
+        return self.event_time_unit or TimeUnit.MILLISECONDS
 
     @property
     def arrival_columns(self) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ Every builder object is an immutable (frozen) dataclass, and every call returns 
         WindowedStream.from_dataframe(
             events,                                   # a pyspark.sql.DataFrame
             event_time="ts",                          # timestamp, or bigint epoch ms
+            # event_time_unit="s",                    # for a bigint of epoch seconds
             watermark=BoundedOutOfOrderness("5 seconds"),
             arrival_order="ingested_at",              # optional: replay as a stream would
         )
@@ -72,7 +73,7 @@ from windowing.job import (
 from windowing.joins import CoGroupedStreams, IntervalJoin, JoinedStreams
 from windowing.records import OutputTag
 from windowing.results import WindowingResult
-from windowing.time import Duration, to_millis
+from windowing.time import Duration, TimeUnit, to_millis
 from windowing.triggers.base import Trigger
 
 if TYPE_CHECKING:
@@ -132,6 +133,8 @@ class DataStream:
         watermark: WatermarkStrategy | None = None,
         arrival_order: str | Sequence[str] | None = None,
         processing_time: str | None = None,
+        event_time_unit: TimeUnit | str | None = None,
+        processing_time_unit: TimeUnit | str | None = None,
     ) -> DataStream:
         """Read ``df`` as a stream.
 
@@ -142,9 +145,10 @@ class DataStream:
             Streaming; terminal calls then return a ``StreamingWindowedResult``, see
             ``docs/spark.md``).
         event_time
-            Column with each row's event time: a ``timestamp``, or an integral count of epoch
-            milliseconds. Rows where it is null go to the late side output with reason
-            ``null_event_time`` (event-time assigners; others accept rows without time).
+            Column with each row's event time: a ``timestamp``, or an integral epoch time
+            (milliseconds unless ``event_time_unit`` says otherwise). Rows where it is null go
+            to the late side output with reason ``null_event_time`` (event-time assigners;
+            others accept rows without time).
         watermark
             How watermarks follow the event times: :class:`BoundedOutOfOrderness` or
             :class:`MonotonousTimestamps` (the default). Used only together with
@@ -161,14 +165,41 @@ class DataStream:
             ``null_arrival_order``.
         processing_time
             Optional column with the processing time at which each row arrived (timestamp or
-            epoch ms): drives the operator's processing-time clock (processing-time assigners
-            require it). Without ``arrival_order``, rows are replayed in processing-time order.
+            integral epoch time, milliseconds unless ``processing_time_unit`` says otherwise):
+            drives the operator's processing-time clock (processing-time assigners require
+            it). Without ``arrival_order``, rows are replayed in processing-time order.
+        event_time_unit
+            The unit of an integral ``event_time`` column: ``"s"``, ``"ms"``, ``"us"`` or
+            ``"ns"`` (a :class:`~windowing.time.TimeUnit`). The operator's clock is
+            milliseconds, as Flink's: seconds are multiplied by 1,000, microseconds and
+            nanoseconds floored to their millisecond (the sub-millisecond part is dropped).
+            Result times (``window_start``, ``window_end``, ``max_timestamp``,
+            ``late_watermark``) come back in this unit, so they compare with the column.
+            Durations (window sizes, lateness, delays) stay durations (``"10 seconds"``,
+            or ``int`` milliseconds). Left out, the column is epoch milliseconds, and when its
+            first values look like another unit (epoch seconds of 1973-2286 are 1e8-1e10,
+            as milliseconds the first months of 1970) an
+            :class:`~windowing.errors.EventTimeUnitWarning` names the column; give the unit,
+            ``"ms"`` included, to skip that check. Not for a timestamp column.
+        processing_time_unit
+            The unit of an integral ``processing_time`` column, as ``event_time_unit``
+            (default milliseconds, not checked). Its own parameter: a processing time often
+            comes from another system than the event time (a Kafka record's milliseconds for
+            events stamped in seconds).
 
         Raises
         ------
         ValueError
-            When a column is missing or has an unsupported type, or ``arrival_order`` is an
-            empty list or names a column twice (no Spark job runs).
+            When a column is missing or has an unsupported type, a unit is unknown or
+            given for a timestamp column, or ``arrival_order`` is an empty list or
+            names a column twice (no Spark job runs).
+
+        Warns
+        -----
+        EventTimeUnitWarning
+            When ``event_time_unit`` is left out and the values of an integral ``event_time``
+            look like epoch seconds, microseconds or nanoseconds (see ``docs/spark.md``,
+            "Time", for which inputs are checked and how).
 
         Examples
         --------
@@ -192,14 +223,23 @@ class DataStream:
                 f"{type(watermark).__name__} {watermark!r}"
             )
             raise ValueError(msg)
-        validate_source(
+        event_unit, processing_unit = validate_source(
             df,
             event_time=event_time,
             arrival_order=arrival_order,
             processing_time=processing_time,
+            event_time_unit=event_time_unit,
+            processing_time_unit=processing_time_unit,
         )
         arrival = arrival_order_columns(df, arrival_order)
-        return DataStream(StreamSource(df, event_time, watermark, arrival, processing_time))
+        source = StreamSource(
+            df, event_time, watermark, arrival, processing_time, event_unit, processing_unit
+        )
+        if event_unit is None and not df.isStreaming:
+            from windowing.spark.columns.units import check_event_time_unit
+
+            check_event_time_unit(df, event_time, stacklevel=3)  # warns at the caller
+        return DataStream(source)
 
     def key_by(self, *columns: str | Column) -> KeyedStream:
         """Partition the stream by the values of ``columns`` (Flink ``keyBy``): column names,

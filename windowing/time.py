@@ -17,13 +17,16 @@ True
 
 from __future__ import annotations
 
+import enum
 import re
 from datetime import UTC, datetime, timedelta
 
 __all__ = [
     "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
+    "UNIT_BANDS",
     "Duration",
+    "TimeUnit",
     "datetime_to_millis",
     "instant_text",
     "iso_text",
@@ -31,7 +34,9 @@ __all__ = [
     "java_remainder",
     "millis_to_datetime",
     "saturating_add",
+    "suspected_unit",
     "to_millis",
+    "unit_warning_text",
 ]
 
 #: Smallest timestamp on the operator clock (Java ``Long.MIN_VALUE``): "no watermark yet".
@@ -212,3 +217,148 @@ def iso_text(ms: int) -> str:
     except OverflowError:
         return str(ms)
     return f"{when.strftime('%Y-%m-%dT%H:%M:%S')}.{when.microsecond // 1000:03d}Z"
+
+
+class TimeUnit(enum.Enum):
+    """The unit of an integral time column (``from_dataframe``'s ``event_time_unit`` and
+    ``processing_time_unit``): epoch seconds, milliseconds (the default), microseconds or
+    nanoseconds.
+
+    The operator's clock is milliseconds, as Flink's: :meth:`to_millis` reads a value onto
+    it (a finer unit is floored, a sub-millisecond part is dropped; seconds are multiplied,
+    saturating at the ends of ``long``), and :meth:`from_millis` gives a time of the clock
+    back in the column's unit, so results compare with the column: a window ``[0, 10000)``
+    of milliseconds is ``[0, 10)`` in seconds, with max timestamp ``9``, and
+    ``[0, 10000000)`` in microseconds, with max timestamp ``9999999``.
+
+    Examples
+    --------
+    >>> TimeUnit.of("s").to_millis(1_700_000_000)
+    1700000000000
+    >>> TimeUnit.MICROSECONDS.to_millis(-1)  # floored: -1 us is in the millisecond before 0
+    -1
+    >>> TimeUnit.SECONDS.from_millis(1_500), TimeUnit.SECONDS.from_millis(1_500, bound=True)
+    (1, 2)
+    >>> us = TimeUnit.MICROSECONDS
+    >>> us.from_millis(9_999), us.from_millis(10_000, bound=True)
+    (9999999, 10000000)
+    """
+
+    SECONDS = "s"
+    MILLISECONDS = "ms"
+    MICROSECONDS = "us"
+    NANOSECONDS = "ns"
+
+    @property
+    def words(self) -> str:
+        """The unit in words (``"seconds"``)."""
+        return _UNIT_WORDS[self]
+
+    @classmethod
+    def of(cls, value: TimeUnit | str, parameter: str = "unit") -> TimeUnit:
+        """``value`` (``"s"``, ``"ms"``, ``"us"``, ``"ns"`` or a member) as a unit; a
+        ``ValueError`` naming ``parameter`` and the value otherwise."""
+        if isinstance(value, TimeUnit):
+            return value
+        for unit in cls:
+            if isinstance(value, str) and value == unit.value:
+                return unit
+        names = ", ".join(repr(u.value) for u in cls)
+        msg = f"{parameter} must be one of {names}, got {type(value).__name__} {value!r}"
+        raise ValueError(msg)
+
+    def to_millis(self, value: int) -> int:
+        """``value`` of this unit in epoch milliseconds: finer units floored (toward the
+        past, so a time before 1970 stays in its millisecond, as Flink's), seconds
+        multiplied and clamped to ``[MIN_TIMESTAMP, MAX_TIMESTAMP]``."""
+        if self is TimeUnit.SECONDS:
+            return max(MIN_TIMESTAMP, min(MAX_TIMESTAMP, value * 1_000))
+        return value // _PER_MILLI[self]
+
+    def from_millis(self, ms: int, *, bound: bool = False) -> int:
+        """Epoch milliseconds ``ms`` of the operator's clock in this unit, clamped to the
+        ends of ``long``: for an instant (a max timestamp, a watermark) the last value of
+        the unit that :meth:`to_millis` reads as at most ``ms``; for a window ``bound``
+        (start or end) the first that it reads as at least ``ms``. So a value ``t`` of the
+        column is in a window exactly when ``start <= t < end``, the window's max timestamp
+        is ``end - 1``, and a row is behind a watermark exactly when ``t <= watermark``."""
+        if self is TimeUnit.SECONDS:
+            return -(-ms // 1_000) if bound else ms // 1_000
+        per = _PER_MILLI[self]
+        plus = 0 if bound else per - 1
+        if ms > (MAX_TIMESTAMP - plus) // per:
+            return MAX_TIMESTAMP
+        if ms < -(MAX_TIMESTAMP // per):
+            return MIN_TIMESTAMP
+        return ms * per + plus
+
+    def to_datetime_text(self, value: int) -> str:
+        """``value`` of this unit as an ISO UTC time to the millisecond (:func:`iso_text`;
+        ``about the year N`` outside the years 1 to 9999)."""
+        ms = value * 1_000 if self is TimeUnit.SECONDS else value // _PER_MILLI[self]
+        text = iso_text(ms)
+        if text != str(ms):
+            return text
+        return f"about the year {1970 + ms / 31_556_952_000:,.0f}"  # the mean Gregorian year
+
+
+_UNIT_WORDS = {
+    TimeUnit.SECONDS: "seconds",
+    TimeUnit.MILLISECONDS: "milliseconds",
+    TimeUnit.MICROSECONDS: "microseconds",
+    TimeUnit.NANOSECONDS: "nanoseconds",
+}
+#: Units of a finer time unit per millisecond (seconds: coarser, see TimeUnit.to_millis).
+_PER_MILLI = {
+    TimeUnit.MILLISECONDS: 1,
+    TimeUnit.MICROSECONDS: 1_000,
+    TimeUnit.NANOSECONDS: 1_000_000,
+}
+#: The values that, read as milliseconds, are implausible times and, read as another unit,
+#: are times from 1973-03-03 to 2286-11-20 (nanoseconds: to the end of ``long``, 2262):
+#: ``[low, high)`` per unit. Milliseconds 1e10 to 1e14 (1970-04-26 to the year 5138) are
+#: plausible and never suspected; below 1e8 (the first day of 1970: small test times) and
+#: 1e16 to 1e17 (ambiguous) neither.
+UNIT_BANDS: dict[TimeUnit, tuple[int, int]] = {
+    TimeUnit.SECONDS: (10**8, 10**10),
+    TimeUnit.MICROSECONDS: (10**14, 10**16),
+    TimeUnit.NANOSECONDS: (10**17, MAX_TIMESTAMP + 1),
+}
+
+
+def suspected_unit(low: int, high: int) -> TimeUnit | None:
+    """The unit that time values from ``low`` to ``high`` (a column's observed smallest and
+    largest, read as epoch milliseconds) look like, if not milliseconds: the unit of
+    :data:`UNIT_BANDS` whose band holds both, else ``None``.
+
+    Examples
+    --------
+    >>> suspected_unit(1_700_000_000, 1_700_086_400)  # seconds of 2023-11-14/15
+    <TimeUnit.SECONDS: 's'>
+    >>> suspected_unit(0, 100_000) is None  # small test times
+    True
+    >>> suspected_unit(1_700_000_000_000, 1_700_000_000_000) is None  # milliseconds of 2023
+    True
+    """
+    for unit, (lo, hi) in UNIT_BANDS.items():
+        if lo <= low <= high < hi:
+            return unit
+    return None
+
+
+def unit_warning_text(
+    column: str, low: int, high: int, unit: TimeUnit, *, where: str | None = None
+) -> str:
+    """The warning that the integral event-time ``column``, read as milliseconds, holds
+    values from ``low`` to ``high`` that look like ``unit`` (see :func:`suspected_unit`);
+    ``where`` names the input when there are several (``"the left input"`` of a join)."""
+    ms = TimeUnit.MILLISECONDS
+    of = "" if where is None else f" of {where}"
+    return (
+        f"event_time column {column!r}{of} holds values from {low} to {high}: read as epoch "
+        f"milliseconds (the default) they are {ms.to_datetime_text(low)} to "
+        f"{ms.to_datetime_text(high)}, as epoch {unit.words} {unit.to_datetime_text(low)} to "
+        f"{unit.to_datetime_text(high)}. If they are {unit.words}, pass "
+        f"event_time_unit={unit.value!r} to from_dataframe; event_time_unit='ms' keeps "
+        "milliseconds and silences this warning"
+    )

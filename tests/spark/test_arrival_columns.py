@@ -34,6 +34,7 @@ from windowing.assigners import EventTimeSessionWindows, HoppingEventTimeWindows
 from windowing.functions import AggregateFunction, ProcessWindowFunction
 from windowing.spark.planning import Route
 from windowing.spark.streaming import write_results_and_late
+from windowing.time import TimeUnit
 
 pytestmark = pytest.mark.spark
 spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
@@ -185,6 +186,82 @@ def test_several_columns_equal_their_rank(spark: SparkSession, name: str) -> Non
     assert reasons["late"] > 0
     nulls = df.where("rank IS NULL").count()
     assert reasons["null_arrival_order"] == metrics.num_null_arrival_order == nulls > 0
+
+
+def in_microseconds(row: tuple[Any, ...], rng: random.Random) -> tuple[Any, ...]:
+    """``row`` with its event time (ms) in microseconds, a random part of the millisecond
+    added (which ``event_time_unit="us"`` floors away)."""
+    ts = row[2]
+    return (*row[:2], None if ts is None else ts * 1_000 + rng.randrange(1_000), *row[3:])
+
+
+@pytest.mark.parametrize(
+    ("assigner", "route"),
+    [
+        (TumblingEventTimeWindows(100), Route.NATIVE_TUMBLING_ARRIVAL),
+        (EventTimeSessionWindows(25), Route.BATCH_REPLAY),
+    ],
+    ids=["native tumbling", "operator sessions"],
+)
+def test_rows_of_one_millisecond_in_microseconds_are_ordered_by_every_arrival_column(
+    spark: SparkSession, assigner: Any, route: Route
+) -> None:
+    """Event times in microseconds are floored to the operator's milliseconds: rows within
+    one millisecond tie, and first / last follow the arrival-order columns, not the
+    microseconds. The same results and late rows as the milliseconds, times in
+    microseconds."""
+    data = [(*r[:2], None if r[2] is None else r[2] // 10 * 10, *r[3:]) for r in rows(seed=7)]
+    ties = Counter((r[0], r[2]) for r in data if r[2] is not None)
+    assert sum(n - 1 for n in ties.values()) > 30  # many rows share a key and a millisecond
+    rng = random.Random(7)
+    frames = {
+        "ms": with_rank(spark, data),
+        "us": with_rank(spark, [in_microseconds(r, rng) for r in data]),
+    }
+
+    def finish(unit: str) -> Any:
+        source = WindowedStream.from_dataframe(
+            frames[unit],
+            event_time="ts",
+            event_time_unit=unit,
+            watermark=BoundedOutOfOrderness(DELAY),
+            arrival_order=ARRIVAL,
+        )
+        return (
+            source.key_by("k")
+            .window(assigner)
+            .allowed_lateness(100)
+            .side_output_late_data(LATE)
+            .agg(
+                F.sum("amount").alias("total"),
+                F.first("amount").alias("first"),
+                F.last("off").alias("last"),
+            )
+        )
+
+    micro, milli = finish("us"), finish("ms")
+    assert micro.plan.route is milli.plan.route is route
+    us = TimeUnit.MICROSECONDS
+
+    def converted(df: DataFrame, unit: str) -> list[tuple[Any, ...]]:
+        out = []
+        for r in df.drop("ts").collect():
+            d = r.asDict()
+            if unit == "ms":
+                for name, bound in (("window_start", True), ("window_end", True)):
+                    if name in d:
+                        d[name] = us.from_millis(d[name], bound=bound)
+                for name in ("max_timestamp", "late_watermark"):
+                    if d.get(name) is not None:
+                        d[name] = us.from_millis(d[name])
+            out.append(tuple(d.items()))
+        return sorted(out, key=repr)
+
+    with micro, milli:
+        assert converted(micro.results, "us") == converted(milli.results, "ms")
+        late = converted(micro.get_side_output(LATE), "us")
+        assert late == converted(milli.get_side_output(LATE), "ms")
+        assert len(late) > 5
 
 
 def test_explain_names_every_arrival_column(spark: SparkSession) -> None:

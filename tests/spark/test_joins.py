@@ -30,6 +30,7 @@ from windowing import (
 )
 from windowing.functions.joins import CoGroupFunction, JoinFunction, ProcessJoinFunction
 from windowing.spark.streaming.query import write_results_and_late
+from windowing.time import TimeUnit
 from windowing.triggers import CountTrigger
 
 pytestmark = pytest.mark.spark
@@ -365,6 +366,133 @@ def test_mistakes_are_reported_before_any_job(spark: SparkSession) -> None:
         left.key_by("k").interval_join(right.key_by("key")).between(3, 2)
 
 
+def seconds(df: DataFrame, ts: str, unit: str | None = "s", **source: Any) -> Any:
+    return WindowedStream.from_dataframe(
+        df, event_time=ts, event_time_unit=unit, arrival_order="arr", **source
+    )
+
+
+def test_inputs_in_seconds_join_as_milliseconds_and_give_seconds_back(
+    spark: SparkSession,
+) -> None:
+    """The rows of the test of firings and late rows above, their times in seconds and the
+    durations in seconds: the same windows, pairs and late rows, every time in seconds (each
+    input's watermark reads its own column in its unit)."""
+    left_df, right_df = frames(
+        spark,
+        [("k", 1, 1, 0), ("k", 12, 2, 1), ("k", 25, 3, 3), ("k", 4, 4, 4), ("k", None, 5, 4)],
+        [("k", 2, 1, 0), ("k", 11, 2, 1), ("k", 3, 3, 2), ("k", 26, 4, 3), ("k", 5, 5, 4)],
+    )
+    result = (
+        seconds(left_df, "ts")
+        .join(seconds(right_df, "t"))
+        .where("k")
+        .equal_to("key")
+        .window(TumblingEventTimeWindows("10 seconds"))
+        .allowed_lateness("5 seconds")
+        .side_output_late_data(LATE)
+        .apply(Pair(), output_schema="n bigint, m bigint")
+    )
+    with result:
+        got = Counter(tuple(r) for r in result.results.collect())
+        late = sorted(
+            (
+                r.side,
+                r.left.n if r.side == "left" else r.right.m,
+                r.event_time,
+                r.late_watermark,
+                r.late_reason,
+            )
+            for r in result.get_side_output(LATE).collect()
+        )
+    assert got == Counter(
+        {
+            ("k", 0, 10, 1, 1, 9): 2,
+            ("k", 0, 10, 1, 3, 9): 1,
+            ("k", 10, 20, 2, 2, 19): 1,
+            ("k", 20, 30, 3, 4, 29): 1,
+        }
+    )
+    # the watermark min(25 s, 26 s) - 1 ms is 24.999 s: 24 in seconds, at or before it
+    assert late == [
+        ("left", 4, 4, 24, "late"),
+        ("left", 5, None, 24, "null_event_time"),
+        ("right", 5, 5, 24, "late"),
+    ]
+
+
+@pytest.mark.parametrize("arrival", [False, True], ids=["range join", "replay"])
+def test_an_interval_join_in_seconds(spark: SparkSession, arrival: bool) -> None:
+    """Bounds are durations; the function's timestamps are the operator's milliseconds, the
+    results' max_timestamp and late watermark are in the inputs' unit (seconds)."""
+    left_late = OutputTag("left-late")
+    left_df, right_df = frames(
+        spark,
+        [("a", 10, 1, 0), ("a", 19, 2, 2), ("a", 8, 3, 3)],
+        [("a", 9, 1, 1), ("a", 20, 2, 2), ("a", 17, 3, 3), ("a", 19, 4, 4)],
+    )
+
+    def side(df: DataFrame, ts: str) -> Any:
+        stream = WindowedStream.from_dataframe(
+            df, event_time=ts, event_time_unit="s", arrival_order="arr" if arrival else None
+        )
+        return stream.key_by(df.columns[0])
+
+    result = (
+        side(left_df, "ts")
+        .interval_join(side(right_df, "t"))
+        .between("-2 seconds", "2 seconds")
+        .side_output_left_late_data(left_late)
+        .process(Timed(), output_schema=INTERVAL_OUT)
+    )
+    with result:
+        got = sorted(tuple(r) for r in result.results.collect())
+        lefts = [tuple(r) for r in result.get_side_output(left_late).collect()]
+    if arrival:  # as the test of late rows below: the left row at 8 s is late
+        assert got == [
+            ("a", 1, 1, 10_000, 9_000, 10),
+            ("a", 2, 2, 19_000, 20_000, 20),
+            ("a", 2, 4, 19_000, 19_000, 19),
+        ]
+        assert lefts == [("a", 8, 3, 3, 18, "late")]
+    else:  # no watermark: every pair within 2 s
+        assert got == [
+            ("a", 1, 1, 10_000, 9_000, 10),
+            ("a", 2, 2, 19_000, 20_000, 20),
+            ("a", 2, 3, 19_000, 17_000, 19),
+            ("a", 2, 4, 19_000, 19_000, 19),
+            ("a", 3, 1, 8_000, 9_000, 9),
+        ]
+        assert lefts == []
+
+
+def test_inputs_of_other_units_are_refused(spark: SparkSession) -> None:
+    """The joined stream holds both inputs' times in one column: one unit, or a clear
+    error naming both columns."""
+    left_df, right_df = frames(spark, [("a", 1, 1, 0)], [("a", 1, 1, 0)])
+    with pytest.raises(
+        ValueError,
+        match="join: the event_time columns differ in unit: 'ts' of the left input is epoch "
+        "seconds, 't' of the right input epoch milliseconds",
+    ):
+        seconds(left_df, "ts").join(seconds(right_df, "t", None)).where("k").equal_to("key")
+    interval = (
+        seconds(left_df, "ts", "us")
+        .key_by("k")
+        .interval_join(seconds(right_df, "t", "ns").key_by("key"))
+    )
+    with pytest.raises(ValueError, match="'ts' of the left input is epoch microseconds"):
+        interval.between(0, 1).process(Timed(), output_schema=INTERVAL_OUT)
+    with pytest.raises(ValueError, match="processing_time columns differ in unit"):
+        seconds(left_df, "ts", processing_time="arr", processing_time_unit="s").join(
+            seconds(right_df, "t", processing_time="arr")
+        ).where("k").equal_to("key")
+    # declared milliseconds and the default are one unit
+    joined = seconds(left_df, "ts", "ms").join(seconds(right_df, "t", None))
+    union = joined.where("k").equal_to("key").union
+    assert union.source.event_unit is TimeUnit.MILLISECONDS
+
+
 # ---------------------------------------------------------------------------- interval join
 class Timed(ProcessJoinFunction[Any, Any, Any]):
     def process_element(self, left: Any, right: Any, context: Any) -> Iterator[Any]:
@@ -496,7 +624,13 @@ def stream_batches(seed: int) -> tuple[list[list[dict[str, Any]]], list[list[dic
     return lefts, rights
 
 
-def test_streaming_window_join_equals_its_batch_replay(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("unit", [None, "s"], ids=["milliseconds", "seconds"])
+def test_streaming_window_join_equals_its_batch_replay(
+    spark: SparkSession, tmp_path: Path, unit: str | None
+) -> None:
+    """In milliseconds, and the same numbers as seconds with durations of seconds: each
+    input's own watermark reads its column in its unit."""
+    ms = 1 if unit is None else 1_000  # the durations' unit
     lefts, rights = stream_batches(5)
     write_batches(tmp_path / "left", lefts)
     write_batches(tmp_path / "right", rights)
@@ -508,7 +642,11 @@ def test_streaming_window_join_equals_its_batch_replay(spark: SparkSession, tmp_
     def join(left_df: DataFrame, right_df: DataFrame, arrival: str | None) -> Any:
         def stream(df: DataFrame) -> Any:
             return WindowedStream.from_dataframe(
-                df, event_time="ts", watermark=BoundedOutOfOrderness(2), arrival_order=arrival
+                df,
+                event_time="ts",
+                event_time_unit=unit,
+                watermark=BoundedOutOfOrderness(2 * ms),
+                arrival_order=arrival,
             )
 
         return (
@@ -516,8 +654,8 @@ def test_streaming_window_join_equals_its_batch_replay(spark: SparkSession, tmp_
             .join(stream(right_df))
             .where("k")
             .equal_to("k")
-            .window(TumblingEventTimeWindows(10))
-            .allowed_lateness(3)
+            .window(TumblingEventTimeWindows(10 * ms))
+            .allowed_lateness(3 * ms)
             .side_output_late_data(LATE)
             .apply(lambda a, b: (a.n, b.m), output_schema="n bigint, m bigint")
         )
@@ -530,6 +668,9 @@ def test_streaming_window_join_equals_its_batch_replay(spark: SparkSession, tmp_
         )
 
     result = join(read_stream("left", left_schema), read_stream("right", right_schema), None)
+    # an input without a declared unit is checked on its own, named by its side
+    checks = sorted((c.column, c.where) for c in result.unit_checks)
+    assert checks == ([] if unit else [("ts", "the left input"), ("ts", "the right input")])
     query = write_results_and_late(
         result,
         str(tmp_path / "out" / "results"),
@@ -566,6 +707,9 @@ def test_streaming_window_join_equals_its_batch_replay(spark: SparkSession, tmp_
     assert streamed == expected
     assert expected_late  # some rows were late
     assert streamed_late == expected_late
+    assert {r[1:3] for r in expected} >= {(0, 10), (10, 20)}  # in the unit of the inputs
+    for check in result.unit_checks:  # observed with the micro-batches of its input
+        assert any(p["observedMetrics"].get(check.name) for p in query.recentProgress)
 
 
 def test_streaming_interval_join_is_refused(spark: SparkSession, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F  # noqa: N812
 
 from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows
+from windowing.errors import EventTimeUnitWarning
 from windowing.functions import AggregateFunction
 from windowing.spark.streaming import write_results_and_late
 from windowing.spark.streaming.checkpoint import JobChangedError
@@ -89,12 +90,15 @@ class Spread(AggregateFunction):
         return (a[0] + b[0], min(a[1], b[1]), max(a[2], b[2]))
 
 
-def first_stage(df: DataFrame, *, arrival: bool = False, size: int = SIZE) -> Any:
+def first_stage(
+    df: DataFrame, *, arrival: bool = False, size: int = SIZE, unit: str | None = None
+) -> Any:
     """The keyed tumbling sum per user (Flink's docs: ``keyBy(...).window(...).reduce``)."""
     return (
         WindowedStream.from_dataframe(
             df,
             event_time="ts",
+            event_time_unit=unit,
             watermark=BoundedOutOfOrderness(DELAY),
             arrival_order="batch" if arrival else None,
         )
@@ -111,10 +115,10 @@ def next_stage_input(result: Any) -> DataFrame:
     return result.results.select("user", "amount", F.col("max_timestamp").alias("at"))
 
 
-def second_stage(first: Any) -> Any:
+def second_stage(first: Any, unit: str | None = None) -> Any:
     """The non-keyed tumbling max of the sums (Flink's docs: ``windowAll(...)``)."""
     return (
-        DataStream.from_dataframe(next_stage_input(first), event_time="at")
+        DataStream.from_dataframe(next_stage_input(first), event_time="at", event_time_unit=unit)
         .window_all(TumblingEventTimeWindows(SIZE))
         .max("amount")
     )
@@ -142,14 +146,15 @@ def run(last: Any, out: Path) -> Any:
     return query
 
 
-def rows(df: DataFrame) -> Counter[tuple[Any, ...]]:
-    """The rows of windows before the sentinel's (which only the batch replay fires)."""
-    found = df.where(F.col("window_end") <= F.lit(FAR - 2 * SIZE)).drop("batch_id")
+def rows(df: DataFrame, per_ms: int = 1) -> Counter[tuple[Any, ...]]:
+    """The rows of windows before the sentinel's (which only the batch replay fires), their
+    times in a unit of ``per_ms`` milliseconds."""
+    found = df.where(F.col("window_end") <= F.lit((FAR - 2 * SIZE) // per_ms)).drop("batch_id")
     return Counter(tuple(r) for r in found.select(sorted(found.columns)).collect())
 
 
-def written(spark: SparkSession, out: Path) -> Counter[tuple[Any, ...]]:
-    return rows(spark.read.parquet(str(out / "results")))
+def written(spark: SparkSession, out: Path, per_ms: int = 1) -> Counter[tuple[Any, ...]]:
+    return rows(spark.read.parquet(str(out / "results")), per_ms)
 
 
 def batch_replay(spark: SparkSession, batches: list[list[dict[str, Any]]], n: int) -> Any:
@@ -285,3 +290,67 @@ def test_a_later_stage_takes_the_first_stages_watermark(
         DataStream.from_dataframe(results, event_time="at").window_all(
             TumblingEventTimeWindows(SIZE)
         ).idle_timeout("10 seconds").max("amount")
+
+
+# ---------------------------------------------------------------------------- units
+def in_seconds(batches: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    return [[{**r, "ts": r["ts"] // 1_000} for r in b] for b in batches]
+
+
+def test_two_stages_in_seconds_equal_the_batch_replay(
+    spark: SparkSession, batches: list[list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    """The first stage's result times are in seconds, and the second stage declares them:
+    its rows (a window's last second, on the millisecond clock its first millisecond) are
+    never late, and the results equal the batch replay in seconds."""
+    seconds = in_seconds(batches)
+    write_files(tmp_path / "src", seconds)
+    first = first_stage(stream(spark, tmp_path / "src"), unit="s")
+    second = second_stage(first, "s")
+    query = run(second, tmp_path / "out")
+    df = spark.createDataFrame([Row(**r) for b in seconds for r in b], SCHEMA)
+    expected = rows(second_stage(first_stage(df, arrival=True, unit="s"), "s").results, 1_000)
+    assert len(expected) >= 5
+    assert written(spark, tmp_path / "out", 1_000) == expected
+    widths = spark.read.parquet(str(tmp_path / "out" / "results")).select(
+        F.col("window_end") - F.col("window_start")
+    )
+    assert {r[0] for r in widths.collect()} == {SIZE // 1_000}  # in seconds
+    two = totals(query, "windowing_2")
+    assert two["num_input_rows"] == totals(query, "windowing")["num_results"] > 0
+    assert two["num_late_records_side_output"] + two["num_late_records_dropped"] == 0
+
+
+def test_a_later_stage_declares_the_unit_of_the_results_it_reads(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """After a stage in seconds, a later stage of an integral event time without a unit
+    would read seconds as milliseconds, far behind the watermark: refused before the query
+    starts. A declared unit is taken as given."""
+    write_files(tmp_path / "src", in_seconds(make_batches(1, 1)))
+    first = first_stage(stream(spark, tmp_path / "src"), unit="s")
+    with pytest.raises(
+        ValueError,
+        match=r"event_time_unit: this stream is the results of an earlier window, whose times "
+        r"are epoch seconds \(the event_time_unit='s' of its input\).*pass event_time_unit='s'",
+    ):
+        second_stage(first)
+    assert second_stage(first, "s").upstream == (first,)
+    assert second_stage(first, "ms").upstream == (first,)  # converted by hand, say
+
+
+def test_a_query_of_two_stages_checks_the_first_stages_input(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The query is written through its last stage, and its listener checks every input
+    its plan observes: the first stage's undeclared column of epoch seconds warns too."""
+    write_files(tmp_path / "src", in_seconds(make_batches(1, 1)))
+    first = first_stage(stream(spark, tmp_path / "src"))  # seconds read as milliseconds
+    second = second_stage(first)
+    assert [c.column for c in first.unit_checks] == ["ts"]
+    assert second.unit_checks[0] == first.unit_checks[0]
+    assert [c.column for c in second.unit_checks] == ["ts", "at"]
+    with pytest.warns(EventTimeUnitWarning) as caught:
+        run(second, tmp_path / "out")
+    columns = {str(w.message).split("'")[1] for w in caught}
+    assert "ts" in columns  # the first stage's input

@@ -47,7 +47,7 @@ from windowing.spark.columns.output import (
     REASON_NULL_ARRIVAL_ORDER,
     REASON_NULL_EVENT_TIME,
     col,
-    ms_to_time,
+    instant_time,
 )
 from windowing.spark.columns.schema import (
     arrow_to_python,
@@ -111,8 +111,8 @@ class IntervalJoinResult:
     ----------
     results
         The key column(s) (named as the left input's), the output's columns and
-        ``max_timestamp``, the larger of the pair's event times (``timestamp`` or ``bigint``
-        ms, as the event times).
+        ``max_timestamp``, the larger of the pair's event times (``timestamp``, or
+        ``bigint`` in the unit of the inputs' integral event times).
     metrics
         One row of counters: ``num_elements`` (rows of both inputs with an event time),
         ``num_pairs`` (pairs joined), ``num_results``, ``num_late_left`` and
@@ -246,7 +246,7 @@ def _range_join(
     the keys (and time buckets of the bounds' width), filtered exactly."""
     df = union.source.df
     keys = union.keys
-    ms = time_millis(df, UNION_EVENT_TIME, "event_time")
+    ms = time_millis(df, UNION_EVENT_TIME, "event_time", union.source.event_unit)
     timed = df.where(col(UNION_EVENT_TIME).isNotNull())
     left = timed.where(col(SIDE) == F.lit(LEFT)).select(
         *[col(k) for k in keys], col(LEFT).alias(_PAIR_L), ms.alias(_PAIR_LT)
@@ -272,7 +272,7 @@ def _range_join(
     results = mapped.select(
         *[col(k) for k in keys],
         *[col(n) for n in out.names],
-        ms_to_time(col(_MT), ts_kind).alias("max_timestamp"),
+        instant_time(_MT, ts_kind, union.source.event_unit).alias("max_timestamp"),
     )
     counts = df.agg(
         F.count(col(UNION_EVENT_TIME)).alias("num_elements"),
@@ -622,13 +622,13 @@ def _replay(
     results = output.where(kind == F.lit(_RESULT)).select(
         *[col(k) for k in keys],
         *[col(n) for n in out.names],
-        ms_to_time(col(_MT), ts_kind).alias("max_timestamp"),
+        instant_time(_MT, ts_kind, union.source.event_unit).alias("max_timestamp"),
     )
 
     def late_output(side: str, code: int) -> DataFrame:
         return output.where(kind == F.lit(code)).select(
             f"{_LATE_ROW[side]}.*",
-            ms_to_time(col(_LWM), ts_kind).alias(LATE_COLUMNS[0]),
+            instant_time(_LWM, ts_kind, source.event_unit).alias(LATE_COLUMNS[0]),
             col(_LREASON).alias(LATE_COLUMNS[1]),
         )
 

@@ -25,7 +25,9 @@ from windowing.job import InputWatermarks, StreamSource
 from windowing.spark.columns.inputs import time_millis
 from windowing.spark.columns.output import col
 from windowing.spark.columns.schema import INTERNAL_PREFIX, column_time_kind
+from windowing.spark.columns.units import StreamingUnitCheck
 from windowing.spark.streaming.query import watermark_source
+from windowing.time import TimeUnit
 
 __all__ = [
     "UNION_ARRIVAL_ORDER",
@@ -50,7 +52,8 @@ class TaggedUnion:
     columns are the key column(s) ``keys`` (named as the left input's), ``side``
     (``"left"`` / ``"right"``), ``left`` and ``right`` (the row of its side as a struct; null
     on the other side's rows), ``event_time`` and, when the inputs have them,
-    ``arrival_order`` and ``processing_time``."""
+    ``arrival_order`` and ``processing_time`` (the inputs' own values, in the unit both
+    inputs have, which ``source`` declares)."""
 
     source: StreamSource
     keys: tuple[str, ...]
@@ -92,11 +95,16 @@ def _key_columns(df: DataFrame, columns: Sequence[Any], parameter: str) -> list[
 
 
 def _same_kind(
-    left: DataFrame, right: DataFrame, names: tuple[str | None, str | None], parameter: str
+    left: StreamSource,
+    right: StreamSource,
+    names: tuple[str | None, str | None],
+    parameter: str,
+    units: tuple[TimeUnit, TimeUnit] | None = None,
 ) -> str | None:
     """The kind (``timestamp`` / ``integral``) of the time column ``parameter`` of both
     inputs, ``None`` when neither has one; ``ValueError`` when one has it and the other not,
-    or when their kinds differ."""
+    when their kinds differ, or when integral columns differ in their ``units`` (the
+    joined stream's column holds both inputs' values, read in one unit)."""
     a, b = names
     if a is None and b is None:
         return None
@@ -107,13 +115,24 @@ def _same_kind(
             f"both inputs a {parameter} (from_dataframe(..., {parameter}=...)) or neither"
         )
         raise ValueError(msg)
-    kinds = column_time_kind(left, a, parameter), column_time_kind(right, b, parameter)
+    kinds = column_time_kind(left.df, a, parameter), column_time_kind(right.df, b, parameter)
     if kinds[0] != kinds[1]:
         msg = (
             f"join: the {parameter} columns differ in type: {a!r} of the left input is "
-            f"{left.schema[a].dataType.simpleString()}, {b!r} of the right input is "
-            f"{right.schema[b].dataType.simpleString()}; convert one (F.timestamp_millis(...) "
-            "or F.unix_millis(...)) so that both are timestamps or both epoch milliseconds"
+            f"{left.df.schema[a].dataType.simpleString()}, {b!r} of the right input is "
+            f"{right.df.schema[b].dataType.simpleString()}; convert one "
+            "(F.timestamp_millis(...) or F.unix_millis(...)) so that both are timestamps or "
+            "both integral epoch times"
+        )
+        raise ValueError(msg)
+    if kinds[0] == "integral" and units is not None and units[0] is not units[1]:
+        msg = (
+            f"join: the {parameter} columns differ in unit: {a!r} of the left input is epoch "
+            f"{units[0].words}, {b!r} of the right input epoch {units[1].words}; the joined "
+            f"stream reads both in one unit and gives its result times in it: declare the "
+            f"unit of each column ({parameter}_unit=... in from_dataframe) and convert one "
+            f"column to the other's unit (e.g. F.col({b!r}) * 1000 for seconds as "
+            "milliseconds)"
         )
         raise ValueError(msg)
     return kinds[0]
@@ -126,13 +145,16 @@ def _time(df: DataFrame, name: str, kind: str, alias: str) -> Column:
     return (c if kind == "timestamp" else c.cast(LongType())).alias(alias)
 
 
-def _with_own_watermark(source: StreamSource) -> DataFrame:
-    """A streaming input with its own watermark, defined on a copy of its event time that
-    is projected away (as the streaming query does for one input)."""
+def _with_own_watermark(source: StreamSource, name: str) -> DataFrame:
+    """A streaming input with its own watermark, defined on a copy of its event time (read
+    in its unit) that is projected away, as the streaming query does for one input; and,
+    without a declared unit, its own unit check, which names the ``name`` input."""
     df = source.df
     if not df.isStreaming:
         return df
-    ts = time_millis(df, source.event_time, "event_time")
+    if source.event_time_unit is None:
+        df, _ = StreamingUnitCheck.observe(df, source.event_time, f"the {name} input")
+    ts = time_millis(df, source.event_time, "event_time", source.event_unit)
     delay = source.watermark.delay
     return (
         df.withColumn(_WM, watermark_source(ts))
@@ -151,8 +173,8 @@ def tagged_union(
 ) -> TaggedUnion:
     """Both inputs as one stream of tagged rows keyed by the join key (see
     :class:`TaggedUnion`). Checked before any Spark job: both inputs batch or both streaming,
-    as many keys on each side with equal types, time columns of the same kind on both
-    sides, no union column named like a key.
+    as many keys on each side with equal types, time columns of the same kind (and unit,
+    when integral) on both sides, no union column named like a key.
     """
     if left.df.isStreaming != right.df.isStreaming:
         which = "left" if left.df.isStreaming else "right"
@@ -190,7 +212,8 @@ def tagged_union(
             )
             raise ValueError(msg)
     keys = tuple(n for n, _ in lk)
-    ts_kind = _same_kind(left.df, right.df, (left.event_time, right.event_time), "event_time")
+    ts_units = (left.event_unit, right.event_unit)
+    ts_kind = _same_kind(left, right, (left.event_time, right.event_time), "event_time", ts_units)
     assert ts_kind is not None  # every input has an event time
     for which, source in (("left", left), ("right", right)):
         if len(source.arrival_columns) > 1:
@@ -200,11 +223,13 @@ def tagged_union(
                 "one arrival-order column (e.g. a number computed from those columns)"
             )
             raise ValueError(msg)
-    arr_kind = _same_kind(
-        left.df, right.df, (left.arrival_order, right.arrival_order), "arrival_order"
-    )
+    arr_kind = _same_kind(left, right, (left.arrival_order, right.arrival_order), "arrival_order")
     pt_kind = _same_kind(
-        left.df, right.df, (left.processing_time, right.processing_time), "processing_time"
+        left,
+        right,
+        (left.processing_time, right.processing_time),
+        "processing_time",
+        (left.processing_time_unit, right.processing_time_unit),
     )
     union_columns = [SIDE, LEFT, RIGHT, UNION_EVENT_TIME]
     union_columns += [UNION_ARRIVAL_ORDER] if arr_kind else []
@@ -220,7 +245,7 @@ def tagged_union(
     right_type = right.df.schema
 
     def side(source: StreamSource, name: str, key_cols: list[tuple[str, Column]]) -> DataFrame:
-        df = _with_own_watermark(source)
+        df = _with_own_watermark(source, name)
         own = F.struct(*[col(c) for c in source.df.columns])
         rows = {
             LEFT: own if name == LEFT else F.lit(None).cast(left_type),
@@ -237,11 +262,14 @@ def tagged_union(
 
     union = side(left, LEFT, lk).unionByName(side(right, RIGHT, rk))
     watermark = InputWatermarks(SIDE, ((LEFT, left.watermark), (RIGHT, right.watermark)))  # type: ignore[arg-type]
+    # the inputs' units (equal, see _same_kind), declared: each input was checked on its own
     source = StreamSource(
         union,
         UNION_EVENT_TIME,
         watermark,
         UNION_ARRIVAL_ORDER if arr_kind else None,
         UNION_PROCESSING_TIME if pt_kind else None,
+        event_time_unit=left.event_unit,
+        processing_time_unit=left.processing_time_unit,
     )
     return TaggedUnion(source, keys, left_type, right_type)

@@ -415,6 +415,7 @@ def build_layout(
         show_values=config.show_values,
         window_struct=config.window_struct,
         pane_info=config.pane_info,
+        time_unit=source.event_unit,
     )
 
 

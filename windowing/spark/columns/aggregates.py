@@ -417,7 +417,7 @@ def order_key(df: DataFrame, job: Job) -> Column:
     order column(s)], content hash)``; ``first`` / ``last`` and ties of ``min_by`` / ``max_by``
     follow it."""
     source = job.source
-    parts = [time_millis(df, source.event_time, "event_time")]
+    parts = [time_millis(df, source.event_time, "event_time", source.event_unit)]
     parts += [arrival_micros(df, name) for name in source.arrival_columns]
     parts.append(content_hash(df))
     return F.struct(*parts)

@@ -16,6 +16,9 @@ from pyspark.sql.types import DoubleType, FloatType
 
 from windowing.spark.columns.output import col
 from windowing.spark.columns.schema import INTERNAL_PREFIX, column_time_kind, contains_map
+from windowing.spark.columns.units import millis_sql
+from windowing.spark.columns.watermark import quoted
+from windowing.time import TimeUnit
 
 __all__ = [
     "ARR",
@@ -66,10 +69,21 @@ def replay_order(*, arrival: int, processing_time: bool) -> list[tuple[str, str,
     return [(n, "ascending", "at_end") for n in (*first, TS, TB)]
 
 
-def time_millis(df: DataFrame, name: str, parameter: str = "time column") -> Column:
-    """The time column ``name`` in epoch milliseconds (a timestamp's, or the integer)."""
+def time_millis(
+    df: DataFrame,
+    name: str,
+    parameter: str = "time column",
+    unit: TimeUnit = TimeUnit.MILLISECONDS,
+) -> Column:
+    """The time column ``name`` in epoch milliseconds: a timestamp's, or the integer of
+    ``unit`` read onto the millisecond clock in integer arithmetic (:meth:`TimeUnit.to_millis`:
+    seconds times 1,000 saturating at the ends of ``long``; microseconds and nanoseconds
+    floored, so a sub-millisecond part is dropped toward the past, as Flink's millisecond
+    clock would)."""
     kind = column_time_kind(df, name, parameter)
-    return F.unix_millis(col(name)) if kind == "timestamp" else col(name).cast("long")
+    if kind == "timestamp":
+        return F.unix_millis(col(name))
+    return F.expr(millis_sql(quoted(name), unit))
 
 
 def arrival_micros(df: DataFrame, name: str) -> Column:
@@ -135,10 +149,11 @@ def internal_columns(df: DataFrame, source: Any, *, flat: bool = False) -> list[
     """The input columns, then event time in ms (``__pw_ts``), the content hash
     (``__pw_tb``), and when given the arrival order (``__pw_arr``, :func:`arrival_key`; with
     ``flat``, one ``bigint`` column per arrival-order column, :func:`arrival_names`) and
-    processing time in ms (``__pw_pt``)."""
+    processing time in ms (``__pw_pt``): the one place where the input's time columns, in
+    their units, become the operator's milliseconds."""
     columns = [
         *[col(c) for c in df.columns],
-        time_millis(df, source.event_time).alias(TS),
+        time_millis(df, source.event_time, "event_time", source.event_unit).alias(TS),
         content_hash(df).alias(TB),
     ]
     arrival = source.arrival_columns
@@ -152,7 +167,11 @@ def internal_columns(df: DataFrame, source: Any, *, flat: bool = False) -> list[
     elif arrival:
         columns.append(arrival_key(df, arrival).alias(ARR))
     if source.processing_time is not None:
-        columns.append(time_millis(df, source.processing_time).alias(PT))
+        columns.append(
+            time_millis(
+                df, source.processing_time, "processing_time", source.processing_time_unit
+            ).alias(PT)
+        )
     return columns
 
 

@@ -56,7 +56,8 @@ from windowing.spark.columns.schema import (
     make_row_encoder,
 )
 from windowing.spark.columns.side_outputs import no_side_output
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.spark.columns.units import unit_sql
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, TimeUnit
 from windowing.windows import window_text
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "OutputLayout",
     "col",
     "counter_sql",
+    "instant_time",
     "ms_to_time",
 ]
 
@@ -104,6 +106,7 @@ _SPARK_MIN_MS = -62_135_596_800_000
 _SPARK_MAX_MS = 253_402_300_799_999
 _SPARK_MIN_US = _SPARK_MIN_MS * 1_000
 _SPARK_MAX_US = 253_402_300_799_999_999
+_MS = TimeUnit.MILLISECONDS
 
 
 # The metrics row's counters and gauges (COUNTER_NAMES order) in one array column: one column
@@ -149,17 +152,26 @@ def ms_to_time(column: Column, kind: str, *, clamp: bool = False) -> Column:
     ).otherwise(F.lit(None).cast(TimestampType()))
 
 
-def bound_sql(name: str, alias: str | None = None, *, kind: str) -> str:
-    """:func:`ms_to_time` of the window bound or max timestamp in column ``name`` (clamped)
-    as SQL text (``AS alias`` when given): one call to the JVM for a whole projection."""
+def bound_sql(
+    name: str, alias: str | None = None, *, kind: str, unit: TimeUnit = _MS, bound: bool = False
+) -> str:
+    """:func:`ms_to_time` of the window bound or max timestamp in column ``name`` (clamped) as
+    SQL text (``AS alias`` if given; one JVM call per projection); integral: ``units.unit_sql``."""
     as_alias = "" if alias is None else f" AS {alias}"
     if kind != "timestamp":
-        return f"{name}{as_alias}"
+        return f"{unit_sql(name, unit, bound=bound)}{as_alias}"
     return (
         f"CASE WHEN {name} < {_SPARK_MIN_MS} THEN timestamp_micros({_SPARK_MIN_US}) "
         f"WHEN {name} > {_SPARK_MAX_MS} THEN timestamp_micros({_SPARK_MAX_US}) "
         f"ELSE timestamp_millis({name}) END{as_alias}"
     )
+
+
+def instant_time(name: str, kind: str, unit: TimeUnit) -> Column:
+    """The instant (max timestamp, watermark) in ``name``: :func:`ms_to_time`, or in ``unit``."""
+    if kind == "timestamp":
+        return ms_to_time(F.col(name), kind)
+    return F.expr(unit_sql(name, unit))
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,6 +193,8 @@ class OutputLayout:
         key and window columns).
     ts_kind
         ``"timestamp"`` or ``"integral"``: the type of the time columns on the driver.
+    time_unit
+        The unit of an integral event-time column, and so of the result times.
     late_output_tag
         The tag of ``side_output_late_data``, if any.
     side_outputs
@@ -215,6 +229,7 @@ class OutputLayout:
     show_values: bool = False
     window_struct: str | None = None
     pane_info: bool = False
+    time_unit: TimeUnit = _MS
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -296,7 +311,7 @@ class OutputLayout:
     def _windowed(
         self, df: DataFrame, kind: int, cols: list[str], fields: StructType, struct: str | None
     ) -> DataFrame:
-        time = functools.partial(bound_sql, kind=self.ts_kind)
+        time = functools.partial(bound_sql, kind=self.ts_kind, unit=self.time_unit)
         values = [f"{c} AS {_quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)]
         keys = [_quoted(k) for k in self.keys]
         # SQL text: one call to the JVM for the whole projection
@@ -306,12 +321,13 @@ class OutputLayout:
             else []
         )
         if struct is not None:  # Spark's groupBy(window(...)) columns
-            window = f"named_struct('start', {time(_WS)}, 'end', {time(_WE)}) AS {_quoted(struct)}"
+            start, end = time(_WS, bound=True), time(_WE, bound=True)
+            window = f"named_struct('start', {start}, 'end', {end}) AS {_quoted(struct)}"
             return df.where(f"{KIND} = {kind}").selectExpr(*keys, window, *values, *panes)
         return df.where(f"{KIND} = {kind}").selectExpr(
             *keys,
-            time(_WS, "window_start"),
-            time(_WE, "window_end"),
+            time(_WS, "window_start", bound=True),
+            time(_WE, "window_end", bound=True),
             *values,
             time(_MT, "max_timestamp"),
             *panes,
@@ -344,7 +360,7 @@ class OutputLayout:
                 for c, f, keep in zip(self.late_cols, self.input_schema.fields, user, strict=True)
                 if keep
             ],
-            ms_to_time(F.col(_LWM), self.ts_kind).alias("late_watermark"),
+            instant_time(_LWM, self.ts_kind, self.time_unit).alias("late_watermark"),
             F.col(_LREASON).alias("late_reason"),
         )
 
@@ -373,8 +389,8 @@ class OutputLayout:
             f"{_LREASON} AS {phase}",
             f"{_DCLASS} AS {error_class}",
             f"{_DMSG} AS {message}",
-            bound_sql(_WS, start, kind=layout.ts_kind),
-            bound_sql(_WE, end, kind=layout.ts_kind),
+            bound_sql(_WS, start, kind=layout.ts_kind, unit=layout.time_unit, bound=True),
+            bound_sql(_WE, end, kind=layout.ts_kind, unit=layout.time_unit, bound=True),
         )
 
     def select_side_output(self, df: DataFrame, tag: OutputTag) -> DataFrame:

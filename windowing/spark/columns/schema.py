@@ -47,6 +47,8 @@ from pyspark.sql.types import (
     _parse_datatype_string,
 )
 
+from windowing.time import TimeUnit
+
 __all__ = [
     "INTERNAL_PREFIX",
     "TimeKind",
@@ -143,7 +145,8 @@ def column_time_kind(df: DataFrame, column: str, parameter: str) -> TimeKind:
         raise ValueError(msg)
     msg = (
         f"{parameter}: column {column!r} has type {_type_name(dtype)}; it must be a timestamp "
-        "or an integral count of epoch milliseconds (tinyint, smallint, int or bigint)"
+        "or an integral epoch time (tinyint, smallint, int or bigint; milliseconds unless a "
+        "unit is given)"
     )
     raise ValueError(msg)
 
@@ -154,8 +157,21 @@ def validate_source(
     event_time: str,
     arrival_order: Any,
     processing_time: str | None,
-) -> None:
-    """Check the columns named by ``WindowedStream.from_dataframe`` (no Spark job runs)."""
+    event_time_unit: TimeUnit | str | None = None,
+    processing_time_unit: TimeUnit | str | None = None,
+) -> tuple[TimeUnit | None, TimeUnit]:
+    """Check the columns named by ``WindowedStream.from_dataframe`` and their declared units
+    (:meth:`TimeUnit.of`; a unit is only for an integral column), and return the units: the
+    event time's, ``None`` when not declared (then checked), and the processing time's
+    (milliseconds when not declared). No Spark job runs."""
+    event_unit = (
+        None if event_time_unit is None else TimeUnit.of(event_time_unit, "event_time_unit")
+    )
+    processing_unit = (
+        None
+        if processing_time_unit is None
+        else TimeUnit.of(processing_time_unit, "processing_time_unit")
+    )
     if not isinstance(df, DataFrame):
         msg = f"df must be a pyspark.sql.DataFrame, got {type(df).__name__} {df!r}"
         raise ValueError(msg)
@@ -170,10 +186,28 @@ def validate_source(
         dupes = sorted({c for c in df.columns if df.columns.count(c) > 1})
         msg = f"df: duplicate column names {dupes}; window input columns must be unique"
         raise ValueError(msg)
-    column_time_kind(df, event_time, "event_time")
+    event_kind = column_time_kind(df, event_time, "event_time")
     arrival_order_columns(df, arrival_order)
+    processing_kind = None
     if processing_time is not None:
-        column_time_kind(df, processing_time, "processing_time")
+        processing_kind = column_time_kind(df, processing_time, "processing_time")
+    elif processing_unit is not None:
+        msg = (
+            f"processing_time_unit={processing_unit.value!r} is given without a "
+            "processing_time column"
+        )
+        raise ValueError(msg)
+    for column, kind, unit, parameter in (
+        (event_time, event_kind, event_unit, "event_time_unit"),
+        (processing_time, processing_kind, processing_unit, "processing_time_unit"),
+    ):
+        if unit is not None and kind == "timestamp":
+            msg = (
+                f"{parameter}={unit.value!r}: column {column!r} is a timestamp, which has no "
+                "unit to declare; a unit is only for an integral column of epoch time"
+            )
+            raise ValueError(msg)
+    return event_unit, processing_unit or TimeUnit.MILLISECONDS
 
 
 def arrival_order_columns(df: DataFrame, arrival_order: Any) -> str | tuple[str, ...] | None:

@@ -28,6 +28,7 @@ from windowing.plan import plan_operator
 from windowing.spark.io.files import Files, committed_batches, join
 from windowing.spark.io.ownership import windowing_folder
 from windowing.spark.streaming.checkpoint import STATE_VERSION, JobChangedError
+from windowing.time import TimeUnit
 
 if TYPE_CHECKING:
     from windowing.functions.spec import WindowFunctionSpec
@@ -109,6 +110,9 @@ def job_definition(
         "pane_info": config.pane_info,
         "window_struct": config.window_struct,
         "event_time": source.event_time,
+        # None for milliseconds: the unit earlier versions read every integral column in
+        "event_time_unit": _unit(source.event_unit),
+        "processing_time_unit": _unit(source.processing_time_unit),
         "watermark": describe(source.watermark),
         # one column as its name (as earlier versions recorded it), several as a list
         "arrival_order": (
@@ -120,6 +124,10 @@ def job_definition(
         "windowing": __version__,
     }
     return JobDefinition(parts)
+
+
+def _unit(unit: TimeUnit) -> str | None:
+    return None if unit is TimeUnit.MILLISECONDS else unit.value
 
 
 def operator_strategy(job: Job, spec: WindowFunctionSpec) -> str:

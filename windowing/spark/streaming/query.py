@@ -82,6 +82,7 @@ from windowing.spark.columns.output import (
     col,
     counter_sql,
 )
+from windowing.spark.columns.units import StreamingUnitCheck, unit_checks_in
 from windowing.spark.jobs import (
     idleness_of,
     streaming_key_groups,
@@ -155,6 +156,10 @@ class StreamingWindowedResult:
     upstream
         The windowing stages whose results feed this one in its query, the first first
         (Flink's consecutive windows; empty for a first stage).
+    unit_checks
+        The checks of the integral event-time columns without a declared unit that the
+        query reads (this stage's input, a join's inputs, earlier stages' inputs), which
+        :func:`write_results_and_late` makes on the first micro-batch with event times.
     """
 
     output: DataFrame
@@ -165,6 +170,7 @@ class StreamingWindowedResult:
     config: ProcessorConfig | None = None
     definition: JobDefinition | None = None
     upstream: tuple[StreamingWindowedResult, ...] = ()
+    unit_checks: tuple[StreamingUnitCheck, ...] = ()
 
     @property
     def stages(self) -> tuple[StreamingWindowedResult, ...]:
@@ -319,6 +325,11 @@ def run_streaming(
         metrics_name = stage_metrics_name(metrics_name, facts.metric_names)
     spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
 
+    # the checks of the inputs its plan observes already (a join's sides, earlier stages)
+    unit_checks = unit_checks_in(o.name for o in reversed(facts.observed))
+    if source.event_time_unit is None:
+        df, own = StreamingUnitCheck.observe(df, source.event_time)
+        unit_checks += () if own is None else (own,)
     nan_masks = _nan_masks(df)
     prepared = df.select(
         *internal_columns(df, source, flat=True),
@@ -387,6 +398,7 @@ def run_streaming(
         config=processor.config,
         definition=definition,
         upstream=find_stages(facts),
+        unit_checks=unit_checks,
     )
     register_stage(result)
     return result

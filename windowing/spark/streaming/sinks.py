@@ -54,6 +54,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from windowing.definition import Change
 from windowing.records import OutputTag
+from windowing.spark.columns.units import StreamingUnitCheck
 from windowing.spark.io.files import Files, committed_batches, join
 from windowing.spark.io.ownership import STAGING, Output, Ownership, batch_of, take_ownership
 from windowing.spark.io.paths import check_input_folders, check_sink_paths, input_folders
@@ -266,10 +267,12 @@ class _Running:
 
 class _Publisher(StreamingQueryListener):
     """Publishes committed micro-batches after each micro-batch of one query, and ends its
-    :class:`_Running` when it terminates."""
+    :class:`_Running` when it terminates; makes the query's unit checks, if any, each on the
+    first micro-batch with event times in its input."""
 
-    def __init__(self, running: _Running) -> None:
+    def __init__(self, running: _Running, unit_checks: tuple[StreamingUnitCheck, ...] = ()) -> None:
         self.running = running
+        self.unit_checks = unit_checks
         # The run's id, not the query's: a restart of the query has the same query id, and
         # the listener bus may deliver the end of the previous run after this one started.
         self.run_id: str | None = None
@@ -280,6 +283,9 @@ class _Publisher(StreamingQueryListener):
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802 - Spark's name
         if self.run_id is not None and str(event.progress.runId) == self.run_id:
             self.running.publish()
+            if self.unit_checks:  # each once per run
+                observed = event.progress.observedMetrics
+                self.unit_checks = tuple(c for c in self.unit_checks if not c.progress(observed))
 
     def onQueryIdle(self, event: Any) -> None:  # noqa: N802 - Spark's name
         pass
@@ -493,7 +499,7 @@ def write_results_and_late(
         elif processing_time is not None:
             writer = writer.trigger(processingTime=processing_time)
         if classic:
-            listener = _Publisher(running)
+            listener = _Publisher(running, result.unit_checks)
             spark.streams.addListener(listener)
         known = None if record is None else record.state_property(accepted)
         query = _start(writer, spark if classic else None, checkpoint, known)

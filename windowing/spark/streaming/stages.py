@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from windowing.job import Job
+from windowing.spark.columns.schema import column_time_kind
+from windowing.time import TimeUnit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -243,9 +245,10 @@ def find_stages(facts: PlanFacts) -> tuple[StreamingWindowedResult, ...]:
 def check_later_stage(job: Job, facts: PlanFacts, allow_multiple: str | None) -> None:
     """Refuse, before the query starts, a later stage that cannot follow the stages of
     ``facts``: its own watermark delay or idle timeout (its watermark is the first stage's),
-    an earlier stage in ``ProcessingTime`` mode (whose results carry no watermark), or a
+    an earlier stage in ``ProcessingTime`` mode (whose results carry no watermark), a
     session that disallows several stateful operators (``allow_multiple``: the value of
-    :data:`ALLOW_MULTIPLE`)."""
+    :data:`ALLOW_MULTIPLE`), or an integral event time without the unit of the earlier
+    stage's result times (:func:`_check_unit`)."""
     source = job.source
     if source.watermark.delay:
         msg = (
@@ -275,3 +278,28 @@ def check_later_stage(job: Job, facts: PlanFacts, allow_multiple: str | None) ->
             "stateful operator in the query; set it to true (Spark's default)"
         )
         raise ValueError(msg)
+    _check_unit(job, find_stages(facts))
+
+
+def _check_unit(job: Job, upstream: tuple[StreamingWindowedResult, ...]) -> None:
+    """Refuse a later stage that leaves out the unit of its integral event time after a
+    stage whose result times are in another unit than milliseconds: it would read them as
+    milliseconds, all far behind the first stage's watermark (every row late). A declared
+    unit is taken as given (a column converted by hand)."""
+    source = job.source
+    if not upstream or source.event_time_unit is not None:
+        return
+    layout = upstream[-1].layout
+    unit = layout.time_unit
+    if layout.ts_kind != "integral" or unit is TimeUnit.MILLISECONDS:
+        return
+    if column_time_kind(source.df, source.event_time, "event_time") != "integral":
+        return
+    msg = (
+        f"event_time_unit: this stream is the results of an earlier window, whose times are "
+        f"epoch {unit.words} (the event_time_unit={unit.value!r} of its input); read as "
+        f"milliseconds, the default, column {source.event_time!r} would be far behind the "
+        f"query's watermark and every row late: pass event_time_unit={unit.value!r} (or "
+        "'ms' for a column converted to milliseconds)"
+    )
+    raise ValueError(msg)
