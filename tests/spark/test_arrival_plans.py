@@ -142,17 +142,25 @@ def test_native_plan_in_arrival_order_runs_three_jobs(spark: SparkSession, laten
     assert result.get_side_output(LATE).count() > 0
 
 
+@pytest.mark.parametrize("small", [False, True], ids=["key groups", "one task"])
 @pytest.mark.usefixtures("default_partitions")
-def test_batch_replay_in_arrival_order_runs_four_jobs(spark: SparkSession) -> None:
+def test_batch_replay_in_arrival_order_runs_four_jobs_or_one(
+    spark: SparkSession, small: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The window operator's replay needs each row's exact watermark (a process function or
     trigger can read it): the arrival quantiles, the shuffle by arrival bucket (the maximum
     of earlier rows inside a bucket), the shuffle by key group (with each bucket's maximum,
     for earlier buckets), and the result stage running the operator. Three would need the
-    rows in arrival order without a quantile pass (docs/spark.md explains why not)."""
+    rows in arrival order without a quantile pass (docs/spark-internals.md explains why not).
+    A small input (one key group) runs in one task: one job, no shuffle."""
+    if not small:  # (this input in several key groups, as a larger one would be)
+        monkeypatch.setattr("windowing.spark.jobs.BYTES_PER_KEY_GROUP", 4_096)
     result = windowed(events(spark)).aggregate(Total(), output_schema="total bigint")
-    assert jobs_of(spark, lambda: noop(result.results)) == 4
-    assert jobs_of(spark, lambda: noop(result.results)) == 4
-    assert jobs_of(spark, lambda: noop(result.output)) == 4  # results, late rows, metrics
+    assert result.plan.one_task is small
+    jobs = 1 if small else 4
+    assert jobs_of(spark, lambda: noop(result.results)) == jobs
+    assert jobs_of(spark, lambda: noop(result.results)) == jobs
+    assert jobs_of(spark, lambda: noop(result.output)) == jobs  # results, late rows, metrics
     assert result.results.count() > 0
 
 
