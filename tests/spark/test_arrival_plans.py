@@ -1,7 +1,7 @@
 """Arrival order on Spark: how many Spark jobs one action runs (adaptive query execution on,
 the default 200 shuffle partitions), that the plans make Spark log no warning, and that the
 arrival cutoffs aggregated in one task or in parallel, and data at the ends of time, give
-the window operator's results (``docs/spark.md``, "Computing the watermark")."""
+the window operator's results (``docs/spark-internals.md``, "Computing the watermark")."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def test_batch_replay_in_arrival_order_runs_four_jobs(spark: SparkSession) -> No
     trigger can read it): the arrival quantiles, the shuffle by arrival bucket (the maximum
     of earlier rows inside a bucket), the shuffle by key group (with each bucket's maximum,
     for earlier buckets), and the result stage running the operator. Three would need the
-    rows in arrival order without a quantile pass (docs/spark.md explains why not)."""
+    rows in arrival order without a quantile pass (docs/spark-internals.md explains why not)."""
     result = windowed(events(spark)).aggregate(Total(), output_schema="total bigint")
     assert jobs_of(spark, lambda: noop(result.results)) == 4
     assert jobs_of(spark, lambda: noop(result.results)) == 4
