@@ -1,7 +1,7 @@
 """Arrival order on Spark: how many Spark jobs one action runs (adaptive query execution on,
 the default 200 shuffle partitions), that the plans make Spark log no warning, and that the
 arrival cutoffs aggregated in one task or in parallel, and data at the ends of time, give
-the window operator's results (``docs/spark.md``, "Computing the watermark")."""
+the window operator's results (``docs/spark-internals.md``, "Computing the watermark")."""
 
 from __future__ import annotations
 

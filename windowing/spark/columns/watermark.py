@@ -5,10 +5,10 @@ row that arrived strictly before it, *over all keys*::
 
     watermark(a) = max(event_time of rows with arrival < a) - delay - 1     (MIN if none)
 
-(Flink's ``BoundedOutOfOrderness``; Spark's ``withWatermark`` gives the same set of late rows,
-see ``docs/spark.md``). The ``max(...)`` part is a prefix maximum over the whole input in
-arrival order. Two ways to get it, both lazy (one plan, no driver round trip) and exact
-whatever the partitioning:
+(Flink's ``BoundedOutOfOrderness``; Spark's ``withWatermark`` also calls late the rows at
+exactly ``max - delay``: ``docs/spark.md``, "Which watermark"). The ``max(...)`` part is a
+prefix maximum over the whole input in arrival order. Two ways to get it, both lazy (one
+plan, no driver round trip) and exact whatever the partitioning:
 
 * :func:`add_prefix_max` gives every row its prefix maximum (the batch replay needs the exact
   watermark of each row): arrival buckets from approximate quantiles, the maximum inside each
@@ -499,7 +499,7 @@ def add_prefix_max_single_partition(
 ) -> DataFrame:
     """The same prefix maximum with one unpartitioned window (every row moves to a single
     partition). Not used by the runtime; kept for the comparison in
-    ``benchmarks/spark_watermark.py`` and ``docs/spark.md``."""
+    ``benchmarks/spark_watermark.py`` and ``docs/spark-internals.md``."""
     known = F.when(_c(order).isNotNull(), _c(value))
     frame = Window.orderBy(_c(order).asc_nulls_last()).rangeBetween(Window.unboundedPreceding, -1)
     return df.withColumn(out, F.max(known).over(frame))

@@ -337,7 +337,7 @@ def run_streaming(
     )
     if not wall_clock and not later and not isinstance(source.watermark, InputWatermarks):
         # The watermark is defined on a copy of the event time that is projected away, so
-        # Spark never drops a late row before the operator (see docs/spark.md). The inputs of
+        # Spark never drops a late row before the operator (docs/spark-internals.md). The inputs of
         # a join define their own, each on its input (windowing.spark.joins): Spark refuses a
         # second definition after them, and takes the smallest of theirs.
         prepared = (
