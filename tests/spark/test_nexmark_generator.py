@@ -1,12 +1,15 @@
 """The Nexmark generator on Spark (windowing.spark.nexmark): the events the reference derives
 from each event number (kinds 1:3:46 per 50, id spaces, hot auctions, bidders and sellers,
 times and out-of-order groups, auction lengths), field values distributed as the reference's,
-and the same events for a seed."""
+the same events for a seed, and the micro-batch files a stream replays."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -358,6 +361,8 @@ def test_bad_arguments_are_refused_before_any_job(spark: SparkSession) -> None:
         generator.table("bid")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"must lie in \[0, 10000\], got start=5, end=3"):
         generator.table("bids", start=5, end=3)
+    with pytest.raises(ValueError, match="events_per_batch must be an int >= 1, got 0"):
+        generator.write_micro_batches("/nonexistent/nexmark", events_per_batch=0)
 
 
 def _max_method_size(spark: SparkSession, df: DataFrame) -> int:
@@ -379,3 +384,81 @@ def test_generated_methods_stay_small_enough_for_the_jit(spark: SparkSession) ->
     for table in ("events", "persons", "auctions", "bids"):
         df = generator.table(table, with_event_number=True)  # type: ignore[arg-type]
         assert _max_method_size(spark, df) < 6000, table
+
+
+# ---------------------------------------------------------------------------- micro-batches
+
+
+def _files(folder: Path) -> list[Path]:
+    """The parquet files, oldest first."""
+    files = [p for p in folder.iterdir() if p.suffix == ".parquet"]
+    return sorted(files, key=lambda p: p.stat().st_mtime_ns)
+
+
+def test_micro_batch_files_hold_consecutive_positions(spark: SparkSession, tmp_path: Path) -> None:
+    generator = NexmarkGenerator(spark, SMALL)
+    folder = tmp_path / "events"
+    written = generator.write_micro_batches(
+        str(folder), events_per_batch=3000, with_event_number=True
+    )
+    assert (written.batches, written.events_per_batch, written.table) == (4, 3000, "events")
+    files = _files(folder)
+    assert len(files) == 4
+    for index, path in enumerate(files):
+        numbers = sorted(r.event_number for r in spark.read.parquet(str(path)).collect())
+        assert numbers == list(range(index * 3000, min((index + 1) * 3000, 10_000)))
+    batch = spark.read.schema(written.schema).parquet(str(folder))
+    assert batch.exceptAll(generator.events(with_event_number=True)).count() == 0
+    assert batch.count() == 10_000
+
+
+def test_a_stream_replays_the_micro_batches_in_order(spark: SparkSession, tmp_path: Path) -> None:
+    config = NexmarkConfig(num_events=2000, out_of_order_group_size=7)
+    generator = NexmarkGenerator(spark, config)
+    written = generator.write_micro_batches(
+        str(tmp_path / "bids"), table="bids", events_per_batch=500, with_event_number=True
+    )
+    seen: list[list[int]] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        seen.append(sorted(r.event_number for r in df.select("event_number").collect()))
+
+    query = (
+        written.read_stream(spark)
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert not query.isActive
+    expected = [
+        sorted(n for p in range(start, start + 500) if (n := config.event_number(p)) % 50 >= 4)
+        for start in range(0, 2000, 500)
+    ]
+    assert seen == expected
+
+
+def test_empty_micro_batches_are_files_too(spark: SparkSession, tmp_path: Path) -> None:
+    generator = NexmarkGenerator(spark, NexmarkConfig(num_events=200))
+    written = generator.write_micro_batches(
+        str(tmp_path / "persons"), table="persons", events_per_batch=30
+    )
+    files = _files(tmp_path / "persons")
+    assert written.batches == len(files) == 7
+    assert [spark.read.parquet(str(p)).count() for p in files] == [1, 1, 0, 1, 0, 1, 0]
+
+
+def test_a_folder_with_files_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    (tmp_path / "old.parquet").write_bytes(b"")
+    generator = NexmarkGenerator(spark, NexmarkConfig(num_events=100))
+    with pytest.raises(ValueError, match=r"already holds files \(old.parquet\)"):
+        generator.write_micro_batches(str(tmp_path))
+    assert os.listdir(tmp_path) == ["old.parquet"]
+
+
+@pytest.fixture(autouse=True)
+def _no_stream_left(spark: SparkSession) -> Iterator[None]:
+    yield
+    for query in spark.streams.active:
+        query.stop()

@@ -26,6 +26,7 @@ from windowing.nexmark import (
     NexmarkConfig,
 )
 from windowing.spark.nexmark.columns import EventColumns, integral_div
+from windowing.spark.nexmark.micro_batches import NexmarkMicroBatches, write_micro_batches
 
 __all__ = ["NexmarkGenerator", "NexmarkTable"]
 
@@ -46,7 +47,8 @@ class NexmarkGenerator:
     ``Generator``; see :mod:`windowing.nexmark`); the random draws are hashes of the seed
     and the event number, with the reference's distributions but not its numbers (see
     :mod:`windowing.spark.nexmark.columns`). The same configuration gives the same events,
-    in batch (:meth:`events`, :meth:`persons`, :meth:`auctions`, :meth:`bids`). Building a DataFrame
+    in batch (:meth:`events`, :meth:`persons`, :meth:`auctions`, :meth:`bids`) and as
+    micro-batch files a stream replays (:meth:`write_micro_batches`). Building a DataFrame
     runs no Spark job; each job draws the pools of random characters and the channels'
     urls from the driver (a few hundred kilobytes).
 
@@ -167,6 +169,28 @@ class NexmarkGenerator:
         partitions = self.config.num_partitions if num_partitions is None else num_partitions
         numbered = self._numbered(start, stop, partitions)
         return self._table(table, numbered, with_event_number)
+
+    def write_micro_batches(
+        self,
+        folder: str,
+        *,
+        table: NexmarkTable = "events",
+        events_per_batch: int = 100_000,
+        with_event_number: bool = False,
+    ) -> NexmarkMicroBatches:
+        """Write ``table`` into ``folder`` (new or empty) as parquet files of
+        ``events_per_batch`` consecutive stream positions each (the last one shorter), in
+        stream order: :meth:`NexmarkMicroBatches.read_stream
+        <windowing.spark.nexmark.NexmarkMicroBatches.read_stream>` replays them, one file per
+        micro-batch. Each file is one Spark job of one task (a file is a micro-batch); a
+        table of one kind holds that kind's events of the positions, possibly none."""
+        return write_micro_batches(
+            self,
+            folder,
+            table=table,
+            events_per_batch=events_per_batch,
+            with_event_number=with_event_number,
+        )
 
 
 def _kind(
