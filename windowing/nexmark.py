@@ -399,6 +399,32 @@ class NexmarkConfig:
         size = self.out_of_order_group_size
         return position // size * size + position * OUT_OF_ORDER_MULTIPLIER % size
 
+    def stream_position(self, event_number: int) -> int:
+        """The position in the stream of the event ``event_number`` (the inverse of
+        :meth:`event_number`): in its own out-of-order group, at the offset ``k`` with
+        ``(k * 953) % size`` equal to the number's offset in the group.
+
+        The reference generator emits the event at position ``k`` at the wall-clock time of
+        :meth:`timestamp` ``(k)`` (relative to its start), while the event carries the time of
+        its number: a replay's arrival time (:meth:`arrival_time`)."""
+        size = self.out_of_order_group_size
+        group = event_number // size * size
+        return group + (event_number - group) * self.out_of_order_inverse % size
+
+    def arrival_time(self, event_number: int) -> int:
+        """When the event ``event_number`` arrives in a replay at the configured rate (epoch
+        ms): the time of its stream position, the reference generator's wall-clock time for
+        it; its own event time is :meth:`timestamp` ``(event_number)``."""
+        return self.timestamp(self.stream_position(event_number))
+
+    @property
+    def out_of_order_inverse(self) -> int:
+        """The inverse of 953 modulo ``out_of_order_group_size`` (0 for groups of one):
+        ``(n * inverse) % size`` is the offset in its group of the position of the number
+        at offset ``n``."""
+        size = self.out_of_order_group_size
+        return 0 if size == 1 else pow(OUT_OF_ORDER_MULTIPLIER, -1, size)
+
     def auction_length_range(self, event_number: int) -> tuple[int, int]:
         """The shortest and longest time (ms) an auction created at ``event_number`` lasts:
         1 to twice the time until ``num_in_flight_auctions`` more auctions are created."""

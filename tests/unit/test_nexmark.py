@@ -197,6 +197,18 @@ def test_an_out_of_order_group_is_a_permutation_of_its_numbers(size: int) -> Non
         )
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 10, 100, 1000, 12_345])
+def test_stream_positions_invert_event_numbers(size: int) -> None:
+    config = NexmarkConfig(num_events=10**6, out_of_order_group_size=size)
+    for position in [*NUMBERS, *range(3 * size)]:
+        number = config.event_number(position)
+        assert config.stream_position(number) == position
+        # the reference's wall-clock time of the event: its position's, not its number's
+        assert config.arrival_time(number) == ref_timestamp(
+            config.base_time, config.inter_event_delay_us, position
+        )
+
+
 @pytest.mark.parametrize("size", [2, 4, 7, 8, 952])
 def test_group_sizes_dividing_952_keep_the_order_as_in_the_reference(size: int) -> None:
     config = NexmarkConfig(num_events=10**6, out_of_order_group_size=size)
