@@ -97,7 +97,9 @@ class RowsWithMaximum(AggregateFunction[Any, Maxima, tuple[tuple[Any, ...], ...]
     columns
         The columns of each kept row, in order.
 
-    Example::
+    Examples
+    --------
+    The highest bids of each window::
 
         stream.window_all(TumblingEventTimeWindows("10 seconds")).aggregate(
             RowsWithMaximum("price", ("auction", "price")),
