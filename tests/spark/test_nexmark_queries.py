@@ -217,6 +217,28 @@ def brute_q7_late(
 
 
 # ------------------------------------------------------------------------------- batch
+def test_arrival_columns_follow_the_stream_and_bad_inputs_are_refused(
+    spark: SparkSession, tables: dict[str, DataFrame], stream_files: Any
+) -> None:
+    rows = _ms(tables["bids"], "event_number", "stream_position", "arrival_time", "micro_batch")
+    for number, position, arrival, batch in rows:
+        assert position == CONFIG.stream_position(number)
+        assert arrival == CONFIG.arrival_time(number)
+        assert batch == position // EVENTS_PER_BATCH
+    assert any(number != position for number, position, _, _ in rows)  # out of order
+    # refused before any Spark job
+    with pytest.raises(ValueError, match="events_of_kind: events must be the unified"):
+        events_of_kind(tables["bids"], "bids")
+    with pytest.raises(ValueError, match="events_of_kind: kind must be one of"):
+        events_of_kind(stream_files.read_stream(spark), "people")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="with_arrival: frame needs the event_number"):
+        with_arrival(tables["bids"].drop("event_number"), CONFIG)
+    with pytest.raises(ValueError, match="native_q5: Spark cannot run it on a stream"):
+        native_q5(_stream_tables(spark, stream_files)["bids"])
+    with pytest.raises(ValueError, match="native_q11: a stream needs watermark_delay"):
+        native_q11(_stream_tables(spark, stream_files)["bids"])
+
+
 def test_q5_and_q7_equal_spark_and_a_brute_force(
     tables: dict[str, DataFrame], bids: list[dict[str, Any]]
 ) -> None:
