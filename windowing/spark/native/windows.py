@@ -99,7 +99,7 @@ from windowing.spark.native.parts import (
     keys_counter,
     late_counter,
     long_literal,
-    union_all,
+    tagged_union,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -174,7 +174,7 @@ def run_native(
         parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
-    return WindowedResult.of_output(union_all(branches), layout, plan)
+    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
 
 
 def event_time_parts(
