@@ -27,6 +27,7 @@ from windowing.spark.columns.frames import PACKED, from_ipc
 from windowing.spark.interval_join import IntervalBounds, StreamingIntervalJoinResult
 from windowing.spark.interval_join.streaming import IntervalJoinProcessor
 from windowing.spark.streaming import write_results_and_late
+from windowing.spark.streaming.checkpoint import JobChangedError
 from windowing.spark.streaming.clocks import WATERMARK_SHIFT_MS, flink_watermark
 
 pytestmark = pytest.mark.spark
@@ -47,9 +48,11 @@ class Arrivals(ProcessJoinFunction[Any, Any, Any]):
         yield (left.n, right.m, left.arr, right.arr)
 
 
-def join(left_df: DataFrame, right_df: DataFrame, arrival: str | None = None) -> Any:
-    """``between(-4, 3)`` with both bounds exclusive: a right row 3 ms before to 2 ms after
-    the left one."""
+def join(
+    left_df: DataFrame, right_df: DataFrame, arrival: str | None = None, lower: int = -4
+) -> Any:
+    """``between(lower, 3)`` with both bounds exclusive: by default a right row 3 ms before
+    to 2 ms after the left one."""
 
     def stream(df: DataFrame, ts: str) -> Any:
         return WindowedStream.from_dataframe(
@@ -60,7 +63,7 @@ def join(left_df: DataFrame, right_df: DataFrame, arrival: str | None = None) ->
         stream(left_df, "ts")
         .key_by("k")
         .interval_join(stream(right_df, "t").key_by("key"))
-        .between(-4, 3)
+        .between(lower, 3)
         .lower_bound_exclusive()
         .upper_bound_exclusive()
         .side_output_left_late_data(LEFT_LATE)
@@ -96,11 +99,13 @@ def write_files(directory: Path, batches: list[list[dict[str, Any]]], first: int
         os.utime(path, (t, t))
 
 
-def run_query(spark: SparkSession, src: Path, out: Path) -> tuple[Any, StreamingIntervalJoinResult]:
+def run_query(
+    spark: SparkSession, src: Path, out: Path, lower: int = -4
+) -> tuple[Any, StreamingIntervalJoinResult]:
     def read(name: str, schema: str) -> DataFrame:
         return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src / name))
 
-    result = join(read("left", LEFT_SCHEMA), read("right", RIGHT_SCHEMA))
+    result = join(read("left", LEFT_SCHEMA), read("right", RIGHT_SCHEMA), lower=lower)
     assert isinstance(result, StreamingIntervalJoinResult)
     query = write_results_and_late(
         result,
@@ -196,6 +201,9 @@ def test_a_restart_from_the_checkpoint_gives_the_uninterrupted_output(
     assert not set(across) & set(rows(first))
     for name in ("left_late", "right_late"):
         assert rows(read_output(spark, out / name)) == rows(outputs[name])
+    # the checkpoint records the job: other bounds cannot continue from its buffers
+    with pytest.raises(JobChangedError, match="state_shape"):
+        run_query(spark, src, out, lower=-5)
 
 
 def test_late_path_and_mistakes_are_refused_before_the_query_starts(
