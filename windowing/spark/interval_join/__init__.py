@@ -1,7 +1,7 @@
 """The interval join on Spark (``IntervalJoined.process``): in batch, a range join or, with
-an arrival order, the replay of Flink's operator per key (:mod:`.batch`); in streaming, one
-Structured Streaming query with the operator's buffers in the checkpoint (:mod:`.streaming`);
-one tagged output for both (:mod:`.output`).
+an arrival order, the replay of Flink's operator per key (``batch.py``); in streaming, one
+Structured Streaming query with the operator's buffers in the checkpoint (``streaming.py``);
+one tagged output for both (``output.py``).
 
 Example::
 
@@ -35,7 +35,7 @@ def run_interval_join(
 ) -> IntervalJoinResult | StreamingIntervalJoinResult:
     """The interval join of the tagged union's two sides with ``function`` (a
     ``ProcessJoinFunction``) and ``output_schema``; no Spark job runs here. Static inputs:
-    :func:`.batch.run_batch`; streaming ones: :func:`.streaming.run_streaming`. Output
+    ``batch.run_batch``; streaming ones: ``streaming.run_streaming``. Output
     columns named like the results' or the late rows' other columns are refused
     (``ValueError``)."""
     df = union.source.df

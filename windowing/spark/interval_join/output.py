@@ -137,8 +137,6 @@ class IntervalJoinLayout:
     ts_kind: str
     time_unit: TimeUnit = TimeUnit.MILLISECONDS
 
-    #: No late output of one tag (each side has its own, :meth:`side_index`).
-    late_output_tag = None
     #: No dead letters.
     dead_letter = False
 
