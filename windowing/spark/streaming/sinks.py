@@ -489,7 +489,6 @@ def write_results_and_late(
     the allowed changes are in the returned query's ``job_changes``
     (:mod:`windowing.spark.streaming.job_record`).
     """
-    result.check_late_path(late_path)
     opts = dict(options or {})
     sinks: dict[str, Sink | None] = {
         "results_path": _sink("results_path", results_path, format, opts),
@@ -511,6 +510,7 @@ def write_results_and_late(
     }
     check_sink_paths(folders)
     _check_tables({name: s.table_name for name, s in sinks.items() if s is not None})
+    result.check_late_path(late_path)  # (after the paths' checks, which need no result)
     for tag in sides:
         if result.layout.side_index(tag) is None:
             msg = (
