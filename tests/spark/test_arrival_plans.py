@@ -21,8 +21,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 import windowing.spark.native.windows as native_module
+from tests.spark.frames import Total
 from windowing import BoundedOutOfOrderness, OutputTag, TumblingEventTimeWindows, WindowedStream
-from windowing.functions import AggregateFunction
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers import EventTimeTrigger
 
@@ -31,22 +31,6 @@ spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignor
 
 LATE = OutputTag("late")
 JOB = Path(__file__).with_name("warnings_job.py")
-
-
-class Total(AggregateFunction[Any, int, int]):
-    """A user's aggregate function: the batch replay (the window operator) runs it."""
-
-    def create_accumulator(self) -> int:
-        return 0
-
-    def add(self, value: Any, accumulator: int) -> int:
-        return accumulator + int(value.amount)
-
-    def get_result(self, accumulator: int) -> int:
-        return accumulator
-
-    def merge(self, a: int, b: int) -> int:
-        return a + b
 
 
 class SameAsDefault(EventTimeTrigger):
