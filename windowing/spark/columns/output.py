@@ -51,6 +51,7 @@ from windowing.spark.columns.operator_rows import (
 )
 from windowing.spark.columns.schema import (
     INTERNAL_PREFIX,
+    cast_as,
     make_columns_encoder,
     make_row_encoder,
 )
@@ -345,7 +346,7 @@ class OutputLayout:
         if not self.has_late:
             return df.where(F.lit(False)).select(
                 *[
-                    F.lit(None).cast(f.dataType).alias(f.name)
+                    cast_as(F.lit(None), f.dataType).alias(f.name)
                     for f, keep in zip(self.input_schema.fields, user, strict=True)
                     if keep
                 ],
@@ -370,7 +371,7 @@ class OutputLayout:
         fields = [f for f in layout.input_schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
         if not layout.dead_letter:
             return df.where(F.lit(False)).select(
-                *[F.lit(None).cast(f.dataType).alias(f.name) for f in fields],
+                *[cast_as(F.lit(None), f.dataType).alias(f.name) for f in fields],
                 *[F.lit(None).cast("string").alias(n) for n in DEAD_LETTER_COLUMNS[:3]],
                 *[
                     ms_to_time(F.lit(None).cast("long"), layout.ts_kind).alias(n)
@@ -690,7 +691,7 @@ class SqlBranches:
             if value is None:
                 continue
             if isinstance(value, Column):
-                out.append(value.cast(f.dataType).alias(f.name))
+                out.append(cast_as(value, f.dataType).alias(f.name))
             else:
                 out.append(
                     F.expr(f"CAST({value} AS {f.dataType.simpleString()}) AS {_quoted(f.name)}")

@@ -32,6 +32,7 @@ from pyspark.sql.types import DataType, DecimalType, DoubleType
 
 from windowing.functions.columns import AggKind
 from windowing.spark.columns.aggregates import AggregateCall
+from windowing.spark.columns.schema import cast_as
 
 __all__ = ["RunningAggregate", "running_aggregate"]
 
@@ -65,14 +66,14 @@ def _decimal_avg(total: Column, n: Column, dtype: DecimalType) -> Column:
     (Spark's decimal division would round to at most 6 places for wide types)."""
     shift = dtype.scale
     integer = DecimalType(_DEC, 0)
-    whole = (total * F.expr(f"{10**shift}BD")).cast(integer)
-    count = F.greatest(n, F.lit(1)).cast(DecimalType(20, 0))
+    whole = cast_as(total * F.expr(f"{10**shift}BD"), integer)
+    count = cast_as(F.greatest(n, F.lit(1)), DecimalType(20, 0))
     rest = whole % count
-    quotient = ((whole - rest) / count).cast(integer)
+    quotient = cast_as((whole - rest) / count, integer)
     up = F.when(F.abs(rest) * 2 >= count, F.signum(whole).cast("int")).otherwise(F.lit(0))
-    unscaled = (quotient + up).cast(integer)
+    unscaled = cast_as(quotient + up, integer)
     if shift == 0:
-        value = unscaled.cast(dtype)
+        value = cast_as(unscaled, dtype)
     else:
         # at least one digit before the point (leading zeros are fine for the cast)
         digits = F.concat(F.lit("0" * shift), F.abs(unscaled).cast("string"))
@@ -83,8 +84,8 @@ def _decimal_avg(total: Column, n: Column, dtype: DecimalType) -> Column:
             F.lit("."),
             digits.substr(cut + 1, F.lit(shift)),
         )
-        value = text.cast(dtype)
-    return F.when(n == 0, F.lit(None).cast(dtype)).otherwise(value)
+        value = cast_as(text, dtype)
+    return F.when(n == 0, cast_as(F.lit(None), dtype)).otherwise(value)
 
 
 def running_aggregate(
@@ -106,25 +107,25 @@ def running_aggregate(
         return RunningAggregate(
             state=F.count(F.when(counted, F.lit(1))),
             merge=lambda s, w: F.sum(s).over(w),
-            result=lambda s: s.cast(dtype),
+            result=lambda s: cast_as(s, dtype),
         )
     if kind is AggKind.SUM:
         wide = DecimalType(_DEC, dtype.scale) if isinstance(dtype, DecimalType) else dtype
         return RunningAggregate(
-            state=F.sum(args[0].cast(wide)).cast(wide),
-            merge=lambda s, w: F.sum(s).over(w).cast(wide),
-            result=lambda s: s.cast(dtype),
+            state=cast_as(F.sum(cast_as(args[0], wide)), wide),
+            merge=lambda s, w: cast_as(F.sum(s).over(w), wide),
+            result=lambda s: cast_as(s, dtype),
         )
     if kind is AggKind.AVG:
         arg_type = arg_types[0]
         wide = (
             DecimalType(_DEC, arg_type.scale) if isinstance(arg_type, DecimalType) else DoubleType()
         )
-        x = args[0].cast(wide)
+        x = cast_as(args[0], wide)
 
         def merge(s: Column, w: WindowSpec) -> Column:
             return F.struct(
-                F.sum(s.getField("s")).over(w).cast(wide).alias("s"),
+                cast_as(F.sum(s.getField("s")).over(w), wide).alias("s"),
                 F.sum(s.getField("n")).over(w).cast("long").alias("n"),
             )
 
@@ -132,17 +133,17 @@ def running_aggregate(
             total, n = s.getField("s"), s.getField("n")
             if isinstance(dtype, DecimalType):
                 return _decimal_avg(total, n, dtype)
-            return F.when(n == 0, F.lit(None).cast(dtype)).otherwise(total / n)
+            return F.when(n == 0, cast_as(F.lit(None), dtype)).otherwise(total / n)
 
         return RunningAggregate(
-            state=F.struct(F.sum(x).cast(wide).alias("s"), F.count(x).alias("n")),
+            state=F.struct(cast_as(F.sum(x), wide).alias("s"), F.count(x).alias("n")),
             merge=merge,
             result=result,
         )
     if kind in (AggKind.MIN, AggKind.MAX):
         aggregate = F.min if kind is AggKind.MIN else F.max
         return RunningAggregate(
-            state=aggregate(args[0].cast(dtype)),
+            state=aggregate(cast_as(args[0], dtype)),
             merge=lambda s, w: aggregate(s).over(w),
             result=lambda s: s,
         )

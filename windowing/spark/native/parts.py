@@ -20,6 +20,7 @@ from windowing.records import Timing
 from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import OutputLayout, col
+from windowing.spark.columns.schema import cast_as
 from windowing.spark.columns.watermark import quoted
 from windowing.time import MIN_TIMESTAMP
 
@@ -116,7 +117,7 @@ def tagged_union(layout: OutputLayout, branches: list[DataFrame]) -> DataFrame:
         return out.selectExpr(*[quoted(f.name) for f in fields])
     return out.select(
         *[
-            col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
+            col(f.name) if f.name in present else cast_as(F.lit(None), f.dataType).alias(f.name)
             for f in fields
         ]
     )
