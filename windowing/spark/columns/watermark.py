@@ -38,6 +38,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import StructType
 
 from windowing.job import InputWatermarks
+from windowing.spark.jobs import estimated_bytes
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
@@ -59,16 +60,12 @@ ONE_TASK_BYTES = 64 << 20
 
 
 def one_task_enough(df: DataFrame) -> bool:
-    """Whether Spark's own estimate of ``df``'s size (the optimizer's statistics, no job) is
-    at most :data:`ONE_TASK_BYTES`: then the arrival cutoffs are aggregated in one task,
-    which saves a Spark job; larger inputs (and Spark Connect, which has no estimate)
-    aggregate in parallel."""
-    try:
-        jdf = df._jdf
-        size = int(str(jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    except Exception:  # Spark Connect, or no statistics
-        return False
-    return 0 <= size <= ONE_TASK_BYTES
+    """Whether Spark's own estimate of ``df``'s size (:func:`~windowing.spark.jobs.estimated_bytes`,
+    no job) is at most :data:`ONE_TASK_BYTES`: then the arrival cutoffs are aggregated in
+    one task, which saves a Spark job; larger inputs (and inputs without an estimate, as in
+    Spark Connect) aggregate in parallel."""
+    size = estimated_bytes(df)
+    return size is not None and size <= ONE_TASK_BYTES
 
 
 def _c(name: str) -> Column:
