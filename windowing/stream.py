@@ -730,8 +730,8 @@ class WindowedStream:
         side_output_schemas: Mapping[OutputTag, Any] | None = None,
     ) -> WindowingResult:
         """Aggregate each window incrementally with an ``AggregateFunction`` (an ``add`` per
-        row) or a ``VectorizedAggregateFunction`` (``add_batch`` over many rows at once; batch
-        tumbling windows a record batch at a time: ``explain()`` says so; ``docs/spark.md``).
+        row) or a ``VectorizedAggregateFunction`` (``add_batch`` over many rows at once; in
+        batch, many windows a record batch at a time: ``explain()`` says so; ``docs/spark.md``).
 
         ``output_schema`` (DDL string or ``StructType``) describes ``get_result``'s value (or
         the window function's outputs); it may be left out when the return annotation is a

@@ -12,17 +12,28 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
-from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from tests.spark.test_spark_streaming import LATE, in_order_batches, streamed_and_replayed
-from windowing import EventTimeTrigger, TumblingEventTimeWindows, VectorizedAggregateFunction
-from windowing.spark.columnar.vectorized import result_columns
+from windowing import (
+    EventTimeSessionWindows,
+    EventTimeTrigger,
+    HoppingEventTimeWindows,
+    TumblingEventTimeWindows,
+    VectorizedAggregateFunction,
+)
+from windowing.functions import Aggregate
+from windowing.job import WindowConfig
+from windowing.spark.columnar.vectorized import result_columns, vectorized_plan
 from windowing.spark.columns.output import OutputLayout
 from windowing.spark.planning import ColumnarShape, Route
 from windowing.stream import DataStream
+from windowing.testing import WindowOperatorHarness
 
 pytestmark = pytest.mark.spark
 
@@ -85,6 +96,22 @@ class Described(VectorizedAggregateFunction[Any, Any]):
         if acc[3] == 3 and acc[1] % 2:
             return None
         return (acc[0], acc[1], acc[2])
+
+
+class Collect(VectorizedAggregateFunction[Any, Any]):
+    """The ``x`` of a window's rows, in the order it gets them."""
+
+    def create_accumulator(self) -> Any:
+        return ()
+
+    def add_batch(self, batch: pa.Table, acc: Any) -> Any:
+        return (*acc, *batch.column("x").to_pylist())
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return (*a, *b)
+
+    def get_result(self, acc: Any) -> Any:
+        return ",".join(map(str, acc))
 
 
 class OperatorTrigger(EventTimeTrigger):
@@ -185,6 +212,37 @@ def test_default_add_groups_none_results_and_null_event_times(
     assert metrics.num_null_event_time == df.where("ts IS NULL").count() > 0
 
 
+@pytest.mark.differential(ColumnarShape.HOPPING, ColumnarShape.SESSIONS)
+@pytest.mark.parametrize(
+    "assigner",
+    [HoppingEventTimeWindows("4 seconds", "1 second"), EventTimeSessionWindows("500 milliseconds")],
+    ids=["hopping", "sessions"],
+)
+def test_hopping_windows_and_sessions_a_batch_at_a_time(
+    spark: SparkSession, small_batches: None, assigner: Any
+) -> None:
+    """Each window's rows in replay order (an order-sensitive function), as the operator
+    gives them."""
+    rid = F.col("id")  # a second's pause every 100 rows: sessions of about 14 rows a key
+    df = spark.range(1_200).select(
+        (rid % 7).alias("key"),
+        ((rid * 7919) % 101).alias("x"),
+        F.timestamp_millis(F.lit(T0) + rid * 23 + F.floor(rid / 100) * 1_000).alias("ts"),
+    )
+
+    def run(trigger: Any) -> Any:
+        windowed = DataStream.from_dataframe(df, event_time="ts").key_by("key").window(assigner)
+        if trigger is not None:
+            windowed = windowed.trigger(trigger)
+        return windowed.aggregate(Collect(), output_schema="rows string")
+
+    fast, operator = run(None), run(OperatorTrigger())
+    assert fast.plan.columnar is not None and operator.plan.columnar is None
+    results = collected(fast)
+    assert len(results) > 50 and any("," in r[3] for r in results)
+    assert results == collected(operator)
+
+
 def test_streaming_runs_the_adapter(spark: SparkSession, tmp_path: Path) -> None:
     """A streaming query (the window operator, through the adapter, its accumulators in the
     state between micro-batches) gives the batch replay's results."""
@@ -251,3 +309,46 @@ def test_get_results_of_other_fields_names_the_function() -> None:
     with pytest.raises(ValueError, match="columns \\['total'\\] for the output fields") as info:
         result_columns(MeanVar(), {"total": [1]}, _layout(n=LongType()))
     assert "MeanVar.get_results" in "".join(info.value.__notes__)
+
+
+SHAPES = {
+    "tumbling": lambda: TumblingEventTimeWindows(10, offset=3),
+    "hopping": lambda: HoppingEventTimeWindows(10, 4, offset=-1),
+    "hopping_even": lambda: HoppingEventTimeWindows(9, 3),
+    "sessions": lambda: EventTimeSessionWindows(5),
+}
+
+
+@settings(max_examples=60)
+@given(
+    shape=st.sampled_from(sorted(SHAPES)),
+    rows=st.lists(st.tuples(st.integers(0, 3), st.integers(-30, 60)), max_size=40),
+)
+def test_the_groups_of_a_batch_are_the_operators_windows(shape: str, rows: list[Any]) -> None:
+    """A batch's (key, window) groups, each in replay order, are the windows the operator
+    fires at the end of input (no Spark job)."""
+    rows = sorted(rows)  # by key, then event time: the replay's order
+    assigner = SHAPES[shape]()
+    plan = vectorized_plan(
+        WindowConfig(assigner, None, None, 0), Aggregate(Collect()), streaming=False
+    )
+    assert plan is not None and plan.shape.value in shape
+    harness = WindowOperatorHarness(assigner, Collect())
+    for x, (code, t) in enumerate(rows):
+        harness.process_element({"x": x}, t, code)
+    harness.process_watermark(10_000)
+    expected = sorted(
+        (r.key, r.window.start, r.window.end, r.value) for r in harness.extract_output()
+    )
+    codes = np.array([c for c, _ in rows], np.int64)
+    table = pa.table({"x": pa.array(range(len(rows)), pa.int64())})
+    times = pa.chunked_array([pa.array([t for _, t in rows], pa.int64())])
+    found = plan.results(table, times, codes, _layout(rows=StringType()))
+    if not rows:
+        assert found is None and expected == []
+        return
+    assert found is not None
+    got = zip(
+        codes[found.rows], found.starts, found.ends, found.columns[0].to_pylist(), strict=True
+    )
+    assert sorted((int(k), int(s), int(e), v) for k, s, e, v in got) == expected

@@ -61,7 +61,7 @@ from windowing.spark.columnar.core import (
 from windowing.spark.columnar.hopping import HoppingAggregation
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation
-from windowing.spark.columnar.vectorized import VectorizedTumbling, vectorized_plan
+from windowing.spark.columnar.vectorized import VectorizedWindows, vectorized_plan
 from windowing.spark.columns.aggregates import AggregateCall
 from windowing.spark.jobs import (
     batch_key_groups,
@@ -147,7 +147,7 @@ class SparkPlan:
     route: Route
     reason: str
     operator: Plan | None
-    columnar: ColumnarPlan | VectorizedTumbling | None = None
+    columnar: ColumnarPlan | VectorizedWindows | None = None
     element_order: str = "arrival order, as Flink"
     watermarks: bool = True
     key_groups: int | None = None
@@ -463,7 +463,7 @@ def _kip450(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | Non
 # ---------------------------------------------------------------------------- columnar shapes
 def _columnar(
     job: Job, spec: WindowFunctionSpec, input_arrow: pa.Schema
-) -> ColumnarPlan | VectorizedTumbling | None:
+) -> ColumnarPlan | VectorizedWindows | None:
     """The aggregation the runtime computes on whole columns, if any: a built-in aggregation
     (:func:`~windowing.spark.columnar.core.field_aggregation_of`) of tumbling windows, hopping
     windows (``slide <= size``; in streaming not with ``slicing=True``: the operator then
@@ -489,7 +489,7 @@ def columnar_shape(
     input_arrow: pa.Schema | None,
     *,
     streaming: bool,
-) -> ColumnarPlan | VectorizedTumbling | None:
+) -> ColumnarPlan | VectorizedWindows | None:
     """The columnar plan of a window configuration with the function ``spec`` (the input's
     Arrow schema ``input_arrow``, when known, rules out fields numpy cannot reduce as the
     function does; a vectorized function: :func:`~windowing.spark.columnar.vectorized.

@@ -16,7 +16,7 @@ many rows a key has:
   later row reaches fired early, so it keeps only its open windows);
 * built-in aggregations of tumbling, hopping or session windows in event-time order are
   reduced on whole columns (:mod:`windowing.spark.columnar.core`), and a vectorized function
-  of tumbling windows takes all the windows of a batch in one call
+  of tumbling, hopping or session windows takes all the windows of a batch in one call
   (:mod:`windowing.spark.columnar.vectorized`), many keys at once; the rows of
   the last key of a batch that the next batch may continue are carried over: those of its
   last window or session, all of them for hopping windows (which overlap); carried rows
@@ -48,7 +48,7 @@ from windowing.operator import WindowOperator
 from windowing.spark.batch import replay_keys
 from windowing.spark.batch.replay_keys import Chunk, OperatorRun, OutputBlock, as_batch
 from windowing.spark.columnar.core import ColumnarPlan, columnar_results
-from windowing.spark.columnar.vectorized import VectorizedTumbling
+from windowing.spark.columnar.vectorized import VectorizedWindows
 from windowing.spark.columns.inputs import TS, replay_order
 from windowing.spark.columns.keys import group_codes, key_value, state_key
 from windowing.spark.columns.null_results import NullResultReport, report_null_results
@@ -357,7 +357,7 @@ class _GroupStream:
         if part.column(TS).null_count:
             return False
         columns: list[pa.Array] = []
-        if isinstance(plan, VectorizedTumbling):
+        if isinstance(plan, VectorizedWindows):
             inputs = part.select(replay.input_names)
             found: Any = plan.results(inputs, part.column(TS), codes, replay.layout)
             if found is None:
@@ -481,7 +481,7 @@ class Replay:
     has_processing_time: bool
     # Results computed on whole columns (rows in event-time order only: job_columnar), or a
     # vectorized function's a record batch at a time.
-    columnar: ColumnarPlan | VectorizedTumbling | None = None
+    columnar: ColumnarPlan | VectorizedWindows | None = None
     # Keys' own idle clocks on the processing_time column (``idle_timeout``).
     idleness: Idleness | None = None
     # Bounds of a worker's memory (the module constants when the plan is built).
