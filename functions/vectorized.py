@@ -91,7 +91,8 @@ class VectorizedAggregateFunction(ABC, Generic[ACC, OUT]):
     ...         return (0, 0.0, 0.0)
     ...     def add_batch(self, batch, acc):
     ...         x = batch["x"]
-    ...         return self.merge(acc, (len(x), x.mean(), ((x - x.mean()) ** 2).sum()))
+    ...         mean = float(x.mean())
+    ...         return self.merge(acc, (len(x), mean, float(((x - mean) ** 2).sum())))
     ...     def merge(self, a, b):
     ...         n = a[0] + b[0]
     ...         if n == 0:
@@ -99,7 +100,7 @@ class VectorizedAggregateFunction(ABC, Generic[ACC, OUT]):
     ...         d = b[1] - a[1]
     ...         return (n, a[1] + d * b[0] / n, a[2] + b[2] + d * d * a[0] * b[0] / n)
     ...     def get_result(self, acc):
-    ...         return {"mean": float(acc[1]), "var": float(acc[2] / acc[0])}
+    ...         return {"mean": acc[1], "var": acc[2] / acc[0]}
     ...     def add_groups(self, batch, offsets):
     ...         x, n = batch["x"], np.diff(offsets)
     ...         mean = np.add.reduceat(x, offsets[:-1]) / n
