@@ -33,6 +33,8 @@ __all__ = [
     "VectorizedAdapter",
     "VectorizedAggregateFunction",
     "batch_table",
+    "check_batch_format",
+    "describe",
     "group_accumulators",
     "group_results",
     "in_format",
@@ -251,8 +253,8 @@ def _all(values: Sequence[Any], kind: Any, first: Any) -> Sequence[Any]:
 
 
 def in_format(table: pa.Table, batch_format: str) -> Any:
-    """``table`` as a batch of ``batch_format`` (see :attr:`~VectorizedAggregateFunction.
-    batch_format`)."""
+    """``table`` as a batch of ``batch_format`` (see
+    :attr:`VectorizedAggregateFunction.batch_format`)."""
     if batch_format == "arrow":
         return table
     if batch_format == "pandas":
