@@ -29,6 +29,7 @@ from windowing import (
 )
 from windowing.functions import Aggregate
 from windowing.job import WindowConfig
+from windowing.spark.batch import replay
 from windowing.spark.columnar.vectorized import result_columns, vectorized_plan
 from windowing.spark.columns.output import OutputLayout
 from windowing.spark.planning import ColumnarShape, Route
@@ -128,14 +129,27 @@ def events(spark: SparkSession, n: int = 3_000, keys: int = 7) -> DataFrame:
     )
 
 
+BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
 @pytest.fixture
 def small_batches(spark: SparkSession) -> Iterator[None]:
     """Record batches of 128 rows: keys and windows span batches (carried rows)."""
-    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    previous = spark.conf.get(key)
-    spark.conf.set(key, "128")
+    previous = spark.conf.get(BATCH_ROWS)
+    spark.conf.set(BATCH_ROWS, "128")
     yield
-    spark.conf.set(key, previous)
+    spark.conf.set(BATCH_ROWS, previous)
+
+
+@pytest.fixture
+def tiny_batches(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Record batches of 7 rows, and at most 150 carried rows: a key's rows go on in the next
+    batches, those of a key of more rows (hopping windows) to the operator."""
+    previous = spark.conf.get(BATCH_ROWS)
+    spark.conf.set(BATCH_ROWS, "7")
+    monkeypatch.setattr(replay, "CARRY_ROWS", 150)
+    yield
+    spark.conf.set(BATCH_ROWS, previous)
 
 
 def collected(result: Any) -> list[tuple[Any, ...]]:
@@ -219,13 +233,13 @@ def test_default_add_groups_none_results_and_null_event_times(
     ids=["hopping", "sessions"],
 )
 def test_hopping_windows_and_sessions_a_batch_at_a_time(
-    spark: SparkSession, small_batches: None, assigner: Any
+    spark: SparkSession, tiny_batches: None, assigner: Any
 ) -> None:
     """Each window's rows in replay order (an order-sensitive function), as the operator
-    gives them."""
-    rid = F.col("id")  # a second's pause every 100 rows: sessions of about 14 rows a key
+    gives them, however a key's rows are batched and carried."""
+    rid = F.col("id")  # a second's pause every 100 rows: sessions of about 12 rows a key
     df = spark.range(1_200).select(
-        (rid % 7).alias("key"),
+        F.when(rid % 10 < 5, 0).otherwise(rid % 10).alias("key"),  # 600 rows, 5 x 120
         ((rid * 7919) % 101).alias("x"),
         F.timestamp_millis(F.lit(T0) + rid * 23 + F.floor(rid / 100) * 1_000).alias("ts"),
     )
