@@ -1,6 +1,6 @@
-"""Window functions: reduce, aggregate, fold, process and apply, Flink's built-in field
-aggregations (sum, min, max, min_by, max_by), and the functions of joins (join, coGroup,
-process join)."""
+"""Window functions: reduce, aggregate (row by row, or vectorized over batches of rows), fold,
+process and apply, Flink's built-in field aggregations (sum, min, max, min_by, max_by), and the
+functions of joins (join, coGroup, process join)."""
 
 if __name__ == "functions":  # the top-level name of a source checkout: windowing.functions itself
     from windowing._aliases import alias
@@ -32,6 +32,7 @@ from windowing.functions.spec import (
     WindowFunctionSpec,
     as_spec,
 )
+from windowing.functions.vectorized import VectorizedAggregateFunction
 
 __all__ = [
     "Aggregate",
@@ -51,6 +52,7 @@ __all__ = [
     "ProcessWindowFunctionContext",
     "Reduce",
     "ReduceFunction",
+    "VectorizedAggregateFunction",
     "WindowFunction",
     "WindowFunctionSpec",
     "as_spec",

@@ -21,6 +21,7 @@ from windowing.functions.base import (
     ReduceFunction,
     WindowFunction,
 )
+from windowing.functions.vectorized import VectorizedAdapter, VectorizedAggregateFunction
 
 __all__ = [
     "Aggregate",
@@ -31,6 +32,7 @@ __all__ = [
     "WindowFunctionSpec",
     "as_spec",
     "result_source",
+    "with_input_schema",
 ]
 
 
@@ -78,26 +80,48 @@ class Reduce:
 
 @dataclass(frozen=True)
 class Aggregate:
-    """Incremental aggregation; ``window_function`` gets the single aggregate result."""
+    """Incremental aggregation; ``window_function`` gets the single aggregate result.
+
+    A :class:`~windowing.functions.vectorized.VectorizedAggregateFunction` is held as its
+    :class:`~windowing.functions.vectorized.VectorizedAdapter` (``function``; the user's
+    function is :attr:`user_function`)."""
 
     function: AggregateFunction[Any, Any, Any]
     window_function: Any = None
     kind = "aggregate"
 
     def __post_init__(self) -> None:
+        if isinstance(self.function, VectorizedAggregateFunction):
+            object.__setattr__(self, "function", VectorizedAdapter(self.function))
         if not isinstance(self.function, AggregateFunction):
             msg = (
-                "aggregate: function must be an AggregateFunction, "
+                "aggregate: function must be an AggregateFunction or a "
+                "VectorizedAggregateFunction, "
                 f"got {type(self.function).__name__} {self.function!r}"
             )
             raise ValueError(msg)
         _check_window_function(self.window_function, "aggregate")
 
     @property
+    def user_function(
+        self,
+    ) -> AggregateFunction[Any, Any, Any] | VectorizedAggregateFunction[Any, Any]:
+        """The function the user gave (an ``AggregateFunction`` or a
+        ``VectorizedAggregateFunction``)."""
+        fn = self.function
+        return fn.function if isinstance(fn, VectorizedAdapter) else fn
+
+    @property
+    def vectorized(self) -> VectorizedAggregateFunction[Any, Any] | None:
+        """The user's ``VectorizedAggregateFunction``, if it is one."""
+        fn = self.function
+        return fn.function if isinstance(fn, VectorizedAdapter) else None
+
+    @property
     def order_insensitive(self) -> bool:
         """Whether the function declares its result independent of the elements' order
         (:attr:`AggregateFunction.order_insensitive`)."""
-        return self.function.order_insensitive
+        return self.user_function.order_insensitive
 
 
 @dataclass(frozen=True)
@@ -161,7 +185,8 @@ WindowFunctionSpec = Reduce | Aggregate | Fold | Process | Apply
 def as_spec(function: Any, window_function: Any = None) -> WindowFunctionSpec:
     """Read a function of any supported kind as a spec.
 
-    A ``ReduceFunction`` or plain callable is a reduce; an ``AggregateFunction`` an aggregate;
+    A ``ReduceFunction`` or plain callable is a reduce; an ``AggregateFunction`` or
+    ``VectorizedAggregateFunction`` an aggregate;
     a ``ProcessWindowFunction`` a process; a ``WindowFunction`` an apply. Specs pass through.
     """
     if isinstance(function, Reduce | Aggregate | Fold | Process | Apply):
@@ -169,6 +194,8 @@ def as_spec(function: Any, window_function: Any = None) -> WindowFunctionSpec:
             msg = "window_function cannot be given together with a function spec"
             raise ValueError(msg)
         return function
+    if isinstance(function, VectorizedAggregateFunction):
+        return Aggregate(VectorizedAdapter(function), window_function)
     if isinstance(function, AggregateFunction):
         return Aggregate(function, window_function)
     if isinstance(function, ProcessWindowFunction | WindowFunction):
@@ -185,7 +212,7 @@ def as_spec(function: Any, window_function: Any = None) -> WindowFunctionSpec:
         return Reduce(function, window_function)
     msg = (
         "function must be a ReduceFunction or callable, AggregateFunction, "
-        "ProcessWindowFunction, WindowFunction or a spec, "
+        "VectorizedAggregateFunction, ProcessWindowFunction, WindowFunction or a spec, "
         f"got {type(function).__name__} {function!r}"
     )
     raise ValueError(msg)
@@ -202,6 +229,8 @@ def result_source(spec: WindowFunctionSpec) -> str | None:
     """
     fn = spec.function
     if isinstance(spec, Aggregate):
+        if spec.vectorized is not None:
+            return f"VectorizedAggregateFunction {type(spec.vectorized).__qualname__}.get_result"
         return f"AggregateFunction {type(fn).__qualname__}.get_result"
     if isinstance(spec, Reduce):
         if isinstance(fn, ReduceFunction):
@@ -212,3 +241,12 @@ def result_source(spec: WindowFunctionSpec) -> str | None:
             return f"FoldFunction {type(fn).__qualname__}.fold"
         return f"fold function {getattr(fn, '__qualname__', repr(fn))}"
     return None
+
+
+def with_input_schema(spec: WindowFunctionSpec, schema: Any) -> WindowFunctionSpec:
+    """``spec`` with the input columns' Arrow schema ``schema`` given to a vectorized
+    function's adapter (which then builds batches of these types rather than infer them);
+    any other spec as it is."""
+    if isinstance(spec, Aggregate) and isinstance(spec.function, VectorizedAdapter):
+        return Aggregate(spec.function.with_input_schema(schema), spec.window_function)
+    return spec

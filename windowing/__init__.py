@@ -43,6 +43,7 @@ from windowing.functions import (
     ProcessJoinFunction,
     ProcessWindowFunction,
     ReduceFunction,
+    VectorizedAggregateFunction,
     WindowFunction,
 )
 from windowing.operator import InMemoryStateBackend, KeyState, OperatorMetrics, WindowOperator
@@ -153,6 +154,7 @@ __all__ = [
     "TumblingEventTimeWindows",
     "TumblingProcessingTimeWindows",
     "ValueStateDescriptor",
+    "VectorizedAggregateFunction",
     "WindowAssigner",
     "WindowFunction",
     "WindowOperator",

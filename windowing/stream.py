@@ -729,7 +729,9 @@ class WindowedStream:
         output_schema: Any = None,
         side_output_schemas: Mapping[OutputTag, Any] | None = None,
     ) -> WindowingResult:
-        """Aggregate each window incrementally with an ``AggregateFunction``.
+        """Aggregate each window incrementally with an ``AggregateFunction`` (an ``add`` per
+        row) or a ``VectorizedAggregateFunction`` (``add_batch`` over many rows at once; in
+        batch, many windows a record batch at a time: ``explain()`` says so; ``docs/spark.md``).
 
         ``output_schema`` (DDL string or ``StructType``) describes ``get_result``'s value (or
         the window function's outputs); it may be left out when the return annotation is a

@@ -17,12 +17,13 @@ PACKAGE = ROOT / "windowing"
 
 # The builder and its joins defer their imports of the Spark runtime to the terminal calls, so
 # that the core (everything importable from ``windowing``) runs without pyspark; the pictures
-# import matplotlib, an optional dependency, when they are drawn. Nothing else imports inside
-# a function.
+# import matplotlib, an optional dependency, when they are drawn; vectorized functions import
+# pyarrow when they build their first batch. Nothing else imports inside a function.
 DEFERRED = {
     "windowing/stream.py": "windowing.spark",
     "windowing/joins.py": "windowing.spark",
     "windowing/plotting/draw.py": "matplotlib",
+    "windowing/functions/vectorized.py": "pyarrow",
 }
 
 # Modules above the size the design allows, at their current size: they may shrink, never

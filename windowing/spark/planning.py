@@ -61,6 +61,7 @@ from windowing.spark.columnar.core import (
 from windowing.spark.columnar.hopping import HoppingAggregation
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation
+from windowing.spark.columnar.vectorized import VectorizedWindows, vectorized_plan
 from windowing.spark.columns.aggregates import AggregateCall
 from windowing.spark.jobs import (
     batch_key_groups,
@@ -123,7 +124,8 @@ class SparkPlan:
     operator
         The window operator's plan (``None`` on a native route).
     columnar
-        The built-in aggregation computed on whole Arrow columns, if any.
+        The built-in aggregation computed on whole Arrow columns, or the vectorized function
+        computed a record batch at a time, if any.
     element_order
         The order in which the runtime feeds a key's rows to the operator, in words.
     watermarks
@@ -145,7 +147,7 @@ class SparkPlan:
     route: Route
     reason: str
     operator: Plan | None
-    columnar: ColumnarPlan | None = None
+    columnar: ColumnarPlan | VectorizedWindows | None = None
     element_order: str = "arrival order, as Flink"
     watermarks: bool = True
     key_groups: int | None = None
@@ -459,7 +461,9 @@ def _kip450(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | Non
 
 
 # ---------------------------------------------------------------------------- columnar shapes
-def _columnar(job: Job, spec: WindowFunctionSpec, input_arrow: pa.Schema) -> ColumnarPlan | None:
+def _columnar(
+    job: Job, spec: WindowFunctionSpec, input_arrow: pa.Schema
+) -> ColumnarPlan | VectorizedWindows | None:
     """The aggregation the runtime computes on whole columns, if any: a built-in aggregation
     (:func:`~windowing.spark.columnar.core.field_aggregation_of`) of tumbling windows, hopping
     windows (``slide <= size``; in streaming not with ``slicing=True``: the operator then
@@ -485,11 +489,15 @@ def columnar_shape(
     input_arrow: pa.Schema | None,
     *,
     streaming: bool,
-) -> ColumnarPlan | None:
+) -> ColumnarPlan | VectorizedWindows | None:
     """The columnar plan of a window configuration with the function ``spec`` (the input's
     Arrow schema ``input_arrow``, when known, rules out fields numpy cannot reduce as the
-    function does), or ``None``; the part of the columnar decision that does not depend on the
-    order of rows (:func:`plan_spark` checks that)."""
+    function does; a vectorized function: :func:`~windowing.spark.columnar.vectorized.
+    vectorized_plan`), or ``None``; the part of the columnar decision that does not depend on
+    the order of rows (:func:`plan_spark` checks that)."""
+    vectorized = vectorized_plan(config, spec, streaming=streaming)
+    if vectorized is not None:
+        return vectorized
     assigner, lateness = config.assigner, config.allowed_lateness
     fn = field_aggregation_of(spec, config.trigger, config.evictor, lateness, input_arrow)
     if fn is None:

@@ -15,7 +15,9 @@ many rows a key has:
   them; in event-time order in one pass, or chunk by chunk for a large key, its windows no
   later row reaches fired early, so it keeps only its open windows);
 * built-in aggregations of tumbling, hopping or session windows in event-time order are
-  reduced on whole columns (:mod:`windowing.spark.columnar.core`), many keys at once; the rows of
+  reduced on whole columns (:mod:`windowing.spark.columnar.core`), and a vectorized function
+  of tumbling, hopping or session windows takes all the windows of a batch in one call
+  (:mod:`windowing.spark.columnar.vectorized`), many keys at once; the rows of
   the last key of a batch that the next batch may continue are carried over: those of its
   last window or session, all of them for hopping windows (which overlap); carried rows
   beyond ``CARRY_ROWS`` go to the operator instead.
@@ -46,6 +48,7 @@ from windowing.operator import WindowOperator
 from windowing.spark.batch import replay_keys
 from windowing.spark.batch.replay_keys import Chunk, OperatorRun, OutputBlock, as_batch
 from windowing.spark.columnar.core import ColumnarPlan, columnar_results
+from windowing.spark.columnar.vectorized import VectorizedWindows
 from windowing.spark.columns.inputs import TS, replay_order
 from windowing.spark.columns.keys import group_codes, key_value, state_key
 from windowing.spark.columns.null_results import NullResultReport, report_null_results
@@ -353,16 +356,23 @@ class _GroupStream:
         assert plan is not None
         if part.column(TS).null_count:
             return False
-        found = columnar_results(plan, part.column(TS), part.column(plan.field), codes)
-        if found is None:
-            return False
-        rows = pa.array(found.rows, pa.int64())
-        columns = []
-        for field in replay.layout.out_schema.fields:
-            if found.field_values is not None and field.name == plan.field:
-                columns.append(pa.array(found.field_values))
-            else:
-                columns.append(part.column(field.name).take(rows).combine_chunks())
+        columns: list[pa.Array] = []
+        if isinstance(plan, VectorizedWindows):
+            inputs = part.select(replay.input_names)
+            found: Any = plan.results(inputs, part.column(TS), codes, replay.layout)
+            if found is None:
+                return False
+            columns = found.columns
+        else:
+            found = columnar_results(plan, part.column(TS), part.column(plan.field), codes)
+            if found is None:
+                return False
+            rows = pa.array(found.rows, pa.int64())
+            for field in replay.layout.out_schema.fields:
+                if found.field_values is not None and field.name == plan.field:
+                    columns.append(pa.array(found.field_values))
+                else:
+                    columns.append(part.column(field.name).take(rows).combine_chunks())
         starts = pa.array(found.starts, pa.int64())
         ends = pa.array(found.ends, pa.int64())
         fired = len(found.starts)
@@ -469,8 +479,9 @@ class Replay:
     watermark: Any  # a windowing.stream watermark strategy
     arrival_parts: int  # the arrival-order columns (flat: inputs.arrival_names); 0: none
     has_processing_time: bool
-    # Results computed on whole columns (rows in event-time order only: job_columnar).
-    columnar: ColumnarPlan | None = None
+    # Results computed on whole columns (rows in event-time order only: job_columnar), or a
+    # vectorized function's a record batch at a time.
+    columnar: ColumnarPlan | VectorizedWindows | None = None
     # Keys' own idle clocks on the processing_time column (``idle_timeout``).
     idleness: Idleness | None = None
     # Bounds of a worker's memory (the module constants when the plan is built).

@@ -37,11 +37,12 @@ import pyspark
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from windowing.errors import ErrorPolicy
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
-from windowing.functions.spec import WindowFunctionSpec
+from windowing.functions.spec import Aggregate, WindowFunctionSpec, with_input_schema
 from windowing.job import InputWatermarks, Job, StreamSource
 from windowing.records import OutputTag
 from windowing.spark.batch.replay import Replay
@@ -268,7 +269,7 @@ def _annotation_source(spec: WindowFunctionSpec) -> tuple[Any, bool] | None:
         if isinstance(wf, WindowFunction):
             return type(wf).apply, True
         return None
-    fn: Any = spec.function
+    fn: Any = spec.user_function if isinstance(spec, Aggregate) else spec.function
     if spec.kind == "aggregate":
         return type(fn).get_result, False
     if spec.kind == "fold":
@@ -462,9 +463,10 @@ def run_batch(
     # several arrival-order columns: one bigint column each for the Python side
     arrival = len(source.arrival_columns)
     prepared = flat_arrival(prepared, arrival)
+    input_arrow = to_arrow_schema(layout.input_schema, timezone=layout.timezone)
     replay = Replay(
         window=config,
-        spec=spec,
+        spec=with_input_schema(spec, input_arrow),  # a vectorized function's batches
         keys=keys,
         input_names=list(layout.input_schema.names),
         layout=layout,

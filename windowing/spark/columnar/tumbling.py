@@ -31,7 +31,20 @@ from windowing.spark.columnar.core import (
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
-__all__ = ["TumblingAggregation"]
+__all__ = ["TumblingAggregation", "last_window_from", "tumbling_starts"]
+
+
+def tumbling_starts(t: np.ndarray[Any, Any], size: int, offset: int) -> np.ndarray[Any, Any]:
+    """The start of the tumbling window (``size``, ``offset`` in ms) of each event time."""
+    return t - np.mod(t - offset, size)  # type: ignore[no-any-return]
+
+
+def last_window_from(t: np.ndarray[Any, Any], lo: int, size: int, offset: int) -> int:
+    """The first of the rows ``lo:`` (event times ``t``, sorted) in the tumbling window of
+    the last one."""
+    t_last = int(t[-1])
+    window = t_last - (t_last - offset) % size
+    return lo + int(np.searchsorted(t[lo:], window, side="left"))
 
 
 @dataclass(frozen=True)
@@ -243,13 +256,11 @@ class TumblingAggregation:
         )
 
     def window_starts(self, t: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        return t - np.mod(t - self.offset, self.size)  # type: ignore[no-any-return]
+        return tumbling_starts(t, self.size, self.offset)
 
     def near_ends_of_time(self, lo: int, hi: int) -> bool:
         return near_ends_of_time(self.margin, lo, hi)
 
     def carried_from(self, t: np.ndarray[Any, Any], lo: int) -> int:
         """The first of the rows ``lo:`` (event times ``t``, sorted) in the last window."""
-        t_last = int(t[-1])
-        window = t_last - (t_last - self.offset) % self.size
-        return lo + int(np.searchsorted(t[lo:], window, side="left"))
+        return last_window_from(t, lo, self.size, self.offset)

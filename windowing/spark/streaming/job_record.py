@@ -23,6 +23,7 @@ from windowing.definition import Change, JobDefinition, describe
 from windowing.errors import ErrorPolicy
 from windowing.functions.aggregations import FieldAggregation
 from windowing.functions.columns import ColumnAggregates
+from windowing.functions.vectorized import VectorizedAdapter
 from windowing.job import Job
 from windowing.plan import plan_operator
 from windowing.spark.io.files import Files, committed_batches, join
@@ -78,8 +79,13 @@ def job_definition(
     window_function = getattr(spec, "window_function", None)
     builtin = isinstance(function, ColumnAggregates | FieldAggregation)
     kind = spec.kind + ("" if window_function is None else "+window_function")
-    # Aggregates and folds keep accumulators, not rows (unless an evictor buffers them).
-    keeps_rows = spec.kind not in ("aggregate", "fold") or config.evictor is not None
+    # Aggregates and folds keep accumulators, not rows (unless an evictor buffers them, or a
+    # vectorized function's accumulator holds the rows since its last result).
+    keeps_rows = (
+        spec.kind not in ("aggregate", "fold")
+        or config.evictor is not None
+        or isinstance(function, VectorizedAdapter)
+    )
     schema = [[f.name, f.dataType.simpleString()] for f in layout.input_schema.fields]
     fields = {f.name: f.dataType.simpleString() for f in layout.input_schema.fields}
     parts: dict[str, Any] = {

@@ -65,6 +65,7 @@ from pyspark.sql.types import (
 )
 
 from windowing.definition import JobDefinition
+from windowing.functions.spec import with_input_schema
 from windowing.job import InputWatermarks, Job, StreamSource
 from windowing.records import OutputTag
 from windowing.spark.batch.replay_plan import (
@@ -363,6 +364,7 @@ def run_streaming(
     internal = tuple(prepared.columns[len(df.columns) :])  # __pw_ts, __pw_tb[, ...][, __pw_nan0]
     tz = layout.timezone
     input_arrow = to_arrow_schema(layout.input_schema, timezone=tz)
+    spec = with_input_schema(spec, input_arrow)  # a vectorized function's batches
     columnar = plan.columnar
     time_mode = streaming_time_mode(stream)
     definition = job_definition(

@@ -1,0 +1,350 @@
+"""A :class:`~windowing.functions.vectorized.VectorizedAggregateFunction` of tumbling,
+hopping or session event-time windows computed a record batch at a time in the batch replay.
+
+In event-time order (no arrival order: nothing is late, every window fires once, at the end of
+input, over all its rows, as :func:`~windowing.spark.columnar.core.columnar_results` assumes)
+a window's result is a function of its rows in replay order. The rows of a key group arrive
+sorted by key and event time, so the rows of a tumbling window or a session are a run of
+consecutive rows, and those of a hopping window are found by taking each row once per window
+it belongs to (:meth:`VectorizedWindows.groups`): the replay hands all the windows of a record
+batch to one ``add_groups`` call and their accumulators to one ``get_results`` call, and
+builds the result columns in Arrow, rather than one operator call per row. The rows of the
+last key that later rows may join (its last window or session; all of them for hopping
+windows) are carried to the next batch (:meth:`VectorizedWindows.carried_from`), as for the
+built-in aggregations.
+
+:meth:`VectorizedWindows.results` returns ``None`` when the operator must compute the rows
+(event times near the ends of time, a ``None`` result: the operator counts and reports such
+windows), and the replay then runs the operator, through the function's adapter
+(:class:`~windowing.functions.vectorized.VectorizedAdapter`), with the same results.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import StructType
+
+from windowing.assigners.hopping import HoppingEventTimeWindows
+from windowing.assigners.session import EventTimeSessionWindows
+from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.functions.spec import Aggregate, WindowFunctionSpec
+from windowing.functions.vectorized import (
+    VectorizedAggregateFunction,
+    describe,
+    group_accumulators,
+    group_results,
+    in_format,
+)
+from windowing.job import WindowConfig
+from windowing.spark.columnar.core import ColumnarShape, near_ends_of_time
+from windowing.spark.columnar.tumbling import last_window_from, tumbling_starts
+from windowing.spark.columns.output import OutputLayout
+from windowing.spark.columns.schema import make_columns_encoder, make_row_encoder
+from windowing.time import MAX_TIMESTAMP
+from windowing.triggers.event_time import EventTimeTrigger
+
+__all__ = [
+    "Groups",
+    "VectorizedHopping",
+    "VectorizedResults",
+    "VectorizedSessions",
+    "VectorizedTumbling",
+    "VectorizedWindows",
+    "result_columns",
+    "vectorized_plan",
+]
+
+
+@dataclass(frozen=True)
+class VectorizedResults:
+    """Per (key, window) group of a part of the input: its window's start and end, its first
+    row (the key columns are taken from it) and the result columns."""
+
+    starts: np.ndarray[Any, Any]
+    ends: np.ndarray[Any, Any]
+    rows: np.ndarray[Any, Any]
+    columns: list[pa.Array]
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The (key, window) groups of rows sorted by key and event time: the rows in group
+    order (``take``, positions of the input rows; ``None``: the input as it is), where each
+    group begins in them (``offsets``, then their number), and each window's start and end."""
+
+    take: np.ndarray[Any, Any] | None
+    offsets: np.ndarray[Any, Any]
+    starts: np.ndarray[Any, Any]
+    ends: np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class VectorizedWindows(ABC):
+    """A vectorized aggregate function whose windows the batch replay computes a record
+    batch at a time, in event-time order (see the module docstring); a subclass per window
+    shape says which rows form a window."""
+
+    function: VectorizedAggregateFunction[Any, Any]
+    allowed_lateness: int
+
+    kind: ClassVar[str]
+    shape: ClassVar[ColumnarShape]
+
+    @property
+    @abstractmethod
+    def margin(self) -> int:
+        """Times within this distance of the ends of time are left to the operator (it clamps
+        window bounds and cleanup times there)."""
+
+    @abstractmethod
+    def carried_from(self, t: np.ndarray[Any, Any], lo: int) -> int:
+        """The first of the rows ``lo:`` of a key (event times ``t``, sorted) that may share a
+        window with the key's later rows: the replay carries them to the next batch."""
+
+    @abstractmethod
+    def groups(self, t: np.ndarray[Any, Any], codes: np.ndarray[Any, Any] | None) -> Groups:
+        """The windows of rows sorted by key ``codes`` (``None``: one key), then event time
+        ``t``, as groups of rows in replay order."""
+
+    @abstractmethod
+    def windows(self) -> str:
+        """The windows, in words."""
+
+    def results(
+        self,
+        rows: pa.Table,
+        times: pa.ChunkedArray,
+        codes: np.ndarray[Any, Any] | None,
+        layout: OutputLayout,
+    ) -> VectorizedResults | None:
+        """The windows of ``rows`` (the input columns of whole windows of one or more keys,
+        sorted by key ``codes``, ``None`` for one key, then event time ``times`` in ms without
+        nulls), or ``None`` when the operator must compute them."""
+        t = times.to_numpy()
+        if len(t) == 0 or near_ends_of_time(self.margin, int(t.min()), int(t.max())):
+            return None
+        rising = t[1:] >= t[:-1]
+        if codes is not None:
+            rising = (codes[1:] > codes[:-1]) | ((codes[1:] == codes[:-1]) & rising)
+        if not bool(rising.all()):
+            return None  # not in replay order: the operator (which checks) takes them
+        found = self.groups(t, codes)
+        fn = self.function
+        grouped = rows if found.take is None else rows.take(found.take)
+        batch = in_format(grouped, fn.batch_format)
+        results = group_results(fn, group_accumulators(fn, batch, found.offsets))
+        columns = result_columns(fn, results, layout)
+        if columns is None:
+            return None
+        first = found.offsets[:-1]
+        first_rows = first if found.take is None else found.take[first]
+        return VectorizedResults(found.starts, found.ends, first_rows, columns)
+
+    def describe(self) -> str:
+        return (
+            f"{describe(self.function)} on {self.windows()}: one add_groups and one "
+            "get_results per Arrow record batch for all its (key, window) groups (keys the "
+            "columns cannot take, e.g. near the ends of time, run through the operator, which "
+            "hands add_batch each window's rows)"
+        )
+
+
+def _offsets(boundary: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
+    """Where each group begins (``boundary[i]``: row ``i + 1`` begins one), then ``n``."""
+    first = np.flatnonzero(np.concatenate(([True], boundary)))
+    return np.append(first, n).astype(np.int64)
+
+
+def _key_changes(codes: np.ndarray[Any, Any] | None, n: int) -> np.ndarray[Any, Any]:
+    if codes is None:
+        return np.zeros(max(n - 1, 0), np.bool_)
+    return codes[1:] != codes[:-1]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, eq=False)
+class VectorizedTumbling(VectorizedWindows):
+    """Tumbling event-time windows (``size``, ``offset`` in ms): a window's rows are
+    consecutive."""
+
+    size: int = 1
+    offset: int = 0
+    kind: ClassVar[str] = "tumbling"
+    shape: ClassVar[ColumnarShape] = ColumnarShape.TUMBLING
+
+    @property
+    def margin(self) -> int:
+        return 2 * self.size + abs(self.offset) + self.allowed_lateness
+
+    def carried_from(self, t: np.ndarray[Any, Any], lo: int) -> int:
+        """The rows of the last window."""
+        return last_window_from(t, lo, self.size, self.offset)
+
+    def groups(self, t: np.ndarray[Any, Any], codes: np.ndarray[Any, Any] | None) -> Groups:
+        starts = tumbling_starts(t, self.size, self.offset)
+        offsets = _offsets((starts[1:] != starts[:-1]) | _key_changes(codes, len(t)), len(t))
+        first = starts[offsets[:-1]]
+        return Groups(None, offsets, first, first + self.size)
+
+    def windows(self) -> str:
+        return f"tumbling windows of {self.size} ms"
+
+
+@dataclass(frozen=True, eq=False)
+class VectorizedHopping(VectorizedWindows):
+    """Hopping event-time windows (``size``, ``slide < size``, ``offset`` in ms): each row
+    is taken once per window it belongs to, the rows of a window in replay order."""
+
+    size: int = 1
+    slide: int = 1
+    offset: int = 0
+    kind: ClassVar[str] = "hopping"
+    shape: ClassVar[ColumnarShape] = ColumnarShape.HOPPING
+
+    @property
+    def margin(self) -> int:
+        return 2 * (self.size + self.slide) + abs(self.offset) + self.allowed_lateness
+
+    def carried_from(self, t: np.ndarray[Any, Any], lo: int) -> int:
+        """All of the rows ``lo:``: hopping windows overlap, any may share one with later
+        rows."""
+        return lo
+
+    def groups(self, t: np.ndarray[Any, Any], codes: np.ndarray[Any, Any] | None) -> Groups:
+        n, size, slide = len(t), self.size, self.slide
+        last = tumbling_starts(t, slide, self.offset)  # Flink: the last window's start
+        k = -(-size // slide)
+        starts = last[:, None] - slide * np.arange(k)[None, :]
+        member = starts > (t - size)[:, None]  # start <= t < start + size
+        rows = np.broadcast_to(np.arange(n)[:, None], (n, k))[member]
+        starts = starts[member]
+        keys = np.zeros(len(rows), np.int64) if codes is None else codes[rows]
+        order = np.lexsort((rows, starts, keys))  # by key, window, then replay order
+        rows, starts, keys = rows[order], starts[order], keys[order]
+        boundary = (starts[1:] != starts[:-1]) | (keys[1:] != keys[:-1])
+        offsets = _offsets(boundary, len(rows))
+        first = starts[offsets[:-1]]
+        return Groups(rows, offsets, first, first + size)
+
+    def windows(self) -> str:
+        return f"hopping windows of {self.size} ms every {self.slide} ms (a row per window)"
+
+
+@dataclass(frozen=True, eq=False)
+class VectorizedSessions(VectorizedWindows):
+    """Event-time session windows of a static ``gap`` (ms): a session's rows are
+    consecutive, a row at most ``gap`` after the one before it in the same session."""
+
+    gap: int = 1
+    kind: ClassVar[str] = "session"
+    shape: ClassVar[ColumnarShape] = ColumnarShape.SESSIONS
+
+    @property
+    def margin(self) -> int:
+        return 2 * self.gap + self.allowed_lateness + 1
+
+    def carried_from(self, t: np.ndarray[Any, Any], lo: int) -> int:
+        """The rows of the last session."""
+        cut = np.flatnonzero(np.diff(t[lo:]) > self.gap)
+        return lo + int(cut[-1]) + 1 if len(cut) else lo
+
+    def groups(self, t: np.ndarray[Any, Any], codes: np.ndarray[Any, Any] | None) -> Groups:
+        n = len(t)
+        offsets = _offsets((np.diff(t) > self.gap) | _key_changes(codes, n), n)
+        return Groups(None, offsets, t[offsets[:-1]], t[offsets[1:] - 1] + self.gap)
+
+    def windows(self) -> str:
+        return f"event-time sessions of gap {self.gap} ms"
+
+
+def result_columns(
+    function: VectorizedAggregateFunction[Any, Any], results: Any, layout: OutputLayout
+) -> list[pa.Array] | None:
+    """``get_results``' value as the result columns: columns by field name (a ``dict``, an
+    Arrow table or record batch, a pandas data frame), one array for an output of one
+    field, or a sequence of results (``None`` when one is ``None``: the operator counts such
+    windows)."""
+    names = list(layout.out_schema.names)
+    try:
+        if isinstance(results, pd.DataFrame):
+            results = pa.Table.from_pandas(results, preserve_index=False)
+        if isinstance(results, pa.Table | pa.RecordBatch):
+            results = {name: results.column(name) for name in results.column_names}
+        if isinstance(results, Mapping):
+            if sorted(map(str, results)) != sorted(names):
+                msg = f"columns {sorted(map(str, results))} for the output fields {names}"
+                raise ValueError(msg)
+            return [_array(results[name]) for name in names]
+        if len(names) == 1 and isinstance(results, np.ndarray | pa.Array | pa.ChunkedArray):
+            return [_array(results)]
+        values = list(results)
+        if any(v is None for v in values):
+            return None
+        return _encoded(values, layout.out_schema)
+    except Exception as exc:
+        exc.add_note(
+            f"while writing the results of {describe(function)}.get_results as the output "
+            f"columns {layout.out_schema.simpleString()}"
+        )
+        raise
+
+
+def _encoded(values: list[Any], schema: StructType) -> list[pa.Array]:
+    """Results (as a window function returns them) as the columns of ``schema``."""
+    columns = make_columns_encoder(schema)(values)
+    if columns is None:
+        encode = make_row_encoder(schema)
+        columns = [[] for _ in schema.fields]
+        for value in values:
+            for column, v in zip(columns, encode(value), strict=True):
+                column.append(v)
+    types = [to_arrow_type(f.dataType, timezone="UTC") for f in schema.fields]
+    return [pa.array(c, t) for c, t in zip(columns, types, strict=True)]
+
+
+def _array(values: Any) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values
+    if isinstance(values, pd.Series):
+        return pa.Array.from_pandas(values)
+    return pa.array(values)
+
+
+def vectorized_plan(
+    config: WindowConfig, spec: WindowFunctionSpec, *, streaming: bool
+) -> VectorizedWindows | None:
+    """The plan of a vectorized function computed a record batch at a time, or ``None``:
+    batch; tumbling or hopping (``slide <= size``) event-time windows, aligned, or
+    event-time sessions of a static gap; the default trigger; no evictor, no window
+    function; a lateness that lets windows be cleaned up. The caller checks the order of rows
+    (event-time order)."""
+    if streaming or not isinstance(spec, Aggregate) or spec.vectorized is None:
+        return None
+    if spec.window_function is not None or config.evictor is not None:
+        return None
+    trigger = config.trigger
+    if trigger is not None and type(trigger) is not EventTimeTrigger:
+        return None
+    lateness = config.allowed_lateness
+    if lateness > MAX_TIMESTAMP // 4:
+        return None  # cleanup at the end of time: the operator keeps the windows (a metric)
+    fn, assigner = spec.vectorized, config.assigner
+    if type(assigner) is TumblingEventTimeWindows and assigner.stagger is WindowStagger.ALIGNED:
+        return VectorizedTumbling(fn, lateness, assigner.size, assigner.offset)
+    if type(assigner) is HoppingEventTimeWindows and assigner.slide <= assigner.size:
+        size, slide, offset = assigner.size, assigner.slide, assigner.offset
+        if slide == size:
+            return VectorizedTumbling(fn, lateness, size, offset)
+        return VectorizedHopping(fn, lateness, size, slide, offset)
+    if type(assigner) is EventTimeSessionWindows:
+        return VectorizedSessions(fn, lateness, assigner.gap)
+    return None
