@@ -143,3 +143,40 @@ def test_plans_are_built_without_recording_call_sites(spark: Any) -> None:
     with pytest.raises(ValueError, match="boom"), without_call_sites():
         raise ValueError("boom")
     assert utils.is_debugging_enabled() == before
+
+
+def test_casts_by_type_name_give_the_type_and_others_keep_the_type_object(spark: Any) -> None:
+    """``cast_as`` casts by name (one call to the JVM) exactly where the name parses back to
+    the same type, and by ``DataType`` elsewhere: every type below comes out as asked."""
+    from pyspark.sql import types as T  # noqa: N812
+
+    from windowing.spark.columns.sql import cast_as, type_sql
+
+    named = [
+        T.BooleanType(),
+        T.ByteType(),
+        T.ShortType(),
+        T.IntegerType(),
+        T.LongType(),
+        T.FloatType(),
+        T.DoubleType(),
+        T.DecimalType(38, 7),
+        T.BinaryType(),
+        T.DateType(),
+        T.TimestampType(),
+        T.TimestampNTZType(),
+        T.StringType(),
+    ]
+    nested = [
+        T.StringType("UNICODE_CI"),
+        T.ArrayType(T.LongType()),
+        T.StructType([T.StructField("a b", T.LongType()), T.StructField("c", T.StringType())]),
+        T.MapType(T.StringType(), T.DoubleType()),
+    ]
+    assert all(type_sql(t) is not None for t in named)
+    assert all(type_sql(t) is None for t in nested)
+    types = named + nested
+    row = spark.range(1).select(
+        *[cast_as(F.lit(None), t).alias(f"c{i}") for i, t in enumerate(types)]
+    )
+    assert [f.dataType for f in row.schema.fields] == types

@@ -16,8 +16,8 @@ from pyspark.sql.types import DoubleType, FloatType
 
 from windowing.spark.columns.output import col
 from windowing.spark.columns.schema import INTERNAL_PREFIX, column_time_kind, contains_map
+from windowing.spark.columns.sql import quoted
 from windowing.spark.columns.units import millis_sql
-from windowing.spark.columns.watermark import quoted
 from windowing.time import TimeUnit
 
 __all__ = [

@@ -51,11 +51,11 @@ from windowing.spark.columns.operator_rows import (
 )
 from windowing.spark.columns.schema import (
     INTERNAL_PREFIX,
-    cast_as,
     make_columns_encoder,
     make_row_encoder,
 )
 from windowing.spark.columns.side_outputs import no_side_output
+from windowing.spark.columns.sql import cast_as, quoted
 from windowing.spark.columns.units import unit_sql
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, TimeUnit
 from windowing.windows import window_text
@@ -117,14 +117,9 @@ _COUNTERS_TYPE = ArrayType(LongType(), False)
 _COUNTERS_ARROW = to_arrow_type(_COUNTERS_TYPE)
 
 
-def _quoted(name: str) -> str:
-    """A column name as SQL text (backticks doubled)."""
-    return "`" + name.replace("`", "``") + "`"
-
-
 def col(name: str) -> Column:
     """A column by exact name, from SQL text (a quarter of ``F.col``'s calls to the JVM)."""
-    return F.expr(_quoted(name))
+    return F.expr(quoted(name))
 
 
 def counter_sql(name: str) -> str:
@@ -311,8 +306,8 @@ class OutputLayout:
         self, df: DataFrame, kind: int, cols: list[str], fields: StructType, struct: str | None
     ) -> DataFrame:
         time = functools.partial(bound_sql, kind=self.ts_kind, unit=self.time_unit)
-        values = [f"{c} AS {_quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)]
-        keys = [_quoted(k) for k in self.keys]
+        values = [f"{c} AS {quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)]
+        keys = [quoted(k) for k in self.keys]
         # SQL text: one call to the JVM for the whole projection
         panes = (
             [f"{_PI} AS pane_index", f"{_PT} AS timing"]
@@ -321,7 +316,7 @@ class OutputLayout:
         )
         if struct is not None:  # Spark's groupBy(window(...)) columns
             start, end = time(_WS, bound=True), time(_WE, bound=True)
-            window = f"named_struct('start', {start}, 'end', {end}) AS {_quoted(struct)}"
+            window = f"named_struct('start', {start}, 'end', {end}) AS {quoted(struct)}"
             return df.where(f"{KIND} = {kind}").selectExpr(*keys, window, *values, *panes)
         return df.where(f"{KIND} = {kind}").selectExpr(
             *keys,
@@ -382,7 +377,7 @@ class OutputLayout:
         phase, error_class, message, start, end = DEAD_LETTER_COLUMNS
         return df.where(f"{KIND} = {_DEAD}").selectExpr(
             *[
-                f"{_quoted(f.name) if f.name in layout.keys else late[f.name]} AS {_quoted(f.name)}"
+                f"{quoted(f.name) if f.name in layout.keys else late[f.name]} AS {quoted(f.name)}"
                 for f in fields
             ],
             f"{_LREASON} AS {phase}",
@@ -425,7 +420,7 @@ class OutputLayout:
         index = {n: i for i, n in enumerate(METRIC_NAMES)}
         # SQL text: one call to the JVM per column (building them from Columns takes ~7)
         return [
-            F.expr(f"CAST(COALESCE(SUM({_COUNTERS}[{index[n]}]), 0) AS BIGINT) AS {_quoted(n)}")
+            F.expr(f"CAST(COALESCE(SUM({_COUNTERS}[{index[n]}]), 0) AS BIGINT) AS {quoted(n)}")
             for n in names
         ]
 
@@ -694,7 +689,7 @@ class SqlBranches:
                 out.append(cast_as(value, f.dataType).alias(f.name))
             else:
                 out.append(
-                    F.expr(f"CAST({value} AS {f.dataType.simpleString()}) AS {_quoted(f.name)}")
+                    F.expr(f"CAST({value} AS {f.dataType.simpleString()}) AS {quoted(f.name)}")
                 )
         return out
 
@@ -745,7 +740,7 @@ class SqlBranches:
         unknown = set(counters) - set(METRIC_NAMES)
         assert not unknown, unknown
         items = [
-            f"CAST({_quoted(counters[n])} AS BIGINT)" if n in counters else f"{default_value(n)}L"
+            f"CAST({quoted(counters[n])} AS BIGINT)" if n in counters else f"{default_value(n)}L"
             for n in COUNTER_NAMES
         ]
         return self._branch(_METRICS, {_COUNTERS: f"array({', '.join(items)})"})

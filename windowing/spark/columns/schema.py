@@ -24,7 +24,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import DataFrame, Row
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -55,7 +55,6 @@ __all__ = [
     "aggregation_column",
     "arrival_order_columns",
     "arrow_to_python",
-    "cast_as",
     "column_time_kind",
     "contains_map",
     "make_columns_encoder",
@@ -65,28 +64,11 @@ __all__ = [
     "rows_of",
     "schema_from_annotation",
     "table_rows",
-    "type_sql",
     "validate_source",
 ]
 
 #: Columns the runtime adds while it works; user columns must not start with this.
 INTERNAL_PREFIX = "__pw_"
-
-#: The types whose ``simpleString()`` Spark's SQL parser reads back as the same type.
-_NAMED_TYPES = (
-    BooleanType,
-    ByteType,
-    ShortType,
-    IntegerType,
-    LongType,
-    FloatType,
-    DoubleType,
-    DecimalType,
-    BinaryType,
-    DateType,
-    TimestampType,
-    TimestampNTZType,
-)
 
 
 # ---------------------------------------------------------------------------- Row classes
@@ -137,24 +119,6 @@ TimeKind = str
 
 def _type_name(dt: DataType) -> str:
     return dt.simpleString()
-
-
-def type_sql(dtype: DataType) -> str | None:
-    """``dtype`` as the SQL text Spark parses back to it (a cast by name is one call to the
-    JVM where a cast to a ``DataType`` object is eight: it is sent as JSON through the active
-    session), or ``None`` for the types whose text does not round-trip (nested types, whose
-    field names may need quoting; collated strings)."""
-    if isinstance(dtype, StringType):
-        return "string" if dtype == StringType() else None
-    if isinstance(dtype, _NAMED_TYPES):
-        return dtype.simpleString()
-    return None
-
-
-def cast_as(column: Column, dtype: DataType) -> Column:
-    """``column`` cast to ``dtype``, by name where :func:`type_sql` gives one."""
-    text = type_sql(dtype)
-    return column.cast(text if text is not None else dtype)
 
 
 def column_time_kind(df: DataFrame, column: str, parameter: str) -> TimeKind:

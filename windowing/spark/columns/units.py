@@ -18,7 +18,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.errors import EventTimeUnitWarning
 from windowing.spark.columns.schema import column_time_kind
-from windowing.spark.columns.watermark import quoted
+from windowing.spark.columns.sql import quoted
 from windowing.time import (
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,

@@ -38,6 +38,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import StructType
 
 from windowing.job import InputWatermarks
+from windowing.spark.columns.sql import quoted
 from windowing.spark.jobs import estimated_bytes
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -49,7 +50,6 @@ __all__ = [
     "add_prefix_max_single_partition",
     "count_below",
     "one_task_enough",
-    "quoted",
     "shifted_back",
     "watermark_of",
     "with_earlier_max",
@@ -70,11 +70,6 @@ def one_task_enough(df: DataFrame) -> bool:
 
 def _c(name: str) -> Column:
     return F.col(quoted(name))
-
-
-def quoted(name: str) -> str:
-    """A column name as SQL text."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _long(value: int | None) -> Column:

@@ -32,7 +32,7 @@ from pyspark.sql.types import DataType, DecimalType, DoubleType
 
 from windowing.functions.columns import AggKind
 from windowing.spark.columns.aggregates import AggregateCall
-from windowing.spark.columns.schema import cast_as
+from windowing.spark.columns.sql import cast_as
 
 __all__ = ["RunningAggregate", "running_aggregate"]
 

@@ -20,8 +20,7 @@ from windowing.records import Timing
 from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import OutputLayout, col
-from windowing.spark.columns.schema import cast_as
-from windowing.spark.columns.watermark import quoted
+from windowing.spark.columns.sql import cast_as, quoted
 from windowing.time import MIN_TIMESTAMP
 
 __all__ = [
