@@ -120,6 +120,11 @@ class CompiledAggregates:
     function
         The window operator's aggregate function, or ``None`` when a column has no Python
         equivalent (:attr:`why_not` says which): then only a native plan runs the job.
+    outputs
+        The output fields' values, read from the calls' columns (by the calls' names) in a
+        native plan's results; ``None``: each call's column is an output field (``.agg``).
+        A built-in aggregation rebuilds its row from its calls
+        (:mod:`windowing.spark.columns.field_aggregates`).
     """
 
     calls: tuple[AggregateCall, ...]
@@ -127,6 +132,13 @@ class CompiledAggregates:
     job: Job
     function: ColumnAggregates | None
     why_not: str | None
+    outputs: tuple[Column, ...] | None = None
+
+    def values(self) -> list[Column]:
+        """The output fields' values in a native plan's results (:attr:`outputs`)."""
+        if self.outputs is not None:
+            return list(self.outputs)
+        return [col(c.name) for c in self.calls]
 
     @property
     def spec(self) -> Aggregate:

@@ -198,7 +198,7 @@ def firings_at_min(
     index = (F.row_number().over(order) - F.lit(1)).alias(_PANE)
     fired = rows.select(*keys, *columns, index)
     bounds = (long_literal(start), long_literal(MIN_TIMESTAMP + 1), long_literal(MIN_TIMESTAMP))
-    values = [col(c.name) for c in compiled.calls]
+    values = compiled.values()
     results = fired.select(*layout.sql.result_branch(bounds, values, (F.col(_PANE), F.lit(LATE))))
     n = rows.agg(F.count(F.lit(1)).alias("n")).select(
         *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})

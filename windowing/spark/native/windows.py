@@ -152,7 +152,7 @@ def run_native(
     results = parts.results.select(
         *layout.sql.result_branch(
             (parts.window_start, parts.end, max_ts),
-            [col(c.name) for c in compiled.calls],
+            compiled.values(),
             parts.pane,
         )
     )
