@@ -182,16 +182,22 @@ def plan_spark(
     *,
     native_job: Job | None = None,
     why_no_spec: str | None = None,
+    computes: str | None = None,
+    why_not_native: str | None = None,
 ) -> SparkPlan:
     """The plan of ``job`` with the window function ``spec``. ``calls``: the aggregates of a
     ``WindowedStream.agg`` (a batch one may run as a native Spark plan of ``native_job``, the
-    user's own job without the operator's argument columns; default ``job``). ``spec`` is
+    user's own job without the operator's argument columns; default ``job``), or of a
+    built-in aggregation (``computes`` says how, in words, for the plan's reason). ``spec`` is
     ``None`` when only a native plan can run the job (``why_no_spec`` says why: the error
-    when the job has none)."""
+    when the job has none). ``why_not_native``: why a batch job has no native plan whatever
+    its shape (said in the reason of the plan it gets)."""
     small = ""
     size: int | None = None  # Spark's estimate of a batch input's size, asked once
     if calls is not None and not job.source.df.isStreaming:
         native = _native(native_job or job, calls)
+        if native is not None and computes is not None:
+            native = native[0], native[1].replace(_AGG, computes, 1)
         if native is not None:
             most = 0 if spec is None else small_input_bytes(job.source.df.sparkSession)
             size = estimated_bytes(job.source.df) if most > 0 else None
@@ -240,6 +246,8 @@ def plan_spark(
     groups = batch_key_groups(job, size)
     single = one_task(groups, size)
     runtime = _batch_text(source, order, groups, single) + _idle_text(job) + small
+    if why_not_native is not None:
+        runtime += f"; no native plan: {why_not_native}"
     # In event-time order a key's whole input comes first (the replay's deferred keys).
     watermarks = source.arrival_order is not None or source.processing_time is not None
     return SparkPlan(
@@ -341,8 +349,12 @@ _EVENT_TIME_ORDER = (
 )
 
 
+#: What a native plan computes, in its reason (a built-in aggregation says how it does).
+_AGG = ".agg(...)"
+
+
 def _native_text(shape: str, order: str) -> str:
-    head = f"native Spark plan: {shape}, .agg(...); default trigger, no evictor"
+    head = f"native Spark plan: {shape}, {_AGG}; default trigger, no evictor"
     return head + order + _NATIVE_TAIL
 
 
