@@ -25,7 +25,9 @@ route                      when
 =========================  ============================================================
 
 The native routes need the default trigger, no evictor, no ``processing_time`` column, no
-idle timeout and no dead letters; each native reason below says what else.
+idle timeout and no dead letters; each native reason below says what else. A built-in
+aggregation (``.sum`` / ``.min`` / ``.max`` / ``.min_by`` / ``.max_by``) takes them as the
+``.agg`` of its aggregate calls (:mod:`windowing.spark.columns.field_aggregates`).
 """
 
 from __future__ import annotations
