@@ -12,6 +12,8 @@ reduce in arrival order):
 * end to end: building, then collecting the results (and the late rows where the job has a
   side output) of N rows (default 1,000) over 10 keys, the median of ``--repeat`` runs;
 * jobs: the Spark jobs of one end-to-end run, ours and native;
+* native plans: the build of each ``.agg`` as the native plan a larger input gets
+  (``spark.windowing.smallInputBytes`` at 0), with its calls to the JVM;
 * native: Spark's ``groupBy(key, window(...) | session_window(...)).agg(sum)`` on the same
   rows, built and collected the same way, and the ratio ``native / ours`` (1.0 is as fast).
 
@@ -242,6 +244,29 @@ def main() -> None:
             f"{name:48s} {build:8.3f} {jvm_calls:9d} {end_to_end:8.3f} {spark_native:8.3f} "
             f"{spark_native / end_to_end:11.2f} {jobs:5d} {native_jobs:6d}"
         )
+    native_plan_builds(spark, df, calls, args)
+
+
+def native_plan_builds(spark: SparkSession, df: DataFrame, calls: Calls, args: Any) -> None:
+    """The build of each ``.agg`` as the native plan an input above
+    ``spark.windowing.smallInputBytes`` gets (the setting at 0 for these builds)."""
+    print()
+    print("native plans (an input above spark.windowing.smallInputBytes), build only")
+    header = f"{'plan':48s} {'build s':>8s} {'JVM calls':>9s}  route"
+    print(header)
+    print("-" * (len(header) + 20))
+    spark.conf.set("spark.windowing.smallInputBytes", "0")
+    try:
+        for name, (ours, _) in plans(df).items():
+            if ".agg" not in name or (args.only and args.only not in name):
+                continue
+            ours()
+            build = median_seconds(ours, args.repeat)
+            before = calls.n
+            route = ours().plan.route.value
+            print(f"{name:48s} {build:8.3f} {calls.n - before:9d}  {route}")
+    finally:
+        spark.conf.unset("spark.windowing.smallInputBytes")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ the other side that is not late could still join them: a left row at ``t`` at th
 ``t + upper`` (``t`` when ``upper <= 0``), a right row at ``t`` at ``t - lower`` (``t`` when
 ``lower >= 0``), as Flink's cleanup timers remove them.
 
+:meth:`IntervalJoinOperator.snapshot` gives the watermark and the buffers as plain data, and
+:meth:`~IntervalJoinOperator.restore` puts them into a new operator, which continues as the
+first would have (a streaming runtime keeps each key's buffers in its checkpoint this way).
+
 Examples
 --------
 >>> op = IntervalJoinOperator(-2, 1, lambda left, right: (left, right))
@@ -36,7 +40,14 @@ from windowing.functions.joins import ProcessJoinFunction, as_process_join
 from windowing.records import LateElement, OutputTag
 from windowing.time import MIN_TIMESTAMP
 
-__all__ = ["IntervalJoinMetrics", "IntervalJoinOperator", "JoinResult"]
+__all__ = ["Buckets", "IntervalJoinMetrics", "IntervalJoinOperator", "JoinResult", "Snapshot"]
+
+#: One side's buffer of one key as plain data: ``(event time, rows in arrival order)``, by
+#: event time.
+Buckets = list[tuple[int, list[Any]]]
+#: An operator's state as plain data (:meth:`IntervalJoinOperator.snapshot`): its watermark,
+#: and each key's buffers ``(key, left, right)``.
+Snapshot = tuple[int, list[tuple[Any, Buckets, Buckets]]]
 
 
 class JoinResult(NamedTuple):
@@ -202,13 +213,20 @@ class IntervalJoinOperator:
                     self._collect(key, value, entry, timestamp, t)
                 else:
                     self._collect(key, entry, value, t, timestamp)
-        relative_upper = high - timestamp
-        cleanup = timestamp + relative_upper if relative_upper > 0 else timestamp
-        timer = (cleanup, side, key)
+        self._register(self._cleanup_time(timestamp, side), side, key)
+
+    def _cleanup_time(self, timestamp: int, side: int) -> int:
+        """When a row of ``side`` at ``timestamp`` leaves its buffer (Flink's cleanup timer):
+        once no row of the other side that is not late can join it."""
+        relative_upper = self.upper if side == _LEFT else -self.lower
+        return timestamp + relative_upper if relative_upper > 0 else timestamp
+
+    def _register(self, time: int, side: int, key: Any) -> None:
+        timer = (time, side, key)
         if timer not in self._timer_set:
             self._timer_set.add(timer)
             self._seq += 1
-            heapq.heappush(self._timers, (cleanup, self._seq, side, key))
+            heapq.heappush(self._timers, (time, self._seq, side, key))
 
     def _on_timer(self, time: int, side: int, key: Any) -> None:
         buffers = self._buffers.get(key)
@@ -264,3 +282,59 @@ class IntervalJoinOperator:
     def num_timers(self) -> int:
         """The cleanup timers registered and not fired yet."""
         return len(self._timers)
+
+    def next_timer(self) -> int | None:
+        """The earliest cleanup time of the buffered rows (``None``: nothing buffered)."""
+        return self._timers[0][0] if self._timers else None
+
+    # -- state ---------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The watermark and every key's buffered rows as plain data (tuples and lists of
+        the keys, event times and rows, in arrival order): what :meth:`restore` takes. The
+        cleanup timers are not in it: each buffered event time has exactly one, at its
+        cleanup time.
+
+        Examples
+        --------
+        >>> op = IntervalJoinOperator(0, 5, lambda left, right: (left, right))
+        >>> op.process_left("a", 10, key="k")
+        >>> op.process_watermark(9)
+        >>> op.snapshot()
+        (9, [('k', [(10, ['a'])], [])])
+        """
+        keys = [
+            (
+                key,
+                [(t, list(rows)) for t, rows in sorted(b.left.items())],
+                [(t, list(rows)) for t, rows in sorted(b.right.items())],
+            )
+            for key, b in self._buffers.items()
+        ]
+        return self._watermark, keys
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Continue from ``snapshot`` (:meth:`snapshot` of an operator with the same bounds):
+        its watermark, its buffers and their cleanup timers. A timer at the watermark (of a
+        row that arrived at it) fires at the next advance, as it would have. Only on an
+        operator that holds nothing yet (``ValueError`` otherwise).
+
+        Examples
+        --------
+        >>> op = IntervalJoinOperator(0, 5, lambda left, right: (left, right))
+        >>> op.restore((9, [("k", [(10, ["a"])], [])]))
+        >>> op.process_right("x", 12, key="k")
+        >>> [r.value for r in op.extract_output()]
+        [('a', 'x')]
+        """
+        if self._buffers or self._timers or self._watermark != MIN_TIMESTAMP:
+            msg = "restore: the operator already holds buffers or a watermark"
+            raise ValueError(msg)
+        watermark, keys = snapshot
+        self._watermark = watermark
+        for key, left, right in keys:
+            buffers = self._buffers[key] = _Buffers(
+                {t: list(rows) for t, rows in left}, {t: list(rows) for t, rows in right}
+            )
+            for side, buckets in ((_LEFT, buffers.left), (_RIGHT, buffers.right)):
+                for t in buckets:
+                    self._register(self._cleanup_time(t, side), side, key)

@@ -55,7 +55,7 @@ from windowing.triggers.base import Trigger
 if TYPE_CHECKING:
     from pyspark.sql import Column  # noqa: TID251 - type-only, never imported at runtime
 
-    from windowing.spark.interval_join import IntervalJoinResult
+    from windowing.spark.interval_join import IntervalJoinResult, StreamingIntervalJoinResult
     from windowing.spark.joins import TaggedUnion
     from windowing.stream import DataStream, KeyedStream, WindowedStream
 
@@ -353,7 +353,9 @@ class IntervalJoined:
             raise ValueError(msg)
         return dataclasses.replace(self, right_late_tag=tag)
 
-    def process(self, function: Any, *, output_schema: Any = None) -> IntervalJoinResult:
+    def process(
+        self, function: Any, *, output_schema: Any = None
+    ) -> IntervalJoinResult | StreamingIntervalJoinResult:
         """Call ``function`` once per joined pair: a
         :class:`~windowing.functions.joins.ProcessJoinFunction` (``process_element(left,
         right, context)`` returns or yields any number of rows; ``context`` gives the
@@ -362,15 +364,17 @@ class IntervalJoined:
         ``output_schema`` (DDL or ``StructType``) describes one output; it may be left out
         when the return annotation says it. The results have the key column(s), the output's
         columns and ``max_timestamp``, the outputs' event time: the larger of the two rows'
-        (Flink's). See :class:`~windowing.spark.interval_join.IntervalJoinResult`.
+        (Flink's). Static inputs give an
+        :class:`~windowing.spark.interval_join.IntervalJoinResult`; streaming ones a
+        :class:`~windowing.spark.interval_join.StreamingIntervalJoinResult`, one query
+        whose state survives a restart from its checkpoint (write it with
+        :func:`~windowing.spark.streaming.write_results_and_late`).
 
         Raises
         ------
         ValueError
             As :meth:`JoinWhere.equal_to`, and for a missing output schema (no Spark job
             runs).
-        NotImplementedError
-            For streaming inputs (batch only, for now).
         """
         from windowing.spark.interval_join import IntervalBounds, run_interval_join
         from windowing.spark.joins import tagged_union

@@ -23,6 +23,7 @@ from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812
 
+from tests.spark.frames import Total
 from windowing import (
     BoundedOutOfOrderness,
     DataStream,
@@ -43,22 +44,6 @@ LATE = OutputTag("late")
 ARRIVAL = ["at", "part", "off"]
 SCHEMA = "k string, amount bigint, ts bigint, at timestamp, part int, off bigint"
 DELAY = 50
-
-
-class Total(AggregateFunction[Any, int, int]):
-    """A user's aggregate: the window operator's replay runs it."""
-
-    def create_accumulator(self) -> int:
-        return 0
-
-    def add(self, value: Any, accumulator: int) -> int:
-        return accumulator + int(value.amount)
-
-    def get_result(self, accumulator: int) -> int:
-        return accumulator
-
-    def merge(self, a: int, b: int) -> int:
-        return a + b
 
 
 def order_sensitive(a: Row, b: Row) -> Row:

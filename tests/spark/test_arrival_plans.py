@@ -1,7 +1,7 @@
 """Arrival order on Spark: how many Spark jobs one action runs (adaptive query execution on,
 the default 200 shuffle partitions), that the plans make Spark log no warning, and that the
 arrival cutoffs aggregated in one task or in parallel, and data at the ends of time, give
-the window operator's results (``docs/spark.md``, "Computing the watermark")."""
+the window operator's results (``docs/spark-internals.md``, "Computing the watermark")."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 import windowing.spark.native.windows as native_module
+from tests.spark.frames import Total
 from windowing import BoundedOutOfOrderness, OutputTag, TumblingEventTimeWindows, WindowedStream
-from windowing.functions import AggregateFunction
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers import EventTimeTrigger
 
@@ -31,22 +31,6 @@ spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignor
 
 LATE = OutputTag("late")
 JOB = Path(__file__).with_name("warnings_job.py")
-
-
-class Total(AggregateFunction[Any, int, int]):
-    """A user's aggregate function: the batch replay (the window operator) runs it."""
-
-    def create_accumulator(self) -> int:
-        return 0
-
-    def add(self, value: Any, accumulator: int) -> int:
-        return accumulator + int(value.amount)
-
-    def get_result(self, accumulator: int) -> int:
-        return accumulator
-
-    def merge(self, a: int, b: int) -> int:
-        return a + b
 
 
 class SameAsDefault(EventTimeTrigger):
@@ -142,17 +126,25 @@ def test_native_plan_in_arrival_order_runs_three_jobs(spark: SparkSession, laten
     assert result.get_side_output(LATE).count() > 0
 
 
+@pytest.mark.parametrize("small", [False, True], ids=["key groups", "one task"])
 @pytest.mark.usefixtures("default_partitions")
-def test_batch_replay_in_arrival_order_runs_four_jobs(spark: SparkSession) -> None:
+def test_batch_replay_in_arrival_order_runs_four_jobs_or_one(
+    spark: SparkSession, small: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The window operator's replay needs each row's exact watermark (a process function or
     trigger can read it): the arrival quantiles, the shuffle by arrival bucket (the maximum
     of earlier rows inside a bucket), the shuffle by key group (with each bucket's maximum,
     for earlier buckets), and the result stage running the operator. Three would need the
-    rows in arrival order without a quantile pass (docs/spark.md explains why not)."""
+    rows in arrival order without a quantile pass (docs/spark-internals.md explains why not).
+    A small input (one key group) runs in one task: one job, no shuffle."""
+    if not small:  # (this input in several key groups, as a larger one would be)
+        monkeypatch.setattr("windowing.spark.jobs.BYTES_PER_KEY_GROUP", 4_096)
     result = windowed(events(spark)).aggregate(Total(), output_schema="total bigint")
-    assert jobs_of(spark, lambda: noop(result.results)) == 4
-    assert jobs_of(spark, lambda: noop(result.results)) == 4
-    assert jobs_of(spark, lambda: noop(result.output)) == 4  # results, late rows, metrics
+    assert result.plan.one_task is small
+    jobs = 1 if small else 4
+    assert jobs_of(spark, lambda: noop(result.results)) == jobs
+    assert jobs_of(spark, lambda: noop(result.results)) == jobs
+    assert jobs_of(spark, lambda: noop(result.output)) == jobs  # results, late rows, metrics
     assert result.results.count() > 0
 
 

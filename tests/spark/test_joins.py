@@ -710,13 +710,3 @@ def test_streaming_window_join_equals_its_batch_replay(
     assert {r[1:3] for r in expected} >= {(0, 10), (10, 20)}  # in the unit of the inputs
     for check in result.unit_checks:  # observed with the micro-batches of its input
         assert any(p["observedMetrics"].get(check.name) for p in query.recentProgress)
-
-
-def test_streaming_interval_join_is_refused(spark: SparkSession, tmp_path: Path) -> None:
-    (tmp_path / "in").mkdir()
-    df = spark.readStream.schema(LEFT_SCHEMA).json(str(tmp_path / "in"))
-    stream = WindowedStream.from_dataframe(df, event_time="ts").key_by("k")
-    with pytest.raises(NotImplementedError, match="not supported yet"):
-        stream.interval_join(stream).between(0, 1).process(
-            lambda a, b: (a.n,), output_schema="n bigint"
-        )

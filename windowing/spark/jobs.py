@@ -3,6 +3,10 @@ decision of how it runs: that is :mod:`windowing.spark.planning`)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
+from pyspark.errors import utils as _errors_utils
 from pyspark.sql import DataFrame, SparkSession
 
 from windowing.assigners import is_processing_time_assigner
@@ -22,6 +26,7 @@ __all__ = [
     "streaming_time_mode",
     "uses_wall_clock",
     "window_operator",
+    "without_call_sites",
 ]
 
 
@@ -122,3 +127,23 @@ def estimated_bytes(df: DataFrame) -> int | None:
     except Exception:  # no estimate (e.g. no JVM plan): the default number of groups
         return None
     return None if size >= default else size
+
+
+@contextlib.contextmanager
+def without_call_sites() -> Iterator[None]:
+    """Build the library's own Spark plan without recording Python call sites.
+
+    Classic PySpark records the call site of every column operation (``a + b``,
+    ``.alias``, ``.cast``: about ten calls to the JVM each, for the ``DataFrame`` context of
+    an error message) unless ``spark.python.sql.dataFrameDebugging.enabled`` is false. A
+    plan of the library has hundreds of such operations, all inside the library: their
+    call sites would only point into it, and recording them costs most of a small job's
+    build time. This switches the recording off while the library builds a plan, as that
+    setting does, and restores it after (the user's own calls keep their call sites)."""
+    name = "_enable_debugging_cache"  # PySpark's cached value of that setting
+    before = getattr(_errors_utils, name, None)
+    setattr(_errors_utils, name, False)
+    try:
+        yield
+    finally:
+        setattr(_errors_utils, name, before)

@@ -16,6 +16,7 @@ from windowing.records import OutputTag
 from windowing.spark.batch.replay_plan import build_layout, run_batch
 from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.field_aggregates import compile_field_aggregation, describe
+from windowing.spark.jobs import without_call_sites
 from windowing.spark.native.hopping import disjoint_parts, hopping_parts
 from windowing.spark.native.sliding import run_sliding
 from windowing.spark.native.windows import (
@@ -142,5 +143,6 @@ RUNNERS: dict[Route, Callable[[SparkPlan, Terminal], Any]] = {
 def run_terminal(terminal: Terminal) -> Any:
     """Plan ``terminal`` once and build the Spark plan of its route (a
     ``WindowedResult``, or a ``StreamingWindowedResult`` for a streaming DataFrame)."""
-    plan = plan_terminal(terminal)
-    return RUNNERS[plan.route](plan, terminal)
+    with without_call_sites():  # (the plan's columns are the library's, not the user's)
+        plan = plan_terminal(terminal)
+        return RUNNERS[plan.route](plan, terminal)

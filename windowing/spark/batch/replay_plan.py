@@ -1,12 +1,13 @@
 """Batch replay: run a :class:`~windowing.stream.WindowedStream` over a static DataFrame.
 
-The plan (see ``docs/spark.md``)::
+The plan (see ``docs/spark-internals.md``)::
 
     input ──► add internal columns: event time in ms, arrival order, processing time,
               a content hash (tie-breaker), and with an arrival order the prefix-max watermark
           ──► the key group (__pw_kg): pmod(hash(keys), groups), 0 for window_all
           ──► repartition(__pw_kg).sortWithinPartitions(__pw_kg, keys, replay order)
           ──► groupBy(__pw_kg).applyInArrow(replay over record batches)
+              (a small input, one key group: coalesce(1), no repartition, mapInArrow)
           ──► one combined output: results, late rows and metrics, tagged
           ──► results / late side output / metrics DataFrames (filters of that output; lazy,
               like any DataFrame: ``result.persist()`` or ``with result:`` computes it once)

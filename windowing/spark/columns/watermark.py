@@ -5,10 +5,10 @@ row that arrived strictly before it, *over all keys*::
 
     watermark(a) = max(event_time of rows with arrival < a) - delay - 1     (MIN if none)
 
-(Flink's ``BoundedOutOfOrderness``; Spark's ``withWatermark`` gives the same set of late rows,
-see ``docs/spark.md``). The ``max(...)`` part is a prefix maximum over the whole input in
-arrival order. Two ways to get it, both lazy (one plan, no driver round trip) and exact
-whatever the partitioning:
+(Flink's ``BoundedOutOfOrderness``; Spark's ``withWatermark`` also calls late the rows at
+exactly ``max - delay``: ``docs/spark.md``, "Which watermark"). The ``max(...)`` part is a
+prefix maximum over the whole input in arrival order. Two ways to get it, both lazy (one
+plan, no driver round trip) and exact whatever the partitioning:
 
 * :func:`add_prefix_max` gives every row its prefix maximum (the batch replay needs the exact
   watermark of each row): arrival buckets from approximate quantiles, the maximum inside each
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
@@ -154,6 +155,13 @@ class WindowCutoffs:
     late_shift: int
     one_task: bool
 
+    @cached_property
+    def _owned(self) -> DataFrame:
+        """The cells (:meth:`_cells`) of the windows with rows, built once for :meth:`table`
+        and :meth:`runs` (each DataFrame operation is analyzed by Spark when the job is
+        built: a second copy would double that time)."""
+        return self._cells().where("own")
+
     def _cells(self) -> DataFrame:
         """One row per window grouping value ``g`` that holds rows or a shifted event time,
         in one partition: ``own`` (rows of the window), ``c_fire`` / ``c_late`` (the cutoffs
@@ -197,14 +205,10 @@ class WindowCutoffs:
     def table(self, prefix: str) -> DataFrame:
         """The windows with rows: ``<prefix>w`` (grouping value), ``<prefix>fire``,
         ``<prefix>late`` (the cutoffs); to broadcast and join by window."""
-        return (
-            self._cells()
-            .where("own")
-            .selectExpr(
-                f"g AS {quoted(prefix + 'w')}",
-                f"c_fire AS {quoted(prefix + 'fire')}",
-                f"c_late AS {quoted(prefix + 'late')}",
-            )
+        return self._owned.selectExpr(
+            f"g AS {quoted(prefix + 'w')}",
+            f"c_fire AS {quoted(prefix + 'fire')}",
+            f"c_late AS {quoted(prefix + 'late')}",
         )
 
     def runs(self, prefix: str) -> DataFrame:
@@ -213,9 +217,9 @@ class WindowCutoffs:
         :meth:`prefix_max`."""
         by_window = f"OVER ({_ONE_PARTITION} ORDER BY g)"
         return (
-            self._cells()
-            .where("own")
-            .selectExpr("*", f"coalesce(lead(earliest) {by_window} != earliest, true) AS run_end")
+            self._owned.selectExpr(
+                "*", f"coalesce(lead(earliest) {by_window} != earliest, true) AS run_end"
+            )
             .where("run_end")
             .selectExpr("sort_array(collect_list(struct(earliest, g))) AS r")
             .selectExpr(f"r.earliest AS {quoted(prefix + 'r')}", f"r.g AS {quoted(prefix + 'rg')}")
@@ -499,7 +503,7 @@ def add_prefix_max_single_partition(
 ) -> DataFrame:
     """The same prefix maximum with one unpartitioned window (every row moves to a single
     partition). Not used by the runtime; kept for the comparison in
-    ``benchmarks/spark_watermark.py`` and ``docs/spark.md``."""
+    ``benchmarks/spark_watermark.py`` and ``docs/spark-internals.md``."""
     known = F.when(_c(order).isNotNull(), _c(value))
     frame = Window.orderBy(_c(order).asc_nulls_last()).rangeBetween(Window.unboundedPreceding, -1)
     return df.withColumn(out, F.max(known).over(frame))

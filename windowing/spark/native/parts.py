@@ -20,6 +20,7 @@ from windowing.records import Timing
 from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import OutputLayout, col
+from windowing.spark.columns.watermark import quoted
 from windowing.time import MIN_TIMESTAMP
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
     "long_literal",
     "native_column",
     "pick",
-    "union_all",
+    "tagged_union",
     "windowable",
 ]
 
@@ -102,12 +103,23 @@ def long_literal(value: int | None) -> Column:
     return F.lit(value).cast("long")
 
 
-def union_all(frames: list[DataFrame]) -> DataFrame:
-    """The frames' rows, by position (``union``)."""
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.union(f)
-    return out
+def tagged_union(layout: OutputLayout, branches: list[DataFrame]) -> DataFrame:
+    """The tagged output of a native plan: the rows of its ``branches`` (each with its own
+    columns of ``layout``, :class:`~windowing.spark.columns.output.SqlBranches`) by name, a
+    branch's missing columns null, in the layout's order."""
+    out = branches[0]
+    for branch in branches[1:]:
+        out = out.unionByName(branch, allowMissingColumns=True)
+    present = set(out.columns)
+    fields = layout.schema.fields
+    if all(f.name in present for f in fields):
+        return out.selectExpr(*[quoted(f.name) for f in fields])
+    return out.select(
+        *[
+            col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
+            for f in fields
+        ]
+    )
 
 
 def keys_counter(layout: OutputLayout) -> Column:

@@ -99,7 +99,7 @@ from windowing.spark.native.parts import (
     keys_counter,
     late_counter,
     long_literal,
-    union_all,
+    tagged_union,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -174,7 +174,7 @@ def run_native(
         parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
-    return WindowedResult.of_output(union_all(branches), layout, plan)
+    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
 
 
 def event_time_parts(
@@ -319,12 +319,15 @@ def arrival_order_parts(
 
     late = F.expr(f"({at_min}) OR {behind('late')}" if lateness == 0 else behind("late"))
     table = F.broadcast(cutoffs.table(_CUT))
-    marked = (
-        elements.withColumn(_WINDOW, bounds.start)
+    # every row with its window (null without an arrival order), the window's cutoffs and
+    # max timestamp: one plan for the results, the counters and the late rows (each
+    # DataFrame operation costs Spark an analysis when the job is built)
+    every = (
+        prepared.withColumn(_WINDOW, F.when(has_arrival, bounds.start_of(TS)))
         .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
         .withColumn(_MT, max_ts)
     )
-    added = marked.where(~late)
+    added = every.where(has_arrival & has_time & ~late)
     pane = (F.lit(0), F.lit(ON_TIME))
     if lateness == 0:
         # Without lateness a window's contents are the rows it had when the watermark passed
@@ -339,12 +342,7 @@ def arrival_order_parts(
         )
         pane = (F.col(_PANE), F.col(_TIMING))
         first = F.col(_FIRST_FIRING)  # the windows with contents: one row each
-    # the counters in one aggregate, over every row joined with the same broadcast table
-    every = (
-        prepared.withColumn(_WINDOW, F.when(has_arrival, bounds.start_of(TS)))
-        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
-        .withColumn(_MT, max_ts)
-    )
+    # the counters in one aggregate, over every row
     late_name = late_counter(layout)
     arrived, timed = f"{ARR} IS NOT NULL", f"{TS} IS NOT NULL"
     input_counts = every.agg(
@@ -358,7 +356,7 @@ def arrival_order_parts(
     late_parts: list[DataFrame] = []
     if layout.has_late:
         late_parts = [
-            _late_rows(prepared, cutoffs, table, bounds, layout, lateness, delay),
+            _late_rows(every, cutoffs, layout, lateness, delay),
             prepared.where(~has_arrival).select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
@@ -369,31 +367,26 @@ def arrival_order_parts(
 
 
 def _late_rows(
-    prepared: DataFrame,
+    every: DataFrame,
     cutoffs: WindowCutoffs,
-    table: DataFrame,
-    bounds: _TumblingBounds,
     layout: OutputLayout,
     lateness: int,
     delay: int,
 ) -> DataFrame:
     """The late side output of rows with an arrival order: rows past their window's cleanup
     time and rows without event time, with the exact watermark they saw. The late rows come
-    from the broadcast cutoff table joined by window; their watermarks from
+    from ``every`` (the input rows joined with the broadcast cutoff table by window, in
+    :func:`arrival_order_parts`); their watermarks from
     :meth:`WindowCutoffs.prefix_max`, with the windows' arrival runs broadcast as one row."""
     arrival, ts = F.col(ARR), F.col(TS)
-    by_window = (
-        prepared.where(arrival.isNotNull())
-        .withColumn(_WINDOW, bounds.start_of(TS))
-        .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
-        .withColumn(_MT, F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP)))
-    )
     behind = f"({_CUT}late IS NOT NULL AND {ARR} > {_CUT}late)"
     at_min = f"{_MT} = {MIN_TIMESTAMP}L OR " if lateness == 0 else ""
     late = F.expr(f"{TS} IS NOT NULL AND ({at_min}{behind})")
     reason = F.expr(f"IF({TS} IS NULL, '{REASON_NULL_EVENT_TIME}', '{REASON_LATE}') AS {_REASON}")
     inputs = [col(c) for c in layout.input_schema.names]
-    queries = by_window.where(late | ts.isNull()).select(*inputs, arrival, reason)
+    queries = every.where(arrival.isNotNull() & (late | ts.isNull())).select(
+        *inputs, arrival, reason
+    )
     runs = F.broadcast(cutoffs.runs(_CUT))
     queries = queries.crossJoin(runs)
     seen = cutoffs.prefix_max(queries, _CUT + "r", _CUT + "rg", _PMAX)

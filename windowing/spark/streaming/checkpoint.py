@@ -29,6 +29,7 @@ from windowing.engine.encoding import (
     register_plain_type,
 )
 from windowing.spark.columnar.core import OpenWindows, decode_open_windows, encode_open_windows
+from windowing.spark.columns.keys import NAN_KEY
 
 __all__ = [
     "CHECKPOINT_PROPERTY",
@@ -51,6 +52,9 @@ __all__ = [
 # Spark's rows (input rows, structs, reduced rows) are plain data: a Row pickles as a call of
 # ``_create_row(fields, values)``, and the row classes of ``schema.row_class`` as a plain Row.
 register_plain_type(Row, ("pyspark.sql.types", "_create_row"), subclasses=True)
+# A NaN in a key as the keys of a key group's entries hold it (one value for every NaN, as
+# Spark groups them): an instance of a class without fields.
+register_plain_type(type(NAN_KEY))
 
 #: The local property ``write_results_and_late`` sets to the query's checkpoint (its stream
 #: thread and tasks inherit it), for errors that name the checkpoint.

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from windowing.idleness import Idleness, KeyIdleness
 from windowing.spark.columns.inputs import TS as _TS
 from windowing.spark.streaming.checkpoint import Entry
-from windowing.time import MIN_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = ["WATERMARK_SHIFT_MS", "BatchClocks", "KeyClocks", "flink_watermark"]
 
@@ -56,6 +56,21 @@ class BatchClocks:
     def due_clock(self) -> int:
         """The Spark clock timers are due by: the watermark, or processing time."""
         return self.now if self.wall_clock else self.spark_watermark
+
+    def spark_timer(self, nxt: int | None, watermark: int) -> int | None:
+        """The operator timer ``nxt`` as a Spark timer (``None``: none), for an operator at
+        ``watermark``: in event time no earlier than ``W + 1`` (Spark watermark ``W``, and
+        the operator's in Spark's terms), so that a timer already due fires at the next
+        watermark advance, as in Flink and the batch replay; in processing time no earlier
+        than the next millisecond."""
+        if self.wall_clock:
+            floor, shift = self.now + 1, 0
+        else:
+            shift = WATERMARK_SHIFT_MS + 1
+            floor = max(self.spark_watermark, watermark + shift) + 1
+        if nxt is not None and nxt < MAX_TIMESTAMP - shift:
+            return max(nxt + shift, floor)
+        return None
 
 
 class KeyClocks:

@@ -50,20 +50,22 @@ times before 1970 get the watermark the batch replay gives them.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark.sql.types import (
     DoubleType,
     FloatType,
+    StructType,
 )
 
 from windowing.definition import JobDefinition
-from windowing.job import InputWatermarks, Job
+from windowing.job import InputWatermarks, Job, StreamSource
 from windowing.records import OutputTag
 from windowing.spark.batch.replay_plan import (
     build_layout,
@@ -114,7 +116,11 @@ __all__ = [
     "ROCKSDB_PROVIDER",
     "StreamingWindowedResult",
     "check_sink_paths",
+    "gauge_totals",
+    "prepared_input",
     "run_streaming",
+    "stateful_output",
+    "use_rocksdb",
     "write_results_and_late",
 ]
 
@@ -123,6 +129,14 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 #: The name of the observed metrics in ``query.lastProgress["observedMetrics"]``.
 METRICS_NAME = "windowing"
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+
+
+def use_rocksdb(spark: Any) -> None:
+    """Set the session's state store provider to RocksDB (:data:`ROCKSDB_PROVIDER`), which
+    ``transformWithStateInPandas`` requires."""
+    spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
+
+
 _GROUP = KEY_GROUP  # the key group: Spark's grouping column
 _NAN = "__pw_nan"  # prefix of the NaN masks of float columns
 
@@ -214,6 +228,11 @@ class StreamingWindowedResult:
     def late_output_tag(self) -> OutputTag | None:
         """The tag given to ``side_output_late_data``, if any."""
         return self.layout.late_output_tag
+
+    def check_late_path(self, late_path: object) -> None:
+        """Nothing to refuse: the late rows of ``side_output_late_data`` go to
+        ``late_path`` (without it, late rows are dropped and counted, and nothing is
+        written there)."""
 
     def explain(self) -> None:
         """Print how the job runs: the runtime, a columnar path if any, and the strategy the
@@ -323,21 +342,17 @@ def run_streaming(
         check_later_stage(stream, facts, spark.conf.get(ALLOW_MULTIPLE, "true"))
     if metrics_name is not None:
         metrics_name = stage_metrics_name(metrics_name, facts.metric_names)
-    spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
+    use_rocksdb(spark)
 
     # the checks of the inputs its plan observes already (a join's sides, earlier stages)
     unit_checks = unit_checks_in(o.name for o in reversed(facts.observed))
     if source.event_time_unit is None:
         df, own = StreamingUnitCheck.observe(df, source.event_time)
         unit_checks += () if own is None else (own,)
-    nan_masks = _nan_masks(df)
-    prepared = df.select(
-        *internal_columns(df, source, flat=True),
-        *[_nan_mask(names).alias(name) for name, names in nan_masks],
-    )
+    prepared, nan_masks = prepared_input(df, source)
     if not wall_clock and not later and not isinstance(source.watermark, InputWatermarks):
         # The watermark is defined on a copy of the event time that is projected away, so
-        # Spark never drops a late row before the operator (see docs/spark.md). The inputs of
+        # Spark never drops a late row before the operator (docs/spark-internals.md). The inputs of
         # a join define their own, each on its input (windowing.spark.joins): Spark refuses a
         # second definition after them, and takes the smallest of theirs.
         prepared = (
@@ -366,7 +381,7 @@ def run_streaming(
             ],
             wall_clock=wall_clock,
             key_groups=key_groups,
-            nan_masks=tuple(nan_masks),
+            nan_masks=nan_masks,
             columnar=columnar,
             idleness=idleness_of(stream),
             job_digest=definition.digest,
@@ -374,17 +389,7 @@ def run_streaming(
             later_stage=later,
         )
     )
-    # Grouped by key group, after the columns the processor reads by position. window_all
-    # has one group (a stateful operator needs a grouping column: Spark rejects an empty one).
-    keyed = prepared.withColumn(_GROUP, key_group(keys, key_groups))
-    grouped = timestamps_as_micros(keyed).groupBy(_GROUP)
-    packed = grouped.transformWithStateInPandas(
-        statefulProcessor=processor,
-        outputStructType=PACKED_SCHEMA,
-        outputMode="Append",
-        timeMode=time_mode,
-    )
-    output = packed.mapInArrow(unpack, schema=layout.schema)
+    output = stateful_output(prepared, keys, key_groups, processor, layout.schema, time_mode)
     if metrics_name is not None:
         output = output.observe(
             metrics_name, *layout.metric_totals(STREAMING_METRICS), *gauge_totals()
@@ -404,22 +409,63 @@ def run_streaming(
     return result
 
 
-def gauge_totals() -> list[Column]:
+def prepared_input(
+    df: DataFrame, source: StreamSource
+) -> tuple[DataFrame, tuple[tuple[str, tuple[str, ...]], ...]]:
+    """A streaming input with the runtime's columns after its own: the internal columns
+    (:func:`~windowing.spark.columns.inputs.internal_columns`, arrival order flat) and the
+    NaN masks of its float columns (a stateful processor's pandas frames hold NaN and null
+    alike), with those masks ``(column, float columns)``."""
+    nan_masks = _nan_masks(df)
+    prepared = df.select(
+        *internal_columns(df, source, flat=True),
+        *[_nan_mask(names).alias(name) for name, names in nan_masks],
+    )
+    return prepared, tuple(nan_masks)
+
+
+def stateful_output(
+    prepared: DataFrame,
+    keys: Sequence[str],
+    key_groups: int,
+    processor: StatefulProcessor,
+    schema: StructType,
+    time_mode: str,
+) -> DataFrame:
+    """The tagged output of ``processor`` (of ``schema``) over ``prepared``
+    (:func:`prepared_input`), called per key group of ``keys``: grouped by key group, after
+    the columns the processor reads by position (no keys: one group, as a stateful operator
+    needs a grouping column), in ``transformWithStateInPandas``, its packed output unpacked."""
+    keyed = prepared.withColumn(_GROUP, key_group(keys, key_groups))
+    grouped = timestamps_as_micros(keyed).groupBy(_GROUP)
+    packed = grouped.transformWithStateInPandas(
+        statefulProcessor=processor,
+        outputStructType=PACKED_SCHEMA,
+        outputMode="Append",
+        timeMode=time_mode,
+    )
+    return packed.mapInArrow(unpack, schema=schema)
+
+
+def gauge_totals(
+    value: Callable[[str], str] = counter_sql, count: str = "open_windows"
+) -> list[Column]:
     """Aggregates of a micro-batch's gauges
     (:data:`~windowing.spark.columns.metrics.STREAMING_GAUGES`; the lag is null without rows
-    or a watermark)."""
+    or a watermark), read by ``value`` (SQL text of a gauge by name) from the metrics rows;
+    ``count``: the gauge summed as the state's size in items (open windows)."""
 
     def seen(name: str) -> str:
-        value = counter_sql(name)
-        return f"MAX(CASE WHEN {value} > {NO_VALUE}L THEN {value} END)"
+        found = value(name)
+        return f"MAX(CASE WHEN {found} > {NO_VALUE}L THEN {found} END)"
 
-    state, windows = counter_sql("state_bytes"), counter_sql("open_windows")
+    state, items = value("state_bytes"), value(count)
     lag = f"{seen('max_event_time')} - {seen('watermark')}"
     return [
         F.expr(f"CAST({lag} AS BIGINT) AS watermark_lag_ms"),
         F.expr(f"CAST(COALESCE(SUM({state}), 0) AS BIGINT) AS state_bytes"),
         F.expr(f"CAST(COALESCE(MAX({state}), 0) AS BIGINT) AS max_key_group_state_bytes"),
-        F.expr(f"CAST(COALESCE(SUM({windows}), 0) AS BIGINT) AS open_windows"),
+        F.expr(f"CAST(COALESCE(SUM({items}), 0) AS BIGINT) AS {count}"),
     ]
 
 

@@ -45,7 +45,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
@@ -63,7 +63,7 @@ from windowing.spark.streaming.job_record import JobRecord, record_job, write_jo
 from windowing.spark.streaming.quiet_stop import quiet_stop
 
 if TYPE_CHECKING:
-    from windowing.spark.streaming.query import StreamingWindowedResult
+    from windowing.definition import JobDefinition
 
 __all__ = [
     "STAGING",
@@ -71,12 +71,74 @@ __all__ = [
     "FormatSink",
     "QueryStoppedError",
     "Sink",
+    "StreamingJob",
     "TableSink",
     "WindowedQuery",
     "check_sink_paths",
     "stopped_error",
     "write_results_and_late",
 ]
+
+
+# ---------------------------------------------------------------------------- the job
+class _StageOf(Protocol):
+    """A stateful stage of a query, as the query's record and metrics read it."""
+
+    @property
+    def definition(self) -> JobDefinition | None: ...
+
+    @property
+    def metrics_name(self) -> str | None: ...
+
+    def observed_metrics(self, progress: Any) -> dict[str, Any] | None: ...
+
+
+class _OutputsOf(Protocol):
+    """The layout of a job's tagged output, as the outputs are chosen from it."""
+
+    @property
+    def dead_letter(self) -> bool: ...
+
+    def side_index(self, tag: OutputTag) -> int | None: ...
+
+
+class StreamingJob(_StageOf, Protocol):
+    """What :func:`write_results_and_late` writes: a streaming job's tagged output and how to
+    split it (a :class:`~windowing.spark.streaming.query.StreamingWindowedResult`, or an
+    interval join's :class:`~windowing.spark.interval_join.StreamingIntervalJoinResult`)."""
+
+    @property
+    def output(self) -> DataFrame: ...
+
+    @property
+    def layout(self) -> _OutputsOf: ...
+
+    @property
+    def time_mode(self) -> str: ...
+
+    @property
+    def late_output_tag(self) -> OutputTag | None: ...
+
+    @property
+    def upstream(self) -> Sequence[_StageOf]: ...
+
+    @property
+    def stages(self) -> Sequence[_StageOf]: ...
+
+    @property
+    def unit_checks(self) -> tuple[StreamingUnitCheck, ...]: ...
+
+    def check_late_path(self, late_path: object) -> None:
+        """Refuse a ``late_path`` the job has no late rows of one output for."""
+        ...
+
+    def select_results(self, df: DataFrame) -> DataFrame: ...
+
+    def select_late(self, df: DataFrame) -> DataFrame: ...
+
+    def select_side_output(self, df: DataFrame, tag: OutputTag) -> DataFrame: ...
+
+    def select_dead_letters(self, df: DataFrame) -> DataFrame: ...
 
 
 # ---------------------------------------------------------------------------- sinks
@@ -376,7 +438,7 @@ class WindowedQuery:
 
 
 def write_results_and_late(
-    result: StreamingWindowedResult,
+    result: StreamingJob,
     results_path: str | Sink,
     late_path: str | Sink | None,
     checkpoint: str,
@@ -400,6 +462,11 @@ def write_results_and_late(
     once (exactly once per batch id; see the module docstring): ``spark.read.parquet(path)``
     reads every committed batch, with a ``batch_id`` column. Restart with the same
     ``checkpoint`` to continue where the query stopped.
+
+    ``result`` is a windowed job's, or an interval join's, whose late rows have an output
+    per side: write those with ``side_output_paths={left_tag: ..., right_tag: ...}`` (the
+    tags of ``side_output_left_late_data`` / ``side_output_right_late_data``), and give
+    ``late_path=None``.
 
     Before the query starts, a ``ValueError`` naming the parameter and both paths refuses:
 
@@ -443,6 +510,7 @@ def write_results_and_late(
     }
     check_sink_paths(folders)
     _check_tables({name: s.table_name for name, s in sinks.items() if s is not None})
+    result.check_late_path(late_path)  # (after the paths' checks, which need no result)
     for tag in sides:
         if result.layout.side_index(tag) is None:
             msg = (
@@ -544,7 +612,7 @@ def _start(
 
 
 def _outputs(
-    result: StreamingWindowedResult,
+    result: StreamingJob,
     sinks: Mapping[str, Sink | None],
     sides: Mapping[OutputTag, Sink],
 ) -> list[tuple[str, Callable[[DataFrame], DataFrame], Sink]]:
@@ -643,7 +711,7 @@ def stopped_error(exc: BaseException, batch_id: int) -> QueryStoppedError | None
     )
 
 
-def _side_output(result: StreamingWindowedResult, tag: OutputTag, df: DataFrame) -> DataFrame:
+def _side_output(result: StreamingJob, tag: OutputTag, df: DataFrame) -> DataFrame:
     return result.select_side_output(df, tag)
 
 

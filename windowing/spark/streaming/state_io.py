@@ -14,11 +14,20 @@ from windowing.spark.columns.inputs import PT as _PT
 from windowing.spark.columns.keys import group_codes
 from windowing.spark.columns.schema import table_rows
 from windowing.spark.streaming.checkpoint import UNKNOWN_WINDOWS, Entry, GroupState
-from windowing.spark.streaming.clocks import WATERMARK_SHIFT_MS, BatchClocks
+from windowing.spark.streaming.clocks import BatchClocks
 from windowing.spark.streaming.config import ProcessorConfig
-from windowing.time import MAX_TIMESTAMP
 
-__all__ = ["StateIO"]
+__all__ = ["StateIO", "keep_timer"]
+
+
+def keep_timer(handle: Any, registered: int | None, timer: int | None, *, alive: bool) -> None:
+    """Keep one Spark timer for a key group, at ``timer`` (``None``: none): delete the
+    ``registered`` one when it differs and has not fired (``alive``), register ``timer``
+    unless it is the one kept."""
+    if alive and registered is not None and registered != timer:
+        handle.deleteTimer(registered)
+    if timer is not None and timer != (registered if alive else None):
+        handle.registerTimer(timer)
 
 
 class StateIO:
@@ -74,10 +83,7 @@ class StateIO:
             if windows_due is not None:
                 due.append(windows_due)
         timer = min(due) if due else None
-        if alive and registered is not None and registered != timer:
-            self.handle.deleteTimer(registered)
-        if timer is not None and timer != (registered if alive else None):
-            self.handle.registerTimer(timer)
+        keep_timer(self.handle, registered, timer, alive=alive)
         for skey, entry in entries.items():
             if entry[4] == UNKNOWN_WINDOWS:  # stored by an earlier layout: count once
                 counted = self.count_windows(self.group.decode_entry(entry[2]))
@@ -129,16 +135,8 @@ class StateIO:
     def spark_timer(self, nxt: int | None) -> int | None:
         """The operator timer ``nxt`` as a Spark timer (``None``: none): in event time no
         earlier than ``W + 1`` (Spark watermark ``W``), in processing time no earlier than
-        the next millisecond."""
-        clocks = self.clocks
-        if clocks.wall_clock:
-            floor, shift = clocks.now + 1, 0
-        else:
-            shift = WATERMARK_SHIFT_MS + 1
-            floor = max(clocks.spark_watermark, self.op.watermark + shift) + 1
-        if nxt is not None and nxt < MAX_TIMESTAMP - shift:
-            return max(nxt + shift, floor)
-        return None
+        the next millisecond (:meth:`BatchClocks.spark_timer`)."""
+        return self.clocks.spark_timer(nxt, self.op.watermark)
 
     def key_state(self, ks: Any) -> KeyState:
         """The operator's form of the key state ``ks``."""

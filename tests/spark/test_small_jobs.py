@@ -1,0 +1,145 @@
+"""Small jobs: a small input's batch replay in one task (no shuffle, one Spark job per read
+of its cache) with the outcome of key groups, and plans built without recording the call
+sites of the library's own columns."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from pyspark.sql import functions as F  # noqa: N812
+
+from tests.spark.frames import sized_frame
+from windowing import BoundedOutOfOrderness, OutputTag, WindowedStream
+from windowing.assigners import EventTimeSessionWindows, TumblingEventTimeWindows
+
+pytestmark = pytest.mark.spark
+
+LATE = OutputTag("late")
+
+
+def test_a_small_input_replays_in_one_task_with_the_outcome_of_key_groups(spark: Any) -> None:
+    """One task (a sized input: no shuffle, the watermark's prefix maximum one window
+    function) and key groups (rows from a list: no size) give the same results, late rows
+    and counters: arrival order with null arrival orders and event times, lateness, late
+    rows, a reduce; sessions in event-time order; a non-keyed stream."""
+    rng = random.Random(7)
+    rows = [
+        (
+            rng.choice(["a", "b", "c", None]),
+            rng.randrange(50),
+            None if rng.random() < 0.05 else rng.randrange(0, 400),
+            None if rng.random() < 0.03 else rng.randrange(60),
+        )
+        for _ in range(300)
+    ]
+    schema = "k string, v bigint, ts bigint, arr bigint"
+
+    def outcome(df: Any, job: str) -> tuple[Any, ...]:
+        def source(arrival: bool) -> Any:
+            return WindowedStream.from_dataframe(
+                df,
+                event_time="ts",
+                arrival_order="arr" if arrival else None,
+                watermark=BoundedOutOfOrderness(15),
+            )
+
+        def larger(a: Any, b: Any) -> Any:
+            return b if (b.v, b.ts) > (a.v, a.ts) else a
+
+        if job == "arrival":
+            result = (
+                source(True)
+                .key_by("k")
+                .window(TumblingEventTimeWindows(40))
+                .allowed_lateness(20)
+                .side_output_late_data(LATE)
+                .reduce(larger)
+            )
+        elif job == "sessions":
+            result = source(False).key_by("k").window(EventTimeSessionWindows(9)).reduce(larger)
+        else:
+            result = (
+                source(True)
+                .window_all(TumblingEventTimeWindows(40))
+                .side_output_late_data(LATE)
+                .reduce(larger)
+            )
+        with result:
+            got = sorted(map(repr, result.results.collect()))
+            late = sorted(map(repr, result.late.collect())) if result.late is not None else None
+            return result.plan.one_task, got, late, result.collect_metrics()
+
+    for job in ("arrival", "sessions", "non-keyed"):
+        one_task, *outputs = outcome(sized_frame(spark, rows, schema), job)
+        grouped, *expected = outcome(spark.createDataFrame(rows, schema), job)
+        assert (one_task, grouped) == (True, False)
+        assert outputs == expected, job
+        assert expected[0], job  # results to compare
+    assert expected[1], "late rows to compare"
+
+
+def test_a_one_task_replay_has_no_shuffle_and_reads_its_cache_in_one_job(spark: Any) -> None:
+    rows = [("a", 1, t, t) for t in range(50)]
+    df = sized_frame(spark, rows, "k string, v bigint, ts bigint, arr bigint")
+    result = (
+        WindowedStream.from_dataframe(
+            df, event_time="ts", arrival_order="arr", watermark=BoundedOutOfOrderness(3)
+        )
+        .key_by("k")
+        .window(TumblingEventTimeWindows(10))
+        .side_output_late_data(LATE)
+        .reduce(lambda a, b: b)
+    )
+    assert result.plan.one_task
+    plan = result.output._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange" not in plan and "MapInArrow" in plan
+    sc = spark.sparkContext
+    sc.setJobGroup("one-task", "one task")
+    try:
+        with result:
+            assert len(result.results.collect()) == 5
+    finally:
+        sc.setJobGroup("other", "other")
+    assert len(sc.statusTracker().getJobIdsForGroup("one-task")) == 1
+
+
+def test_plans_are_built_without_recording_call_sites(spark: Any) -> None:
+    import py4j.clientserver as clientserver
+    from pyspark.errors import utils
+
+    from windowing.spark.jobs import without_call_sites
+
+    calls = 0
+    send = clientserver.ClientServerConnection.send_command
+
+    def counting(self: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return send(self, command, *args, **kwargs)
+
+    def cost(build: Any) -> int:
+        nonlocal calls
+        build()
+        calls = 0
+        build()
+        return calls
+
+    column = F.expr("a")
+    before = utils.is_debugging_enabled()
+    clientserver.ClientServerConnection.send_command = counting  # type: ignore[method-assign]
+    try:
+        recorded = cost(lambda: (column + 1).alias("b"))
+        with without_call_sites():
+            assert not utils.is_debugging_enabled()
+            quiet = cost(lambda: (column + 1).alias("b"))
+    finally:
+        clientserver.ClientServerConnection.send_command = send  # type: ignore[method-assign]
+    assert utils.is_debugging_enabled() == before
+    if before:  # (the default)
+        assert quiet * 3 < recorded, (quiet, recorded)
+    # a failing build restores it too
+    with pytest.raises(ValueError, match="boom"), without_call_sites():
+        raise ValueError("boom")
+    assert utils.is_debugging_enabled() == before
