@@ -27,12 +27,19 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    ByteType,
     DataType,
+    DateType,
     DecimalType,
     DoubleType,
     FloatType,
+    IntegerType,
+    LongType,
     MapType,
+    ShortType,
     StructType,
+    TimestampNTZType,
+    TimestampType,
     VariantType,
 )
 
@@ -44,6 +51,7 @@ from windowing.spark.columns.output import col
 from windowing.spark.columns.schema import INTERNAL_PREFIX
 
 __all__ = [
+    "FIXED_WIDTH",
     "SUPPORTED",
     "AggregateCall",
     "CompiledAggregates",
@@ -51,6 +59,23 @@ __all__ = [
     "count_all",
     "order_key",
 ]
+
+#: The types Spark's hash aggregate keeps in an aggregate's state (fixed width, updated in
+#: place); an aggregate with another type of state (a struct, a string) makes Spark sort every
+#: row of the aggregation instead.
+FIXED_WIDTH = (
+    BooleanType,
+    ByteType,
+    ShortType,
+    IntegerType,
+    LongType,
+    FloatType,
+    DoubleType,
+    DecimalType,
+    DateType,
+    TimestampType,
+    TimestampNTZType,
+)
 
 #: Spark function names the window operator computes (``docs/spark.md``), by kind.
 SUPPORTED: dict[str, AggKind] = {

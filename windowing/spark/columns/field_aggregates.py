@@ -8,10 +8,13 @@ aggregates Spark computes natively, as :class:`~windowing.spark.columns.aggregat
 objects the native plans already run (so late firings, allowed lateness, late rows, arrival
 order, hopping windows and sessions work as for ``.agg``):
 
-* the first row: ``min_by(struct(the row's columns), struct(replay order))``, the replay
-  order being the batch replay's (:func:`~windowing.spark.columns.inputs.replay_order`:
-  arrival order when given, event time, the content hash; without an arrival order that is
-  ``.agg``'s ``first``, Flink's "first element added to the window");
+* the first row: without an arrival order ``.agg``'s ``first`` of each of its columns (of
+  the row as a struct when a column has no fixed width), by event time, then the content
+  hash, Flink's "first element added to the window" in the batch replay's order
+  (:func:`~windowing.spark.columns.inputs.replay_order`); the native plans of tumbling
+  windows aggregate these by hash, in two steps
+  (:func:`~windowing.spark.native.parts.grouped_aggregates`); with an arrival order
+  ``min_by(struct(the row's columns), struct(arrival order, event time, content hash))``;
 * ``sum``: ``sum`` of the field (an integer field of up to 32 bits as ``bigint``; a
   ``bigint`` field as two exact ``bigint`` sums of its high and low 32 bits; a decimal of up
   to 18 digits at ``p + 10`` digits): exact, whatever the order of additions, then checked
@@ -55,7 +58,7 @@ from pyspark.sql.types import (
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.columns import AggKind
 from windowing.job import Job
-from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
+from windowing.spark.columns.aggregates import FIXED_WIDTH, AggregateCall, CompiledAggregates
 from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import col
 
@@ -64,6 +67,7 @@ __all__ = ["compile_field_aggregation", "describe", "why_not_native"]
 _ROW = "__pw_brow"  # the window's first row (sum / min / max) or the picked row
 _VALUE = "__pw_bval"  # the aggregate (sum / min / max); a bigint sum's high 32 bits
 _LOW = "__pw_blow"  # a bigint sum's low 32 bits
+_FIRST = "__pw_bfirst"  # the first row's fields, one call each (numbered)
 _V, _Z = "v", "z"  # a float's value and its -0.0 flag (min / max)
 
 #: The integer types, by their bounds.
@@ -122,7 +126,8 @@ def compile_field_aggregation(job: Job, fn: FieldAggregation) -> CompiledAggrega
         picked = col(_ROW)
         values = [picked.getField(f.name) for f in fields]
     else:
-        calls = [_first_row(job, row, row_type, replay)]
+        others = [f for f in fields if f.name != field]
+        calls, firsts = _first_row(job, others, row, row_type, replay)
         if kind is AggregationType.SUM:
             calls += _sum_calls(x, dtype)
             value = _sum_value(dtype, field)
@@ -134,8 +139,7 @@ def compile_field_aggregation(job: Job, fn: FieldAggregation) -> CompiledAggrega
             compared_type = df.select(compared).schema.fields[0].dataType
             calls.append(_call(extreme, _VALUE, compared_type, compared))
             value = col(_VALUE).getField(_V) if floating else col(_VALUE)
-        first = col(_ROW)
-        values = [value if f.name == field else first.getField(f.name) for f in fields]
+        values = [value if f.name == field else firsts[f.name] for f in fields]
     schema = StructType([StructField(f.name, f.dataType, True) for f in fields])
     outputs = tuple(v.alias(f.name) for v, f in zip(values, fields, strict=True))
     return CompiledAggregates(tuple(calls), schema, job, None, None, outputs)
@@ -156,9 +160,14 @@ def describe(job: Job, fn: FieldAggregation) -> str:
         if kind is AggregationType.SUM
         else f"{kind.value}({field!r})"
     )
+    first = (
+        f"min_by(struct(row), struct({order}))"
+        if job.source.arrival_columns
+        else f"first of each column by {order}"
+    )
     return (
         f".{kind.value}({field!r}) as aggregates: the window's first row in replay order "
-        f"(min_by(struct(row), struct({order}))) with {field!r} replaced by {value}"
+        f"({first}) with {field!r} replaced by {value}"
     )
 
 
@@ -185,13 +194,31 @@ def _call(kind: AggKind, name: str, dtype: DataType, *args: Column) -> Aggregate
     )
 
 
-def _first_row(job: Job, row: Column, row_type: DataType, replay: list[Column]) -> AggregateCall:
-    """The window's first row in replay order: ``.agg``'s ``first`` (by event time, then
-    the content hash) without an arrival order; by the replay order with one (arrival
-    order first, where ``first`` takes event time first)."""
-    if not job.source.arrival_columns:
-        return _call(AggKind.FIRST, _ROW, row_type, row)
-    return _call(AggKind.MIN_BY, _ROW, row_type, row, _struct(replay))
+def _first_row(
+    job: Job,
+    others: list[StructField],
+    row: Column,
+    row_type: DataType,
+    replay: list[Column],
+) -> tuple[list[AggregateCall], dict[str, Column]]:
+    """The window's first row in replay order (its fields ``others``, by name): ``.agg``'s
+    ``first`` without an arrival order (by event time, then the content hash), one call
+    per field of a fixed-width type (which Spark aggregates by hash,
+    :func:`~windowing.spark.native.parts.grouped_aggregates`), else of the row as a struct;
+    by the replay order with one (arrival order first, where ``first`` takes event time
+    first)."""
+    if job.source.arrival_columns:
+        pick = _call(AggKind.MIN_BY, _ROW, row_type, row, _struct(replay))
+        return [pick], {f.name: col(_ROW).getField(f.name) for f in others}
+    if all(isinstance(f.dataType, FIXED_WIDTH) for f in others):
+        names = [f"{_FIRST}{i}" for i in range(len(others))]
+        calls = [
+            _call(AggKind.FIRST, n, f.dataType, col(f.name))
+            for n, f in zip(names, others, strict=True)
+        ]
+        return calls, {f.name: col(n) for n, f in zip(names, others, strict=True)}
+    first = _call(AggKind.FIRST, _ROW, row_type, row)
+    return [first], {f.name: col(_ROW).getField(f.name) for f in others}
 
 
 def _replay_parts(job: Job) -> list[Column]:
