@@ -55,6 +55,7 @@ __all__ = [
     "SUPPORTED",
     "AggregateCall",
     "CompiledAggregates",
+    "ValuePick",
     "compile_aggregates",
     "count_all",
     "order_key",
@@ -107,12 +108,28 @@ ORDER = "__pw_agg_order"
 _ARG = "__pw_agg_"
 
 
+@dataclass(frozen=True)
+class ValuePick:
+    """A built-in ``min_by`` / ``max_by`` of ``field`` (``smallest``: ``min_by``) as one
+    aggregate call of the picked row (a struct of ``fields``): the row with the extreme
+    value, ties to the first (``first``) or last row in the replay order, a window of nulls
+    its first row. Set where the value and every field have a fixed width and no arrival
+    order is given: native plans of tumbling windows then pick the row by hash, grouped by
+    the value (:func:`~windowing.spark.native.parts.grouped_aggregates`)."""
+
+    field: str
+    fields: tuple[str, ...]
+    smallest: bool
+    first: bool
+
+
 @dataclass(frozen=True, eq=False)
 class AggregateCall:
     """One aggregate column as read: the output ``name`` and ``dtype``, Spark's function
     name (lower case; ``None`` when the column is not one function call, e.g.
     ``F.sum("a") + 1``), its arguments (``None`` for ``*``), literal argument values, and
-    ``kind`` when the window operator can compute it."""
+    ``kind`` when the window operator can compute it; ``value_pick``: a built-in ``min_by``
+    / ``max_by`` that may be picked by hash (:class:`ValuePick`)."""
 
     column: Column
     name: str
@@ -123,6 +140,7 @@ class AggregateCall:
     distinct: bool = False
     kind: AggKind | None = None
     expression: Column | None = None  # the column without its alias (for ``over``)
+    value_pick: ValuePick | None = None
 
     def __post_init__(self) -> None:
         if self.expression is None:

@@ -37,6 +37,7 @@ decimals round past 28), a string with a collation (the operator compares code p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from pyspark.sql import Column
@@ -58,7 +59,12 @@ from pyspark.sql.types import (
 from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.columns import AggKind
 from windowing.job import Job
-from windowing.spark.columns.aggregates import FIXED_WIDTH, AggregateCall, CompiledAggregates
+from windowing.spark.columns.aggregates import (
+    FIXED_WIDTH,
+    AggregateCall,
+    CompiledAggregates,
+    ValuePick,
+)
 from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import col
 
@@ -122,7 +128,16 @@ def compile_field_aggregation(job: Job, fn: FieldAggregation) -> CompiledAggrega
     if kind.picks_element:
         order = _pick_order(x, dtype, replay, smallest=kind is AggregationType.MIN_BY, fn=fn)
         by = AggKind.MIN_BY if kind is AggregationType.MIN_BY else AggKind.MAX_BY
-        calls = [_call(by, _ROW, row_type, row, order)]
+        pick = _call(by, _ROW, row_type, row, order)
+        hashable = not isinstance(dtype, FloatType | DoubleType) and all(
+            isinstance(f.dataType, FIXED_WIDTH) for f in fields
+        )
+        if hashable and not job.source.arrival_columns:
+            value_pick = ValuePick(
+                field, tuple(f.name for f in fields), kind is AggregationType.MIN_BY, fn.first
+            )
+            pick = dataclasses.replace(pick, value_pick=value_pick)
+        calls = [pick]
         picked = col(_ROW)
         values = [picked.getField(f.name) for f in fields]
     else:

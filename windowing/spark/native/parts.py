@@ -21,7 +21,12 @@ from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.functions.columns import AggKind
 from windowing.records import Timing
-from windowing.spark.columns.aggregates import FIXED_WIDTH, AggregateCall, CompiledAggregates
+from windowing.spark.columns.aggregates import (
+    FIXED_WIDTH,
+    AggregateCall,
+    CompiledAggregates,
+    ValuePick,
+)
 from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import OutputLayout, col
 from windowing.spark.columns.watermark import quoted
@@ -51,6 +56,7 @@ __all__ = [
 #: The pane timings native plans write (``Timing`` names).
 ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
 _PANE = "__pw_nmpane"  # the firings of the window at the start of time, in replay order
+_VALUE = "__pw_bvalue"  # a built-in min_by / max_by's value, grouped by
 
 
 @dataclass(frozen=True)
@@ -216,6 +222,9 @@ def grouped_aggregates(
     key, window and event time (picks by content hash), then per key and window (picks by
     event time, which the groups no longer share). Otherwise one ``groupBy``. ``by_keys``:
     ``rows`` are partitioned by key already (no shuffle needed)."""
+    pick = compiled.calls[0].value_pick if len(compiled.calls) == 1 else None
+    if pick is not None and not extra:
+        return _picked_by_value(rows, keys, window, name, compiled.calls[0].name, pick)
     split = [by_event_time(call) for call in compiled.calls]
     picks = any(c.kind in (AggKind.FIRST, AggKind.LAST) for c in compiled.calls)
     parts = [s for s in split if s is not None]
@@ -241,6 +250,42 @@ def grouped_aggregates(
         ],
         *extra,
     )
+
+
+def _picked_by_value(
+    rows: DataFrame, keys: list[Column], window: Column, name: str, out: str, pick: ValuePick
+) -> DataFrame:
+    """A built-in ``min_by`` / ``max_by`` (:class:`ValuePick`) by hash: after one shuffle by
+    key and window, the rows grouped per key, window, value and event time (the first or
+    last by content hash), per key, window and value (by event time), then per key and
+    window: the extreme value (each group has its own), or a window of nulls' one group.
+    The picked row as the struct ``out``."""
+    group = [*keys, F.col(name)]
+    x, value = F.col(pick.field), F.col(_VALUE)
+    ts, tb = F.col(TS), F.col(TB)
+    # the first row of a group of equal values (of nulls, always), else the last
+    first = x.isNull() | F.lit(pick.first)
+    hashed = F.when(first, tb).otherwise(F.bitwise_not(tb))
+    names = [f"__pw_bv{i}" for i in range(len(pick.fields))]
+    per_time = (
+        rows.withColumn(name, window)
+        .repartition(*group)  # the one shuffle: the three aggregates keep its partitions
+        .groupBy(*group, x.alias(_VALUE), ts)
+        .agg(*[F.min_by(col(f), hashed).alias(n) for f, n in zip(pick.fields, names, strict=True)])
+    )
+    timed = F.when(value.isNull() | F.lit(pick.first), ts).otherwise(F.bitwise_not(ts))
+    per_value = per_time.groupBy(*group, value).agg(
+        *[F.min_by(F.col(n), timed).alias(n) for n in names]
+    )
+    extreme = F.min_by if pick.smallest else F.max_by  # (rows without a value skipped)
+    nulls = F.when(value.isNull(), F.lit(0))
+    fields = [
+        F.when(F.bool_or(value.isNotNull()), extreme(F.col(n), value))
+        .otherwise(F.min_by(F.col(n), nulls))
+        .alias(f)
+        for n, f in zip(names, pick.fields, strict=True)
+    ]
+    return per_value.groupBy(*group).agg(F.struct(*fields).alias(out))
 
 
 @dataclass(frozen=True)
