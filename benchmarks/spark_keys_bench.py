@@ -8,13 +8,12 @@ ts timestamp``. Every run sums ``amount`` per key and 10 s tumbling window.
 Batch (input read once and cached; each run is one action, a ``noop`` write of the results):
 
 * native: ``groupBy(key, window(ts, "10 seconds")).agg(sum(amount))``;
-* ours: ``.agg(F.sum("amount"))`` (a native Spark plan), built-in ``.sum("amount")`` and
-  ``.max_by("amount")`` (native Spark plans: Flink's first row of the window with the field
-  replaced, the row holding the maximum), built-in ``.sum("amount")`` computed on whole
-  columns in the batch replay (its path before the native plans, and still the path of a
-  small input: ``spark.windowing.smallInputBytes`` set above the input's size for that run)
-  and ``.aggregate(SumAmount())`` (the window operator, a Python call per row), in-order
-  replay.
+* ours (``--runs``, default all): ``.agg(F.sum("amount"))`` (a native Spark plan); the
+  built-in ``.sum("amount")`` (Flink's first row of the window with the field replaced) and
+  ``.max_by("amount")`` (the row holding the maximum) on the path the planner picks, and on
+  each path forced (``spark.windowing.builtinPath``: ``native``, the native Spark plan;
+  ``columnar``, whole Arrow columns in the batch replay); ``.aggregate(SumAmount())`` (the
+  window operator, a Python call per row), in-order replay.
 
 Streaming (``--stream-keys``, default 100,000; the events as ``--files`` parquet files read
 one per micro-batch, ``availableNow``): native ``withWatermark(ts, 1 s).groupBy(key,
@@ -27,6 +26,7 @@ and each run's time per event relative to the smallest key count's.
 
     .venv/bin/python benchmarks/spark_keys_bench.py                       # full sweep (minutes)
     .venv/bin/python benchmarks/spark_keys_bench.py --keys 1000,100000 --events 200000
+    .venv/bin/python benchmarks/spark_keys_bench.py --only batch --runs agg,sum-native,sum-columnar
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from pyspark.sql import functions as F  # noqa: N812
 
 from windowing.assigners import TumblingEventTimeWindows
 from windowing.functions import AggregateFunction
-from windowing.spark.planning import SMALL_INPUT_CONF
+from windowing.spark.planning import BUILTIN_PATH_CONF
 from windowing.stream import BoundedOutOfOrderness, DataStream
 
 T0_MS = 1_714_521_600_000  # 2024-05-01 00:00 UTC
@@ -116,7 +116,21 @@ def native_batch(df: DataFrame) -> DataFrame:
     return df.groupBy("key", F.window("ts", "10 seconds")).agg(F.sum("amount").alias("total"))
 
 
-def ours_batch(df: DataFrame, how: str) -> DataFrame:
+#: The batch runs of ours: name -> (how, the built-ins' path forced, or None: the planner's).
+BATCH_RUNS: dict[str, tuple[str, str | None]] = {
+    "agg": ("agg", None),
+    "sum": ("sum", None),
+    "sum-native": ("sum", "native"),
+    "sum-columnar": ("sum", "columnar"),
+    "max_by": ("max_by", None),
+    "max_by-native": ("max_by", "native"),
+    "max_by-columnar": ("max_by", "columnar"),
+    "aggregate": ("aggregate", None),
+}
+
+
+def ours_batch(df: DataFrame, how: str, path: str | None = None) -> DataFrame:
+    """Our batch run ``how``; ``path``: the built-ins' path forced (``BUILTIN_PATH_CONF``)."""
     windowed = (
         DataStream.from_dataframe(df, event_time="ts")
         .key_by("key")
@@ -124,25 +138,31 @@ def ours_batch(df: DataFrame, how: str) -> DataFrame:
     )
     if how == "agg":
         return windowed.agg(F.sum("amount").alias("total")).results
-    if how == "columns":  # the batch replay's columnar path: the small-input rule, forced
-        spark = df.sparkSession
-        spark.conf.set(SMALL_INPUT_CONF, str(2**62))
-        try:
-            return windowed.sum("amount").results
-        finally:
-            spark.conf.unset(SMALL_INPUT_CONF)
-    if how == "max_by":
-        return windowed.max_by("amount").results
-    result = windowed.sum("amount") if how == "sum" else windowed.aggregate(SumAmount())
-    return result.results
+    if how == "aggregate":
+        return windowed.aggregate(SumAmount()).results
+    spark = df.sparkSession
+    if path is not None:
+        spark.conf.set(BUILTIN_PATH_CONF, path)
+    try:
+        result = windowed.sum("amount") if how == "sum" else windowed.max_by("amount")
+        return result.results
+    finally:
+        spark.conf.unset(BUILTIN_PATH_CONF)
 
 
-def best(runs: int, action: Callable[[], Any]) -> float:
-    return min(timed(action) for _ in range(runs))
+def rounds(runs: int, actions: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    """Each action's seconds in ``runs`` rounds, every action once a round, in turn."""
+    times: dict[str, list[float]] = {label: [] for label in actions}
+    for _ in range(runs):
+        for label, action in actions.items():
+            times[label].append(timed(action))
+    return times
 
 
-def batch_sweep(spark: SparkSession, n: int, key_counts: list[int], runs: int, tmp: Path) -> None:
-    print(f"batch: {n:,} events, tumbling 10 s sum per key, best of {runs}")
+def batch_sweep(
+    spark: SparkSession, n: int, key_counts: list[int], runs: int, tmp: Path, names: list[str]
+) -> None:
+    print(f"batch: {n:,} events, tumbling 10 s per key, best of {runs} rounds, load {load()}")
     header = f"{'keys':>10} {'run':<28} {'s':>8} {'us/event':>9} {'vs native':>10} {'vs 1st':>7}"
     print(header)
     first: dict[str, float] = {}
@@ -151,17 +171,19 @@ def batch_sweep(spark: SparkSession, n: int, key_counts: list[int], runs: int, t
         events(spark, n, keys).write.mode("overwrite").parquet(path)
         df = spark.read.parquet(path).cache()
         df.count()
-        native = best(runs, lambda df=df: noop(native_batch(df)))
-        rows = [("native groupBy(window)", native)]
-        for name, how in (
-            ("ours .agg(F.sum) (native)", "agg"),
-            ("ours .sum (native)", "sum"),
-            ("ours .max_by (native)", "max_by"),
-            ("ours .sum (columns)", "columns"),
-            ("ours .aggregate", "aggregate"),
-        ):
-            rows.append((name, best(runs, lambda df=df, h=how: noop(ours_batch(df, h)))))
-        for name, seconds in rows:
+        actions: dict[str, Callable[[], Any]] = {
+            "native groupBy(window)": lambda df=df: noop(native_batch(df))
+        }
+        for name in names:
+            how, forced = BATCH_RUNS[name]
+            label = {"agg": ".agg(F.sum)", "aggregate": ".aggregate"}.get(how, f".{how}")
+            label = f"ours {label}" + (f" ({forced})" if forced else "")
+            actions[label] = lambda df=df, h=how, f=forced: noop(ours_batch(df, h, f))
+        # the best of ``runs`` rounds, each running every action once: a burst of load on a
+        # shared machine slows one round of all of them rather than all rounds of one
+        times = {label: min(ts) for label, ts in rounds(runs, actions).items()}
+        native = times["native groupBy(window)"]
+        for name, seconds in times.items():
             per_event = seconds / n * 1e6
             first.setdefault(name, per_event)
             ratio = "" if name.startswith("native") else f"{native / seconds:.2f}x"
@@ -169,7 +191,13 @@ def batch_sweep(spark: SparkSession, n: int, key_counts: list[int], runs: int, t
                 f"{keys:>10,} {name:<28} {seconds:>8.2f} {per_event:>9.2f} {ratio:>10} "
                 f"{per_event / first[name]:>6.2f}x"
             )
+        print(f"{'':>10} load {load()}")
         df.unpersist()
+
+
+def load() -> str:
+    """The load average (1, 5, 15 minutes): the machine may be shared."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def streaming(spark: SparkSession, n: int, keys: int, files: int, tmp: Path) -> None:
@@ -256,13 +284,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--only", choices=["batch", "streaming"], default=None)
+    parser.add_argument(
+        "--runs",
+        default=",".join(BATCH_RUNS),
+        help=f"our batch runs, comma-separated, of: {', '.join(BATCH_RUNS)}",
+    )
     args = parser.parse_args()
     spark = session(args.partitions)
     tmp = Path(tempfile.mkdtemp(prefix="keys-bench-"))
     try:
         if args.only != "streaming":
             key_counts = [int(k) for k in args.keys.split(",")]
-            batch_sweep(spark, args.events, key_counts, args.repeat, tmp)
+            names = [r for r in args.runs.split(",") if r]
+            unknown = [r for r in names if r not in BATCH_RUNS]
+            if unknown:
+                parser.error(f"--runs: unknown {unknown}; known: {list(BATCH_RUNS)}")
+            batch_sweep(spark, args.events, key_counts, args.repeat, tmp, names)
         if args.only != "batch":
             streaming(spark, args.events, args.stream_keys, args.files, tmp)
     finally:

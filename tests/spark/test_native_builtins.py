@@ -5,8 +5,10 @@ trigger that is the default one in another class), on small random data with nul
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -21,7 +23,7 @@ from windowing.assigners import (
     SlidingDistinctAssigner,
 )
 from windowing.evictors import CountEvictor
-from windowing.spark.planning import Route
+from windowing.spark.planning import BUILTIN_PATH_CONF, Route
 from windowing.time import MIN_TIMESTAMP
 from windowing.triggers import CountTrigger, EventTimeTrigger
 
@@ -72,7 +74,8 @@ def compare(windowed: Any, method: str, *args: Any, late: bool = False) -> list[
     """The built-in ``method(*args)`` natively and in the window operator: the same results
     (columns, names, types, values), late rows and metrics. Returns the native route's name
     and the results (as text)."""
-    native = getattr(windowed, method)(*args)
+    with builtin_path("native"):  # (the planner may prefer whole columns)
+        native = getattr(windowed, method)(*args)
     operator = getattr(windowed.trigger(SameAsDefault()), method)(*args)
     assert native.plan.native and native.plan.operator is None, native.plan
     assert operator.plan.route is Route.BATCH_REPLAY
@@ -87,6 +90,17 @@ def compare(windowed: Any, method: str, *args: Any, late: bool = False) -> list[
             assert late_rows
         assert native.collect_metrics() == operator.collect_metrics()
     return [native.plan.route.value, *want]
+
+
+@contextlib.contextmanager
+def builtin_path(path: str) -> Iterator[None]:
+    """Built-ins planned inside the block take ``path`` where they can."""
+    spark = SparkSession.active()
+    spark.conf.set(BUILTIN_PATH_CONF, path)
+    try:
+        yield
+    finally:
+        spark.conf.unset(BUILTIN_PATH_CONF)
 
 
 def source(df: DataFrame, *, arrival: bool = False) -> Any:
@@ -108,6 +122,76 @@ def test_tumbling_windows(spark: SparkSession, method: str, args: tuple[Any, ...
     df = spark.createDataFrame(random_rows(1), SCHEMA)
     windowed = source(df).key_by("k").window(TumblingEventTimeWindows(6, 1))
     assert compare(windowed.side_output_late_data(LATE), method, *args)[0] == "native-tumbling"
+
+
+#: The columns of fixed width (no string field): the first row's columns aggregate by hash.
+FIXED = ["k", "t", "i", "n", "d", "m", "a"]
+
+
+@pytest.mark.differential(Route.NATIVE_TUMBLING, Route.NATIVE_HOPPING_DISJOINT)
+@pytest.mark.parametrize(
+    ("assigner", "method", "args", "extreme"),
+    [
+        (TumblingEventTimeWindows(6, 1), "sum", ("i",), False),
+        (TumblingEventTimeWindows(4), "min", ("n",), False),
+        (TumblingEventTimeWindows(10, 3), "max", ("m",), True),
+        (HoppingEventTimeWindows(3, 5, 1), "sum", ("n",), False),
+        (TumblingEventTimeWindows(6, 1), "max_by", ("i", False), False),
+        (TumblingEventTimeWindows(4), "min_by", ("n",), False),
+        (TumblingEventTimeWindows(10, 3), "max_by", ("m",), True),
+        (HoppingEventTimeWindows(3, 5, 1), "min_by", ("a", False), False),
+    ],
+    ids=[
+        "sum",
+        "min",
+        "max, ends of time",
+        "disjoint hopping",
+        "max_by, the last of equal rows",
+        "min_by",
+        "max_by of a decimal, ends of time",
+        "min_by, disjoint hopping",
+    ],
+)
+def test_by_hash_in_steps(
+    spark: SparkSession, assigner: Any, method: str, args: tuple[Any, ...], extreme: bool
+) -> None:
+    """Fields of fixed width, no sort, after one shuffle: the first row's columns as
+    first(...) by event time, then the content hash, in two hash aggregates (per key, window
+    and event time, then per key and window); the row min_by / max_by picks in three (per
+    key, window, value and event time; per key, window and value; per key and window).
+    Many rows tie on event time and on the value."""
+    df = spark.createDataFrame(random_rows(7, extreme=extreme), SCHEMA).select(*FIXED)
+    windowed = source(df).key_by("k").window(assigner).side_output_late_data(LATE)
+    route, *_ = compare(windowed, method, *args)
+    assert route in ("native-tumbling", "native-hopping-disjoint")
+    plan = getattr(windowed, method)(*args)
+    assert plan.plan.native and "by hash aggregates" in plan.plan.reason
+    executed = plan.results._jdf.queryExecution().executedPlan().toString()
+    assert "HashAggregate" in executed and "Sort" not in executed
+
+
+def test_the_planner_takes_the_faster_path(spark: SparkSession) -> None:
+    """Where whole columns also apply: the native plan, by hash or (a pick by a struct key:
+    a float min_by, a first row with a string column) sorting, each measured no slower;
+    ``spark.windowing.builtinPath`` forces either path. No Spark job runs."""
+    df = spark.createDataFrame(random_rows(8, 10), SCHEMA)
+    windowed = source(df).key_by("k").window(TumblingEventTimeWindows(10))
+    fixed = source(df.select(*FIXED)).key_by("k").window(TumblingEventTimeWindows(10))
+    for plan in (fixed.sum("i").plan, fixed.max_by("i").plan):
+        assert plan.native and "by hash aggregates in steps after one shuffle" in plan.reason
+        assert "measured no slower than whole columns" in plan.reason
+    for plan in (fixed.max_by("d").plan, windowed.sum("i").plan):
+        assert plan.native and "Spark sorts every row for it" in plan.reason
+    with builtin_path("columnar"):
+        for plan in (fixed.sum("i").plan, windowed.max_by("i").plan):
+            assert plan.route is Route.BATCH_REPLAY and plan.columnar is not None
+            assert "on whole columns (spark.windowing.builtinPath = columnar" in plan.reason
+        # where whole columns do not apply (in arrival order), the native plan all the same
+        arrival = source(df, arrival=True).key_by("k").window(TumblingEventTimeWindows(10))
+        assert arrival.max_by("i").plan.native
+        assert "whole columns do not apply" in arrival.max_by("i").plan.reason
+    with builtin_path("fastest"), pytest.raises(ValueError, match="builtinPath must be one of"):
+        _ = fixed.sum("i").plan
 
 
 @pytest.mark.differential(Route.NATIVE_TUMBLING)
