@@ -254,6 +254,15 @@ def test_a_sum_beyond_its_type_fails_the_query_naming_the_field(spark: SparkSess
     assert [r.i for r in total.results.collect()] == [big]
     with pytest.raises(Exception, match=r"the sum of 'n' in a window, 3221225472, does not fit"):
         windowed.sum("n").results.collect()
+    # bigint: the high and low 32 bits' sums recombined in bigint, at and past its ends
+    edges = [("a", 1, -big, 0), ("a", 2, -big, 0), ("b", 1, big - 1, 0), ("b", 2, big, 0)]
+    edges += [("c", 1, -big, 0), ("c", 2, -big, 0), ("c", 3, -1, 0)]
+    df = spark.createDataFrame(edges, "k string, t long, i bigint, n int")
+    fits = source(df.where("k != 'c'")).key_by("k").window(TumblingEventTimeWindows(10))
+    assert sorted(r.i for r in fits.sum("i").results.collect()) == [-(2**63), 2**63 - 1]
+    beyond = source(df.where("k = 'c'")).key_by("k").window(TumblingEventTimeWindows(10))
+    with pytest.raises(Exception, match=r"'i' in a window, -9223372036854775809, does not fit"):
+        beyond.sum("i").results.collect()
 
 
 def test_what_spark_cannot_compute_exactly_keeps_its_path(spark: SparkSession) -> None:

@@ -292,20 +292,34 @@ def _sum_calls(x: Column, dtype: DataType) -> list[AggregateCall]:
 
 def _sum_value(dtype: DataType, field: str) -> Column:
     """The sum in the field's type, read from the sum calls' columns; a sum beyond the type
-    fails the query (``raise_error``), as the window operator's result does."""
+    fails the query (``raise_error``), as the window operator's result does. A ``bigint``
+    sum in ``bigint`` arithmetic (decimals only for the error's text): the low sum's carry
+    added to the high sum, which must then fit 32 bits."""
     total = col(_VALUE)
     if isinstance(dtype, LongType):
+        low = col(_LOW)
+        high = total + F.shiftright(low, 32)  # (|high| <= 2**62, the carry < 2**31)
+        fits = high.between(F.lit(-(2**31)), F.lit(2**31 - 1))
+        value = F.shiftleft(high, 32).bitwiseOR(low.bitwiseAND(F.lit(0xFFFFFFFF)))
         wide = DecimalType(38, 0)
-        total = total.cast(wide) * F.lit(2**32).cast(wide) + col(_LOW).cast(wide)
+        exact = total.cast(wide) * F.lit(2**32).cast(wide) + low.cast(wide)
+        return F.when(total.isNull() | fits, value).otherwise(
+            F.raise_error(_does_not_fit(field, exact, dtype))
+        )
     if isinstance(dtype, DecimalType):
         limit = 10 ** (dtype.precision - dtype.scale)
         fits = F.abs(total) < F.lit(limit).cast(DecimalType(38, 0))
     else:
-        low, high = _BOUNDS[type(dtype)]
-        fits = total.between(F.lit(low), F.lit(high))
-    message = F.concat(
+        low_bound, high_bound = _BOUNDS[type(dtype)]
+        fits = total.between(F.lit(low_bound), F.lit(high_bound))
+    message = _does_not_fit(field, total, dtype)
+    return F.when(total.isNull() | fits, total.cast(dtype)).otherwise(F.raise_error(message))
+
+
+def _does_not_fit(field: str, total: Column, dtype: DataType) -> Column:
+    """The error's text: a window's sum of ``field`` beyond its type."""
+    return F.concat(
         F.lit(f"sum: the sum of {field!r} in a window, "),
         total.cast("string"),
         F.lit(f", does not fit its type {dtype.simpleString()}"),
     )
-    return F.when(total.isNull() | fits, total.cast(dtype)).otherwise(F.raise_error(message))
