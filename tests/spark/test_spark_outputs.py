@@ -437,7 +437,9 @@ def test_explain_names_runtime_columnar_path_and_strategy(
     summed = in_time_order.key_by("user").window(TumblingEventTimeWindows(10_000))
     native = summed.sum("n").plan
     assert native.route is Route.NATIVE_TUMBLING and native.columnar is None
-    assert "min_by(struct(row), struct(event time, content hash))" in native.reason
+    assert "the window's first row in replay order (first by event time, content hash)" in (
+        native.reason
+    )
     assert summed.plan(FieldAggregation(AggregationType.SUM, "n")) == native
     with without_native_builtins():  # a small input: whole Arrow columns
         columnar = summed.sum("n").plan

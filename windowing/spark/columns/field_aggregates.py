@@ -178,7 +178,7 @@ def describe(job: Job, fn: FieldAggregation) -> str:
     first = (
         f"min_by(struct(row), struct({order}))"
         if job.source.arrival_columns
-        else f"first of each column by {order}"
+        else f"first by {order}"
     )
     return (
         f".{kind.value}({field!r}) as aggregates: the window's first row in replay order "
