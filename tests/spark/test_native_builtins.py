@@ -170,6 +170,16 @@ def test_by_hash_in_steps(
     assert "HashAggregate" in executed and "Sort" not in executed
 
 
+@pytest.mark.differential(Route.NATIVE_SESSIONS)
+def test_sessions_split_by_event_time(spark: SparkSession) -> None:
+    """Sessions of fixed-width columns: the first row per key, session and event time, then
+    per key and session, beside the session's first and last event times (the rows are
+    partitioned by key already, by the sort that finds the sessions)."""
+    df = spark.createDataFrame(random_rows(9), SCHEMA).select(*FIXED)
+    windowed = source(df).key_by("k").window(EventTimeSessionWindows(2))
+    assert compare(windowed, "sum", "i")[0] == "native-sessions"
+
+
 def test_the_planner_takes_the_faster_path(spark: SparkSession) -> None:
     """Where whole columns also apply: the native plan, by hash or (a pick by a struct key:
     a float min_by, a first row with a string column) sorting, each measured as fast or
