@@ -25,7 +25,10 @@ order, hopping windows and sessions work as for ``.agg``):
   Spark's order too, and ``-0.0`` below ``0.0``, which Spark's is not);
 * ``min_by`` / ``max_by``: ``min_by`` / ``max_by`` of the row by ``struct(field is null,
   field, replay order)``: never a null over a value, ties to the first (``first=True``) or
-  last row in replay order, and a window of nulls gives its first row.
+  last row in replay order, and a window of nulls gives its first row; with the field (no
+  float) and every column of fixed width and no arrival order, the call carries a
+  :class:`~windowing.spark.columns.aggregates.ValuePick`, which the native plans of
+  tumbling windows pick by hash, in three steps.
 
 A final select rebuilds the built-in's output row from these columns (the input's columns
 but the keys, in order, with their names and types). What Spark cannot compute exactly as
