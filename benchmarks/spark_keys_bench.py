@@ -8,13 +8,17 @@ ts timestamp``. Every run sums ``amount`` per key and 10 s tumbling window.
 Batch (input read once and cached; each run is one action, a ``noop`` write of the results):
 
 * native: ``groupBy(key, window(ts, "10 seconds")).agg(sum(amount))``;
-* ours: ``.agg(F.sum("amount"))`` (a native Spark plan), built-in ``.sum("amount")``
-  (computed on whole columns) and ``.aggregate(SumAmount())`` (the window operator, a Python
-  call per row), in-order replay;
-* the mean and population variance of ``amount``: native ``.agg(avg, var_pop)`` next to ours
-  with a ``VectorizedAggregateFunction`` (numpy), one with ``add_groups`` / ``get_results``
-  (``np.add.reduceat``: a few numpy calls per record batch), one with only ``add_batch`` (a
-  call per window); their ratios are to the native mean and variance.
+* ours (``--runs``, default all): ``.agg(F.sum("amount"))`` (a native Spark plan); the
+  built-in ``.sum("amount")`` (Flink's first row of the window with the field replaced) and
+  ``.max_by("amount")`` (the row holding the maximum) on the path the planner picks, and on
+  each path forced (``spark.windowing.builtinPath``: ``native``, the native Spark plan;
+  ``columnar``, whole Arrow columns in the batch replay); ``.aggregate(SumAmount())`` (the
+  window operator, a Python call per row), in-order replay;
+* the mean and population variance of ``amount`` (``--runs`` ``vectorized-groups``,
+  ``vectorized-batches``): ours with a ``VectorizedAggregateFunction`` (numpy), with
+  ``add_groups`` / ``get_results`` (``np.add.reduceat``: a few numpy calls per record batch)
+  or with only ``add_batch`` (a call per window); their ratios are to native
+  ``.agg(avg, var_pop)``.
 
 Streaming (``--stream-keys``, default 100,000; the events as ``--files`` parquet files read
 one per micro-batch, ``availableNow``): native ``withWatermark(ts, 1 s).groupBy(key,
@@ -27,6 +31,7 @@ and each run's time per event relative to the smallest key count's.
 
     .venv/bin/python benchmarks/spark_keys_bench.py                       # full sweep (minutes)
     .venv/bin/python benchmarks/spark_keys_bench.py --keys 1000,100000 --events 200000
+    .venv/bin/python benchmarks/spark_keys_bench.py --only batch --runs agg,sum-native,sum-columnar
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from pyspark.sql import functions as F  # noqa: N812
 
 from windowing.assigners import TumblingEventTimeWindows
 from windowing.functions import AggregateFunction, VectorizedAggregateFunction
+from windowing.spark.planning import BUILTIN_PATH_CONF
 from windowing.stream import BoundedOutOfOrderness, DataStream
 
 T0_MS = 1_714_521_600_000  # 2024-05-01 00:00 UTC
@@ -162,7 +168,23 @@ def native_mean_var(df: DataFrame) -> DataFrame:
     )
 
 
-def ours_batch(df: DataFrame, how: str) -> DataFrame:
+#: The batch runs of ours: name -> (how, the built-ins' path forced, or None: the planner's).
+BATCH_RUNS: dict[str, tuple[str, str | None]] = {
+    "agg": ("agg", None),
+    "sum": ("sum", None),
+    "sum-native": ("sum", "native"),
+    "sum-columnar": ("sum", "columnar"),
+    "max_by": ("max_by", None),
+    "max_by-native": ("max_by", "native"),
+    "max_by-columnar": ("max_by", "columnar"),
+    "aggregate": ("aggregate", None),
+    "vectorized-groups": ("groups", None),
+    "vectorized-batches": ("batches", None),
+}
+
+
+def ours_batch(df: DataFrame, how: str, path: str | None = None) -> DataFrame:
+    """Our batch run ``how``; ``path``: the built-ins' path forced (``BUILTIN_PATH_CONF``)."""
     windowed = (
         DataStream.from_dataframe(df, event_time="ts")
         .key_by("key")
@@ -170,19 +192,34 @@ def ours_batch(df: DataFrame, how: str) -> DataFrame:
     )
     if how == "agg":
         return windowed.agg(F.sum("amount").alias("total")).results
+    if how == "aggregate":
+        return windowed.aggregate(SumAmount()).results
     if how in ("groups", "batches"):
         function = MeanVarGroups() if how == "groups" else MeanVarBatches()
         return windowed.aggregate(function, output_schema="mean double, var double").results
-    result = windowed.sum("amount") if how == "sum" else windowed.aggregate(SumAmount())
-    return result.results
+    spark = df.sparkSession
+    if path is not None:
+        spark.conf.set(BUILTIN_PATH_CONF, path)
+    try:
+        result = windowed.sum("amount") if how == "sum" else windowed.max_by("amount")
+        return result.results
+    finally:
+        spark.conf.unset(BUILTIN_PATH_CONF)
 
 
-def best(runs: int, action: Callable[[], Any]) -> float:
-    return min(timed(action) for _ in range(runs))
+def rounds(runs: int, actions: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    """Each action's seconds in ``runs`` rounds, every action once a round, in turn."""
+    times: dict[str, list[float]] = {label: [] for label in actions}
+    for _ in range(runs):
+        for label, action in actions.items():
+            times[label].append(timed(action))
+    return times
 
 
-def batch_sweep(spark: SparkSession, n: int, key_counts: list[int], runs: int, tmp: Path) -> None:
-    print(f"batch: {n:,} events, tumbling 10 s windows per key, best of {runs}")
+def batch_sweep(
+    spark: SparkSession, n: int, key_counts: list[int], runs: int, tmp: Path, names: list[str]
+) -> None:
+    print(f"batch: {n:,} events, tumbling 10 s per key, best of {runs} rounds, load {load()}")
     header = f"{'keys':>10} {'run':<28} {'s':>8} {'us/event':>9} {'vs native':>10} {'vs 1st':>7}"
     print(header)
     first: dict[str, float] = {}
@@ -191,30 +228,43 @@ def batch_sweep(spark: SparkSession, n: int, key_counts: list[int], runs: int, t
         events(spark, n, keys).write.mode("overwrite").parquet(path)
         df = spark.read.parquet(path).cache()
         df.count()
-        native = best(runs, lambda df=df: noop(native_batch(df)))
-        native_mv = best(runs, lambda df=df: noop(native_mean_var(df)))
-        rows = [("native groupBy(window) sum", native, None)]
-        for name, how in (
-            ("ours .agg(F.sum) (native)", "agg"),
-            ("ours .sum (columns)", "sum"),
-            ("ours .aggregate", "aggregate"),
-        ):
-            rows.append((name, best(runs, lambda df=df, h=how: noop(ours_batch(df, h))), native))
-        rows.append(("native avg, var_pop", native_mv, None))
-        for name, how in (
-            ("ours vectorized add_groups", "groups"),
-            ("ours vectorized add_batch", "batches"),
-        ):
-            rows.append((name, best(runs, lambda df=df, h=how: noop(ours_batch(df, h))), native_mv))
-        for name, seconds, baseline in rows:
+        actions: dict[str, Callable[[], Any]] = {
+            "native groupBy(window)": lambda df=df: noop(native_batch(df))
+        }
+        mean_var = [name for name in names if BATCH_RUNS[name][0] in ("groups", "batches")]
+        if mean_var:
+            actions["native avg, var_pop"] = lambda df=df: noop(native_mean_var(df))
+        for name in names:
+            how, forced = BATCH_RUNS[name]
+            label = {
+                "agg": ".agg(F.sum)",
+                "aggregate": ".aggregate",
+                "groups": "vectorized add_groups",
+                "batches": "vectorized add_batch",
+            }.get(how, f".{how}")
+            label = f"ours {label}" + (f" ({forced})" if forced else "")
+            actions[label] = lambda df=df, h=how, f=forced: noop(ours_batch(df, h, f))
+        # the best of ``runs`` rounds, each running every action once: a burst of load on a
+        # shared machine slows one round of all of them rather than all rounds of one
+        times = {label: min(ts) for label, ts in rounds(runs, actions).items()}
+        native = times["native groupBy(window)"]
+        native_mv = times.get("native avg, var_pop", native)
+        for name, seconds in times.items():
             per_event = seconds / n * 1e6
             first.setdefault(name, per_event)
-            ratio = "" if baseline is None else f"{baseline / seconds:.2f}x"
+            baseline = native_mv if "vectorized" in name else native
+            ratio = "" if name.startswith("native") else f"{baseline / seconds:.2f}x"
             print(
                 f"{keys:>10,} {name:<28} {seconds:>8.2f} {per_event:>9.2f} {ratio:>10} "
                 f"{per_event / first[name]:>6.2f}x"
             )
+        print(f"{'':>10} load {load()}")
         df.unpersist()
+
+
+def load() -> str:
+    """The load average (1, 5, 15 minutes): the machine may be shared."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def streaming(spark: SparkSession, n: int, keys: int, files: int, tmp: Path) -> None:
@@ -301,13 +351,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--only", choices=["batch", "streaming"], default=None)
+    parser.add_argument(
+        "--runs",
+        default=",".join(BATCH_RUNS),
+        help=f"our batch runs, comma-separated, of: {', '.join(BATCH_RUNS)}",
+    )
     args = parser.parse_args()
     spark = session(args.partitions)
     tmp = Path(tempfile.mkdtemp(prefix="keys-bench-"))
     try:
         if args.only != "streaming":
             key_counts = [int(k) for k in args.keys.split(",")]
-            batch_sweep(spark, args.events, key_counts, args.repeat, tmp)
+            names = [r for r in args.runs.split(",") if r]
+            unknown = [r for r in names if r not in BATCH_RUNS]
+            if unknown:
+                parser.error(f"--runs: unknown {unknown}; known: {list(BATCH_RUNS)}")
+            batch_sweep(spark, args.events, key_counts, args.repeat, tmp, names)
         if args.only != "batch":
             streaming(spark, args.events, args.stream_keys, args.files, tmp)
     finally:

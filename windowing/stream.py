@@ -611,10 +611,10 @@ class WindowedStream:
 
     def plan(self, function: Any = None) -> SparkPlan:
         """The plan :meth:`explain` prints (no Spark job runs)."""
-        from windowing.spark.planning import plan_spark
+        from windowing.spark.run import plan_function
 
         spec = as_spec(function if function is not None else _reduce_placeholder)
-        return plan_spark(self.job(), spec)
+        return plan_function(self.job(), spec)
 
     def reduce(
         self,
@@ -645,19 +645,21 @@ class WindowedStream:
         """A built-in aggregation of ``field`` (a column name or position), checked against
         the DataFrame's schema before any job runs."""
         from windowing.spark.columns.schema import aggregation_column
+        from windowing.spark.run import Terminal, run_terminal
 
         name = aggregation_column(
             self.source.df, field, aggregation.value, keys=tuple(self.keys or ())
         )
-        return self.reduce(FieldAggregation(aggregation, name, first))
+        fn = FieldAggregation(aggregation, name, first)
+        return run_terminal(Terminal.of_field_aggregation(self.job(), fn))  # type: ignore[no-any-return]
 
     def sum(self, field: str | int) -> WindowingResult:
         """Sum the numeric column ``field`` over each window (Flink ``sum``).
 
         The results have the input columns: those of the window's first row, with ``field``
-        replaced by the sum. Nulls are skipped (a window of nulls sums to null). Built-in
-        aggregations of tumbling event-time windows replayed in event-time order are computed
-        on whole Arrow columns; see ``docs/spark.md``::
+        replaced by the sum. Nulls are skipped (a window of nulls sums to null). In batch, the
+        built-ins run as native Spark plans where ``.agg`` would (but a float sum), else on
+        whole Arrow columns or in the operator; ``explain()`` says which (``docs/spark.md``)::
 
             totals = stream.key_by("shop").window(TumblingEventTimeWindows("1 min")).sum("amount")
         """

@@ -159,6 +159,57 @@ def test_native_plan_equals_the_window_operator(
         assert MIN_TIMESTAMP in starts or size > 10 or lateness == 0
 
 
+def by_event_time_aggregates() -> list[Any]:
+    """Aggregates that split by event time, of fixed-width values: with a pick by the replay
+    order, two hash aggregates run them (``native.parts.grouped_aggregates``)."""
+    return [
+        F.count("*").alias("n"),
+        F.sum("i").alias("sum_i"),
+        F.sum("m").alias("sum_m"),
+        F.min("d"),
+        F.max("m"),
+        F.first("i").alias("first_i"),
+        F.first("d", ignorenulls=True).alias("first_nn"),
+        F.last("m").alias("last_m"),
+        F.last("i", ignorenulls=True).alias("last_nn"),
+        F.count_if(F.col("i") > 0).alias("positive"),
+        F.bool_and(F.col("i") > -3).alias("all_big"),
+    ]
+
+
+@pytest.mark.differential(Route.NATIVE_TUMBLING, Route.NATIVE_HOPPING_DISJOINT)
+@pytest.mark.parametrize(
+    ("seed", "assigner", "extreme", "keyed"),
+    [
+        (11, TumblingEventTimeWindows(10), False, True),
+        (12, TumblingEventTimeWindows(7, 3), True, True),
+        (13, TumblingEventTimeWindows(25, -4), False, False),
+        (14, HoppingEventTimeWindows(4, 9, 2), False, True),
+    ],
+    ids=["size 10", "ends of time", "window_all", "disjoint hopping"],
+)
+def test_picks_by_event_time_then_content_hash_in_two_hash_aggregates(
+    spark: SparkSession, seed: int, assigner: Any, extreme: bool, keyed: bool
+) -> None:
+    """first / last (ignoring nulls or not) with sums, counts, min / max: per key, window
+    and event time, then per key and window, without a sort; rows tie on event time (400
+    rows over 121 times)."""
+    df = spark.createDataFrame(random_rows(seed, extreme=extreme), SCHEMA)
+    source = WindowedStream.from_dataframe(df, event_time="t")
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    stream = windowed.side_output_late_data(LATE)
+    native, operator = both_plans(stream, by_event_time_aggregates())
+    executed = native.results._jdf.queryExecution().executedPlan().toString()
+    assert "Sort" not in executed and "HashAggregate" in executed
+    with native, operator:
+        assert native.results.schema == operator.results.schema
+        want = rows_of(operator.results)
+        assert_same_rows(rows_of(native.results), want)
+        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
+        assert native.collect_metrics() == operator.collect_metrics()
+    assert len(want) > 3
+
+
 @pytest.mark.differential(Route.NATIVE_TUMBLING, Route.NATIVE_TUMBLING_ARRIVAL)
 @pytest.mark.parametrize(("arrival", "offset", "lateness"), [(False, 3, 5), (True, -4, 2)])
 def test_hopping_windows_whose_slide_is_their_size_run_the_tumbling_plan(

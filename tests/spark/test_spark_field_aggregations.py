@@ -1,10 +1,13 @@
 """Built-in aggregations on Spark (``sum``, ``min``, ``max``, ``min_by``, ``max_by``).
 
-Tumbling, hopping and session event-time windows replayed in event-time order are computed
-on whole columns (``windowing/spark/columnar/core.py``, ``columnar_hopping.py``,
-``columnar_sessions.py``); every other case runs the operator. Both must give the operator's
-results, so each case here runs the same aggregation through the operator (a plain reduce
-calling the same ``FieldAggregation``) and compares results and metrics.
+In batch they run as native Spark plans where the job allows one
+(``test_native_builtins.py``); without one (here: :func:`without_native_builtins`, the path
+of a small input or a streaming job), tumbling, hopping and session event-time windows
+replayed in event-time order are computed on whole columns
+(``windowing/spark/columnar/core.py``, ``hopping.py``, ``sessions.py``) and every other case
+runs the operator. Both must give the operator's results, so each case here runs the same
+aggregation through the operator (a plain reduce calling the same ``FieldAggregation``) and
+compares results and metrics.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from tests.columnar_plans import columnar_plan
+from tests.spark.builtin_paths import without_native_builtins
 from windowing.assigners import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
@@ -28,7 +32,7 @@ from windowing.assigners import (
 from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.job import WindowConfig
 from windowing.spark.columnar.core import columnar_results
-from windowing.spark.planning import ColumnarShape, columnar_shape
+from windowing.spark.planning import ColumnarShape, Route, columnar_shape
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 
 pytestmark = pytest.mark.spark
@@ -113,7 +117,8 @@ def test_columnar_results_equal_the_operators(
         assert columnar_results(plan, times, values) is not None
     windowed = stream(df).window(assigner)
     method = getattr(windowed, kind.value)
-    fast = method(field, first) if kind.picks_element else method(field)
+    with without_native_builtins():
+        fast = method(field, first) if kind.picks_element else method(field)
     assert fast.output.count() > 0
     assert fast.plan.columnar_shape is ColumnarShape(
         {"tumbling": "tumbling", "hopping": "hopping", "session": "sessions"}[shape.split("-")[0]]
@@ -152,16 +157,21 @@ def test_values_the_columns_cannot_hold_take_the_operator(spark: SparkSession) -
     ]
     df = spark.createDataFrame(rows, SCHEMA)
     tumbling = stream(df).window(TumblingEventTimeWindows(10))
-    by_user = {r.user: r for r in tumbling.sum("amount").results.collect()}
+    with without_native_builtins():
+        total, float_total = tumbling.sum("amount"), tumbling.sum("score")
+        highest, lowest, overflow = (
+            tumbling.max("score"),
+            tumbling.min("score"),
+            tumbling.sum("small"),
+        )
+    by_user = {r.user: r for r in total.results.collect()}
     assert (by_user["a"].amount, by_user["b"].amount, by_user["c"].amount) == (3, 6, 3)
-    assert {r.user: r.score for r in tumbling.sum("score").results.collect()}["c"] == (
-        0.1 + 0.2 + 0.3
-    )
+    assert {r.user: r.score for r in float_total.results.collect()}["c"] == (0.1 + 0.2 + 0.3)
     # NaN is above every number (Java's Double.compareTo), whatever the order of the rows
-    assert math.isnan({r.user: r.score for r in tumbling.max("score").results.collect()}["a"])
-    assert {r.user: r.score for r in tumbling.min("score").results.collect()}["a"] == 1.5
+    assert math.isnan({r.user: r.score for r in highest.results.collect()}["a"])
+    assert {r.user: r.score for r in lowest.results.collect()}["a"] == 1.5
     with pytest.raises(Exception, match="small"):  # the int sum overflows its column
-        tumbling.sum("small").results.collect()
+        overflow.results.collect()
 
 
 def test_builder_validates_the_field(spark: SparkSession) -> None:
@@ -193,20 +203,22 @@ def test_other_windows_and_arrival_order_run_the_operator(spark: SparkSession) -
     rows = make_rows(7, 120)
     df = spark.createDataFrame(rows, SCHEMA)
     gaps = HoppingEventTimeWindows(500, 2_000)  # slide > size: rows in no window
-    result = stream(df).window(gaps).max_by("amount")
+    with without_native_builtins():
+        result = stream(df).window(gaps).max_by("amount")
+        replayed = (
+            WindowedStream.from_dataframe(
+                df, event_time="ts", arrival_order="seq", watermark=BoundedOutOfOrderness(400)
+            )
+            .key_by("user")
+            .window(TumblingEventTimeWindows(1_000))
+            .sum("amount")
+        )
+    assert result.plan.route is replayed.plan.route is Route.BATCH_REPLAY
     assert result.plan.columnar is None
     got = collected(result)
     want = collected(through_operator(df, gaps, FieldAggregation(AggregationType.MAX_BY, "amount")))
     assert got == want and got
     assert result.collect_metrics().num_records_in_no_window > 0
-    replayed = (
-        WindowedStream.from_dataframe(
-            df, event_time="ts", arrival_order="seq", watermark=BoundedOutOfOrderness(400)
-        )
-        .key_by("user")
-        .window(TumblingEventTimeWindows(1_000))
-        .sum("amount")
-    )
     expected = (
         WindowedStream.from_dataframe(
             df, event_time="ts", arrival_order="seq", watermark=BoundedOutOfOrderness(400)

@@ -15,10 +15,12 @@ from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
+from tests.spark.builtin_paths import without_native_builtins
 from windowing import OutputTag
 from windowing.assigners import GlobalWindows, TumblingEventTimeWindows
 from windowing.errors import NullResultWarning
 from windowing.functions import AggregateFunction, ProcessWindowFunction, WindowFunction
+from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
 from windowing.triggers import CountTrigger, PurgingTrigger
 
@@ -433,7 +435,14 @@ def test_explain_names_runtime_columnar_path_and_strategy(
     # No arrival order and a built-in sum: whole Arrow columns.
     in_time_order = WindowedStream.from_dataframe(clicks.withColumn("n", F.lit(1)), event_time="at")
     summed = in_time_order.key_by("user").window(TumblingEventTimeWindows(10_000))
-    columnar = summed.sum("n").plan
+    native = summed.sum("n").plan
+    assert native.route is Route.NATIVE_TUMBLING and native.columnar is None
+    assert "the window's first row in replay order (first by event time, content hash)" in (
+        native.reason
+    )
+    assert summed.plan(FieldAggregation(AggregationType.SUM, "n")) == native
+    with without_native_builtins():  # a small input: whole Arrow columns
+        columnar = summed.sum("n").plan
     assert columnar.columnar_shape is ColumnarShape.TUMBLING
     assert columnar.columnar is not None and columnar.columnar.field == "n"
     assert summed.plan().operator.strategy is Strategy.ALIGNED  # a plain reduce

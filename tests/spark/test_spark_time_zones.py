@@ -118,9 +118,7 @@ JOBS: dict[str, Callable[[DataFrame], Any]] = {
         .side_output_late_data(LATE)
         .reduce(later)
     ),
-    "sum (columns)": lambda df: (
-        stream(df, False).window(TumblingEventTimeWindows("1 hour")).sum("amount")
-    ),
+    "sum": lambda df: stream(df, False).window(TumblingEventTimeWindows("1 hour")).sum("amount"),
     "min, late rows": lambda df: (
         stream(df, True)
         .window(TumblingEventTimeWindows("30 minutes"))

@@ -1,7 +1,7 @@
 """A job for ``test_arrival_plans.py``: its own local Spark session with Spark's defaults
-(200 shuffle partitions, adaptive execution) and log level WARN, running the native plan
-and the batch replay in arrival order (results, late rows, metrics). The test reads the
-driver log this job writes to stderr."""
+(200 shuffle partitions, adaptive execution) and log level WARN, running the native plans
+(``.agg``, a built-in aggregation) and the batch replay in arrival order (results, late
+rows, metrics). The test reads the driver log this job writes to stderr."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 from windowing import (
@@ -22,6 +22,10 @@ from windowing import (
 )
 
 LATE = OutputTag("late")
+
+
+def smaller(a: Row, b: Row) -> Row:
+    return b if b.amount < a.amount else a
 
 
 def main() -> None:
@@ -49,7 +53,11 @@ def main() -> None:
         .side_output_late_data(LATE)
     )
     counts = []
-    for result in (stream.agg(F.sum("amount").alias("total")), stream.sum("amount")):
+    for result in (
+        stream.agg(F.sum("amount").alias("total")),  # native
+        stream.min_by("amount"),  # native: a built-in aggregation
+        stream.reduce(smaller),  # the batch replay
+    ):
         with result:
             counts.append(result.results.count())
             counts.append(result.get_side_output(LATE).count())

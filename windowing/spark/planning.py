@@ -25,7 +25,9 @@ route                      when
 =========================  ============================================================
 
 The native routes need the default trigger, no evictor, no ``processing_time`` column, no
-idle timeout and no dead letters; each native reason below says what else.
+idle timeout and no dead letters; each native reason below says what else. A built-in
+aggregation (``.sum`` / ``.min`` / ``.max`` / ``.min_by`` / ``.max_by``) takes them as the
+``.agg`` of its aggregate calls (:mod:`windowing.spark.columns.field_aggregates`).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ from windowing.spark.jobs import (
     uses_wall_clock,
 )
 from windowing.spark.native.hopping import HoppingGrid, invertible
-from windowing.spark.native.parts import framed, has_min_window, windowable
+from windowing.spark.native.parts import by_event_time, framed, has_min_window, windowable
 from windowing.spark.streaming.stages import plan_facts
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
@@ -184,16 +186,28 @@ def plan_spark(
     *,
     native_job: Job | None = None,
     why_no_spec: str | None = None,
+    computes: str | None = None,
+    why_not_native: str | None = None,
 ) -> SparkPlan:
     """The plan of ``job`` with the window function ``spec``. ``calls``: the aggregates of a
     ``WindowedStream.agg`` (a batch one may run as a native Spark plan of ``native_job``, the
-    user's own job without the operator's argument columns; default ``job``). ``spec`` is
+    user's own job without the operator's argument columns; default ``job``), or of a
+    built-in aggregation (``computes`` says how, in words, for the plan's reason). ``spec`` is
     ``None`` when only a native plan can run the job (``why_no_spec`` says why: the error
-    when the job has none)."""
-    small = ""
+    when the job has none). ``why_not_native``: why a batch job has no native plan whatever
+    its shape (said in the reason of the plan it gets)."""
+    small = why_columns = ""
     size: int | None = None  # Spark's estimate of a batch input's size, asked once
     if calls is not None and not job.source.df.isStreaming:
         native = _native(native_job or job, calls)
+        if native is not None and computes is not None:
+            native = native[0], native[1].replace(_AGG, computes, 1)
+            assert spec is not None  # (a built-in is a reduce)
+            on_columns, why = _builtin_path(job, spec, native[0], calls)
+            if on_columns:
+                native, why_columns = None, why
+            else:
+                native = native[0], native[1] + why
         if native is not None:
             most = 0 if spec is None else small_input_bytes(job.source.df.sparkSession)
             size = estimated_bytes(job.source.df) if most > 0 else None
@@ -241,12 +255,70 @@ def plan_spark(
         size = estimated_bytes(source.df)
     groups = batch_key_groups(job, size)
     single = one_task(groups, size)
-    runtime = _batch_text(source, order, groups, single) + _idle_text(job) + small
+    runtime = _batch_text(source, order, groups, single) + _idle_text(job) + small + why_columns
+    if why_not_native is not None:
+        runtime += f"; no native plan: {why_not_native}"
     # In event-time order a key's whole input comes first (the replay's deferred keys).
     watermarks = source.arrival_order is not None or source.processing_time is not None
     return SparkPlan(
         Route.BATCH_REPLAY, runtime, operator, columnar, order, watermarks, groups, single
     )
+
+
+# ---------------------------------------------------------------------------- built-ins' path
+#: The Spark configuration choosing the path of a batch built-in aggregation (``.sum`` ...)
+#: that both a native plan and whole columns can run: ``auto`` (default: the faster, by
+#: :func:`_builtin_path`'s rule: the native plan), ``native`` or ``columnar``.
+BUILTIN_PATH_CONF = "spark.windowing.builtinPath"
+_BUILTIN_PATHS = ("auto", "native", "columnar")
+#: The routes whose plans group rows by key and window with hash aggregates
+#: (:func:`~windowing.spark.native.parts.grouped_aggregates`); the other routes sort every
+#: row (window functions: sessions, KIP-450 frames; panes; arrival order).
+_HASHED_ROUTES = (Route.NATIVE_TUMBLING, Route.NATIVE_HOPPING_DISJOINT)
+
+
+def _hashed(route: Route, calls: Sequence[AggregateCall]) -> bool:
+    """Whether the native plan of ``route`` aggregates ``calls`` by hash, without a sort."""
+    return route in _HASHED_ROUTES and all(
+        by_event_time(c) is not None or c.value_pick is not None for c in calls
+    )
+
+
+def builtin_path(spark: SparkSession) -> str:
+    """The value of :data:`BUILTIN_PATH_CONF`."""
+    value = (spark.conf.get(BUILTIN_PATH_CONF, None) or "auto").strip().lower()
+    if value not in _BUILTIN_PATHS:
+        msg = f"{BUILTIN_PATH_CONF} must be one of {', '.join(_BUILTIN_PATHS)}, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+def _builtin_path(
+    job: Job, spec: WindowFunctionSpec, route: Route, calls: Sequence[AggregateCall]
+) -> tuple[bool, str]:
+    """Whether a batch built-in aggregation with the native route ``route`` runs on whole
+    columns instead, and why (the tail of the plan's reason). The rule, from the keys
+    benchmark (``docs/benchmarks.md``: tumbling windows, 1 M events): the native plan, by
+    hash or sorting, ran within a few percent of whole columns at 1,000 keys and about twice
+    as fast at 100,000 and 1,000,000 keys, with no Python. So the native plan, unless
+    :data:`BUILTIN_PATH_CONF` is ``columnar``."""
+    spark = job.source.df.sparkSession
+    path = builtin_path(spark)
+    how = (
+        "by hash aggregates in steps after one shuffle (no sort)"
+        if _hashed(route, calls)
+        else "Spark sorts every row for it (a pick by a struct key)"
+    )
+    if path == "native":
+        return False, f"; {how} ({BUILTIN_PATH_CONF} = native)"
+    if path == "columnar":
+        timezone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+        if _columnar(job, spec, to_arrow_schema(job.source.df.schema, timezone=timezone)):
+            return True, (
+                f"; on whole columns ({BUILTIN_PATH_CONF} = columnar; native: {route.value})"
+            )
+        return False, f"; {how} (whole columns do not apply)"
+    return False, f"; {how}: measured as fast as whole columns or faster"
 
 
 # ---------------------------------------------------------------------------- small inputs
@@ -343,8 +415,12 @@ _EVENT_TIME_ORDER = (
 )
 
 
+#: What a native plan computes, in its reason (a built-in aggregation says how it does).
+_AGG = ".agg(...)"
+
+
 def _native_text(shape: str, order: str) -> str:
-    head = f"native Spark plan: {shape}, .agg(...); default trigger, no evictor"
+    head = f"native Spark plan: {shape}, {_AGG}; default trigger, no evictor"
     return head + order + _NATIVE_TAIL
 
 

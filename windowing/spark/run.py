@@ -9,11 +9,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from windowing.functions.spec import WindowFunctionSpec
+from windowing.functions.aggregations import FieldAggregation
+from windowing.functions.spec import Reduce, WindowFunctionSpec
 from windowing.job import Job
 from windowing.records import OutputTag
-from windowing.spark.batch.replay_plan import run_batch
+from windowing.spark.batch.replay_plan import build_layout, run_batch
 from windowing.spark.columns.aggregates import CompiledAggregates
+from windowing.spark.columns.field_aggregates import compile_field_aggregation, describe
 from windowing.spark.jobs import without_call_sites
 from windowing.spark.native.hopping import disjoint_parts, hopping_parts
 from windowing.spark.native.sliding import run_sliding
@@ -27,14 +29,16 @@ from windowing.spark.native.windows import (
 from windowing.spark.planning import Route, SparkPlan, as_tumbling, plan_spark
 from windowing.spark.streaming.query import run_streaming
 
-__all__ = ["RUNNERS", "Terminal", "plan_terminal", "run_terminal"]
+__all__ = ["RUNNERS", "Terminal", "plan_function", "plan_terminal", "run_terminal"]
 
 
 @dataclass(frozen=True, eq=False)
 class Terminal:
     """A terminal call: the job the window operator would run, its function and output
     schemas; for ``WindowedStream.agg``, the compiled aggregates (whose job carries their
-    argument columns) and the user's own job (which a native plan reads)."""
+    argument columns) and the user's own job (which a native plan reads); for a built-in
+    aggregation (``.sum`` ...), its reduce, and in batch its aggregate calls with how they
+    compute it (``computes``) or why it has no native plan (``why_not_native``)."""
 
     job: Job
     spec: WindowFunctionSpec | None
@@ -42,11 +46,27 @@ class Terminal:
     side_output_schemas: Mapping[OutputTag, Any] | None = None
     aggregates: CompiledAggregates | None = None
     user_job: Job | None = None
+    computes: str | None = None
+    why_not_native: str | None = None
 
     @classmethod
     def of_aggregates(cls, compiled: CompiledAggregates, user_job: Job) -> Terminal:
         spec = None if compiled.function is None else compiled.spec
         return cls(compiled.job, spec, compiled.schema, None, compiled, user_job)
+
+    @classmethod
+    def of_field_aggregation(cls, job: Job, fn: FieldAggregation) -> Terminal:
+        """A built-in aggregation: the window operator's reduce (or its columnar form), and
+        in batch its aggregate calls for a native plan
+        (:func:`~windowing.spark.columns.field_aggregates.compile_field_aggregation`)."""
+        spec = Reduce(fn)
+        if job.source.df.isStreaming:
+            return cls(job, spec)
+        compiled = compile_field_aggregation(job, fn)
+        if isinstance(compiled, str):
+            return cls(job, spec, why_not_native=compiled)
+        build_layout(job, spec, None, None)  # the reduce's checks, whichever path runs
+        return cls(job, spec, None, None, compiled, job, computes=describe(job, fn))
 
 
 def plan_terminal(terminal: Terminal) -> SparkPlan:
@@ -54,8 +74,27 @@ def plan_terminal(terminal: Terminal) -> SparkPlan:
     compiled = terminal.aggregates
     calls, why_no_spec = (None, None) if compiled is None else (compiled.calls, compiled.why_not)
     return plan_spark(
-        terminal.job, terminal.spec, calls, native_job=terminal.user_job, why_no_spec=why_no_spec
+        terminal.job,
+        terminal.spec,
+        calls,
+        native_job=terminal.user_job,
+        why_no_spec=why_no_spec,
+        computes=terminal.computes,
+        why_not_native=terminal.why_not_native,
     )
+
+
+def plan_function(job: Job, spec: WindowFunctionSpec) -> SparkPlan:
+    """The plan of a terminal call of ``job`` with ``spec`` (``WindowedStream.plan``): a
+    built-in aggregation's as its builder method (``.sum`` ...) plans it."""
+    fn = spec.function if isinstance(spec, Reduce) and spec.window_function is None else None
+    if (
+        type(fn) is FieldAggregation
+        and fn.field in job.source.df.columns
+        and fn.field not in (job.keys or ())
+    ):
+        return plan_terminal(Terminal.of_field_aggregation(job, fn))
+    return plan_spark(job, spec)
 
 
 def _native(parts_of: PartsBuilder) -> Callable[[SparkPlan, Terminal], Any]:

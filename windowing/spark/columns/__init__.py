@@ -11,5 +11,6 @@
 - ``metrics.py``: the counters and gauges;
 - ``frames.py``: Arrow IPC and the packed frames of a streaming call;
 - ``watermark.py``: the arrival-order watermark, without moving all rows to one partition;
-- ``aggregates.py``: ``.agg``'s Spark aggregate functions, compiled.
+- ``aggregates.py``: ``.agg``'s Spark aggregate functions, compiled;
+- ``field_aggregates.py``: the built-ins (``.sum`` ...) as such aggregates, for native plans.
 """

@@ -27,12 +27,19 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    ByteType,
     DataType,
+    DateType,
     DecimalType,
     DoubleType,
     FloatType,
+    IntegerType,
+    LongType,
     MapType,
+    ShortType,
     StructType,
+    TimestampNTZType,
+    TimestampType,
     VariantType,
 )
 
@@ -44,13 +51,32 @@ from windowing.spark.columns.output import col
 from windowing.spark.columns.schema import INTERNAL_PREFIX
 
 __all__ = [
+    "FIXED_WIDTH",
     "SUPPORTED",
     "AggregateCall",
     "CompiledAggregates",
+    "ValuePick",
     "compile_aggregates",
     "count_all",
     "order_key",
 ]
+
+#: The types Spark's hash aggregate keeps in an aggregate's state (fixed width, updated in
+#: place); an aggregate with another type of state (a struct, a string) makes Spark sort every
+#: row of the aggregation instead.
+FIXED_WIDTH = (
+    BooleanType,
+    ByteType,
+    ShortType,
+    IntegerType,
+    LongType,
+    FloatType,
+    DoubleType,
+    DecimalType,
+    DateType,
+    TimestampType,
+    TimestampNTZType,
+)
 
 #: Spark function names the window operator computes (``docs/spark.md``), by kind.
 SUPPORTED: dict[str, AggKind] = {
@@ -82,12 +108,28 @@ ORDER = "__pw_agg_order"
 _ARG = "__pw_agg_"
 
 
+@dataclass(frozen=True)
+class ValuePick:
+    """A built-in ``min_by`` / ``max_by`` of ``field`` (``smallest``: ``min_by``) as one
+    aggregate call of the picked row (a struct of ``fields``): the row with the extreme
+    value, ties to the first (``first``) or last row in the replay order, a window of nulls
+    its first row. Set where the value and every field have a fixed width and no arrival
+    order is given: native plans of tumbling windows then pick the row by hash, grouped by
+    the value (:func:`~windowing.spark.native.parts.grouped_aggregates`)."""
+
+    field: str
+    fields: tuple[str, ...]
+    smallest: bool
+    first: bool
+
+
 @dataclass(frozen=True, eq=False)
 class AggregateCall:
     """One aggregate column as read: the output ``name`` and ``dtype``, Spark's function
     name (lower case; ``None`` when the column is not one function call, e.g.
     ``F.sum("a") + 1``), its arguments (``None`` for ``*``), literal argument values, and
-    ``kind`` when the window operator can compute it."""
+    ``kind`` when the window operator can compute it; ``value_pick``: a built-in ``min_by``
+    / ``max_by`` that may be picked by hash (:class:`ValuePick`)."""
 
     column: Column
     name: str
@@ -98,6 +140,7 @@ class AggregateCall:
     distinct: bool = False
     kind: AggKind | None = None
     expression: Column | None = None  # the column without its alias (for ``over``)
+    value_pick: ValuePick | None = None
 
     def __post_init__(self) -> None:
         if self.expression is None:
@@ -120,6 +163,11 @@ class CompiledAggregates:
     function
         The window operator's aggregate function, or ``None`` when a column has no Python
         equivalent (:attr:`why_not` says which): then only a native plan runs the job.
+    outputs
+        The output fields' values, read from the calls' columns (by the calls' names) in a
+        native plan's results; ``None``: each call's column is an output field (``.agg``).
+        A built-in aggregation rebuilds its row from its calls
+        (:mod:`windowing.spark.columns.field_aggregates`).
     """
 
     calls: tuple[AggregateCall, ...]
@@ -127,6 +175,13 @@ class CompiledAggregates:
     job: Job
     function: ColumnAggregates | None
     why_not: str | None
+    outputs: tuple[Column, ...] | None = None
+
+    def values(self) -> list[Column]:
+        """The output fields' values in a native plan's results (:attr:`outputs`)."""
+        if self.outputs is not None:
+            return list(self.outputs)
+        return [col(c.name) for c in self.calls]
 
     @property
     def spec(self) -> Aggregate:

@@ -54,8 +54,8 @@ from windowing.spark.columns.inputs import TS
 from windowing.spark.columns.output import REASON_LATE, REASON_NULL_EVENT_TIME, OutputLayout, col
 from windowing.spark.native.parts import (
     NativeParts,
-    aggregate_columns,
     firings_at_min,
+    grouped_aggregates,
     input_counters,
     late_counter,
     long_literal,
@@ -283,7 +283,7 @@ def _disjoint(
     valid = prepared.where(ts.isNotNull())
     start = F.when(ts >= F.lit(MIN_TIMESTAMP) + d, ts - d).otherwise(F.lit(MIN_TIMESTAMP))
     added = valid.where(~between & (~at_min if min_window else F.lit(True)))
-    grouped = added.groupBy(*keys, start.alias(_W)).agg(*aggregate_columns(compiled, arrival=0))
+    grouped = grouped_aggregates(added, keys, start, _W, compiled)
     w = F.col(_W)
     end = (
         # (the window below the start of time, if one holds it: ending after MIN_TIMESTAMP)

@@ -6,18 +6,27 @@ start of time, and small Spark helpers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql.types import (
+    DoubleType,
+    FloatType,
+)
 
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.functions.columns import AggKind
 from windowing.records import Timing
-from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
+from windowing.spark.columns.aggregates import (
+    FIXED_WIDTH,
+    AggregateCall,
+    CompiledAggregates,
+    ValuePick,
+)
 from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import OutputLayout, col
 from windowing.spark.columns.sql import cast_as, quoted
@@ -32,6 +41,7 @@ __all__ = [
     "firings_at_min",
     "first_window_end",
     "framed",
+    "grouped_aggregates",
     "has_min_window",
     "input_counters",
     "keys_counter",
@@ -46,6 +56,7 @@ __all__ = [
 #: The pane timings native plans write (``Timing`` names).
 ON_TIME, LATE = Timing.ON_TIME.name, Timing.LATE.name
 _PANE = "__pw_nmpane"  # the firings of the window at the start of time, in replay order
+_VALUE = "__pw_bvalue"  # a built-in min_by / max_by's value, grouped by
 
 
 @dataclass(frozen=True)
@@ -189,6 +200,142 @@ def pick(call: AggregateCall, arrival: int) -> tuple[Column, Column, bool]:
     return x, F.when(o.isNotNull(), later), False
 
 
+def grouped_aggregates(
+    rows: DataFrame,
+    keys: list[Column],
+    window: Column,
+    name: str,
+    compiled: CompiledAggregates,
+    extra: Sequence[Column] = (),
+    *,
+    by_keys: bool = False,
+) -> DataFrame:
+    """``rows`` in event-time order (no arrival order) grouped by key and window (``window``,
+    named ``name``): the key columns, ``name``, the aggregates by name and the ``extra``
+    aggregates of event time (``F.min(F.col(TS))`` ...).
+
+    A pick by the replay order (``first`` / ``last``: event time, then the content hash) in
+    one ``groupBy`` has a struct as its key, and Spark aggregates a struct by sorting every
+    row. So when each aggregate is a pick of that kind or splits into aggregates of the rows
+    of one event time and an aggregate of those (:func:`by_event_time`), with fixed-width
+    values, the rows are shuffled once by key and window and aggregated twice by hash: per
+    key, window and event time (picks by content hash), then per key and window (picks by
+    event time, which the groups no longer share). Otherwise one ``groupBy``. ``by_keys``:
+    ``rows`` are partitioned by key already (no shuffle needed)."""
+    pick = compiled.calls[0].value_pick if len(compiled.calls) == 1 else None
+    if pick is not None and not extra:
+        return _picked_by_value(rows, keys, window, name, compiled.calls[0].name, pick)
+    split = [by_event_time(call) for call in compiled.calls]
+    picks = any(c.kind in (AggKind.FIRST, AggKind.LAST) for c in compiled.calls)
+    parts = [s for s in split if s is not None]
+    if not picks or len(parts) < len(split):
+        columns = aggregate_columns(compiled, arrival=0)
+        return rows.groupBy(*keys, window.alias(name)).agg(*columns, *extra)
+    group = [*keys, F.col(name)]
+    names = [[f"__pw_et{j}_{i}" for i in range(len(p.rows))] for j, p in enumerate(parts)]
+    named = rows.withColumn(name, window)
+    if not by_keys:
+        named = named.repartition(*group)  # the one shuffle: both aggregates keep it
+    per_time = named.groupBy(*group, F.col(TS)).agg(
+        *[
+            c.alias(n)
+            for p, group_names in zip(parts, names, strict=True)
+            for c, n in zip(p.rows, group_names, strict=True)
+        ]
+    )
+    return per_time.groupBy(*group).agg(
+        *[
+            p.merge([F.col(n) for n in group_names]).alias(call.name)
+            for p, group_names, call in zip(parts, names, compiled.calls, strict=True)
+        ],
+        *extra,
+    )
+
+
+def _picked_by_value(
+    rows: DataFrame, keys: list[Column], window: Column, name: str, out: str, pick: ValuePick
+) -> DataFrame:
+    """A built-in ``min_by`` / ``max_by`` (:class:`ValuePick`) by hash: after one shuffle by
+    key and window, the rows grouped per key, window, value and event time (the first or
+    last by content hash), per key, window and value (by event time), then per key and
+    window: the extreme value (each group has its own), or a window of nulls' one group.
+    The picked row as the struct ``out``."""
+    group = [*keys, F.col(name)]
+    x, value = F.col(pick.field), F.col(_VALUE)
+    ts, tb = F.col(TS), F.col(TB)
+    # the first row of a group of equal values (of nulls, always), else the last
+    first = x.isNull() | F.lit(pick.first)
+    hashed = F.when(first, tb).otherwise(F.bitwise_not(tb))
+    names = [f"__pw_bv{i}" for i in range(len(pick.fields))]
+    per_time = (
+        rows.withColumn(name, window)
+        .repartition(*group)  # the one shuffle: the three aggregates keep its partitions
+        .groupBy(*group, x.alias(_VALUE), ts)
+        .agg(*[F.min_by(col(f), hashed).alias(n) for f, n in zip(pick.fields, names, strict=True)])
+    )
+    timed = F.when(value.isNull() | F.lit(pick.first), ts).otherwise(F.bitwise_not(ts))
+    per_value = per_time.groupBy(*group, value).agg(
+        *[F.min_by(F.col(n), timed).alias(n) for n in names]
+    )
+    extreme = F.min_by if pick.smallest else F.max_by  # (rows without a value skipped)
+    nulls = F.when(value.isNull(), F.lit(0))
+    fields = [
+        F.when(F.bool_or(value.isNotNull()), extreme(F.col(n), value))
+        .otherwise(F.min_by(F.col(n), nulls))
+        .alias(f)
+        for n, f in zip(names, pick.fields, strict=True)
+    ]
+    return per_value.groupBy(*group).agg(F.struct(*fields).alias(out))
+
+
+@dataclass(frozen=True)
+class ByEventTime:
+    """An aggregate as ``rows``, aggregates of a group's rows of one event time, and
+    ``merge``, the aggregate of those per group (its rows hold ``__pw_ts``, one each)."""
+
+    rows: list[Column]
+    merge: Callable[[list[Column]], Column]
+
+
+def by_event_time(call: AggregateCall) -> ByEventTime | None:
+    """``call`` split by event time (:func:`grouped_aggregates`), or ``None``: picks by
+    the replay order (``first`` / ``last``), sums, counts, ``min`` / ``max`` and boolean
+    aggregates of fixed-width values, without DISTINCT."""
+    kind = call.kind
+    if kind is None or call.distinct or call.expression is None:
+        return None
+    if not isinstance(call.dtype, FIXED_WIDTH):
+        return None
+    dtype = call.dtype
+    if kind in (AggKind.FIRST, AggKind.LAST):
+        x = call.args[0]
+        assert x is not None
+        by = F.min_by if kind is AggKind.FIRST else F.max_by
+        ignore_nulls = len(call.literals) > 1 and bool(call.literals[1])
+        hashed = F.when(x.isNotNull(), F.col(TB)) if ignore_nulls else F.col(TB)
+
+        def pick(p: list[Column]) -> Column:
+            at = F.when(p[0].isNotNull(), F.col(TS)) if ignore_nulls else F.col(TS)
+            return by(p[0], at)
+
+        return ByEventTime([by(x, hashed)], pick)
+    merges: dict[AggKind, Callable[[Column], Column]] = {
+        AggKind.SUM: F.sum,
+        AggKind.COUNT: F.sum,
+        AggKind.COUNT_IF: F.sum,
+        AggKind.MIN: F.min,
+        AggKind.MAX: F.max,
+        AggKind.BOOL_AND: F.bool_and,
+        AggKind.BOOL_OR: F.bool_or,
+    }
+    merge = merges.get(kind)
+    if merge is None:
+        return None
+    if kind is AggKind.SUM and isinstance(dtype, FloatType | DoubleType):
+        return None  # (the order of additions)
+    return ByEventTime([call.expression], lambda p: merge(p[0]).cast(dtype))
+
+
 def firings_at_min(
     rows: DataFrame,
     keys: list[Column],
@@ -210,7 +357,7 @@ def firings_at_min(
     index = (F.row_number().over(order) - F.lit(1)).alias(_PANE)
     fired = rows.select(*keys, *columns, index)
     bounds = (long_literal(start), long_literal(MIN_TIMESTAMP + 1), long_literal(MIN_TIMESTAMP))
-    values = [col(c.name) for c in compiled.calls]
+    values = compiled.values()
     results = fired.select(*layout.sql.result_branch(bounds, values, (F.col(_PANE), F.lit(LATE))))
     n = rows.agg(F.count(F.lit(1)).alias("n")).select(
         *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})

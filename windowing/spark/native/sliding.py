@@ -128,7 +128,7 @@ def run_sliding(
         results.select(
             *layout.sql.result_branch(
                 (F.col(_WS), F.col(_WE), F.col(_WMT)),
-                [col(c.name) for c in compiled.calls],
+                compiled.values(),
                 (F.lit(0), F.lit(ON_TIME)),  # each window's one firing, by its timer
             )
         ),
@@ -444,7 +444,7 @@ def _firings_at_min(
     window = (long_literal(start), long_literal(MIN_TIMESTAMP + 1), long_literal(MIN_TIMESTAMP))
     # each firing is late (the window is behind the first watermark), numbered in replay order
     pane = (F.col(_RN), F.lit(LATE))
-    results = fired.select(*layout.sql.result_branch(window, [col(c.name) for c in calls], pane))
+    results = fired.select(*layout.sql.result_branch(window, compiled.values(), pane))
     n = fired.agg(F.count(F.lit(1)).alias("n")).select(
         *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
     )

@@ -94,6 +94,7 @@ from windowing.spark.native.parts import (
     aggregate_columns,
     firings_at_min,
     first_window_end,
+    grouped_aggregates,
     has_min_window,
     input_counters,
     keys_counter,
@@ -152,7 +153,7 @@ def run_native(
     results = parts.results.select(
         *layout.sql.result_branch(
             (parts.window_start, parts.end, max_ts),
-            [col(c.name) for c in compiled.calls],
+            compiled.values(),
             parts.pane,
         )
     )
@@ -208,9 +209,7 @@ def event_time_parts(
     if isinstance(assigner, TumblingEventTimeWindows):
         bounds = _TumblingBounds(assigner)
         rows = valid.where(~at_min) if min_window else valid
-        grouped = rows.groupBy(*keys, bounds.start.alias(_WINDOW)).agg(
-            *aggregate_columns(compiled, arrival=0)
-        )
+        grouped = grouped_aggregates(rows, keys, bounds.start, _WINDOW, compiled)
         window_start, end = bounds.window_start, bounds.end
     else:
         grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
@@ -471,8 +470,9 @@ def _sessions(
     numbered = valid.withColumn(_WINDOW, starts).withColumn(
         _WINDOW, F.sum(_WINDOW).over(order.rowsBetween(Window.unboundedPreceding, 0))
     )
-    grouped = numbered.groupBy(*keys, _WINDOW).agg(
-        *aggregate_columns(compiled, arrival=0), F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)
+    extra = [F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)]
+    grouped = grouped_aggregates(
+        numbered, keys, F.col(_WINDOW), _WINDOW, compiled, extra, by_keys=True
     )
     last = F.col(_LAST)
     end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
