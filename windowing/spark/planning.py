@@ -14,6 +14,8 @@ route                      when
 =========================  ============================================================
 ``NATIVE_TUMBLING``        batch ``.agg`` of tumbling event-time windows, event-time order
 ``NATIVE_TUMBLING_ARRIVAL`` the same in arrival order (running aggregates for lateness)
+``NATIVE_TUMBLING_PROCESSING`` batch ``.agg`` of tumbling processing-time windows of a
+                           ``processing_time`` column (each key's clock, as the replay's)
 ``NATIVE_SESSIONS``        batch ``.agg`` of event-time sessions, event-time order
 ``NATIVE_HOPPING``         batch ``.agg`` of hopping windows from pane partials
 ``NATIVE_HOPPING_DISJOINT`` hopping windows no longer than their slide (one window a row)
@@ -24,10 +26,11 @@ route                      when
 ``STREAMING``              a streaming job: the operator in ``transformWithStateInPandas``
 =========================  ============================================================
 
-The native routes need the default trigger, no evictor, no ``processing_time`` column, no
-idle timeout and no dead letters; each native reason below says what else. A built-in
-aggregation (``.sum`` / ``.min`` / ``.max`` / ``.min_by`` / ``.max_by``) takes them as the
-``.agg`` of its aggregate calls (:mod:`windowing.spark.columns.field_aggregates`).
+The native routes need the default trigger, no evictor, no idle timeout and no dead letters,
+and no ``processing_time`` column but for tumbling processing-time windows; each native reason
+below says what else. A built-in aggregation (``.sum`` / ``.min`` / ``.max`` / ``.min_by`` /
+``.max_by``) takes them as the ``.agg`` of its aggregate calls
+(:mod:`windowing.spark.columns.field_aggregates`).
 """
 
 from __future__ import annotations
@@ -43,7 +46,11 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
-from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.assigners.tumbling import (
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowStagger,
+)
 from windowing.errors import ErrorPolicy
 from windowing.functions.spec import WindowFunctionSpec
 from windowing.job import (
@@ -78,6 +85,7 @@ from windowing.spark.native.parts import by_event_time, framed, has_min_window, 
 from windowing.spark.streaming.stages import plan_facts
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
+from windowing.triggers.processing_time import ProcessingTimeTrigger
 
 __all__ = [
     "SMALL_INPUT_BYTES",
@@ -97,6 +105,7 @@ class Route(enum.Enum):
 
     NATIVE_TUMBLING = "native-tumbling"
     NATIVE_TUMBLING_ARRIVAL = "native-tumbling-arrival"
+    NATIVE_TUMBLING_PROCESSING = "native-tumbling-processing"
     NATIVE_SESSIONS = "native-sessions"
     NATIVE_HOPPING = "native-hopping"
     NATIVE_HOPPING_DISJOINT = "native-hopping-disjoint"
@@ -196,10 +205,12 @@ def plan_spark(
     ``None`` when only a native plan can run the job (``why_no_spec`` says why: the error
     when the job has none). ``why_not_native``: why a batch job has no native plan whatever
     its shape (said in the reason of the plan it gets)."""
-    small = why_columns = ""
+    small = why_columns = why_operator = ""
     size: int | None = None  # Spark's estimate of a batch input's size, asked once
     if calls is not None and not job.source.df.isStreaming:
         native = _native(native_job or job, calls)
+        if native is None:
+            why_operator = _why_not_native(native_job or job)
         if native is not None and computes is not None:
             native = native[0], native[1].replace(_AGG, computes, 1)
             assert spec is not None  # (a built-in is a reduce)
@@ -255,7 +266,8 @@ def plan_spark(
         size = estimated_bytes(source.df)
     groups = batch_key_groups(job, size)
     single = one_task(groups, size)
-    runtime = _batch_text(source, order, groups, single) + _idle_text(job) + small + why_columns
+    runtime = _batch_text(source, order, groups, single) + _idle_text(job)
+    runtime += small + why_columns + why_operator
     if why_not_native is not None:
         runtime += f"; no native plan: {why_not_native}"
     # In event-time order a key's whole input comes first (the replay's deferred keys).
@@ -375,6 +387,9 @@ def _native_route(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str]
     assigner = config.assigner
     if config.on_error is ErrorPolicy.DEAD_LETTER:
         return None  # dead letters: every element goes through the guarded operator
+    if type(assigner) is TumblingProcessingTimeWindows:
+        native = _tumbling_processing(job)
+        return None if isinstance(native, str) else native
     if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
         return None
     if config.evictor is not None:
@@ -417,6 +432,53 @@ _EVENT_TIME_ORDER = (
 
 #: What a native plan computes, in its reason (a built-in aggregation says how it does).
 _AGG = ".agg(...)"
+
+
+def _tumbling_processing(job: Job) -> tuple[Route, str] | str:
+    """The native route of tumbling processing-time windows, or why the window operator
+    runs them."""
+    source, config = job.source, job.config
+    assigner = config.assigner
+    assert isinstance(assigner, TumblingProcessingTimeWindows)
+    if config.on_error is ErrorPolicy.DEAD_LETTER:
+        return "errors go to dead letters: every row goes through the guarded window operator"
+    if config.trigger is not None and type(config.trigger) is not ProcessingTimeTrigger:
+        return f"the trigger {config.trigger!r} is not the default ProcessingTimeTrigger"
+    if config.evictor is not None:
+        return f"the evictor {config.evictor!r}"
+    if source.processing_time is None:
+        return "no processing_time column"
+    if source.arrival_order is not None:
+        return (
+            "rows in arrival order: each row's clock is the largest processing time of its "
+            "key's rows that arrived before it, not its own"
+        )
+    if config.idle_timeout is not None:
+        return "an idle timeout: keys' idle clocks"
+    if assigner.stagger is not WindowStagger.ALIGNED:
+        return "a stagger: the window operator's assigner draws the offset"
+    text = (
+        f"native Spark plan: tumbling processing-time windows of the processing_time column "
+        f"{source.processing_time!r}, .agg(...); default trigger, no evictor; each row in the "
+        "window of its key's clock (its processing time, at least 0; a row without one: the "
+        "key's largest), groupBy(keys, window start, clock at the window's max timestamp): "
+        "the rows before it fire once when the clock reaches it (ON_TIME), the rows at it "
+        "once more when the clock moves on (LATE), the rows at MAX_TIMESTAMP never (their "
+        "window is left); nothing is late; Python never sees the rows"
+    )
+    return Route.NATIVE_TUMBLING_PROCESSING, text
+
+
+def _why_not_native(job: Job) -> str:
+    """Why a batch ``.agg`` of tumbling processing-time windows runs in the window operator,
+    for the plan's runtime text (empty for other jobs)."""
+    if type(job.config.assigner) is not TumblingProcessingTimeWindows:
+        return ""
+    why = _tumbling_processing(job)
+    if not isinstance(why, str):
+        return ""
+    route = Route.NATIVE_TUMBLING_PROCESSING.value
+    return f"; the window operator, not the native plan ({route}): {why}"
 
 
 def _native_text(shape: str, order: str) -> str:

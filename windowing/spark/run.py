@@ -18,6 +18,7 @@ from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.field_aggregates import compile_field_aggregation, describe
 from windowing.spark.jobs import without_call_sites
 from windowing.spark.native.hopping import disjoint_parts, hopping_parts
+from windowing.spark.native.processing import processing_time_parts
 from windowing.spark.native.sliding import run_sliding
 from windowing.spark.native.windows import (
     PartsBuilder,
@@ -129,6 +130,7 @@ def _streaming(plan: SparkPlan, terminal: Terminal) -> Any:
 RUNNERS: dict[Route, Callable[[SparkPlan, Terminal], Any]] = {
     Route.NATIVE_TUMBLING: _native(event_time_parts),
     Route.NATIVE_TUMBLING_ARRIVAL: _native(arrival_order_parts),
+    Route.NATIVE_TUMBLING_PROCESSING: _native(processing_time_parts),
     Route.NATIVE_SESSIONS: _native(event_time_parts),
     Route.NATIVE_HOPPING: _native(hopping_parts),
     Route.NATIVE_HOPPING_DISJOINT: _native(disjoint_parts),

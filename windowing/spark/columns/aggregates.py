@@ -470,9 +470,12 @@ def count_all() -> Column:
 def order_key(df: DataFrame, job: Job) -> Column:
     """The replay order of rows with one event time: ``struct(event time ms[, arrival
     order column(s)], content hash)``; ``first`` / ``last`` and ties of ``min_by`` / ``max_by``
-    follow it."""
+    follow it. Where rows without event time are in windows (assigners other than event-time
+    ones), the key starts with whether the event time is null: such rows come last, as in
+    the replay order (nulls last), and never compare their null with a time."""
     source = job.source
-    parts = [time_millis(df, source.event_time, "event_time", source.event_unit)]
+    ts = time_millis(df, source.event_time, "event_time", source.event_unit)
+    parts = [ts] if job.config.assigner.is_event_time() else [ts.isNull(), ts]
     parts += [arrival_micros(df, name) for name in source.arrival_columns]
     parts.append(content_hash(df))
     return F.struct(*parts)

@@ -158,34 +158,50 @@ def input_counters(layout: OutputLayout) -> list[Column]:
     ]
 
 
-def aggregate_columns(compiled: CompiledAggregates, *, arrival: int) -> list[Column]:
+def aggregate_columns(
+    compiled: CompiledAggregates, *, arrival: int, null_times: bool = False
+) -> list[Column]:
     """The user's aggregates as Spark columns, by name (:func:`native_column`; ``arrival``:
-    the number of arrival-order columns, 0 without an arrival order)."""
-    return [native_column(call, arrival).alias(call.name) for call in compiled.calls]
+    the number of arrival-order columns, 0 without an arrival order; ``null_times``: rows
+    without event time are in windows)."""
+    return [
+        native_column(call, arrival, null_times=null_times).alias(call.name)
+        for call in compiled.calls
+    ]
 
 
-def native_column(call: AggregateCall, arrival: int, *, expression: bool = False) -> Column:
+def native_column(
+    call: AggregateCall, arrival: int, *, expression: bool = False, null_times: bool = False
+) -> Column:
     """The user's aggregate column, with the picks (``first`` / ``last`` / ``min_by`` /
     ``max_by``) made deterministic by the replay order (event time[, arrival order], content
-    hash). ``expression``: without the user's alias (to be used with ``over``)."""
+    hash). ``expression``: without the user's alias (to be used with ``over``);
+    ``null_times``: as :func:`pick`."""
     kind = call.kind
     if kind is None or not kind.ordered:
         if expression and call.expression is not None:
             return call.expression
         return call.column
-    x, key, smallest = pick(call, arrival)
+    x, key, smallest = pick(call, arrival, null_times=null_times)
     return F.min_by(x, key) if smallest else F.max_by(x, key)
 
 
-def pick(call: AggregateCall, arrival: int) -> tuple[Column, Column, bool]:
+def pick(
+    call: AggregateCall, arrival: int, *, null_times: bool = False
+) -> tuple[Column, Column, bool]:
     """A pick (``first`` / ``last`` / ``min_by`` / ``max_by``) as the value, the key that
     chooses its row (null for rows it skips) and whether the smallest key wins: the replay
     order (event time[, the ``arrival`` arrival-order columns], content hash) decides
-    ties."""
+    ties. ``null_times``: rows without event time are in windows (assigners other than
+    event-time ones) and come after the others, as in the window operator's order key
+    (:func:`~windowing.spark.columns.aggregates.order_key`)."""
     kind = call.kind
     x = call.args[0]
     assert x is not None and kind is not None and kind.ordered
-    parts = [F.col(TS), *(arrival_fields(arrival) if arrival else []), F.col(TB)]
+    ts = F.col(TS)
+    nulls_last = [ts.isNull()] if null_times else []
+    times = [ts, *(arrival_fields(arrival) if arrival else []), F.col(TB)]
+    parts = [*nulls_last, *times]
     order = F.struct(*parts)
     if kind in (AggKind.FIRST, AggKind.LAST):
         ignore_nulls = len(call.literals) > 1 and bool(call.literals[1])
@@ -196,7 +212,7 @@ def pick(call: AggregateCall, arrival: int) -> tuple[Column, Column, bool]:
     if kind is AggKind.MIN_BY:
         return x, F.when(o.isNotNull(), F.struct(o, *parts)), True
     # the largest ordering value; on a tie the row first in replay order
-    later = F.struct(o, *[F.bitwise_not(c) for c in parts])
+    later = F.struct(o, *[~c for c in nulls_last], *[F.bitwise_not(c) for c in times])
     return x, F.when(o.isNotNull(), later), False
 
 

@@ -60,7 +60,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
-from windowing.assigners.tumbling import TumblingEventTimeWindows
+from windowing.assigners.tumbling import TumblingEventTimeWindows, TumblingProcessingTimeWindows
 from windowing.job import Job
 from windowing.spark.batch.replay_plan import WindowedResult, build_layout
 from windowing.spark.columns.aggregates import CompiledAggregates
@@ -109,6 +109,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PartsBuilder",
+    "TumblingBounds",
     "arrival_order_parts",
     "event_time_parts",
     "hopping_arrival_parts",
@@ -207,7 +208,7 @@ def event_time_parts(
             start = lowest if lowest >= MIN_TIMESTAMP else None
         extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
     if isinstance(assigner, TumblingEventTimeWindows):
-        bounds = _TumblingBounds(assigner)
+        bounds = TumblingBounds(assigner)
         rows = valid.where(~at_min) if min_window else valid
         grouped = grouped_aggregates(rows, keys, bounds.start, _WINDOW, compiled)
         window_start, end = bounds.window_start, bounds.end
@@ -242,12 +243,14 @@ def hopping_arrival_parts(
     return arrival_parts(HoppingGrid.of(assigner), job, prepared, keys, compiled, layout)
 
 
-class _TumblingBounds:
+class TumblingBounds:
     """A tumbling window as Spark columns: ``start`` groups rows (the first window's, below
     the end of time, as ``MIN_TIMESTAMP``); ``window_start`` / ``end`` read the grouping
-    column ``__pw_nw``."""
+    column ``column`` (``__pw_nw``)."""
 
-    def __init__(self, assigner: TumblingEventTimeWindows) -> None:
+    column = _WINDOW
+
+    def __init__(self, assigner: TumblingEventTimeWindows | TumblingProcessingTimeWindows) -> None:
         ts = F.col(TS)
         size, offset = assigner.size, assigner.offset
         # Python's floor mod without overflow: (ts - offset) mod size from the two residues.
@@ -295,7 +298,7 @@ def arrival_order_parts(
     source = job.source
     lateness = job.config.allowed_lateness
     delay = source.watermark.delay
-    bounds = _TumblingBounds(assigner)
+    bounds = TumblingBounds(assigner)
     arrival, ts = F.col(ARR), F.col(TS)
     has_arrival, has_time = arrival.isNotNull(), ts.isNotNull()
     elements = prepared.where(has_arrival & has_time)
