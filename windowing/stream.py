@@ -693,12 +693,11 @@ class WindowedStream:
         The results have the key column(s), ``window_start``, ``window_end``, one column per
         aggregate (Spark's name, or the alias) and ``max_timestamp``. Where the job's shape
         allows (batch; tumbling event-time windows, sessions or KIP-450 sliding windows;
-        default trigger, no evictor; no arrival order, or tumbling windows in arrival order;
-        or tumbling processing-time windows of a ``processing_time`` column)
-        Spark computes it natively and no row reaches Python (``explain()`` says which
-        plan runs); anywhere else the window operator computes the aggregates listed in
-        ``docs/spark.md`` (count, sum, avg, min, max, first, last, min_by, max_by, count_if,
-        bool_and, bool_or), with Spark's results. ``first`` / ``last`` are by event time::
+        default trigger, no evictor; no arrival order or tumbling windows in arrival order;
+        tumbling windows of a ``processing_time`` column) Spark computes it natively and no
+        row reaches Python (``explain()`` names the plan); anywhere else the window operator
+        computes the aggregates of ``docs/spark.md`` (count, sum, avg, min, max, first, last,
+        min_by, max_by, count_if, bool_and, bool_or), ``first``/``last`` by event time::
 
             from pyspark.sql import functions as F
 
