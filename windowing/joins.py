@@ -47,6 +47,7 @@ from windowing.functions.joins import (
     as_process_join,
     output_annotation,
 )
+from windowing.functions.spec import Apply
 from windowing.records import OutputTag
 from windowing.results import WindowingResult
 from windowing.time import Duration, to_millis
@@ -261,6 +262,48 @@ class JoinWithWindow:
         co_group = as_co_group(function, self.kind)
         schema = _output_schema(function, output_schema, many=self.kind == _CO_GROUP, call=call)
         return self.windowed.apply(CoGroupWindowFunction(co_group), output_schema=schema)
+
+    def select(self, *columns: str | Column) -> WindowingResult:
+        """Each pair of a window's left and right rows as ``columns``: names or ``Column``
+        expressions over ``left`` and ``right`` (each side's row as a struct) and the key
+        columns, e.g. ``select("left.name", (F.col("right.price") * 2).alias("double"))``.
+
+        The outcome is :meth:`apply`'s with a join function returning those columns, per
+        firing, with every option of the window (trigger, evictor, lateness, late rows). A
+        batch join of tumbling event-time windows in event-time order with the default
+        trigger and no evictor runs as Spark's own join of the two sides on the key and the
+        window, without Python (``result.explain()`` says which;
+        :mod:`windowing.spark.native.window_join`)::
+
+            bids.join(highest).where("price").equal_to("price")
+                .window(TumblingEventTimeWindows("10 seconds"))
+                .select("left.auction", "left.bidder", "left.date_time")
+
+        Results: the key column(s), ``window_start``, ``window_end``, ``columns``,
+        ``max_timestamp``.
+
+        Raises
+        ------
+        ValueError
+            For a coGroup (its function sees lists, not pairs), no column, a column that
+            does not resolve over a pair, or one named like a key or window column (no Spark
+            job runs).
+        """
+        if self.kind != _JOIN:
+            msg = (
+                "co_group(...).select: a coGroup has no pairs; use join(...).select(...), or "
+                "co_group(...).apply(function)"
+            )
+            raise ValueError(msg)
+        from windowing.spark.native.window_join import JoinSelect
+        from windowing.spark.run import Terminal, run_terminal
+
+        job = self.windowed.job()
+        df = job.source.df
+        select = JoinSelect.of(df, tuple(job.keys or ()), columns)
+        spec = Apply(CoGroupWindowFunction(as_co_group(_pair, _JOIN)))
+        terminal = Terminal(job, spec, JoinSelect.pair_schema(df), join_select=select)
+        return run_terminal(terminal)  # type: ignore[no-any-return]
 
     def explain(self) -> None:
         """Print how the join runs (the windowed stream's plan)."""

@@ -624,12 +624,15 @@ def stream_batches(seed: int) -> tuple[list[list[dict[str, Any]]], list[list[dic
     return lefts, rights
 
 
-@pytest.mark.parametrize("unit", [None, "s"], ids=["milliseconds", "seconds"])
+@pytest.mark.parametrize(
+    ("unit", "how"), [(None, "apply"), ("s", "select")], ids=["milliseconds", "seconds"]
+)
 def test_streaming_window_join_equals_its_batch_replay(
-    spark: SparkSession, tmp_path: Path, unit: str | None
+    spark: SparkSession, tmp_path: Path, unit: str | None, how: str
 ) -> None:
-    """In milliseconds, and the same numbers as seconds with durations of seconds: each
-    input's own watermark reads its column in its unit."""
+    """In milliseconds with a join function, and the same numbers as seconds with durations
+    of seconds and the pairs' columns selected (``select``): each input's own watermark
+    reads its column in its unit."""
     ms = 1 if unit is None else 1_000  # the durations' unit
     lefts, rights = stream_batches(5)
     write_batches(tmp_path / "left", lefts)
@@ -657,8 +660,12 @@ def test_streaming_window_join_equals_its_batch_replay(
             .window(TumblingEventTimeWindows(10 * ms))
             .allowed_lateness(3 * ms)
             .side_output_late_data(LATE)
-            .apply(lambda a, b: (a.n, b.m), output_schema="n bigint, m bigint")
         )
+
+    def finish(joined: Any) -> Any:
+        if how == "select":
+            return joined.select("left.n", "right.m")
+        return joined.apply(lambda a, b: (a.n, b.m), output_schema="n bigint, m bigint")
 
     def read_stream(name: str, schema: str) -> DataFrame:
         return (
@@ -667,7 +674,9 @@ def test_streaming_window_join_equals_its_batch_replay(
             .json(str(tmp_path / name))
         )
 
-    result = join(read_stream("left", left_schema), read_stream("right", right_schema), None)
+    result = finish(
+        join(read_stream("left", left_schema), read_stream("right", right_schema), None)
+    )
     # an input without a declared unit is checked on its own, named by its side
     checks = sorted((c.column, c.where) for c in result.unit_checks)
     assert checks == ([] if unit else [("ts", "the left input"), ("ts", "the right input")])
@@ -697,7 +706,7 @@ def test_streaming_window_join_equals_its_batch_replay(
 
     batch_left = spark.createDataFrame([r for b in lefts for r in b], left_schema)
     batch_right = spark.createDataFrame([r for b in rights for r in b], right_schema)
-    replay = join(batch_left, batch_right, "arr")
+    replay = finish(join(batch_left, batch_right, "arr"))
     with replay:
         expected = Counter(tuple(r) for r in replay.results.collect() if r.k != "~")
         expected_late = Counter(

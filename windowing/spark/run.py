@@ -5,6 +5,7 @@ are lazy."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,13 +14,14 @@ from windowing.functions.aggregations import FieldAggregation
 from windowing.functions.spec import Reduce, WindowFunctionSpec
 from windowing.job import Job
 from windowing.records import OutputTag
-from windowing.spark.batch.replay_plan import build_layout, run_batch
+from windowing.spark.batch.replay_plan import WindowedResult, build_layout, run_batch
 from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.field_aggregates import compile_field_aggregation, describe
 from windowing.spark.jobs import without_call_sites
 from windowing.spark.native.hopping import disjoint_parts, hopping_parts
 from windowing.spark.native.processing import processing_time_parts
 from windowing.spark.native.sliding import run_sliding
+from windowing.spark.native.window_join import JoinSelect, run_window_join
 from windowing.spark.native.windows import (
     PartsBuilder,
     arrival_order_parts,
@@ -27,7 +29,7 @@ from windowing.spark.native.windows import (
     hopping_arrival_parts,
     run_native,
 )
-from windowing.spark.planning import Route, SparkPlan, as_tumbling, plan_spark
+from windowing.spark.planning import Route, SparkPlan, as_tumbling, plan_spark, plan_window_join
 from windowing.spark.streaming.query import run_streaming
 
 __all__ = ["RUNNERS", "Terminal", "plan_function", "plan_terminal", "run_terminal"]
@@ -49,6 +51,7 @@ class Terminal:
     user_job: Job | None = None
     computes: str | None = None
     why_not_native: str | None = None
+    join_select: JoinSelect | None = None
 
     @classmethod
     def of_aggregates(cls, compiled: CompiledAggregates, user_job: Job) -> Terminal:
@@ -71,7 +74,11 @@ class Terminal:
 
 
 def plan_terminal(terminal: Terminal) -> SparkPlan:
-    """The plan of a terminal call (the one decision: :func:`plan_spark`)."""
+    """The plan of a terminal call (the one decision: :func:`plan_spark`, or for a window
+    join's ``select`` :func:`~windowing.spark.planning.plan_window_join`)."""
+    if terminal.join_select is not None:
+        assert terminal.spec is not None  # the operator's join function
+        return plan_window_join(terminal.job, terminal.spec)
     compiled = terminal.aggregates
     calls, why_no_spec = (None, None) if compiled is None else (compiled.calls, compiled.why_not)
     return plan_spark(
@@ -114,6 +121,11 @@ def _kip450(*, framed: bool) -> Callable[[SparkPlan, Terminal], Any]:
     return run
 
 
+def _window_join(plan: SparkPlan, terminal: Terminal) -> Any:
+    assert terminal.join_select is not None
+    return run_window_join(plan, terminal.job, terminal.join_select)
+
+
 def _batch(plan: SparkPlan, terminal: Terminal) -> Any:
     t = terminal
     assert t.spec is not None  # the planner chose the operator
@@ -137,6 +149,7 @@ RUNNERS: dict[Route, Callable[[SparkPlan, Terminal], Any]] = {
     Route.NATIVE_HOPPING_ARRIVAL: _native(hopping_arrival_parts),
     Route.NATIVE_KIP450: _kip450(framed=True),
     Route.NATIVE_KIP450_JOINED: _kip450(framed=False),
+    Route.NATIVE_WINDOW_JOIN: _window_join,
     Route.BATCH_REPLAY: _batch,
     Route.STREAMING: _streaming,
 }
@@ -147,4 +160,11 @@ def run_terminal(terminal: Terminal) -> Any:
     ``WindowedResult``, or a ``StreamingWindowedResult`` for a streaming DataFrame)."""
     with without_call_sites():  # (the plan's columns are the library's, not the user's)
         plan = plan_terminal(terminal)
-        return RUNNERS[plan.route](plan, terminal)
+        result = RUNNERS[plan.route](plan, terminal)
+        select = terminal.join_select
+        if select is None or plan.route.native:
+            return result
+        # the operator gave each pair as (left, right): the selected columns in their place
+        if isinstance(result, WindowedResult):
+            return dataclasses.replace(result, results=select.project(result.results))
+        return dataclasses.replace(result, project=select.project)

@@ -175,6 +175,9 @@ class StreamingWindowedResult:
         The checks of the integral event-time columns without a declared unit that the
         query reads (this stage's input, a join's inputs, earlier stages' inputs), which
         :func:`write_results_and_late` makes on the first micro-batch with event times.
+    project
+        What the results become after the operator's (a window join's ``select``: its
+        columns in place of each pair's rows), if anything.
     """
 
     output: DataFrame
@@ -186,6 +189,7 @@ class StreamingWindowedResult:
     definition: JobDefinition | None = None
     upstream: tuple[StreamingWindowedResult, ...] = ()
     unit_checks: tuple[StreamingUnitCheck, ...] = ()
+    project: Callable[[DataFrame], DataFrame] | None = None
 
     @property
     def stages(self) -> tuple[StreamingWindowedResult, ...]:
@@ -243,7 +247,8 @@ class StreamingWindowedResult:
     def select_results(self, df: DataFrame) -> DataFrame:
         """The results of a tagged output ``df`` (streaming, or one ``foreachBatch`` batch):
         key column(s), ``window_start``, ``window_end``, function outputs, ``max_timestamp``."""
-        return self.layout.select_results(df)
+        results = self.layout.select_results(df)
+        return results if self.project is None else self.project(results)
 
     def select_late(self, df: DataFrame) -> DataFrame:
         """The late rows of a tagged output ``df``: the input columns plus

@@ -1,0 +1,180 @@
+"""A window join's ``select``: its native plan (Spark's equi-join on key and window) against
+the window operator's ``apply`` with a join function returning the same columns, on random
+rows (null keys, rows without event time, windows at the ends of time); the operator's
+``select`` where the native plan does not apply; mistakes reported before any job."""
+
+from __future__ import annotations
+
+import random
+import sys
+from typing import Any
+
+import pytest
+from pyspark import cloudpickle as spark_cloudpickle
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+
+from windowing import BoundedOutOfOrderness, OutputTag, TumblingEventTimeWindows, WindowedStream
+from windowing.assigners import EventTimeSessionWindows
+from windowing.evictors import CountEvictor
+from windowing.spark.planning import Route
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+
+pytestmark = pytest.mark.spark
+
+spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+
+LEFT_SCHEMA = "k string, ts bigint, n bigint, arr bigint"
+RIGHT_SCHEMA = "key string, t bigint, m bigint, arr bigint"
+LATE = OutputTag("late")
+NEAR_ENDS = [MIN_TIMESTAMP, MIN_TIMESTAMP + 3, MAX_TIMESTAMP - 4, MAX_TIMESTAMP]
+
+
+def random_rows(seed: int) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Both sides' rows: keys a, b, c or null, times in a few windows, at the ends of time
+    or null, each row numbered."""
+    rng = random.Random(seed)
+
+    def rows(count: int) -> list[tuple[Any, ...]]:
+        out = []
+        for i in range(count):
+            t = rng.choice([*([None] * 1), *NEAR_ENDS, *range(-25, 60)])
+            out.append((rng.choice(["a", "b", "c", None]), t, i, i))
+        return out
+
+    return rows(rng.randrange(5, 40)), rows(rng.randrange(5, 40))
+
+
+def joined(spark: SparkSession, seed: int, *, arrival: bool = False) -> Any:
+    left, right = random_rows(seed)
+    lf = spark.createDataFrame(left, LEFT_SCHEMA)
+    rf = spark.createDataFrame(right, RIGHT_SCHEMA)
+
+    def stream(df: DataFrame, ts: str) -> Any:
+        return WindowedStream.from_dataframe(
+            df,
+            event_time=ts,
+            watermark=BoundedOutOfOrderness(3),
+            arrival_order="arr" if arrival else None,
+        )
+
+    return stream(lf, "ts").join(stream(rf, "t")).where("k").equal_to("key")
+
+
+def outputs(result: Any) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], Any]:
+    with result:
+        results = sorted((tuple(r) for r in result.results.collect()), key=repr)
+        late = sorted((tuple(r) for r in result.get_side_output(LATE).collect()), key=repr)
+        return results, late, result.collect_metrics()
+
+
+def pair(left: Any, right: Any) -> tuple[Any, ...]:
+    return (left.n, right.m, left.n * 10 + right.m)
+
+
+PAIR_SCHEMA = "n bigint, m bigint, nm bigint"
+
+
+def selected() -> tuple[Any, ...]:
+    """The columns of :func:`pair` as ``select`` takes them (built once a session runs)."""
+    return ("left.n", F.col("right.m"), (F.col("left.n") * 10 + F.col("right.m")).alias("nm"))
+
+
+@pytest.mark.differential(Route.NATIVE_WINDOW_JOIN, Route.BATCH_REPLAY)
+@pytest.mark.parametrize(
+    ("seed", "size", "offset", "lateness"),
+    [(1, 10, 0, 0), (2, 7, 3, 5), (3, 10, -4, MAX_TIMESTAMP)],
+    ids=["size 10", "offset 3 lateness 5", "lateness to the end of time"],
+)
+def test_native_select_equals_the_operators_join_function(
+    spark: SparkSession, seed: int, size: int, offset: int, lateness: int
+) -> None:
+    """Pairs, late rows (no event time) and every metric of the native plan equal the window
+    operator's with a join function computing the same columns."""
+
+    def window(j: Any) -> Any:
+        return (
+            j.window(TumblingEventTimeWindows(size, offset))
+            .allowed_lateness(lateness)
+            .side_output_late_data(LATE)
+        )
+
+    native = window(joined(spark, seed)).select(*selected())
+    assert native.plan.route is Route.NATIVE_WINDOW_JOIN
+    operator = window(joined(spark, seed)).apply(pair, output_schema=PAIR_SCHEMA)
+    assert operator.plan.route is Route.BATCH_REPLAY
+    got, want = outputs(native), outputs(operator)
+    assert got == want
+    assert got[0], "some pairs"
+    assert any(r[0] is None for r in got[0]), "null keys join each other"
+    names = ["k", "window_start", "window_end", "n", "m", "nm", "max_timestamp"]
+    assert native.results.columns == names
+
+
+@pytest.mark.differential(Route.BATCH_REPLAY)
+@pytest.mark.parametrize("how", ["evictor", "arrival order", "sessions"])
+def test_select_runs_in_the_operator_where_the_native_plan_does_not_apply(
+    spark: SparkSession, how: str
+) -> None:
+    """An evictor, an arrival order (late rows, late firings) and sessions: the operator
+    gives each pair and the columns are selected from them, as its join function would."""
+
+    def window(j: Any) -> Any:
+        if how == "sessions":
+            return j.window(EventTimeSessionWindows(4)).side_output_late_data(LATE)
+        w = j.window(TumblingEventTimeWindows(10)).side_output_late_data(LATE)
+        return w.evictor(CountEvictor(3)) if how == "evictor" else w.allowed_lateness(5)
+
+    arrival = how == "arrival order"
+    chosen = window(joined(spark, 4, arrival=arrival)).select(*selected())
+    assert chosen.plan.route is Route.BATCH_REPLAY
+    assert "no native join" in chosen.plan.reason
+    applied = window(joined(spark, 4, arrival=arrival)).apply(pair, output_schema=PAIR_SCHEMA)
+    got = outputs(chosen)
+    assert got == outputs(applied)
+    assert got[0]
+
+
+def test_timestamps_and_keys_by_expression(spark: SparkSession) -> None:
+    """Timestamp event times give timestamp bounds; a key expression names the key column;
+    the columns may read the key."""
+    left = spark.createDataFrame(
+        [("x", 1_000, 1), ("x", 4_000, 2), ("y", 1_500, 3)], "u string, ms bigint, v bigint"
+    ).withColumn("at", F.timestamp_millis("ms"))
+    right = spark.createDataFrame(
+        [("X", 2_000, "p"), ("Y", 9_000, "q")], "u string, ms bigint, w string"
+    ).withColumn("at", F.timestamp_millis("ms"))
+    result = (
+        WindowedStream.from_dataframe(left, event_time="at")
+        .join(WindowedStream.from_dataframe(right, event_time="at"))
+        .where(F.upper("u").alias("user"))
+        .equal_to(F.col("u").alias("user"))
+        .window(TumblingEventTimeWindows("3 seconds"))
+        .select(F.lower("user").alias("lower"), "left.v", "right.w")
+    )
+    assert result.plan.route is Route.NATIVE_WINDOW_JOIN
+    rows = [tuple(r) for r in result.results.collect()]
+    ws = F.timestamp_millis(F.lit(0))
+    start = result.results.sparkSession.range(1).select(ws).first()[0]
+    assert [(r[0], r[3], r[4], r[5]) for r in rows] == [("X", "x", 1, "p")]
+    assert rows[0][1] == start and rows[0][6].year == 1970
+
+
+def test_mistakes_are_reported_before_any_job(spark: SparkSession) -> None:
+    j = joined(spark, 5).window(TumblingEventTimeWindows(10))
+    with pytest.raises(ValueError, match="at least one column"):
+        j.select()
+    with pytest.raises(ValueError, match=r"cannot evaluate .*left.nope"):
+        j.select("left.nope")
+    with pytest.raises(ValueError, match=r"\['k'\] repeat a name or a key"):
+        j.select(F.col("left.n").alias("k"))
+    with pytest.raises(ValueError, match=r"\['n'\] repeat"):
+        j.select("left.n", "left.n")
+    with pytest.raises(ValueError, match=r"names .* or Columns, got int 3"):
+        j.select(3)
+    left, right = random_rows(5)
+    lf = WindowedStream.from_dataframe(spark.createDataFrame(left, LEFT_SCHEMA), event_time="ts")
+    rf = WindowedStream.from_dataframe(spark.createDataFrame(right, RIGHT_SCHEMA), event_time="t")
+    grouped = lf.co_group(rf).where("k").equal_to("key").window(TumblingEventTimeWindows(10))
+    with pytest.raises(ValueError, match=r"co_group\(...\).select: a coGroup has no pairs"):
+        grouped.select("left.n")

@@ -1,0 +1,209 @@
+"""A window join's pairs as columns (``JoinWithWindow.select``), and their native Spark plan.
+
+``select(*columns)`` gives each pair of a window's left and right rows (per key) as the
+``columns`` the user names over ``left`` and ``right`` (each side's row as a struct, the
+tagged union's: :mod:`windowing.spark.joins`) and the key columns. Two ways compute it:
+
+* **The native plan** (route ``native-window-join``): a batch join of tumbling event-time
+  windows in event-time order (no ``arrival_order``, no ``processing_time`` column), the
+  default trigger, no evictor, no idle timeout, no dead letters, an aligned assigner. Nothing
+  is late there and every window fires once, at the end of input, over all its rows (as the
+  native ``.agg`` plans, :mod:`windowing.spark.native.windows`), so its pairs are Spark's
+  equi-join of the two sides on the key (null equal to null, ``key_by``'s rule) and the
+  window start::
+
+      rows with an event time ──► window start (TumblingBounds) ──► left rows ⋈ right rows
+                                                                     on keys <=> and window
+      rows without one        ──► the late side output (reason null_event_time), a metric
+
+  Spark chooses the join (a broadcast of a small side, a sort-merge join, AQE's skew
+  handling); Python never sees the rows.
+* **The window operator** otherwise (any trigger, evictor, lateness, arrival order, sessions,
+  streaming): a join function giving each pair as ``(left, right)``, then the same
+  ``columns`` over those two struct columns of the results (:meth:`JoinSelect.project`).
+
+Both give the results of Flink's window join with a join function returning the columns:
+key column(s), ``window_start``, ``window_end``, the columns, ``max_timestamp``, per firing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+from pyspark.sql.types import StructField, StructType
+
+from windowing.assigners.tumbling import TumblingEventTimeWindows
+from windowing.functions.joins import LEFT, RIGHT, SIDE
+from windowing.job import Job
+from windowing.spark.batch.replay_plan import WindowedResult, build_layout
+from windowing.spark.columns.inputs import TS, internal_columns
+from windowing.spark.columns.output import REASON_NULL_EVENT_TIME, col
+from windowing.spark.native.parts import (
+    ON_TIME,
+    input_counters,
+    late_counter,
+    tagged_union,
+)
+from windowing.spark.native.windows import TumblingBounds
+from windowing.time import MAX_TIMESTAMP
+
+__all__ = ["PAIR_SCHEMA_FIELDS", "JoinSelect", "run_window_join"]
+
+#: The operator's output fields of a window join's pairs (each side's row as a struct).
+PAIR_SCHEMA_FIELDS = (LEFT, RIGHT)
+
+_LK, _RK = "__pw_jl", "__pw_jr"  # a side's key columns in the join
+_LW, _RW = "__pw_jlw", "__pw_jrw"  # a side's window start in the join
+_WINDOW = TumblingBounds.column
+
+
+@dataclass(frozen=True, eq=False)
+class JoinSelect:
+    """The columns of ``JoinWithWindow.select``: ``columns`` (``Column`` expressions over
+    ``left``, ``right`` and the key columns) and their fields ``schema``, checked on the
+    joined stream's columns before any Spark job.
+
+    Example::
+
+        JoinSelect.of(union_df, ("auction",), ("left.price", F.col("right.name")))
+    """
+
+    columns: tuple[Column, ...]
+    schema: StructType
+    keys: tuple[str, ...]
+
+    @classmethod
+    def of(cls, union: DataFrame, keys: Sequence[str], columns: Sequence[Any]) -> JoinSelect:
+        """The ``columns`` (names or ``Column`` expressions) over the tagged union ``union``
+        keyed by ``keys``; ``ValueError`` naming the column for an empty selection, another
+        type, a column Spark cannot resolve there, or an output column named like a key or
+        window column of the results."""
+        if not columns:
+            msg = "join(...).select: give at least one column, e.g. select('left.price')"
+            raise ValueError(msg)
+        resolved: list[Column] = []
+        for c in columns:
+            if isinstance(c, str):
+                resolved.append(F.col(c))
+            elif isinstance(c, Column):
+                resolved.append(c)
+            else:
+                msg = (
+                    "join(...).select: columns must be names (e.g. 'left.price') or Columns, "
+                    f"got {type(c).__name__} {c!r}"
+                )
+                raise ValueError(msg)
+        pairs = union.select(*keys, LEFT, RIGHT)
+        try:
+            schema = pairs.select(*resolved).schema
+        except AnalysisException as exc:
+            sides = {n: union.schema[n].dataType.simpleString() for n in (LEFT, RIGHT)}
+            msg = (
+                f"join(...).select: cannot evaluate {list(columns)!r} on a pair: the columns "
+                f"are {[*keys, LEFT, RIGHT]} ({sides}): {exc}"
+            )
+            raise ValueError(msg) from exc
+        reserved = {*keys, "window_start", "window_end", "max_timestamp"}
+        names = schema.names
+        clash = sorted({n for n in names if n in reserved or names.count(n) > 1})
+        if clash:
+            msg = (
+                f"join(...).select: output column(s) {clash} repeat a name or a key / window "
+                "column of the results; rename them with .alias(...)"
+            )
+            raise ValueError(msg)
+        return cls(tuple(resolved), schema, tuple(keys))
+
+    @staticmethod
+    def pair_schema(union: DataFrame) -> StructType:
+        """The output schema of the operator's join function: each pair's ``left`` and
+        ``right`` rows."""
+        return StructType([StructField(n, union.schema[n].dataType) for n in PAIR_SCHEMA_FIELDS])
+
+    def project(self, results: DataFrame) -> DataFrame:
+        """The results of the operator's pairs (``left``, ``right`` among the result
+        columns) with the selected columns in their place."""
+        out: list[Any] = []
+        for name in results.columns:
+            if name == LEFT:
+                out.extend(self.columns)
+            elif name != RIGHT:
+                out.append(col(name))
+        return results.select(*out)
+
+
+def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
+    """The native plan of a window join's ``select`` (see the module docstring): the tagged
+    output of its pairs, metrics and late rows, as the window operator's."""
+    assigner = job.config.assigner
+    assert isinstance(assigner, TumblingEventTimeWindows)
+    source = job.source
+    df = source.df
+    layout = build_layout(job, None, select.schema, None)
+    keys = list(layout.keys)
+    prepared = df.select(*internal_columns(df, source))
+    bounds = TumblingBounds(assigner)
+    ts = F.col(TS)
+    rows = prepared.where(ts.isNotNull()).select(
+        *[col(k) for k in keys], col(SIDE), col(LEFT), col(RIGHT), bounds.start.alias(_WINDOW)
+    )
+
+    def side(name: str, key_prefix: str, window: str) -> DataFrame:
+        return rows.where(col(SIDE) == F.lit(name)).select(
+            *[col(k).alias(f"{key_prefix}{i}") for i, k in enumerate(keys)],
+            col(_WINDOW).alias(window),
+            col(name),
+        )
+
+    on = [F.col(_LW) == F.col(_RW)]
+    on += [F.col(f"{_LK}{i}").eqNullSafe(F.col(f"{_RK}{i}")) for i in range(len(keys))]
+    pairs = side(LEFT, _LK, _LW).join(side(RIGHT, _RK, _RW), functools.reduce(Column.__and__, on))
+    pairs = pairs.select(
+        *[F.col(f"{_LK}{i}").alias(k) for i, k in enumerate(keys)],
+        F.col(_LW).alias(_WINDOW),
+        col(LEFT),
+        col(RIGHT),
+    )
+    lateness = job.config.allowed_lateness
+    max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    results = pairs.select(
+        *layout.sql.result_branch(
+            (bounds.window_start, bounds.end, max_ts),
+            list(select.columns),
+            (F.lit(0), F.lit(ON_TIME)),
+        )
+    )
+    # every window with rows fires once (also without pairs: Flink's join function is then
+    # not called); a window whose max timestamp is within the lateness of the end of time is
+    # left at the end (rules.py)
+    window = F.struct(*[col(k) for k in keys], col(_WINDOW))
+    left_at_end = (max_ts >= F.lit(MAX_TIMESTAMP - lateness)) & (max_ts != F.lit(MAX_TIMESTAMP))
+    windows = rows.agg(
+        F.count_distinct(window).alias("fired"),
+        F.count_distinct(F.when(left_at_end, window)).alias("left"),
+    )
+    counted = pairs.agg(F.count(F.lit(1)).alias("n"))
+    counters = prepared.agg(*input_counters(layout), F.lit(0).alias(late_counter(layout)))
+    branches = [
+        results,
+        windows.select(
+            *layout.sql.metrics_branch(
+                {"num_windows_fired": "fired", "num_windows_left_at_end": "left"}
+            )
+        ),
+        counted.select(*layout.sql.metrics_branch({"num_results": "n"})),
+        counters.select(*layout.sql.metrics_branch({n: n for n in counters.columns})),
+    ]
+    if layout.has_late:
+        branches.append(
+            prepared.where(ts.isNull()).select(
+                *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
+            )
+        )
+    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
