@@ -10,7 +10,8 @@ its ``datagen`` events table the same way) and is timed until its whole result i
 Spark's ``noop`` sink:
 
 * batch: ``results.write.format("noop")`` of our query and of Spark's, no watermark (nothing is
-  late: Flink's batch mode);
+  late: Flink's batch mode), building the query included; ``--runs`` times each, in
+  alternating order (neither always on a colder JVM), and the table shows the medians;
 * streaming: ``results.writeStream.format("noop")`` with ``availableNow`` for ours (a 1 s
   ``BoundedOutOfOrderness`` watermark; the queries of two stages run as one streaming query);
   Spark's own streaming version where Spark can express it on a stream (q11 and q12, with a
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -198,7 +200,7 @@ def timed_stream(frame: DataFrame | None, checkpoint: Path) -> float | None:
 
 
 def run_batch(
-    spark: SparkSession, config: NexmarkConfig, work: Path, names: list[str]
+    spark: SparkSession, config: NexmarkConfig, work: Path, names: list[str], runs: int
 ) -> list[Row]:
     folder = str(work / "events")
     generator = NexmarkGenerator(spark, config)
@@ -209,11 +211,32 @@ def run_batch(
     rows = []
     for name in names:
         plan = QUERY_PLANS[name]
-        seconds = timed_batch(plan.ours(tables, False).results)
-        native_seconds = timed_batch(plan.native(tables, False))
+        seconds, native_seconds = paired(
+            lambda p=plan: timed_batch(p.ours(tables, False).results),
+            lambda p=plan: timed_batch(p.native(tables, False)),
+            runs,
+        )
         rows.append(Row(name, "batch", config.num_events, seconds, native_seconds))
     events.unpersist()
     return rows
+
+
+def paired(
+    ours: Callable[[], float | None], native: Callable[[], float | None], runs: int
+) -> tuple[float | None, float | None]:
+    """The medians of ``runs`` timings of each, in alternating order (ours first in even
+    rounds, Spark's first in odd ones), so that neither always runs on a colder JVM."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for r in range(runs):
+        order = ((0, ours), (1, native)) if r % 2 == 0 else ((1, native), (0, ours))
+        for i, run in order:
+            seconds = run()
+            if seconds is not None:
+                times[i].append(seconds)
+    return (
+        statistics.median(times[0]) if times[0] else None,
+        statistics.median(times[1]) if times[1] else None,
+    )
 
 
 def run_streaming(
@@ -301,13 +324,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--out-of-order", type=int, default=1, help="the generator's out-of-order group size"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="batch: timings of each side, in alternating order; the median (default 3)",
+    )
     args = parser.parse_args(argv)
     names = [q.strip() for q in args.queries.split(",") if q.strip()]
     unknown = [q for q in names if q not in QUERIES]
     if unknown or not names:
         parser.error(f"--queries: unknown {unknown or names}; choose among {', '.join(QUERIES)}")
-    if args.events < 1 or args.cores < 1:
-        parser.error("--events and --cores must be >= 1")
+    if args.events < 1 or args.cores < 1 or args.runs < 1:
+        parser.error("--events, --cores and --runs must be >= 1")
     args.names = names
     return args
 
@@ -327,7 +356,7 @@ def main(argv: list[str]) -> int:
         with tempfile.TemporaryDirectory(prefix="nexmark-") as tmp:
             work = Path(tmp)
             if args.mode == "batch":
-                rows = run_batch(spark, config, work, args.names)
+                rows = run_batch(spark, config, work, args.names, args.runs)
             else:
                 per_batch = args.events_per_batch or max(1, args.events // 10)
                 rows = run_streaming(spark, config, work, args.names, per_batch)

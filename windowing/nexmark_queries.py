@@ -187,11 +187,16 @@ def q5_hot_items(
     every 2 s (all of them on a tie).
 
     Two consecutive windowed operations: the bids per auction and hopping window
-    (``count``), then, over those counts, the largest per window
-    (:class:`RowsWithMaximum`, in a tumbling 2 s ``window_all`` holding the counts of the
-    hopping windows ending at its end). Results: ``window_start``, ``window_end`` (the 2 s
-    window: the hopping window is the 10 s ending at ``window_end``), ``auction``, ``num``
-    (its bids), ``max_timestamp``.
+    (``count``, a native Spark plan in batch), then, over those counts, the largest per
+    window (:class:`RowsWithMaximum`, in a tumbling 2 s ``window_all`` holding the counts of
+    the hopping windows ending at its end). Results: ``window_start``, ``window_end`` (the
+    2 s window: the hopping window is the 10 s ending at ``window_end``), ``auction``,
+    ``num`` (its bids), ``max_timestamp``.
+
+    Flink's SQL form (the largest count per window joined back to the counts, as
+    :func:`q7_highest_bid` does in batch) measured slower here: both sides of that join
+    recompute the hopping counts, and building the join over the counts' plan costs Spark's
+    analyzer seconds (``docs/nexmark.md``).
 
     Parameters
     ----------
@@ -210,15 +215,11 @@ def q5_hot_items(
         .window(HoppingEventTimeWindows(_TEN_SECONDS, "2 seconds"))
         .count()
     )
-    per_window = counts.results.select("auction", "count", "max_timestamp")
-    return (
-        DataStream.from_dataframe(per_window, event_time="max_timestamp")
-        .window_all(TumblingEventTimeWindows("2 seconds"))
-        .aggregate(
-            RowsWithMaximum("count", ("auction", "count")),
-            EmitRows(),
-            output_schema="auction bigint, num bigint",
-        )
+    per_window = _later(counts.results.select("auction", "count", "max_timestamp"))
+    return per_window.window_all(TumblingEventTimeWindows("2 seconds")).aggregate(
+        RowsWithMaximum("count", ("auction", "count")),
+        EmitRows(),
+        output_schema="auction bigint, num bigint",
     )
 
 
@@ -231,11 +232,14 @@ def q7_highest_bid(
     """Nexmark q7, highest bid: the bids with the highest price of each tumbling 10 s window
     (all of them on a tie).
 
-    Two consecutive windowed operations, so that the bids are compared in parallel: the
-    highest bids per auction and window (keyed by auction), then the highest of those per
-    window (``window_all``), both with :class:`RowsWithMaximum`. Results:
-    ``window_start``, ``window_end``, ``auction``, ``bidder``, ``price``, ``date_time``,
-    ``extra``, ``max_timestamp``.
+    A static batch without an arrival order takes Flink's SQL form, two native Spark plans:
+    the highest price per window (``window_all(...).agg("max(price) AS price")``), then the
+    bids joined with it per window on the price (a window join's
+    :meth:`~windowing.joins.JoinWithWindow.select`). With an arrival order or on a stream,
+    two consecutive windowed operations with :class:`RowsWithMaximum` (per auction, then per
+    window: a streaming window join takes no earlier window's results as an input). Results
+    (by name: the two forms order them differently): ``window_start``, ``window_end``,
+    ``auction``, ``bidder``, ``price``, ``date_time``, ``extra``, ``max_timestamp``.
 
     Parameters
     ----------
@@ -244,22 +248,43 @@ def q7_highest_bid(
     watermark, arrival_order
         As :meth:`DataStream.from_dataframe <windowing.stream.DataStream.from_dataframe>`.
     """
-    per_auction = (
-        _stream(bids, BID_COLUMNS, watermark=watermark, arrival_order=arrival_order)
-        .key_by("auction")
-        .window(TumblingEventTimeWindows(_TEN_SECONDS))
-        .aggregate(
-            RowsWithMaximum("price", BID_COLUMNS[1:]),
-            EmitRows(),
-            output_schema="bidder bigint, price bigint, date_time timestamp, extra string",
+    stream = _stream(bids, BID_COLUMNS, watermark=watermark, arrival_order=arrival_order)
+    windows = TumblingEventTimeWindows(_TEN_SECONDS)
+    if not _joins_natively(bids, arrival_order):
+        per_auction = (
+            stream.key_by("auction")
+            .window(windows)
+            .aggregate(
+                RowsWithMaximum("price", BID_COLUMNS[1:]),
+                EmitRows(),
+                output_schema="bidder bigint, price bigint, date_time timestamp, extra string",
+            )
         )
-    )
-    highest = per_auction.results.select(*BID_COLUMNS, "max_timestamp")
+        highest = per_auction.results.select(*BID_COLUMNS, "max_timestamp")
+        return (
+            DataStream.from_dataframe(highest, event_time="max_timestamp")
+            .window_all(windows)
+            .aggregate(RowsWithMaximum("price", BID_COLUMNS), EmitRows(), output_schema=_BID_SCHEMA)
+        )
+    prices = stream.window_all(windows).agg("max(price) AS price").results
     return (
-        DataStream.from_dataframe(highest, event_time="max_timestamp")
-        .window_all(TumblingEventTimeWindows(_TEN_SECONDS))
-        .aggregate(RowsWithMaximum("price", BID_COLUMNS), EmitRows(), output_schema=_BID_SCHEMA)
+        stream.join(_later(prices.select("price", "max_timestamp")))
+        .where("price")
+        .equal_to("price")
+        .window(windows)
+        .select(*[f"left.{c}" for c in BID_COLUMNS if c != "price"])
     )
+
+
+def _joins_natively(frame: DataFrame, arrival_order: object) -> bool:
+    """Whether a query joins windows' results back to their rows (Flink's SQL form): a static
+    batch without an arrival order, where the window join runs natively."""
+    return not frame.isStreaming and arrival_order is None
+
+
+def _later(results: DataFrame) -> DataStream:
+    """A window's results as the input of a later window (event time ``max_timestamp``)."""
+    return DataStream.from_dataframe(results, event_time="max_timestamp")
 
 
 def q8_new_users(
@@ -272,11 +297,13 @@ def q8_new_users(
     """Nexmark q8, new users: the people who joined and created an auction in the same
     tumbling 10 s window, once per window.
 
-    A window coGroup of the people (``id``) with the auctions (``seller``): per window and
-    person id, the person when the auctions of that seller in the window are not empty
-    (Flink's q8 joins the distinct people with the distinct sellers of each window; a window
-    join, :meth:`DataStream.join <windowing.stream.DataStream.join>`, would give the person
-    once per auction). Results: ``id``, ``window_start``, ``window_end``, ``name``,
+    Flink's q8 joins the people with the distinct sellers of each window. A static batch
+    without an arrival order does that with native Spark plans: the auctions per seller and
+    window (``count``: one row each), joined with the people per window on the id (a window
+    join's :meth:`~windowing.joins.JoinWithWindow.select`). With an arrival order or on a
+    stream, a window coGroup of the people (``id``) with the auctions (``seller``) gives the
+    person when the seller's auctions in the window are not empty (see
+    :func:`q7_highest_bid`). Results: ``id``, ``window_start``, ``window_end``, ``name``,
     ``max_timestamp``.
 
     Parameters
@@ -293,12 +320,23 @@ def q8_new_users(
     sellers = _stream(
         auctions, ("seller", _EVENT_TIME), watermark=watermark, arrival_order=arrival_order
     )
+    windows = TumblingEventTimeWindows(_TEN_SECONDS)
+    if not _joins_natively(persons, arrival_order):
+        return (
+            people.co_group(sellers)
+            .where("id")
+            .equal_to("seller")
+            .window(windows)
+            .apply(_new_users, output_schema="name string")
+        )
+    # one row per seller and window, joined with the people of the window
+    active = sellers.key_by("seller").window(windows).count().results
     return (
-        people.co_group(sellers)
+        people.join(_later(active.select("seller", "max_timestamp")))
         .where("id")
         .equal_to("seller")
-        .window(TumblingEventTimeWindows(_TEN_SECONDS))
-        .apply(_new_users, output_schema="name string")
+        .window(windows)
+        .select("left.name")
     )
 
 

@@ -687,17 +687,17 @@ class WindowedStream:
         return self._aggregate_field(AggregationType.MAX_BY, field, first)
 
     def agg(self, *columns: Any) -> WindowingResult:
-        """Aggregate each window with Spark's own aggregate functions, as
-        ``DataFrame.groupBy(...).agg(...)`` does.
+        """Aggregate each window with Spark's aggregate functions, as ``groupBy(...).agg``
+        does: ``Column`` objects, or SQL text as ``selectExpr`` reads it (``"max(x) AS x"``).
 
         The results have the key column(s), ``window_start``, ``window_end``, one column per
         aggregate (Spark's name, or the alias) and ``max_timestamp``. Where the job's shape
-        allows (batch; tumbling event-time windows, sessions or KIP-450 sliding windows;
-        default trigger, no evictor; no arrival order or tumbling windows in arrival order;
-        tumbling windows of a ``processing_time`` column) Spark computes it natively and no
+        allows (batch; tumbling or hopping event-time windows, sessions or KIP-450 windows;
+        default trigger, no evictor; arrival order or not; tumbling windows of a
+        ``processing_time`` column: docs/spark.md) Spark computes it natively and no
         row reaches Python (``explain()`` names the plan); anywhere else the window operator
         computes the aggregates of ``docs/spark.md`` (count, sum, avg, min, max, first, last,
-        min_by, max_by, count_if, bool_and, bool_or), ``first``/``last`` by event time::
+        min_by, max_by, count_if, bool_and, bool_or; ``first``/``last`` by event time)::
 
             from pyspark.sql import functions as F
 
