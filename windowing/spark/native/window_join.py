@@ -42,14 +42,9 @@ from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.functions.joins import LEFT, RIGHT, SIDE
 from windowing.job import Job
 from windowing.spark.batch.replay_plan import WindowedResult, build_layout
-from windowing.spark.columns.inputs import TS, internal_columns
+from windowing.spark.columns.inputs import TS, time_millis
 from windowing.spark.columns.output import REASON_NULL_EVENT_TIME, col
-from windowing.spark.native.parts import (
-    ON_TIME,
-    input_counters,
-    late_counter,
-    tagged_union,
-)
+from windowing.spark.native.parts import ON_TIME, keys_counter, tagged_union
 from windowing.spark.native.windows import TumblingBounds
 from windowing.time import MAX_TIMESTAMP
 
@@ -140,19 +135,25 @@ class JoinSelect:
 
 def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     """The native plan of a window join's ``select`` (see the module docstring): the tagged
-    output of its pairs, metrics and late rows, as the window operator's."""
+    output of its pairs, metrics and late rows, as the window operator's.
+
+    Each DataFrame operation, and each union of the tagged output's branches most of all,
+    costs Spark an analysis of the plan so far (``docs/design.md``), so the metrics come
+    from one aggregate of the rows per key and window (which counts the pairs too: a
+    window's left rows times its right rows), one branch."""
     assigner = job.config.assigner
     assert isinstance(assigner, TumblingEventTimeWindows)
     source = job.source
     df = source.df
     layout = build_layout(job, None, select.schema, None)
     keys = list(layout.keys)
-    prepared = df.select(*internal_columns(df, source))
     bounds = TumblingBounds(assigner)
-    ts = F.col(TS)
-    rows = prepared.where(ts.isNotNull()).select(
-        *[col(k) for k in keys], col(SIDE), col(LEFT), col(RIGHT), bounds.start.alias(_WINDOW)
-    )
+    ts = time_millis(df, source.event_time, "event_time", source.event_unit)
+    timed = df.select(*[col(k) for k in keys], col(SIDE), col(LEFT), col(RIGHT), ts.alias(TS))
+    # the window start of each row with an event time (null without one)
+    windowed = timed.withColumn(_WINDOW, F.when(F.col(TS).isNotNull(), bounds.start))
+    in_window = F.col(_WINDOW).isNotNull()
+    rows = windowed.where(in_window)
 
     def side(name: str, key_prefix: str, window: str) -> DataFrame:
         return rows.where(col(SIDE) == F.lit(name)).select(
@@ -164,45 +165,47 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     on = [F.col(_LW) == F.col(_RW)]
     on += [F.col(f"{_LK}{i}").eqNullSafe(F.col(f"{_RK}{i}")) for i in range(len(keys))]
     pairs = side(LEFT, _LK, _LW).join(side(RIGHT, _RK, _RW), functools.reduce(Column.__and__, on))
-    pairs = pairs.select(
+    max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    results = pairs.select(
         *[F.col(f"{_LK}{i}").alias(k) for i, k in enumerate(keys)],
         F.col(_LW).alias(_WINDOW),
         col(LEFT),
         col(RIGHT),
-    )
-    lateness = job.config.allowed_lateness
-    max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
-    results = pairs.select(
+    ).select(
         *layout.sql.result_branch(
             (bounds.window_start, bounds.end, max_ts),
             list(select.columns),
             (F.lit(0), F.lit(ON_TIME)),
         )
     )
-    # every window with rows fires once (also without pairs: Flink's join function is then
-    # not called); a window whose max timestamp is within the lateness of the end of time is
+    # per key and window (null: the key's rows without event time), the rows of each side;
+    # every window with rows fires once (also without pairs: the join function is then not
+    # called); a window whose max timestamp is within the lateness of the end of time is
     # left at the end (rules.py)
-    window = F.struct(*[col(k) for k in keys], col(_WINDOW))
-    left_at_end = (max_ts >= F.lit(MAX_TIMESTAMP - lateness)) & (max_ts != F.lit(MAX_TIMESTAMP))
-    windows = rows.agg(
-        F.count_distinct(window).alias("fired"),
-        F.count_distinct(F.when(left_at_end, window)).alias("left"),
+    groups = windowed.groupBy(*[col(k) for k in keys], col(_WINDOW)).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count_if(col(SIDE) == F.lit(LEFT)).alias("nl"),
+        F.count_if(col(SIDE) == F.lit(RIGHT)).alias("nr"),
     )
-    counted = pairs.agg(F.count(F.lit(1)).alias("n"))
-    counters = prepared.agg(*input_counters(layout), F.lit(0).alias(late_counter(layout)))
+    lateness = job.config.allowed_lateness
+    left_at_end = (max_ts >= F.lit(MAX_TIMESTAMP - lateness)) & (max_ts != F.lit(MAX_TIMESTAMP))
+    n = F.col("n")
+    metrics = groups.agg(
+        F.sum(n).alias("num_input_rows"),
+        F.sum(F.when(in_window, n)).alias("num_elements"),
+        F.sum(F.when(~in_window, n)).alias("num_null_event_time"),
+        keys_counter(layout).alias("num_keys"),
+        F.count(F.col(_WINDOW)).alias("num_windows_fired"),
+        F.sum(F.when(in_window, F.col("nl") * F.col("nr"))).alias("num_results"),
+        F.count_if(in_window & left_at_end).alias("num_windows_left_at_end"),
+    )
     branches = [
         results,
-        windows.select(
-            *layout.sql.metrics_branch(
-                {"num_windows_fired": "fired", "num_windows_left_at_end": "left"}
-            )
-        ),
-        counted.select(*layout.sql.metrics_branch({"num_results": "n"})),
-        counters.select(*layout.sql.metrics_branch({n: n for n in counters.columns})),
+        metrics.select(*layout.sql.metrics_branch({n: n for n in metrics.columns})),
     ]
     if layout.has_late:
         branches.append(
-            prepared.where(ts.isNull()).select(
+            df.where(col(source.event_time).isNull()).select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
             )
         )
