@@ -381,7 +381,12 @@ def streamed_and_replayed(
     return streamed, replayed
 
 
-@pytest.mark.parametrize("t0", [-20_000, -86_400_000], ids=["around the epoch", "1969"])
+# 1969 alone (every time below 0) runs with ``slow``: around the epoch covers it and 0
+@pytest.mark.parametrize(
+    "t0",
+    [-20_000, pytest.param(-86_400_000, marks=pytest.mark.slow)],
+    ids=["around the epoch", "1969"],
+)
 def test_event_times_before_the_epoch_stream_as_they_replay(
     spark: SparkSession, tmp_path: Path, t0: int
 ) -> None:
@@ -506,10 +511,11 @@ def test_built_in_aggregations_of_tumbling_windows(
 @pytest.mark.parametrize(
     ("windows", "aggregation", "lateness"),
     [
-        ("hopping", "sum", 0),
+        # without lateness, with ``slow``: the cases with lateness also fire without it
+        pytest.param("hopping", "sum", 0, marks=pytest.mark.slow),
         ("hopping", "max_by", 3_000),
         ("session", "min_by", 3_000),
-        ("session", "max", 0),
+        pytest.param("session", "max", 0, marks=pytest.mark.slow),
     ],
 )
 def test_built_in_aggregations_of_hopping_and_session_windows(
@@ -1648,7 +1654,9 @@ class ContinuousCount(ProcessWindowFunction[Row, int, str, Any]):
         yield len(list(elements))
 
 
-@pytest.mark.parametrize("function", ["reduce", "process"])
+# reduce with ``slow``: the operator's pane numbering is the same for every function (its
+# unit tests), and process takes the path that keeps rows
+@pytest.mark.parametrize("function", [pytest.param("reduce", marks=pytest.mark.slow), "process"])
 def test_pane_info_streams_as_it_replays(
     spark: SparkSession, tmp_path: Path, function: str
 ) -> None:
