@@ -286,8 +286,8 @@ class JoinWithWindow:
         ------
         ValueError
             For a coGroup (its function sees lists, not pairs), no column, a column that
-            does not resolve over a pair, or one named like a key or window column (no Spark
-            job runs).
+            does not resolve over a pair, or one named like another column of the results
+            (a key, window or pane column; no Spark job runs).
         """
         if self.kind != _JOIN:
             msg = (
@@ -300,7 +300,13 @@ class JoinWithWindow:
 
         job = self.windowed.job()
         df = job.source.df
-        select = JoinSelect.of(df, tuple(job.keys or ()), columns)
+        config = job.config
+        others = (
+            ["window_start", "window_end", "max_timestamp"]
+            if config.window_struct is None
+            else [config.window_struct]
+        ) + (["pane_index", "timing"] if config.pane_info else [])
+        select = JoinSelect.of(df, tuple(job.keys or ()), columns, others)
         spec = Apply(CoGroupWindowFunction(as_co_group(_pair, _JOIN)))
         terminal = Terminal(job, spec, JoinSelect.pair_schema(df), join_select=select)
         return run_terminal(terminal)  # type: ignore[no-any-return]

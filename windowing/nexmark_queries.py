@@ -21,7 +21,8 @@ Example::
     bids = NexmarkGenerator(spark, NexmarkConfig(num_events=1_000_000)).bids()
     q5_hot_items(bids).results.show()  # window_start, window_end, auction, num, max_timestamp
 
-This module does not import pyspark: the terminal calls hand the streams to the Spark runtime.
+This module imports no pyspark: the terminal calls hand the streams to the Spark runtime, and
+q7 takes its aggregate column from :mod:`windowing.spark.nexmark.native` when it is built.
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ def q7_highest_bid(
     (all of them on a tie).
 
     A static batch without an arrival order takes Flink's SQL form, two native Spark plans:
-    the highest price per window (``window_all(...).agg("max(price) AS price")``), then the
+    the highest price per window (``window_all(...).agg(F.max("price").alias("price"))``), then the
     bids joined with it per window on the price (a window join's
     :meth:`~windowing.joins.JoinWithWindow.select`). With an arrival order or on a stream,
     two consecutive windowed operations with :class:`RowsWithMaximum` (per auction, then per
@@ -266,7 +267,10 @@ def q7_highest_bid(
             .window_all(windows)
             .aggregate(RowsWithMaximum("price", BID_COLUMNS), EmitRows(), output_schema=_BID_SCHEMA)
         )
-    prices = stream.window_all(windows).agg("max(price) AS price").results
+    from windowing.spark.nexmark.native import largest
+
+    # a window whose bids all lack a price has no highest bid (RowsWithMaximum skips nulls)
+    prices = stream.window_all(windows).agg(largest("price")).results.where("price IS NOT NULL")
     return (
         stream.join(_later(prices.select("price", "max_timestamp")))
         .where("price")

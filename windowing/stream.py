@@ -687,8 +687,8 @@ class WindowedStream:
         return self._aggregate_field(AggregationType.MAX_BY, field, first)
 
     def agg(self, *columns: Any) -> WindowingResult:
-        """Aggregate each window with Spark's aggregate functions, as ``groupBy(...).agg``
-        does: ``Column`` objects, or SQL text as ``selectExpr`` reads it (``"max(x) AS x"``).
+        """Aggregate each window with Spark's own aggregate functions (``Column`` objects),
+        as ``DataFrame.groupBy(...).agg(...)`` does.
 
         The results have the key column(s), ``window_start``, ``window_end``, one column per
         aggregate (Spark's name, or the alias) and ``max_timestamp``. Where the job's shape

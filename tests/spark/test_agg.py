@@ -378,12 +378,8 @@ def test_bad_agg_arguments_are_refused_before_a_job(spark: SparkSession) -> None
     )
     with pytest.raises(ValueError, match="at least one aggregate column"):
         tumbling.agg()
-    with pytest.raises(ValueError, match=r"argument 0 must be a pyspark Column.* got int 3"):
-        tumbling.agg(3)
-    with pytest.raises(ValueError, match=r"Spark cannot aggregate \['sum'\]"):
+    with pytest.raises(ValueError, match=r"argument 0 must be a pyspark Column.*'sum'"):
         tumbling.agg("sum")
-    with pytest.raises(ValueError, match=r"Spark cannot aggregate \['sum\(i'\]"):
-        tumbling.agg("sum(i")
     with pytest.raises(ValueError, match="Spark cannot aggregate"):
         tumbling.agg(F.col("i"))
     with pytest.raises(ValueError, match="Spark cannot aggregate"):

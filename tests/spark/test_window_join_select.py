@@ -166,7 +166,7 @@ def test_mistakes_are_reported_before_any_job(spark: SparkSession) -> None:
         j.select()
     with pytest.raises(ValueError, match=r"cannot evaluate .*left.nope"):
         j.select("left.nope")
-    with pytest.raises(ValueError, match=r"\['k'\] repeat a name or a key"):
+    with pytest.raises(ValueError, match=r"\['k'\] repeat a name or a column of the results"):
         j.select(F.col("left.n").alias("k"))
     with pytest.raises(ValueError, match=r"\['n'\] repeat"):
         j.select("left.n", "left.n")
@@ -178,3 +178,50 @@ def test_mistakes_are_reported_before_any_job(spark: SparkSession) -> None:
     grouped = lf.co_group(rf).where("k").equal_to("key").window(TumblingEventTimeWindows(10))
     with pytest.raises(ValueError, match=r"co_group\(...\).select: a coGroup has no pairs"):
         grouped.select("left.n")
+
+
+@pytest.mark.differential(Route.NATIVE_WINDOW_JOIN, Route.BATCH_REPLAY)
+def test_stars_and_float_keys_as_the_operator_gives_them(spark: SparkSession) -> None:
+    """``right.*`` gives every field of the right row, on the native route as through the
+    operator; float keys -0.0 and 0.0 join (one key, as Spark groups them: the native plan
+    gives 0.0, as Spark's groupBy, the operator the value of a row), NaN keys join each
+    other."""
+    nan = float("nan")
+    left = spark.createDataFrame(
+        [(-0.0, 1, 1), (0.0, 2, 2), (nan, 3, 3), (1.5, 4, 4)], "k double, ts bigint, n bigint"
+    )
+    right = spark.createDataFrame(
+        [(0.0, 5, 10, "a"), (nan, 6, 20, "b"), (-0.0, 7, 30, "c")],
+        "key double, t bigint, m bigint, s string",
+    )
+
+    def window(evictor: bool) -> Any:
+        w = (
+            WindowedStream.from_dataframe(left, event_time="ts")
+            .join(WindowedStream.from_dataframe(right, event_time="t"))
+            .where("k")
+            .equal_to("key")
+            .window(TumblingEventTimeWindows(10))
+            .side_output_late_data(LATE)
+        )
+        return w.evictor(CountEvictor(100)) if evictor else w
+
+    native = window(False).select("left.n", "right.*")
+    operator = window(True).select("left.n", "right.*")
+    assert native.plan.route is Route.NATIVE_WINDOW_JOIN
+    assert operator.plan.route is Route.BATCH_REPLAY
+    assert native.results.columns == operator.results.columns
+    assert native.results.columns[3:7] == ["n", "key", "t", "m"]
+    got, want = outputs(native), outputs(operator)
+
+    def comparable(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        # NaN equal to NaN; -0.0 equal to 0.0 (Python's ==)
+        return sorted(
+            (tuple("NaN" if v != v else v for v in r) for r in rows),
+            key=lambda r: repr(tuple(0.0 if v == 0 and isinstance(v, float) else v for v in r)),
+        )
+
+    assert comparable(got[0]) == comparable(want[0])
+    assert got[2] == want[2]
+    keys = sorted(repr(r[0]) for r in got[0])
+    assert keys == sorted(["0.0"] * 4 + ["nan"])  # 2 x 2 pairs of zeros, one of NaN

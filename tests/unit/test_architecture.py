@@ -22,6 +22,7 @@ PACKAGE = ROOT / "windowing"
 DEFERRED = {
     "windowing/stream.py": "windowing.spark",
     "windowing/joins.py": "windowing.spark",
+    "windowing/nexmark_queries.py": "windowing.spark",
     "windowing/plotting/draw.py": "matplotlib",
     "windowing/functions/vectorized.py": "pyarrow",
 }

@@ -342,27 +342,26 @@ def _check_columns(columns: Sequence[Any]) -> None:
         msg = "agg: give at least one aggregate column, e.g. .agg(F.sum('amount'))"
         raise ValueError(msg)
     for i, c in enumerate(columns):
-        if not isinstance(c, Column | str):
+        if not isinstance(c, Column):
             msg = (
-                f"agg: argument {i} must be a pyspark Column of an aggregate function or its "
-                f"SQL text (e.g. F.sum('amount') or 'sum(amount) AS total'), got "
-                f"{type(c).__name__} {c!r}"
+                f"agg: argument {i} must be a pyspark Column of an aggregate function "
+                f"(e.g. F.sum('amount')), got {type(c).__name__} {c!r}"
             )
             raise ValueError(msg)
 
 
 def compile_aggregates(job: Job, columns: Sequence[Any]) -> CompiledAggregates:
-    """Read ``columns`` (``Column`` objects, or SQL text as ``selectExpr`` reads it) against
-    the job's DataFrame (no Spark job runs); ``ValueError`` naming the column for anything
-    Spark's analyzer rejects."""
+    """Read ``columns`` against the job's DataFrame (no Spark job runs); ``ValueError``
+    naming the column for anything Spark's analyzer rejects."""
     _check_columns(columns)
-    given = list(columns)
     df = job.source.df
     try:
-        columns = [F.expr(c) if isinstance(c, str) else c for c in given]
         schema = df.groupBy().agg(*columns).schema
     except PySparkException as exc:
-        msg = f"agg: Spark cannot aggregate {given!r} over the input columns {df.columns}: {exc}"
+        msg = (
+            f"agg: Spark cannot aggregate {list(columns)!r} over the input columns "
+            f"{df.columns}: {exc}"
+        )
         raise ValueError(msg) from exc
     for name in schema.names:
         if name.startswith(INTERNAL_PREFIX):

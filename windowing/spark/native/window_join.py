@@ -36,7 +36,7 @@ from typing import Any
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import DataType, DoubleType, FloatType, StructField, StructType
 
 from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.functions.joins import LEFT, RIGHT, SIDE
@@ -74,11 +74,13 @@ class JoinSelect:
     keys: tuple[str, ...]
 
     @classmethod
-    def of(cls, union: DataFrame, keys: Sequence[str], columns: Sequence[Any]) -> JoinSelect:
+    def of(
+        cls, union: DataFrame, keys: Sequence[str], columns: Sequence[Any], others: Sequence[str]
+    ) -> JoinSelect:
         """The ``columns`` (names or ``Column`` expressions) over the tagged union ``union``
         keyed by ``keys``; ``ValueError`` naming the column for an empty selection, another
-        type, a column Spark cannot resolve there, or an output column named like a key or
-        window column of the results."""
+        type, a column Spark cannot resolve there, or an output column named like another
+        (``others``: the results' key, window, ``max_timestamp`` and pane columns)."""
         if not columns:
             msg = "join(...).select: give at least one column, e.g. select('left.price')"
             raise ValueError(msg)
@@ -104,13 +106,13 @@ class JoinSelect:
                 f"are {[*keys, LEFT, RIGHT]} ({sides}): {exc}"
             )
             raise ValueError(msg) from exc
-        reserved = {*keys, "window_start", "window_end", "max_timestamp"}
+        reserved = {*keys, *others}
         names = schema.names
         clash = sorted({n for n in names if n in reserved or names.count(n) > 1})
         if clash:
             msg = (
-                f"join(...).select: output column(s) {clash} repeat a name or a key / window "
-                "column of the results; rename them with .alias(...)"
+                f"join(...).select: output column(s) {clash} repeat a name or a column of the "
+                f"results ({sorted(reserved)}); rename them with .alias(...)"
             )
             raise ValueError(msg)
         return cls(tuple(resolved), schema, tuple(keys))
@@ -166,16 +168,23 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     on += [F.col(f"{_LK}{i}").eqNullSafe(F.col(f"{_RK}{i}")) for i in range(len(keys))]
     pairs = side(LEFT, _LK, _LW).join(side(RIGHT, _RK, _RW), functools.reduce(Column.__and__, on))
     max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
-    results = pairs.select(
-        *[F.col(f"{_LK}{i}").alias(k) for i, k in enumerate(keys)],
-        F.col(_LW).alias(_WINDOW),
-        col(LEFT),
-        col(RIGHT),
-    ).select(
-        *layout.sql.result_branch(
-            (bounds.window_start, bounds.end, max_ts),
-            list(select.columns),
-            (F.lit(0), F.lit(ON_TIME)),
+    key_types = {f.name: f.dataType for f in df.schema.fields if f.name in keys}
+    # the user's columns over the pairs as a select evaluates them (a star gives several),
+    # then each by name
+    results = (
+        pairs.select(
+            *[_key_value(F.col(f"{_LK}{i}"), key_types[k]).alias(k) for i, k in enumerate(keys)],
+            F.col(_LW).alias(_WINDOW),
+            col(LEFT),
+            col(RIGHT),
+        )
+        .select(*[col(k) for k in keys], col(_WINDOW), *select.columns)
+        .select(
+            *layout.sql.result_branch(
+                (bounds.window_start, bounds.end, max_ts),
+                [col(name) for name in select.schema.names],
+                (F.lit(0), F.lit(ON_TIME)),
+            )
         )
     )
     # per key and window (null: the key's rows without event time), the rows of each side;
@@ -192,11 +201,11 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     n = F.col("n")
     metrics = groups.agg(
         F.sum(n).alias("num_input_rows"),
-        F.sum(F.when(in_window, n)).alias("num_elements"),
-        F.sum(F.when(~in_window, n)).alias("num_null_event_time"),
+        F.sum(F.when(in_window, n).otherwise(0)).alias("num_elements"),
+        F.sum(F.when(in_window, 0).otherwise(n)).alias("num_null_event_time"),
         keys_counter(layout).alias("num_keys"),
         F.count(F.col(_WINDOW)).alias("num_windows_fired"),
-        F.sum(F.when(in_window, F.col("nl") * F.col("nr"))).alias("num_results"),
+        F.sum(F.when(in_window, F.col("nl") * F.col("nr")).otherwise(0)).alias("num_results"),
         F.count_if(in_window & left_at_end).alias("num_windows_left_at_end"),
     )
     branches = [
@@ -210,3 +219,11 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
             )
         )
     return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
+
+
+def _key_value(key: Column, data_type: DataType) -> Column:
+    """A join key as the results give it: a float key ``-0.0`` as ``0.0``, as Spark's
+    grouping and the window operator's keys give it (the join compares them equal)."""
+    if isinstance(data_type, FloatType | DoubleType):
+        return F.when(key == F.lit(0.0), F.lit(0.0).cast(data_type)).otherwise(key)
+    return key

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
-__all__ = ["native_q5", "native_q7", "native_q8", "native_q11", "native_q12"]
+__all__ = ["largest", "native_q5", "native_q7", "native_q8", "native_q11", "native_q12"]
 
 _TEN_SECONDS = "10 seconds"
 
@@ -36,6 +36,12 @@ def _batch_only(query: str, *frames: DataFrame) -> None:
 def _window_bounds() -> list[Column]:
     """Spark's ``window`` struct as the library's ``window_start``, ``window_end``."""
     return [F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end")]
+
+
+def largest(column: str) -> Column:
+    """``max(column) AS column``: the aggregate q7 compares bids with, in Spark's terms and in
+    the library's (:func:`windowing.nexmark_queries.q7_highest_bid`)."""
+    return F.max(column).alias(column)
 
 
 def native_q5(bids: DataFrame) -> DataFrame:
@@ -60,8 +66,8 @@ def native_q7(bids: DataFrame) -> DataFrame:
     here a bid is compared with its own window only."""
     _batch_only("native_q7", bids)
     windowed = bids.withColumn("window", F.window("date_time", _TEN_SECONDS))
-    largest = windowed.groupBy("window").agg(F.max("price").alias("price"))
-    top = windowed.join(largest, ["window", "price"])
+    highest = windowed.groupBy("window").agg(largest("price"))
+    top = windowed.join(highest, ["window", "price"])
     return top.select(*_window_bounds(), "auction", "bidder", "price", "date_time", "extra")
 
 
