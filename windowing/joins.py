@@ -312,7 +312,8 @@ class JoinWithWindow:
         return run_terminal(terminal)  # type: ignore[no-any-return]
 
     def explain(self) -> None:
-        """Print how the join runs (the windowed stream's plan)."""
+        """Print how the join runs with a join function (:meth:`apply`'s plan); the result
+        of :meth:`select` explains its own, which may be the native join."""
         self.windowed.explain(CoGroupWindowFunction(as_co_group(_pair, _JOIN)))
 
 
