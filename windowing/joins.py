@@ -299,16 +299,9 @@ class JoinWithWindow:
         from windowing.spark.run import Terminal, run_terminal
 
         job = self.windowed.job()
-        df = job.source.df
-        config = job.config
-        others = (
-            ["window_start", "window_end", "max_timestamp"]
-            if config.window_struct is None
-            else [config.window_struct]
-        ) + (["pane_index", "timing"] if config.pane_info else [])
-        select = JoinSelect.of(df, tuple(job.keys or ()), columns, others)
         spec = Apply(CoGroupWindowFunction(as_co_group(_pair, _JOIN)))
-        terminal = Terminal(job, spec, JoinSelect.pair_schema(df), join_select=select)
+        pairs = JoinSelect.pair_schema(job.source.df)
+        terminal = Terminal(job, spec, pairs, join_select=JoinSelect.of(job, columns))
         return run_terminal(terminal)  # type: ignore[no-any-return]
 
     def explain(self) -> None:

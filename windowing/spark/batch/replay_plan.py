@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,7 @@ from pyspark.sql.types import StructField, StructType
 from windowing.errors import ErrorPolicy
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
 from windowing.functions.spec import Aggregate, WindowFunctionSpec, with_input_schema
-from windowing.job import InputWatermarks, Job, StreamSource
+from windowing.job import InputWatermarks, Job, StreamSource, WindowConfig
 from windowing.records import OutputTag
 from windowing.spark.batch.replay import Replay
 from windowing.spark.columns.failures import DEAD_LETTER_COLUMNS
@@ -87,7 +87,14 @@ from windowing.spark.jobs import (
 if TYPE_CHECKING:
     from windowing.spark.planning import SparkPlan
 
-__all__ = ["BatchMetrics", "WindowedResult", "replay_order", "run_batch", "streams_record_batches"]
+__all__ = [
+    "BatchMetrics",
+    "WindowedResult",
+    "replay_order",
+    "result_names",
+    "run_batch",
+    "streams_record_batches",
+]
 
 #: Whether adaptive execution may change a cached plan's output partitioning (Spark: false).
 _CACHED_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
@@ -259,6 +266,19 @@ class WindowedResult:
 
 
 # ---------------------------------------------------------------------------- driver side
+def result_names(keys: Sequence[str], config: WindowConfig, outputs: Sequence[str]) -> list[str]:
+    """The results' columns, in order: the keys, the window (``window_start``,
+    ``window_end``, or ``config.window_struct``), the function's ``outputs``,
+    ``max_timestamp`` (not with a window struct), and with pane info the pane columns."""
+    window_first, window_last = (
+        (["window_start", "window_end"], ["max_timestamp"])
+        if config.window_struct is None
+        else ([config.window_struct], [])
+    )
+    panes = list(PANE_COLUMNS) if config.pane_info else []
+    return [*keys, *window_first, *outputs, *window_last, *panes]
+
+
 def _annotation_source(spec: WindowFunctionSpec) -> tuple[Any, bool] | None:
     """The method whose return annotation describes the outputs, and whether it returns
     many outputs (an iterable)."""
@@ -390,12 +410,7 @@ def build_layout(
         if spec is None
         else _output_schema(spec, output_schema, input_schema, keys)
     )
-    result_names = (
-        [*keys, "window_start", "window_end", *out_fields.names, "max_timestamp"]
-        if config.window_struct is None
-        else [*keys, config.window_struct, *out_fields.names]
-    ) + (list(PANE_COLUMNS) if config.pane_info else [])
-    check_names(result_names, "results")
+    check_names(result_names(keys, config, out_fields.names), "results")
     if config.late_output_tag is not None:
         check_names([*input_schema.names, *LATE_COLUMNS], "late side output")
     dead_letter = config.on_error is ErrorPolicy.DEAD_LETTER

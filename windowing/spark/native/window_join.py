@@ -41,17 +41,14 @@ from pyspark.sql.types import DataType, DoubleType, FloatType, StructField, Stru
 from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.functions.joins import LEFT, RIGHT, SIDE
 from windowing.job import Job
-from windowing.spark.batch.replay_plan import WindowedResult, build_layout
+from windowing.spark.batch.replay_plan import WindowedResult, build_layout, result_names
 from windowing.spark.columns.inputs import TS, time_millis
 from windowing.spark.columns.output import REASON_NULL_EVENT_TIME, col
 from windowing.spark.native.parts import ON_TIME, keys_counter, tagged_union
 from windowing.spark.native.windows import TumblingBounds
 from windowing.time import MAX_TIMESTAMP
 
-__all__ = ["PAIR_SCHEMA_FIELDS", "JoinSelect", "run_window_join"]
-
-#: The operator's output fields of a window join's pairs (each side's row as a struct).
-PAIR_SCHEMA_FIELDS = (LEFT, RIGHT)
+__all__ = ["JoinSelect", "run_window_join"]
 
 _LK, _RK = "__pw_jl", "__pw_jr"  # a side's key columns in the join
 _LW, _RW = "__pw_jlw", "__pw_jrw"  # a side's window start in the join
@@ -66,21 +63,18 @@ class JoinSelect:
 
     Example::
 
-        JoinSelect.of(union_df, ("auction",), ("left.price", F.col("right.name")))
+        JoinSelect.of(joined_job, ("left.price", F.col("right.name")))
     """
 
     columns: tuple[Column, ...]
     schema: StructType
-    keys: tuple[str, ...]
 
     @classmethod
-    def of(
-        cls, union: DataFrame, keys: Sequence[str], columns: Sequence[Any], others: Sequence[str]
-    ) -> JoinSelect:
-        """The ``columns`` (names or ``Column`` expressions) over the tagged union ``union``
-        keyed by ``keys``; ``ValueError`` naming the column for an empty selection, another
-        type, a column Spark cannot resolve there, or an output column named like another
-        (``others``: the results' key, window, ``max_timestamp`` and pane columns)."""
+    def of(cls, job: Job, columns: Sequence[Any]) -> JoinSelect:
+        """The ``columns`` (names or ``Column`` expressions) over the pairs of ``job``'s
+        tagged union; ``ValueError`` naming the column for an empty selection, another type,
+        a column Spark cannot resolve there, or an output column named like another column
+        of the results (a key, window or pane column: :func:`result_names`)."""
         if not columns:
             msg = "join(...).select: give at least one column, e.g. select('left.price')"
             raise ValueError(msg)
@@ -96,6 +90,7 @@ class JoinSelect:
                     f"got {type(c).__name__} {c!r}"
                 )
                 raise ValueError(msg)
+        union, keys = job.source.df, tuple(job.keys or ())
         pairs = union.select(*keys, LEFT, RIGHT)
         try:
             schema = pairs.select(*resolved).schema
@@ -106,7 +101,7 @@ class JoinSelect:
                 f"are {[*keys, LEFT, RIGHT]} ({sides}): {exc}"
             )
             raise ValueError(msg) from exc
-        reserved = {*keys, *others}
+        reserved = set(result_names(keys, job.config, ()))
         names = schema.names
         clash = sorted({n for n in names if n in reserved or names.count(n) > 1})
         if clash:
@@ -115,13 +110,13 @@ class JoinSelect:
                 f"results ({sorted(reserved)}); rename them with .alias(...)"
             )
             raise ValueError(msg)
-        return cls(tuple(resolved), schema, tuple(keys))
+        return cls(tuple(resolved), schema)
 
     @staticmethod
     def pair_schema(union: DataFrame) -> StructType:
         """The output schema of the operator's join function: each pair's ``left`` and
         ``right`` rows."""
-        return StructType([StructField(n, union.schema[n].dataType) for n in PAIR_SCHEMA_FIELDS])
+        return StructType([StructField(n, union.schema[n].dataType) for n in (LEFT, RIGHT)])
 
     def project(self, results: DataFrame) -> DataFrame:
         """The results of the operator's pairs (``left``, ``right`` among the result
@@ -225,5 +220,5 @@ def _key_value(key: Column, data_type: DataType) -> Column:
     """A join key as the results give it: a float key ``-0.0`` as ``0.0``, as Spark's
     grouping and the window operator's keys give it (the join compares them equal)."""
     if isinstance(data_type, FloatType | DoubleType):
-        return F.when(key == F.lit(0.0), F.lit(0.0).cast(data_type)).otherwise(key)
+        return key + F.lit(0.0).cast(data_type)  # -0.0 + 0.0 == 0.0 (keys.key_value's rule)
     return key
