@@ -15,10 +15,13 @@ Batch (input read once and cached; each run is one action, a ``noop`` write of t
   ``columnar``, whole Arrow columns in the batch replay); ``.aggregate(SumAmount())`` (the
   window operator, a Python call per row), in-order replay;
 * the mean and population variance of ``amount`` (``--runs`` ``vectorized-groups``,
-  ``vectorized-batches``): ours with a ``VectorizedAggregateFunction`` (numpy), with
-  ``add_groups`` / ``get_results`` (``np.add.reduceat``: a few numpy calls per record batch)
-  or with only ``add_batch`` (a call per window); their ratios are to native
-  ``.agg(avg, var_pop)``.
+  ``vectorized-batches``, ``vectorized-process``): ours with a
+  ``VectorizedAggregateFunction`` (numpy), with ``add_groups`` / ``get_results``
+  (``np.add.reduceat``: a few numpy calls per record batch) or with only ``add_batch`` (a
+  call per window), and with a ``VectorizedProcessWindowFunction`` (a ``process`` call per
+  window); their ratios are to native ``.agg(avg, var_pop)``. Beside the last, up to
+  100,000 keys, Spark's own way to run a Python function per window
+  (``groupBy(key, window).applyInArrow``), and ours / that.
 
 Streaming (``--stream-keys``, default 100,000; the events as ``--files`` parquet files read
 one per micro-batch, ``availableNow``): native ``withWatermark(ts, 1 s).groupBy(key,
@@ -53,7 +56,11 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 from windowing.assigners import TumblingEventTimeWindows
-from windowing.functions import AggregateFunction, VectorizedAggregateFunction
+from windowing.functions import (
+    AggregateFunction,
+    VectorizedAggregateFunction,
+    VectorizedProcessWindowFunction,
+)
 from windowing.spark.planning import BUILTIN_PATH_CONF
 from windowing.stream import BoundedOutOfOrderness, DataStream
 
@@ -120,6 +127,17 @@ class MeanVarGroups(MeanVarBatches):
         return {"mean": accumulators[:, 1], "var": accumulators[:, 2] / accumulators[:, 0]}
 
 
+class MeanVarWindows(VectorizedProcessWindowFunction):
+    """The mean and population variance of each window's ``amount``: one ``process`` call
+    per window with its rows as numpy arrays."""
+
+    batch_format = "numpy"
+
+    def process(self, key: Any, context: Any, batch: Any) -> Any:
+        x = batch["amount"].astype(float)
+        return {"mean": [x.mean()], "var": [x.var()]}
+
+
 def session(partitions: int) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -162,11 +180,30 @@ def native_batch(df: DataFrame) -> DataFrame:
     return df.groupBy("key", F.window("ts", "10 seconds")).agg(F.sum("amount").alias("total"))
 
 
+def window_mean_var(key: Any, table: Any) -> Any:
+    """Spark's own grouped map of one (key, window) group: its mean and variance."""
+    import pyarrow as pa
+
+    x = table.column("amount").to_numpy().astype(float)
+    return pa.table({"key": [key[0].as_py()], "mean": [x.mean()], "var": [x.var()]})
+
+
+def native_apply_in_arrow(df: DataFrame) -> DataFrame:
+    """A Python function per window the native way: ``groupBy(key, window).applyInArrow``."""
+    return df.groupBy("key", F.window("ts", "10 seconds")).applyInArrow(
+        window_mean_var, "key bigint, mean double, var double"
+    )
+
+
 def native_mean_var(df: DataFrame) -> DataFrame:
     return df.groupBy("key", F.window("ts", "10 seconds")).agg(
         F.avg("amount").alias("mean"), F.var_pop("amount").alias("var")
     )
 
+
+#: Key counts up to which Spark's own per-window Python function runs beside ours (about a
+#: quarter of a millisecond per window: minutes at more keys).
+APPLY_IN_ARROW_KEYS = 100_000
 
 #: The batch runs of ours: name -> (how, the built-ins' path forced, or None: the planner's).
 BATCH_RUNS: dict[str, tuple[str, str | None]] = {
@@ -180,6 +217,7 @@ BATCH_RUNS: dict[str, tuple[str, str | None]] = {
     "aggregate": ("aggregate", None),
     "vectorized-groups": ("groups", None),
     "vectorized-batches": ("batches", None),
+    "vectorized-process": ("process", None),
 }
 
 
@@ -197,6 +235,9 @@ def ours_batch(df: DataFrame, how: str, path: str | None = None) -> DataFrame:
     if how in ("groups", "batches"):
         function = MeanVarGroups() if how == "groups" else MeanVarBatches()
         return windowed.aggregate(function, output_schema="mean double, var double").results
+    if how == "process":
+        schema = "mean double, var double"
+        return windowed.process(MeanVarWindows(), output_schema=schema).results
     spark = df.sparkSession
     if path is not None:
         spark.conf.set(BUILTIN_PATH_CONF, path)
@@ -231,9 +272,13 @@ def batch_sweep(
         actions: dict[str, Callable[[], Any]] = {
             "native groupBy(window)": lambda df=df: noop(native_batch(df))
         }
-        mean_var = [name for name in names if BATCH_RUNS[name][0] in ("groups", "batches")]
+        mean_var = [
+            name for name in names if BATCH_RUNS[name][0] in ("groups", "batches", "process")
+        ]
         if mean_var:
             actions["native avg, var_pop"] = lambda df=df: noop(native_mean_var(df))
+        if "vectorized-process" in names and keys <= APPLY_IN_ARROW_KEYS:
+            actions["native applyInArrow"] = lambda df=df: noop(native_apply_in_arrow(df))
         for name in names:
             how, forced = BATCH_RUNS[name]
             label = {
@@ -241,6 +286,7 @@ def batch_sweep(
                 "aggregate": ".aggregate",
                 "groups": "vectorized add_groups",
                 "batches": "vectorized add_batch",
+                "process": "vectorized process",
             }.get(how, f".{how}")
             label = f"ours {label}" + (f" ({forced})" if forced else "")
             actions[label] = lambda df=df, h=how, f=forced: noop(ours_batch(df, h, f))
@@ -252,12 +298,16 @@ def batch_sweep(
         for name, seconds in times.items():
             per_event = seconds / n * 1e6
             first.setdefault(name, per_event)
-            baseline = native_mv if "vectorized" in name else native
-            ratio = "" if name.startswith("native") else f"{baseline / seconds:.2f}x"
+            baseline = native_mv if "vectorized" in name or "Arrow" in name else native
+            ours = not name.startswith("native") or "Arrow" in name
+            ratio = f"{baseline / seconds:.2f}x" if ours else ""
             print(
                 f"{keys:>10,} {name:<28} {seconds:>8.2f} {per_event:>9.2f} {ratio:>10} "
                 f"{per_event / first[name]:>6.2f}x"
             )
+        if "native applyInArrow" in times:
+            ratio = times["native applyInArrow"] / times["ours vectorized process"]
+            print(f"{'':>10} ours vectorized process / native applyInArrow: {ratio:.2f}x")
         print(f"{'':>10} load {load()}")
         df.unpersist()
 

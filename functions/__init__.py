@@ -33,6 +33,7 @@ from windowing.functions.spec import (
     as_spec,
 )
 from windowing.functions.vectorized import VectorizedAggregateFunction
+from windowing.functions.vectorized_process import VectorizedProcessWindowFunction
 
 __all__ = [
     "Aggregate",
@@ -53,6 +54,7 @@ __all__ = [
     "Reduce",
     "ReduceFunction",
     "VectorizedAggregateFunction",
+    "VectorizedProcessWindowFunction",
     "WindowFunction",
     "WindowFunctionSpec",
     "as_spec",

@@ -22,6 +22,10 @@ from windowing.functions.base import (
     WindowFunction,
 )
 from windowing.functions.vectorized import VectorizedAdapter, VectorizedAggregateFunction
+from windowing.functions.vectorized_process import (
+    VectorizedProcessAdapter,
+    VectorizedProcessWindowFunction,
+)
 
 __all__ = [
     "Aggregate",
@@ -149,18 +153,31 @@ class Fold:
 
 @dataclass(frozen=True)
 class Process:
-    """A :class:`ProcessWindowFunction` over all buffered elements of the window."""
+    """A :class:`ProcessWindowFunction` over all buffered elements of the window.
+
+    A :class:`~windowing.functions.vectorized_process.VectorizedProcessWindowFunction` is held
+    as its :class:`~windowing.functions.vectorized_process.VectorizedProcessAdapter`
+    (``function``; the user's function is :attr:`vectorized`)."""
 
     function: ProcessWindowFunction[Any, Any, Any, Any]
     kind = "process"
 
     def __post_init__(self) -> None:
+        if isinstance(self.function, VectorizedProcessWindowFunction):
+            object.__setattr__(self, "function", VectorizedProcessAdapter(self.function))
         if not isinstance(self.function, ProcessWindowFunction):
             msg = (
-                "process: function must be a ProcessWindowFunction, "
+                "process: function must be a ProcessWindowFunction or a "
+                "VectorizedProcessWindowFunction, "
                 f"got {type(self.function).__name__} {self.function!r}"
             )
             raise ValueError(msg)
+
+    @property
+    def vectorized(self) -> VectorizedProcessWindowFunction | None:
+        """The user's ``VectorizedProcessWindowFunction``, if it is one."""
+        fn = self.function
+        return fn.function if isinstance(fn, VectorizedProcessAdapter) else None
 
 
 @dataclass(frozen=True)
@@ -186,8 +203,9 @@ def as_spec(function: Any, window_function: Any = None) -> WindowFunctionSpec:
     """Read a function of any supported kind as a spec.
 
     A ``ReduceFunction`` or plain callable is a reduce; an ``AggregateFunction`` or
-    ``VectorizedAggregateFunction`` an aggregate;
-    a ``ProcessWindowFunction`` a process; a ``WindowFunction`` an apply. Specs pass through.
+    ``VectorizedAggregateFunction`` an aggregate; a ``ProcessWindowFunction`` or
+    ``VectorizedProcessWindowFunction`` a process; a ``WindowFunction`` an apply. Specs pass
+    through.
     """
     if isinstance(function, Reduce | Aggregate | Fold | Process | Apply):
         if window_function is not None:
@@ -198,6 +216,11 @@ def as_spec(function: Any, window_function: Any = None) -> WindowFunctionSpec:
         return Aggregate(VectorizedAdapter(function), window_function)
     if isinstance(function, AggregateFunction):
         return Aggregate(function, window_function)
+    if isinstance(function, VectorizedProcessWindowFunction):
+        if window_function is not None:
+            msg = f"function: {function!r} is not incremental; window_function is not allowed"
+            raise ValueError(msg)
+        return Process(function)  # type: ignore[arg-type]
     if isinstance(function, ProcessWindowFunction | WindowFunction):
         if window_function is not None:
             msg = f"function: {function!r} is not incremental; window_function is not allowed"
@@ -212,7 +235,8 @@ def as_spec(function: Any, window_function: Any = None) -> WindowFunctionSpec:
         return Reduce(function, window_function)
     msg = (
         "function must be a ReduceFunction or callable, AggregateFunction, "
-        "VectorizedAggregateFunction, ProcessWindowFunction, WindowFunction or a spec, "
+        "VectorizedAggregateFunction, ProcessWindowFunction, VectorizedProcessWindowFunction, "
+        "WindowFunction or a spec, "
         f"got {type(function).__name__} {function!r}"
     )
     raise ValueError(msg)
@@ -245,8 +269,10 @@ def result_source(spec: WindowFunctionSpec) -> str | None:
 
 def with_input_schema(spec: WindowFunctionSpec, schema: Any) -> WindowFunctionSpec:
     """``spec`` with the input columns' Arrow schema ``schema`` given to a vectorized
-    function's adapter (which then builds batches of these types rather than infer them);
-    any other spec as it is."""
+    (aggregate or window) function's adapter (which then builds batches of these types rather
+    than infer them); any other spec as it is."""
     if isinstance(spec, Aggregate) and isinstance(spec.function, VectorizedAdapter):
         return Aggregate(spec.function.with_input_schema(schema), spec.window_function)
+    if isinstance(spec, Process) and isinstance(spec.function, VectorizedProcessAdapter):
+        return Process(spec.function.with_input_schema(schema))
     return spec

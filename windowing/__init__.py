@@ -44,6 +44,7 @@ from windowing.functions import (
     ProcessWindowFunction,
     ReduceFunction,
     VectorizedAggregateFunction,
+    VectorizedProcessWindowFunction,
     WindowFunction,
 )
 from windowing.operator import InMemoryStateBackend, KeyState, OperatorMetrics, WindowOperator
@@ -155,6 +156,7 @@ __all__ = [
     "TumblingProcessingTimeWindows",
     "ValueStateDescriptor",
     "VectorizedAggregateFunction",
+    "VectorizedProcessWindowFunction",
     "WindowAssigner",
     "WindowFunction",
     "WindowOperator",

@@ -116,3 +116,28 @@ def _planned_routes(
     assert declared & seen, f"declared {sorted(map(str, declared))}, ran {sorted(map(str, seen))}"
     undeclared = {p.route for p in planned if p.native} - declared
     assert not undeclared, f"native routes {sorted(map(str, undeclared))} not declared"
+
+
+BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
+@pytest.fixture
+def small_batches(spark: SparkSession) -> Iterator[None]:
+    """Record batches of 128 rows: keys and windows span batches (carried rows)."""
+    previous = spark.conf.get(BATCH_ROWS)
+    spark.conf.set(BATCH_ROWS, "128")
+    yield
+    spark.conf.set(BATCH_ROWS, previous)
+
+
+@pytest.fixture
+def tiny_batches(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Record batches of 7 rows, and at most 150 carried rows: a key's rows go on in the next
+    batches, those of a key of more rows (hopping windows) to the operator."""
+    from windowing.spark.batch import replay
+
+    previous = spark.conf.get(BATCH_ROWS)
+    spark.conf.set(BATCH_ROWS, "7")
+    monkeypatch.setattr(replay, "CARRY_ROWS", 150)
+    yield
+    spark.conf.set(BATCH_ROWS, previous)

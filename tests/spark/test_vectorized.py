@@ -5,7 +5,6 @@ Spark's native aggregates, and a streaming query."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from windowing import (
 )
 from windowing.functions import Aggregate
 from windowing.job import WindowConfig
-from windowing.spark.batch import replay
 from windowing.spark.columnar.vectorized import result_columns, vectorized_plan
 from windowing.spark.columns.output import OutputLayout
 from windowing.spark.planning import ColumnarShape, Route
@@ -127,29 +125,6 @@ def events(spark: SparkSession, n: int = 3_000, keys: int = 7) -> DataFrame:
         F.timestamp_millis(F.lit(T0) + rid * 23).alias("ts"),
         F.lit("x").alias("tag"),
     )
-
-
-BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
-
-
-@pytest.fixture
-def small_batches(spark: SparkSession) -> Iterator[None]:
-    """Record batches of 128 rows: keys and windows span batches (carried rows)."""
-    previous = spark.conf.get(BATCH_ROWS)
-    spark.conf.set(BATCH_ROWS, "128")
-    yield
-    spark.conf.set(BATCH_ROWS, previous)
-
-
-@pytest.fixture
-def tiny_batches(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Record batches of 7 rows, and at most 150 carried rows: a key's rows go on in the next
-    batches, those of a key of more rows (hopping windows) to the operator."""
-    previous = spark.conf.get(BATCH_ROWS)
-    spark.conf.set(BATCH_ROWS, "7")
-    monkeypatch.setattr(replay, "CARRY_ROWS", 150)
-    yield
-    spark.conf.set(BATCH_ROWS, previous)
 
 
 def collected(result: Any) -> list[tuple[Any, ...]]:

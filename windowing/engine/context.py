@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from windowing.engine.keystate import KeyState, register_timer
@@ -11,7 +11,14 @@ from windowing.records import OutputTag, WindowResult
 from windowing.state import StateTable
 from windowing.windows import window_text
 
-__all__ = ["Clock", "ClockReader", "ProcessContext", "WindowContext", "check_outputs"]
+__all__ = [
+    "Clock",
+    "ClockReader",
+    "DeferredStateContext",
+    "ProcessContext",
+    "WindowContext",
+    "check_outputs",
+]
 
 
 class ClockReader(Protocol):
@@ -127,6 +134,30 @@ class WindowContext:
         self.side_outputs.setdefault(tag, []).append(
             WindowResult(self.key, w, value, w.max_timestamp())
         )
+
+
+class DeferredStateContext(WindowContext):
+    """A window's context whose key state is looked up (``key_state(state_key)``; the state
+    key is set before each window with the key and window) only when the function asks for
+    state; ``used`` says whether it did since the caller last reset it."""
+
+    __slots__ = ("key_state", "state_key", "used")
+
+    key_state: Callable[[Any], KeyState]
+    state_key: Any
+    used: bool
+
+    def _bind(self) -> None:
+        self.ks = self.key_state(self.state_key)
+        self.used = True
+
+    def window_state(self) -> Any:
+        self._bind()
+        return super().window_state()
+
+    def global_state(self) -> Any:
+        self._bind()
+        return super().global_state()
 
 
 # The context passed to process functions exposes ``window()`` as a method (PyFlink).

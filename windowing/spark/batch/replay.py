@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,10 +45,12 @@ from windowing.functions.spec import WindowFunctionSpec
 from windowing.idleness import Idleness
 from windowing.job import WindowConfig
 from windowing.operator import WindowOperator
+from windowing.records import OutputTag
 from windowing.spark.batch import replay_keys
 from windowing.spark.batch.replay_keys import Chunk, OperatorRun, OutputBlock, as_batch
 from windowing.spark.columnar.core import ColumnarPlan, columnar_results
 from windowing.spark.columnar.vectorized import VectorizedWindows
+from windowing.spark.columnar.vectorized_process import KeyStates
 from windowing.spark.columns.inputs import TS, replay_order
 from windowing.spark.columns.keys import group_codes, key_value, state_key
 from windowing.spark.columns.null_results import NullResultReport, report_null_results
@@ -178,6 +180,9 @@ class _GroupStream:
         self.input_rows = self.null_ts = self.null_arr = self.left_at_end = self.num_keys = 0
         self.memory_limit = _memory_limit()
         self.active_key: Any = None  # the key being replayed (memory errors name it)
+        # a vectorized window function's per-key state of the key it last evaluated
+        plan = replay.columnar
+        self.states = KeyStates(isinstance(plan, VectorizedWindows) and plan.kind == "session")
 
     def run(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         try:
@@ -255,7 +260,7 @@ class _GroupStream:
         chunk = Chunk(replay, batch, starts[first], n)
         last = len(keys) - 1
         for j in range(first, last + 1):
-            run = OperatorRun(self, keys[j], skeys[j], starts[j])
+            run = self._run(keys[j], skeys[j], starts[j])
             if j == first and carry is not None and carry.num_rows:
                 carried = Chunk(replay, carry, 0, carry.num_rows)
                 self._feed(run, carried, 0, carry.num_rows, block, carry)
@@ -264,6 +269,13 @@ class _GroupStream:
                 self._finish(run, block)
             else:
                 self.current = run
+
+    def _run(self, key: Any, skey: Any, row: int) -> OperatorRun:
+        """The operator's run of ``key`` (its first row ``row`` of the batch), with the
+        per-key state a window function gave it on whole columns."""
+        run = OperatorRun(self, key, skey, row)
+        self.states.hand_over(self.op, key, skey)
+        return run
 
     def _feed(
         self,
@@ -290,7 +302,7 @@ class _GroupStream:
             carry, self.carry = self.carry, None
             self.carry_skey = _NO_KEY
             if not self._reduce(carry, None, block):
-                run = OperatorRun(self, self.carry_key, state_key(self.carry_key), 0)
+                run = self._run(self.carry_key, state_key(self.carry_key), 0)
                 run.batch_id = -1  # its key row is not in the current batch
                 run.detach(as_batch(carry.slice(0, 1)))
                 chunk = Chunk(self.replay, carry, 0, carry.num_rows)
@@ -337,7 +349,7 @@ class _GroupStream:
             return
         rest = part.slice(tail)
         if rest.num_rows > self.replay.carry_rows:  # a long window: the operator reduces it
-            run = OperatorRun(self, keys[-1], skeys[-1], starts[-2])
+            run = self._run(keys[-1], skeys[-1], starts[-2])
             chunk = Chunk(self.replay, rest, 0, rest.num_rows)
             self._feed(run, chunk, 0, rest.num_rows, block, rest)
             self.current = run
@@ -359,10 +371,13 @@ class _GroupStream:
         columns: list[pa.Array] = []
         if isinstance(plan, VectorizedWindows):
             inputs = part.select(replay.input_names)
-            found: Any = plan.results(inputs, part.column(TS), codes, replay.layout)
+            found: Any = plan.results(
+                inputs, part.column(TS), codes, replay.layout, self._keys_of(part), self.states
+            )
             if found is None:
                 return False
             columns = found.columns
+            self._side_outputs(part, found.side_outputs, block)
         else:
             found = columnar_results(plan, part.column(TS), part.column(plan.field), codes)
             if found is None:
@@ -375,16 +390,16 @@ class _GroupStream:
                     columns.append(part.column(field.name).take(rows).combine_chunks())
         starts = pa.array(found.starts, pa.int64())
         ends = pa.array(found.ends, pa.int64())
-        fired = len(found.starts)
+        results = len(found.starts)
         counters = {
             "num_elements": part.num_rows,
-            "num_windows_fired": fired,
-            "num_results": fired,
+            "num_windows_fired": found.fired,
+            "num_results": results,
         }
 
         def key_columns(total: int) -> list[pa.Array]:
             # the results: their own rows; the metrics row: any row
-            take = found.rows if total == fired else np.zeros(total, np.int64)
+            take = found.rows if total == results else np.zeros(total, np.int64)
             return [part.column(k).take(take).combine_chunks() for k in replay.keys]
 
         block.columnar.extend(
@@ -396,6 +411,42 @@ class _GroupStream:
             )
         )
         return True
+
+    def _keys_of(self, part: pa.Table) -> Any:
+        """The key values and state keys of rows of ``part`` (a window function's keys)."""
+        names = self.replay.keys
+
+        def keys_of(rows: np.ndarray[Any, Any]) -> tuple[list[Any], list[Any]]:
+            take = pa.array(rows, pa.int64())
+            columns = [arrow_to_python(part.column(k).take(take)) for k in names]
+            keys = [key_value([c[j] for c in columns]) for j in range(len(rows))]
+            return keys, [state_key(k) for k in keys]
+
+        return keys_of
+
+    def _side_outputs(
+        self, part: pa.Table, records: Mapping[OutputTag, list[tuple[int, Any]]], block: OutputBlock
+    ) -> None:
+        """A window function's side outputs (each with the row of ``part`` its key is taken
+        from) into ``block``."""
+        layout = self.replay.layout
+        refs: dict[int, int] = {}
+        for tag, found in records.items():
+            values = [r for _, r in found]
+            layout.check_side_output(tag, values, values[0].key)
+            if tag not in block.sides:
+                msg = (
+                    f"context.output({tag!r}, ...) of key {values[0].key!r}: the late data "
+                    "tag holds the late input rows; write to a tag of your own"
+                )
+                raise ValueError(msg)
+            for row, record in found:
+                ref = refs.get(row)
+                if ref is None:
+                    key_row = part.select(self.replay.keys).slice(row, 1)
+                    ref = refs[row] = block.extra(as_batch(key_row))
+                block.sides[tag].append(record)
+                block.side_refs[tag].append(ref)
 
     # -- memory --------------------------------------------------------------------------------
     def _check_memory(self, run: OperatorRun) -> None:

@@ -42,7 +42,7 @@ from pyspark.sql.types import StructField, StructType
 
 from windowing.errors import ErrorPolicy
 from windowing.functions.base import FoldFunction, ProcessWindowFunction, WindowFunction
-from windowing.functions.spec import Aggregate, WindowFunctionSpec, with_input_schema
+from windowing.functions.spec import Aggregate, Process, WindowFunctionSpec, with_input_schema
 from windowing.job import InputWatermarks, Job, StreamSource, WindowConfig
 from windowing.records import OutputTag
 from windowing.spark.batch.replay import Replay
@@ -289,6 +289,8 @@ def _annotation_source(spec: WindowFunctionSpec) -> tuple[Any, bool] | None:
         if isinstance(wf, WindowFunction):
             return type(wf).apply, True
         return None
+    if isinstance(spec, Process) and spec.vectorized is not None:
+        return None  # its outputs are a table's rows: output_schema names the columns
     fn: Any = spec.user_function if isinstance(spec, Aggregate) else spec.function
     if spec.kind == "aggregate":
         return type(fn).get_result, False

@@ -22,20 +22,18 @@ windows), and the replay then runs the operator, through the function's adapter
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import StructType
 
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
-from windowing.functions.spec import Aggregate, WindowFunctionSpec
+from windowing.functions.spec import Aggregate, Process, WindowFunctionSpec
 from windowing.functions.vectorized import (
     VectorizedAggregateFunction,
     describe,
@@ -43,11 +41,21 @@ from windowing.functions.vectorized import (
     group_results,
     in_format,
 )
+from windowing.functions.vectorized_process import (
+    VectorizedProcessWindowFunction,
+    overrides_clear,
+)
+from windowing.functions.vectorized_process import describe as describe_process
 from windowing.job import WindowConfig
+from windowing.records import OutputTag, WindowResult
 from windowing.spark.columnar.core import ColumnarShape, near_ends_of_time
 from windowing.spark.columnar.tumbling import last_window_from, tumbling_starts
+from windowing.spark.columnar.vectorized_process import (
+    KeyStates,
+    encoded_columns,
+    process_windows,
+)
 from windowing.spark.columns.output import OutputLayout
-from windowing.spark.columns.schema import make_columns_encoder, make_row_encoder
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
@@ -65,13 +73,22 @@ __all__ = [
 
 @dataclass(frozen=True)
 class VectorizedResults:
-    """Per (key, window) group of a part of the input: its window's start and end, its first
-    row (the key columns are taken from it) and the result columns."""
+    """The results of the (key, window) groups of a part of the input, a row each (an
+    aggregate) or any number (a window function): per result, its window's start and end, its
+    window's first row (the key columns are taken from it), and the result columns; the
+    windows fired, and the side outputs (per tag, the first row of the window each came from,
+    and the record)."""
 
     starts: np.ndarray[Any, Any]
     ends: np.ndarray[Any, Any]
     rows: np.ndarray[Any, Any]
     columns: list[pa.Array]
+    fired: int
+    side_outputs: Mapping[OutputTag, list[tuple[int, WindowResult]]] = field(default_factory=dict)
+
+
+#: The key values (as functions see them) and state keys of rows of a part of the input.
+KeysOf = Callable[[np.ndarray[Any, Any]], tuple[Sequence[Any], Sequence[Any]]]
 
 
 @dataclass(frozen=True)
@@ -88,11 +105,11 @@ class Groups:
 
 @dataclass(frozen=True, eq=False)
 class VectorizedWindows(ABC):
-    """A vectorized aggregate function whose windows the batch replay computes a record
-    batch at a time, in event-time order (see the module docstring); a subclass per window
-    shape says which rows form a window."""
+    """A vectorized aggregate or window function whose windows the batch replay computes a
+    record batch at a time, in event-time order (see the module docstring); a subclass per
+    window shape says which rows form a window."""
 
-    function: VectorizedAggregateFunction[Any, Any]
+    function: VectorizedAggregateFunction[Any, Any] | VectorizedProcessWindowFunction
     allowed_lateness: int
 
     kind: ClassVar[str]
@@ -124,10 +141,13 @@ class VectorizedWindows(ABC):
         times: pa.ChunkedArray,
         codes: np.ndarray[Any, Any] | None,
         layout: OutputLayout,
+        keys_of: KeysOf | None = None,
+        states: KeyStates | None = None,
     ) -> VectorizedResults | None:
         """The windows of ``rows`` (the input columns of whole windows of one or more keys,
         sorted by key ``codes``, ``None`` for one key, then event time ``times`` in ms without
-        nulls), or ``None`` when the operator must compute them."""
+        nulls), or ``None`` when the operator must compute them (decided before any user
+        call). A window function needs ``keys_of`` and the key states ``states``."""
         t = times.to_numpy()
         if len(t) == 0 or near_ends_of_time(self.margin, int(t.min()), int(t.max())):
             return None
@@ -139,18 +159,59 @@ class VectorizedWindows(ABC):
         found = self.groups(t, codes)
         fn = self.function
         grouped = rows if found.take is None else rows.take(found.take)
+        first = found.offsets[:-1]
+        first_rows = first if found.take is None else found.take[first]
+        if isinstance(fn, VectorizedProcessWindowFunction):
+            assert keys_of is not None and states is not None
+            keys, skeys = keys_of(first_rows)
+            done = process_windows(
+                fn,
+                grouped,
+                found.offsets,
+                (found.starts, found.ends),
+                keys,
+                skeys,
+                states,
+                layout.out_schema,
+                self.clears,
+            )
+            sides = {
+                tag: [(int(first_rows[i]), r) for i, r in records]
+                for tag, records in done.side_outputs.items()
+            }
+            return VectorizedResults(
+                np.repeat(found.starts, done.counts),
+                np.repeat(found.ends, done.counts),
+                np.repeat(first_rows, done.counts),
+                [c.combine_chunks() for c in done.table.columns],
+                len(first),
+                sides,
+            )
         batch = in_format(grouped, fn.batch_format)
         results = group_results(fn, group_accumulators(fn, batch, found.offsets))
         columns = result_columns(fn, results, layout)
         if columns is None:
             return None
-        first = found.offsets[:-1]
-        first_rows = first if found.take is None else found.take[first]
-        return VectorizedResults(found.starts, found.ends, first_rows, columns)
+        return VectorizedResults(found.starts, found.ends, first_rows, columns, len(first))
+
+    @property
+    def clears(self) -> bool:
+        """A window function's ``clear`` follows each ``process`` (on the same timer: no
+        lateness) because the function has one."""
+        fn = self.function
+        return isinstance(fn, VectorizedProcessWindowFunction) and overrides_clear(fn)
 
     def describe(self) -> str:
+        fn = self.function
+        if isinstance(fn, VectorizedProcessWindowFunction):
+            return (
+                f"{describe_process(fn)} on {self.windows()}: one process call per window on "
+                "a slice of the Arrow record batch holding its rows, at the end of input "
+                "(keys the columns cannot take, e.g. near the ends of time, run through the "
+                "operator, which hands process each window's rows)"
+            )
         return (
-            f"{describe(self.function)} on {self.windows()}: one add_groups and one "
+            f"{describe(fn)} on {self.windows()}: one add_groups and one "
             "get_results per Arrow record batch for all its (key, window) groups (keys the "
             "columns cannot take, e.g. near the ends of time, run through the operator, which "
             "hands add_batch each window's rows)"
@@ -287,26 +348,13 @@ def result_columns(
         values = list(results)
         if any(v is None for v in values):
             return None
-        return _encoded(values, layout.out_schema)
+        return encoded_columns(values, layout.out_schema)
     except Exception as exc:
         exc.add_note(
             f"while writing the results of {describe(function)}.get_results as the output "
             f"columns {layout.out_schema.simpleString()}"
         )
         raise
-
-
-def _encoded(values: list[Any], schema: StructType) -> list[pa.Array]:
-    """Results (as a window function returns them) as the columns of ``schema``."""
-    columns = make_columns_encoder(schema)(values)
-    if columns is None:
-        encode = make_row_encoder(schema)
-        columns = [[] for _ in schema.fields]
-        for value in values:
-            for column, v in zip(columns, encode(value), strict=True):
-                column.append(v)
-    types = [to_arrow_type(f.dataType, timezone="UTC") for f in schema.fields]
-    return [pa.array(c, t) for c, t in zip(columns, types, strict=True)]
 
 
 def _array(values: Any) -> pa.Array:
@@ -325,11 +373,11 @@ def vectorized_plan(
     """The plan of a vectorized function computed a record batch at a time, or ``None``:
     batch; tumbling or hopping (``slide <= size``) event-time windows, aligned, or
     event-time sessions of a static gap; the default trigger; no evictor, no window
-    function; a lateness that lets windows be cleaned up. The caller checks the order of rows
-    (event-time order)."""
-    if streaming or not isinstance(spec, Aggregate) or spec.vectorized is None:
+    function; a lateness that lets windows be cleaned up (and none for a window function
+    with a ``clear`` of its own). The caller checks the order of rows (event-time order)."""
+    if streaming or not isinstance(spec, Aggregate | Process) or spec.vectorized is None:
         return None
-    if spec.window_function is not None or config.evictor is not None:
+    if getattr(spec, "window_function", None) is not None or config.evictor is not None:
         return None
     trigger = config.trigger
     if trigger is not None and type(trigger) is not EventTimeTrigger:
@@ -338,6 +386,8 @@ def vectorized_plan(
     if lateness > MAX_TIMESTAMP // 4:
         return None  # cleanup at the end of time: the operator keeps the windows (a metric)
     fn, assigner = spec.vectorized, config.assigner
+    if isinstance(fn, VectorizedProcessWindowFunction) and overrides_clear(fn) and lateness:
+        return None  # cleanups interleave with other windows' firings: the operator's timers
     if type(assigner) is TumblingEventTimeWindows and assigner.stagger is WindowStagger.ALIGNED:
         return VectorizedTumbling(fn, lateness, assigner.size, assigner.offset)
     if type(assigner) is HoppingEventTimeWindows and assigner.slide <= assigner.size:

@@ -1,0 +1,259 @@
+"""A :class:`~windowing.functions.vectorized_process.VectorizedProcessWindowFunction` of
+tumbling, hopping or session event-time windows called on slices of the batch replay's record
+batches, without one Python object per row.
+
+In event-time order (no arrival order, no processing-time column) the watermark goes from the
+start to the end of input: every window fires once, at the end of input, over all its rows,
+its key's windows in the order of their ends, as
+:func:`~windowing.operator.fire_ended_windows` fires them. So ``process`` gets each window's
+rows (consecutive rows of a record batch sorted by key and event time; a hopping window's
+taken once per window) and a context as the operator's at that step: the watermark at
+``MAX_TIMESTAMP``, the processing time ``0`` (the replay's clock without a processing-time
+column), a new per-window state (refused for sessions, as Flink refuses it for merging
+windows), and the key's per-key state, which a key that goes on in the window operator (a
+window too long to carry, times near the ends of time) takes with it
+(:meth:`KeyStates.hand_over`). ``clear`` follows ``process`` on the same timer when the
+allowed lateness is 0; a function with a ``clear`` of its own and a lateness runs in the
+operator, whose timers order the cleanups among the other windows' firings.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import StructType
+
+from windowing.engine.context import DeferredStateContext, ProcessContext
+from windowing.engine.keystate import KeyState
+from windowing.functions.vectorized import in_format, slice_batch
+from windowing.functions.vectorized_process import (
+    VectorizedProcessWindowFunction,
+    as_output_table,
+    describe,
+)
+from windowing.operator import WindowOperator
+from windowing.records import OutputTag, WindowResult
+from windowing.spark.columns.schema import make_columns_encoder, make_row_encoder
+from windowing.time import MAX_TIMESTAMP
+from windowing.windows import TimeWindow, window_text
+
+__all__ = [
+    "EndOfInput",
+    "KeyStates",
+    "ProcessedWindows",
+    "arrow_schema",
+    "encoded_columns",
+    "process_windows",
+]
+
+
+class EndOfInput:
+    """The clocks a window fired at the end of the input sees (no processing-time column)."""
+
+    watermark = MAX_TIMESTAMP
+    processing_time = 0
+
+
+class KeyStates:
+    """The per-key state of the key whose windows were last processed on whole columns (a
+    key's windows are consecutive: earlier keys are done)."""
+
+    def __init__(self, merging: bool) -> None:
+        self.is_merging = merging
+        self.skey: Any = None
+        self.state: KeyState | None = None
+
+    def of(self, skey: Any) -> KeyState:
+        if self.state is None or self.skey != skey:
+            self.skey, self.state = skey, KeyState(self.is_merging)
+        return self.state
+
+    def hand_over(self, op: WindowOperator, key: Any, skey: Any) -> None:
+        """``key`` goes on in the operator ``op``: its per-key state goes with it."""
+        if self.state is None or self.skey != skey:
+            return
+        table = self.state.state_tables[2]
+        self.skey, self.state = None, None
+        if table is not None and not table.is_empty():
+            ks = op.key_state(key)
+            trigger, window, _ = ks.state_tables
+            ks.set_state_tables(trigger, window, table)
+
+
+@dataclass(frozen=True)
+class ProcessedWindows:
+    """The outputs of some windows: how many rows each gave (``counts``), the rows as a table
+    of the output columns, and the side outputs with the window each came from."""
+
+    counts: np.ndarray[Any, Any]
+    table: pa.Table
+    side_outputs: dict[OutputTag, list[tuple[int, WindowResult]]]
+
+
+def process_windows(
+    function: VectorizedProcessWindowFunction,
+    batch: pa.Table,
+    offsets: np.ndarray[Any, Any],
+    windows: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+    keys: Sequence[Any],
+    skeys: Sequence[Any],
+    states: KeyStates,
+    out_schema: StructType,
+    clear_too: bool,
+) -> ProcessedWindows:
+    """``function.process`` of each window ``[offsets[i], offsets[i + 1])`` of ``batch`` (its
+    rows in replay order; ``windows`` the starts and ends, ``keys`` the key of each), the
+    outputs as ``out_schema``'s columns; ``clear_too``: ``clear`` after each."""
+    fmt = function.batch_format
+    rows = in_format(batch, fmt)
+    outputs = _Outputs(function, out_schema)
+    side_outputs: dict[OutputTag, list[WindowResult]] = {}
+    ctx = DeferredStateContext(EndOfInput(), side_outputs, is_merging=states.is_merging)
+    ctx.key_state = states.of
+    pctx = ProcessContext(ctx)
+    process, clear = function.process, function.clear
+    bounds = offsets.tolist()
+    counts = np.zeros(len(bounds) - 1, np.int64)
+    sides: dict[OutputTag, list[tuple[int, WindowResult]]] = {}
+    for i, (start, end) in enumerate(zip(windows[0].tolist(), windows[1].tolist(), strict=True)):
+        key = keys[i]
+        window = TimeWindow(start, end)
+        ctx.key, ctx.state_key, ctx.window, ctx.used = key, skeys[i], window, False
+        try:
+            result = process(key, pctx, slice_batch(rows, bounds[i], bounds[i + 1], fmt))
+            counts[i] = outputs.add(result)
+            if clear_too:
+                clear(pctx)
+        except Exception as exc:
+            exc.add_note(
+                f"while evaluating window {window_text(window)} of key {key!r} with "
+                f"{describe(function)} in the Spark batch replay"
+            )
+            raise
+        if ctx.used:
+            window_state = ctx.ks.state_tables[1]
+            if window_state is not None:  # no other firing reads it
+                window_state.clear_namespace(window)
+        if side_outputs:
+            for tag, records in side_outputs.items():
+                sides.setdefault(tag, []).extend((i, r) for r in records)
+            side_outputs.clear()
+    return ProcessedWindows(counts, outputs.table(), sides)
+
+
+class _Outputs:
+    """The outputs of many ``process`` calls, kept as they come and made into the columns of
+    ``fields`` once: a ``dict`` of columns costs no Arrow call per window."""
+
+    def __init__(self, function: VectorizedProcessWindowFunction, fields: StructType) -> None:
+        self.function = function
+        self.fields = fields
+        self.schema = arrow_schema(fields)
+        self.names = list(fields.names)
+        self.name_set = set(self.names)
+        self.pieces: list[Any] = []  # dicts of columns, lists of values, tables
+
+    def add(self, result: Any) -> int:
+        """Keep ``result`` (one ``process`` value); the rows it gives."""
+        if isinstance(result, dict):
+            if result.keys() != self.name_set:
+                self._wrong_columns(list(map(str, result)))
+            lengths = {len(column) for column in result.values()}
+            if len(lengths) != 1:
+                msg = (
+                    f"{describe(self.function)}.process returned columns of different lengths "
+                    f"{sorted(lengths)}"
+                )
+                raise ValueError(msg)
+            n = lengths.pop()
+            if n:
+                self.pieces.append(result)
+            return n
+        try:
+            out = as_output_table(result)
+        except TypeError as exc:
+            msg = f"{describe(self.function)}.process {exc}"
+            raise TypeError(msg) from None
+        if isinstance(out, list):
+            if out:
+                self.pieces.append(out)
+            return len(out)
+        if sorted(out.column_names) != sorted(self.names):
+            self._wrong_columns(out.column_names)
+        if out.num_rows:
+            self.pieces.append(out.select(self.names).cast(self.schema))
+        return out.num_rows
+
+    def _wrong_columns(self, names: list[str]) -> None:
+        msg = (
+            f"{describe(self.function)}.process returned the columns {sorted(names)} for the "
+            f"output fields {self.names}"
+        )
+        raise ValueError(msg)
+
+    def table(self) -> pa.Table:
+        """Every output kept, as one table of the output columns."""
+        tables: list[pa.Table] = []
+        run: list[Any] = []
+        for piece in [*self.pieces, None]:
+            if run and type(piece) is not type(run[0]):
+                tables.append(self._run_table(run))
+                run = []
+            if isinstance(piece, pa.Table):
+                tables.append(piece)
+            elif piece is not None:
+                run.append(piece)
+        return pa.concat_tables(tables) if tables else self.schema.empty_table()
+
+    def _run_table(self, run: list[Any]) -> pa.Table:
+        if isinstance(run[0], list):
+            values = list(itertools.chain.from_iterable(run))
+            return pa.Table.from_arrays(encoded_columns(values, self.fields), schema=self.schema)
+        arrays = [
+            _column([piece[name] for piece in run], field.type)
+            for name, field in zip(self.names, self.schema, strict=True)
+        ]
+        return pa.Table.from_arrays(arrays, schema=self.schema)
+
+
+def _column(chunks: list[Any], arrow_type: pa.DataType) -> pa.Array:
+    """Chunks of one output column (numpy arrays, lists, Arrow or pandas arrays) as one
+    array of ``arrow_type``."""
+    if all(type(c) is np.ndarray for c in chunks):
+        return pa.array(np.concatenate(chunks), arrow_type)
+    if all(type(c) is list or type(c) is tuple for c in chunks):
+        return pa.array(list(itertools.chain.from_iterable(chunks)), arrow_type)
+    arrays = []
+    for c in chunks:
+        if isinstance(c, pa.ChunkedArray):
+            c = c.combine_chunks()
+        elif not isinstance(c, pa.Array):
+            c = pa.array(c.to_numpy() if hasattr(c, "to_numpy") else c)
+        arrays.append(c if c.type == arrow_type else c.cast(arrow_type))
+    return pa.concat_arrays(arrays)
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema of Spark's ``schema`` (times in UTC, as Spark exchanges them)."""
+    return pa.schema(
+        [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC")) for f in schema.fields]
+    )
+
+
+def encoded_columns(values: list[Any], schema: StructType) -> list[pa.Array]:
+    """Output values (as a window function returns them) as the columns of ``schema``."""
+    columns = make_columns_encoder(schema)(values)
+    if columns is None:
+        encode = make_row_encoder(schema)
+        columns = [[] for _ in schema.fields]
+        for value in values:
+            for column, v in zip(columns, encode(value), strict=True):
+                column.append(v)
+    types = arrow_schema(schema).types
+    return [pa.array(c, t) for c, t in zip(columns, types, strict=True)]
