@@ -126,6 +126,32 @@ def test_native_plan_in_arrival_order_runs_three_jobs(spark: SparkSession, laten
     assert result.get_side_output(LATE).count() > 0
 
 
+@pytest.mark.parametrize("one_task", [True, False], ids=["one task", "parallel cutoffs"])
+@pytest.mark.usefixtures("default_partitions")
+def test_a_persisted_result_reads_its_outputs_from_the_shared_parts(
+    spark: SparkSession, one_task: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``with result:`` caches the windows' arrival cutoffs and the results, not the tagged
+    output (whose branches would each compute the input again). Outputs and metrics are
+    those of the unpersisted result and the late rows the operator's, also when the
+    parallel cutoffs meet the late rows only with the rows of the windows they ask about."""
+    if not one_task:
+        monkeypatch.setattr("windowing.spark.columns.watermark.ONE_TASK_BYTES", 0)
+    df = events(spark, 6_000)
+    fresh = windowed(df).agg(F.sum("amount").alias("total"))
+    expected = [rows_of(fresh.results), rows_of(fresh.get_side_output(LATE))]
+    expected_metrics = fresh.metrics.collect()
+    result = windowed(df).agg(F.sum("amount").alias("total"))
+    assert len(result.shared) == 2  # the cutoffs and the results
+    with result:
+        got = [rows_of(result.results), rows_of(result.get_side_output(LATE))]
+        assert result.metrics.collect() == expected_metrics
+    assert got == expected
+    assert len(expected[1]) > 20 and {r[-1] for r in expected[1]} == {"late"}
+    operator = windowed(df).trigger(SameAsDefault()).agg(F.sum("amount").alias("total"))
+    assert rows_of(operator.get_side_output(LATE)) == expected[1]
+
+
 @pytest.mark.parametrize("small", [False, True], ids=["key groups", "one task"])
 @pytest.mark.usefixtures("default_partitions")
 def test_batch_replay_in_arrival_order_runs_four_jobs_or_one(

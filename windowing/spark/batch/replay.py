@@ -369,6 +369,7 @@ class _GroupStream:
         if part.column(TS).null_count:
             return False
         columns: list[pa.Array] = []
+        fired: int
         if isinstance(plan, VectorizedWindows):
             inputs = part.select(replay.input_names)
             found: Any = plan.results(
@@ -377,11 +378,13 @@ class _GroupStream:
             if found is None:
                 return False
             columns = found.columns
+            fired = found.fired
             self._side_outputs(part, found.side_outputs, block)
         else:
             found = columnar_results(plan, part.column(TS), part.column(plan.field), codes)
             if found is None:
                 return False
+            fired = len(found.starts)
             rows = pa.array(found.rows, pa.int64())
             for field in replay.layout.out_schema.fields:
                 if found.field_values is not None and field.name == plan.field:
@@ -393,7 +396,7 @@ class _GroupStream:
         results = len(found.starts)
         counters = {
             "num_elements": part.num_rows,
-            "num_windows_fired": found.fired,
+            "num_windows_fired": fired,
             "num_results": results,
         }
 

@@ -139,6 +139,10 @@ class WindowedResult:
     #: Warns once about windows whose incremental result was ``None`` (a job with a reduce,
     #: aggregate or fold run by the window operator; else ``None``).
     null_notice: NullResultNotice | None = dataclasses.field(default=None, repr=False)
+    #: What :meth:`persist` caches: the parts of a native plan that several outputs read (so
+    #: that reading one output computes only its own branch of the tagged output, and the
+    #: others reuse what it computed); empty: the tagged output itself.
+    shared: tuple[DataFrame, ...] = dataclasses.field(default=(), repr=False)
 
     @classmethod
     def of_output(
@@ -147,17 +151,20 @@ class WindowedResult:
         layout: OutputLayout,
         plan: SparkPlan,
         null_notice: NullResultNotice | None = None,
+        shared: tuple[DataFrame, ...] = (),
     ) -> WindowedResult:
         """The result whose DataFrames are filters of the tagged ``output`` laid out as
-        ``layout`` (the batch replay's, or a native plan's built with Spark SQL). Only
-        ``results`` is built here; the other outputs when first read (PySpark analyzes a
-        DataFrame when it builds it: several analyses of the whole plan saved per call)."""
+        ``layout`` (the batch replay's, or a native plan's built with Spark SQL; ``shared``:
+        the parts its outputs share, which :meth:`persist` caches). Only ``results`` is built
+        here; the other outputs when first read (PySpark analyzes a DataFrame when it builds
+        it: several analyses of the whole plan saved per call)."""
         return cls(
             results=layout.select_results(output),
             output=output,
             layout=layout,
             plan=plan,
             null_notice=null_notice,
+            shared=shared,
         )
 
     @property
@@ -227,7 +234,10 @@ class WindowedResult:
 
     def persist(self, storage_level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> WindowedResult:
         """Persist the operator output, so that the first action on any of the result's
-        DataFrames runs the replay and later ones read it; returns this result.
+        DataFrames runs the replay and later ones read it; returns this result. A native
+        plan persists the parts its outputs share instead (:attr:`shared`: its results and,
+        in arrival order, the windows' arrival cutoffs): reading the results then computes
+        only them, and the late rows or metrics read afterwards reuse those parts.
 
         The output is cached with adaptive execution free to coalesce its shuffle partitions
         (``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning``, set for this call
@@ -246,7 +256,8 @@ class WindowedResult:
         before = conf.get(key, None)
         conf.set(key, value)
         try:
-            self.output.persist(storage_level)
+            for df in self.shared or (self.output,):
+                df.persist(storage_level)
         finally:
             if before is None:
                 conf.unset(key)
@@ -256,7 +267,8 @@ class WindowedResult:
 
     def unpersist(self, blocking: bool = False) -> None:
         """Release the persisted operator output."""
-        self.output.unpersist(blocking)
+        for df in self.shared or (self.output,):
+            df.unpersist(blocking)
 
     def __enter__(self) -> WindowedResult:
         return self.persist()

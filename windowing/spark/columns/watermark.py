@@ -194,6 +194,12 @@ class WindowCutoffs:
             f"min(own_a) OVER ({later} CURRENT ROW) AS earliest",
         )
 
+    @property
+    def shared(self) -> DataFrame:
+        """What :meth:`table` and :meth:`runs` are computed from (one small row per window):
+        the part of the plan a persisted result keeps for its outputs."""
+        return self._owned
+
     def table(self, prefix: str) -> DataFrame:
         """The windows with rows: ``<prefix>w`` (grouping value), ``<prefix>fire``,
         ``<prefix>late`` (the cutoffs); to broadcast and join by window."""
@@ -242,6 +248,11 @@ class WindowCutoffs:
             F.expr(f"{quoted(self.ts)} AS t"),
             empty.alias("p"),
         )
+        if not self.one_task:
+            # only the windows asked about (late rows are few, their windows fewer): the
+            # other rows never reach the window function's shuffle (a small job more)
+            wanted = F.broadcast(asked.select("g").where("g IS NOT NULL").distinct())
+            rows = rows.join(wanted, "g", "left_semi")
         both = asked.union(rows)
         return (
             with_earlier_max(both, value="t", within="g", order="a", out=out)

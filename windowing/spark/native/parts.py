@@ -77,6 +77,9 @@ class NativeParts:
     # on time at the end of input or when the watermark passed its end; built when a plan
     # is, so that importing this module needs no Spark session)
     pane: tuple[Column, Column] = field(default_factory=lambda: (F.lit(0), F.lit(ON_TIME)))
+    # what the branches share beyond the results (e.g. the windows' arrival cutoffs), cached
+    # with the results when the result is persisted
+    shared: tuple[DataFrame, ...] = ()
 
 
 def windowable(calls: Sequence[AggregateCall]) -> bool:

@@ -176,7 +176,8 @@ def run_native(
         parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
-    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
+    shared = (*parts.shared, parts.results)
+    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan, shared=shared)
 
 
 def event_time_parts(
@@ -364,7 +365,14 @@ def arrival_order_parts(
             ),
         ]
     return NativeParts(
-        results, bounds.window_start, bounds.end, first, input_counts, late_parts, pane
+        results,
+        bounds.window_start,
+        bounds.end,
+        first,
+        input_counts,
+        late_parts,
+        pane,
+        (cutoffs.shared,),
     )
 
 
