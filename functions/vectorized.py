@@ -267,7 +267,7 @@ def slice_batch(batch: Any, lo: int, hi: int, batch_format: str) -> Any:
     if batch_format == "arrow":
         return batch.slice(lo, hi - lo)
     if batch_format == "pandas":
-        return batch.iloc[lo:hi]
+        return batch.iloc[lo:hi].reset_index(drop=True)  # indexed from 0, as a batch of its own
     return {name: column[lo:hi] for name, column in batch.items()}
 
 

@@ -286,3 +286,109 @@ def test_streaming_runs_the_adapter(spark: SparkSession, tmp_path: Path) -> None
     )
     assert streamed == replayed
     assert any(r[5] > 1 for r in streamed["results"]), "windows of several rows"
+
+
+class Returns(VectorizedProcessWindowFunction):
+    """Returns ``make(batch)`` for each window (``batch_format`` as given)."""
+
+    def __init__(self, make: Any, fmt: str = "pandas") -> None:
+        self.make = make
+        self.batch_format = fmt  # type: ignore[misc]
+
+    def process(self, key: Any, context: Any, batch: Any) -> Any:
+        return self.make(batch)
+
+
+def _paths(function: Any, fields: str, table: pa.Table) -> tuple[Any, Any]:
+    """The outputs of ``function`` over two windows of ``table`` (rows 0-2 and 3-4), on
+    whole columns and through the operator's adapter (its values encoded as the replay
+    encodes them): each a list of rows, or the exception raised."""
+    import pandas as pd  # noqa: F401 - the functions build frames
+    from pyspark.sql import types as T  # noqa: N812
+
+    from windowing.functions.vectorized_process import VectorizedProcessAdapter
+    from windowing.spark.columnar.vectorized_process import (
+        KeyStates,
+        encoded_columns,
+        process_windows,
+    )
+    from windowing.windows import TimeWindow
+
+    name, type_name = fields.split()
+    kinds = {
+        "double": T.DoubleType(),
+        "bigint": T.LongType(),
+        "timestamp": T.TimestampType(),
+        "string": T.StringType(),
+    }
+    schema = T.StructType([T.StructField(name, kinds[type_name], True)])
+    offsets, starts, ends = np.array([0, 3, 5]), np.array([0, 10]), np.array([10, 20])
+
+    def fast() -> Any:
+        done = process_windows(
+            function,
+            table,
+            offsets,
+            (starts, ends),
+            ["k", "k"],
+            ["k", "k"],
+            KeyStates(False),
+            schema,
+            False,
+        )
+        return done.table.to_pylist()
+
+    def operator() -> Any:
+        adapter = VectorizedProcessAdapter(function, table.schema)
+
+        class Ctx:
+            def __init__(self, w: Any) -> None:
+                self.w = w
+
+            def window(self) -> Any:
+                return self.w
+
+        values: list[Any] = []
+        for (lo, hi), s, e in zip([(0, 3), (3, 5)], starts, ends, strict=True):
+            values += adapter.process(
+                "k", Ctx(TimeWindow(s, e)), table.slice(lo, hi - lo).to_pylist()
+            )
+        columns = encoded_columns(values, schema)
+        return pa.Table.from_arrays(columns, names=list(schema.names)).to_pylist()
+
+    def outcome(run: Any) -> Any:
+        try:
+            return run()
+        except Exception as exc:
+            return type(exc).__name__
+
+    return outcome(fast), outcome(operator)
+
+
+OUTPUT_CASES = {
+    "int into double": (lambda b: {"v": [1, 2]}, "v double"),
+    "float into bigint": (lambda b: {"v": [1.0]}, "v bigint"),
+    "int into timestamp": (lambda b: {"v": [10]}, "v timestamp"),
+    "int into string": (lambda b: pa.table({"v": [7]}), "v string"),
+    "bool into bigint": (lambda b: {"v": np.array([True])}, "v bigint"),
+    "NaN in a pandas Series": (
+        lambda b: {"v": __import__("pandas").Series([1.0, float("nan")])},
+        "v double",
+    ),
+    "NA in a nullable Series": (
+        lambda b: {"v": __import__("pandas").Series([1, None], dtype="Int64")},
+        "v bigint",
+    ),
+    "no column": (lambda b: {}, "v bigint"),
+    "an empty frame": (lambda b: __import__("pandas").DataFrame(), "v bigint"),
+    "the first row by position": (lambda b: {"v": [int(b["x"][0])]}, "v bigint"),
+    "ints with a null elsewhere": (lambda b: {"v": [str(b["y"].dtype)]}, "v string"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUTPUT_CASES))
+def test_outputs_on_whole_columns_are_what_the_operator_makes_of_them(case: str) -> None:
+    make, fields = OUTPUT_CASES[case]
+    table = pa.table({"x": [1, 2, 3, 4, 5], "y": pa.array([1, 2, 3, None, 5], pa.int64())})
+    fast, operator = _paths(Returns(make), fields, table)
+    assert fast == operator

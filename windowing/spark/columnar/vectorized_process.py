@@ -20,14 +20,27 @@ operator, whose timers order the cleanups among the other windows' firings.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampType,
+)
 
 from windowing.engine.context import DeferredStateContext, ProcessContext
 from windowing.engine.keystate import KeyState
@@ -39,7 +52,7 @@ from windowing.functions.vectorized_process import (
 )
 from windowing.operator import WindowOperator
 from windowing.records import OutputTag, WindowResult
-from windowing.spark.columns.schema import make_columns_encoder, make_row_encoder
+from windowing.spark.columns.schema import make_columns_encoder, make_row_encoder, value_encoder
 from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimeWindow, window_text
 
@@ -111,8 +124,16 @@ def process_windows(
     rows in replay order; ``windows`` the starts and ends, ``keys`` the key of each), the
     outputs as ``out_schema``'s columns; ``clear_too``: ``clear`` after each."""
     fmt = function.batch_format
-    rows = in_format(batch, fmt)
-    outputs = _Outputs(function, out_schema)
+    # a column with a null is another dtype in pandas / numpy (int with a null: float): the
+    # operator converts each window's rows alone, and so does this when the batch has one
+    whole = fmt == "arrow" or not any(c.null_count for c in batch.columns)
+    rows = in_format(batch, fmt) if whole else None
+    starts, ends = windows[0].tolist(), windows[1].tolist()
+
+    def where(i: int) -> str:
+        return f"window {window_text(TimeWindow(starts[i], ends[i]))} of key {keys[i]!r}"
+
+    outputs = _Outputs(function, out_schema, where)
     side_outputs: dict[OutputTag, list[WindowResult]] = {}
     ctx = DeferredStateContext(EndOfInput(), side_outputs, is_merging=states.is_merging)
     ctx.key_state = states.of
@@ -121,13 +142,17 @@ def process_windows(
     bounds = offsets.tolist()
     counts = np.zeros(len(bounds) - 1, np.int64)
     sides: dict[OutputTag, list[tuple[int, WindowResult]]] = {}
-    for i, (start, end) in enumerate(zip(windows[0].tolist(), windows[1].tolist(), strict=True)):
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
         key = keys[i]
         window = TimeWindow(start, end)
         ctx.key, ctx.state_key, ctx.window, ctx.used = key, skeys[i], window, False
+        lo, hi = bounds[i], bounds[i + 1]
         try:
-            result = process(key, pctx, slice_batch(rows, bounds[i], bounds[i + 1], fmt))
-            counts[i] = outputs.add(result)
+            if rows is None:
+                window_rows = in_format(batch.slice(lo, hi - lo), fmt)
+            else:
+                window_rows = slice_batch(rows, lo, hi, fmt)
+            counts[i] = outputs.add(i, process(key, pctx, window_rows))
             if clear_too:
                 clear(pctx)
         except Exception as exc:
@@ -149,31 +174,40 @@ def process_windows(
 
 class _Outputs:
     """The outputs of many ``process`` calls, kept as they come and made into the columns of
-    ``fields`` once: a ``dict`` of columns costs no Arrow call per window."""
+    ``fields`` once: a ``dict`` of columns costs no Arrow call per window. Values are taken
+    as the window operator takes them (:func:`_conform`), and a value it refuses is refused
+    naming its window (``where(i)``: window ``i`` in words)."""
 
-    def __init__(self, function: VectorizedProcessWindowFunction, fields: StructType) -> None:
+    def __init__(
+        self,
+        function: VectorizedProcessWindowFunction,
+        fields: StructType,
+        where: Callable[[int], str],
+    ) -> None:
         self.function = function
         self.fields = fields
+        self.where = where
         self.schema = arrow_schema(fields)
         self.names = list(fields.names)
         self.name_set = set(self.names)
-        self.pieces: list[Any] = []  # dicts of columns, lists of values, tables
+        # (window, value): dicts of columns, lists of values, tables of the output columns
+        self.pieces: list[tuple[int, Any]] = []
 
-    def add(self, result: Any) -> int:
-        """Keep ``result`` (one ``process`` value); the rows it gives."""
+    def add(self, i: int, result: Any) -> int:
+        """Keep ``result`` (the ``process`` value of window ``i``); the rows it gives."""
         if isinstance(result, dict):
-            if result.keys() != self.name_set:
-                self._wrong_columns(list(map(str, result)))
             lengths = {len(column) for column in result.values()}
-            if len(lengths) != 1:
+            if len(lengths) > 1:
                 msg = (
                     f"{describe(self.function)}.process returned columns of different lengths "
                     f"{sorted(lengths)}"
                 )
                 raise ValueError(msg)
-            n = lengths.pop()
-            if n:
-                self.pieces.append(result)
+            n = lengths.pop() if lengths else 0
+            if n:  # no row: nothing to check, as the operator takes none
+                if result.keys() != self.name_set:
+                    self._wrong_columns(list(map(str, result)))
+                self.pieces.append((i, result))
             return n
         try:
             out = as_output_table(result)
@@ -182,12 +216,12 @@ class _Outputs:
             raise TypeError(msg) from None
         if isinstance(out, list):
             if out:
-                self.pieces.append(out)
+                self.pieces.append((i, out))
             return len(out)
-        if sorted(out.column_names) != sorted(self.names):
-            self._wrong_columns(out.column_names)
         if out.num_rows:
-            self.pieces.append(out.select(self.names).cast(self.schema))
+            if sorted(out.column_names) != sorted(self.names):
+                self._wrong_columns(out.column_names)
+            self.pieces.append((i, out))
         return out.num_rows
 
     def _wrong_columns(self, names: list[str]) -> None:
@@ -199,15 +233,29 @@ class _Outputs:
 
     def table(self) -> pa.Table:
         """Every output kept, as one table of the output columns."""
+        try:
+            return self._table(self.pieces)
+        except Exception:
+            for piece in self.pieces:  # the first window whose outputs are refused
+                try:
+                    self._table([piece])
+                except Exception as exc:
+                    exc.add_note(
+                        f"while writing the outputs of {self.where(piece[0])} with "
+                        f"{describe(self.function)} as the output columns "
+                        f"{self.fields.simpleString()}"
+                    )
+                    raise
+            raise
+
+    def _table(self, pieces: list[tuple[int, Any]]) -> pa.Table:
         tables: list[pa.Table] = []
         run: list[Any] = []
-        for piece in [*self.pieces, None]:
+        for _, piece in [*pieces, (-1, None)]:
             if run and type(piece) is not type(run[0]):
                 tables.append(self._run_table(run))
                 run = []
-            if isinstance(piece, pa.Table):
-                tables.append(piece)
-            elif piece is not None:
+            if piece is not None:
                 run.append(piece)
         return pa.concat_tables(tables) if tables else self.schema.empty_table()
 
@@ -215,28 +263,70 @@ class _Outputs:
         if isinstance(run[0], list):
             values = list(itertools.chain.from_iterable(run))
             return pa.Table.from_arrays(encoded_columns(values, self.fields), schema=self.schema)
-        arrays = [
-            _column([piece[name] for piece in run], field.type)
-            for name, field in zip(self.names, self.schema, strict=True)
-        ]
+        if isinstance(run[0], pa.Table):
+            columns = [[t.column(name).combine_chunks() for t in run] for name in self.names]
+            arrays = [
+                pa.concat_arrays([_conform(c, f.dataType, a.type) for c in chunks])
+                for chunks, f, a in zip(columns, self.fields.fields, self.schema, strict=True)
+            ]
+        else:
+            arrays = [
+                _conform(_column([piece[f.name] for piece in run]), f.dataType, a.type)
+                for f, a in zip(self.fields.fields, self.schema, strict=True)
+            ]
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
 
-def _column(chunks: list[Any], arrow_type: pa.DataType) -> pa.Array:
+def _column(chunks: list[Any]) -> pa.Array:
     """Chunks of one output column (numpy arrays, lists, Arrow or pandas arrays) as one
-    array of ``arrow_type``."""
-    if all(type(c) is np.ndarray for c in chunks):
-        return pa.array(np.concatenate(chunks), arrow_type)
+    array, each converted as ``pyarrow.table`` converts a column (a pandas object with
+    pandas' nulls)."""
+    if all(type(c) is np.ndarray for c in chunks) and len({c.dtype for c in chunks}) == 1:
+        return pa.array(np.concatenate(chunks))
     if all(type(c) is list or type(c) is tuple for c in chunks):
-        return pa.array(list(itertools.chain.from_iterable(chunks)), arrow_type)
+        return pa.array(list(itertools.chain.from_iterable(chunks)))
     arrays = []
     for c in chunks:
-        if isinstance(c, pa.ChunkedArray):
-            c = c.combine_chunks()
-        elif not isinstance(c, pa.Array):
-            c = pa.array(c.to_numpy() if hasattr(c, "to_numpy") else c)
-        arrays.append(c if c.type == arrow_type else c.cast(arrow_type))
+        array = c if isinstance(c, pa.Array | pa.ChunkedArray) else pa.array(c)
+        arrays.append(array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array)
+    if len({a.type for a in arrays}) > 1:
+        return pa.array(list(itertools.chain.from_iterable(a.to_pylist() for a in arrays)))
     return pa.concat_arrays(arrays)
+
+
+def _conform(array: pa.Array, dtype: DataType, arrow_type: pa.DataType) -> pa.Array:
+    """``array`` as the output field's ``arrow_type``, taking what the window operator
+    takes: a cast where the values as Python objects would pass its encoder (an integer for
+    an integral field, a number for a floating one, a timestamp for a timestamp, ...), else
+    the values through that encoder (the operator's errors)."""
+    source = array.type
+    if source == arrow_type:
+        return array
+    if pa.types.is_null(source):
+        return pa.nulls(len(array), arrow_type)
+    if _takes(source, dtype):
+        return array.cast(arrow_type)
+    encode = value_encoder(dtype)
+    values = array.to_pylist()
+    return pa.array(values if encode is None else [encode(v) for v in values], arrow_type)
+
+
+def _takes(source: pa.DataType, dtype: DataType) -> bool:
+    """Whether the values of Arrow type ``source`` pass the operator's encoder of ``dtype``
+    as they are (a cast keeps them)."""
+    if isinstance(dtype, ByteType | ShortType | IntegerType | LongType):
+        return bool(pa.types.is_integer(source))
+    if isinstance(dtype, FloatType | DoubleType):
+        return bool(pa.types.is_integer(source) or pa.types.is_floating(source))
+    if isinstance(dtype, StringType):
+        return bool(pa.types.is_string(source) or pa.types.is_large_string(source))
+    if isinstance(dtype, BooleanType):
+        return bool(pa.types.is_boolean(source))
+    if isinstance(dtype, TimestampType):
+        return bool(pa.types.is_timestamp(source))
+    if isinstance(dtype, DateType):
+        return bool(pa.types.is_date(source))
+    return False
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:
