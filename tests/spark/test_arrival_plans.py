@@ -142,7 +142,7 @@ def test_a_persisted_result_reads_its_outputs_from_the_shared_parts(
     expected = [rows_of(fresh.results), rows_of(fresh.get_side_output(LATE))]
     expected_metrics = fresh.metrics.collect()
     result = windowed(df).agg(F.sum("amount").alias("total"))
-    assert len(result.shared) == 2  # the cutoffs and the results
+    assert len(result.shared) == 3  # the cutoffs, the late rows, the results
     with result:
         got = [rows_of(result.results), rows_of(result.get_side_output(LATE))]
         assert result.metrics.collect() == expected_metrics

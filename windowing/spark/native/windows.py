@@ -357,10 +357,13 @@ def arrival_order_parts(
         F.count(F.when(has_arrival & has_time & late, 1)).alias(late_name),
     )
     late_parts: list[DataFrame] = []
+    shared = [cutoffs.shared]
     if layout.has_late:
+        late_rows, candidates = _late_rows(every, cutoffs, layout, lateness, delay)
+        shared.append(candidates)  # read thrice: their windows, their rows, no arrival
         late_parts = [
-            _late_rows(every, cutoffs, layout, lateness, delay),
-            prepared.where(~has_arrival).select(
+            late_rows,
+            candidates.where(F.col(ARR).isNull()).select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
@@ -372,7 +375,7 @@ def arrival_order_parts(
         input_counts,
         late_parts,
         pane,
-        (cutoffs.shared,),
+        tuple(shared),
     )
 
 
@@ -382,10 +385,12 @@ def _late_rows(
     layout: OutputLayout,
     lateness: int,
     delay: int,
-) -> DataFrame:
+) -> tuple[DataFrame, DataFrame]:
     """The late side output of rows with an arrival order: rows past their window's cleanup
-    time and rows without event time, with the exact watermark they saw. The late rows come
-    from ``every`` (the input rows joined with the broadcast cutoff table by window, in
+    time and rows without event time, with the exact watermark they saw; and the rows of the
+    late side output before their watermarks, those without an arrival order too (what a
+    persisted result keeps). The late rows come from
+    ``every`` (the input rows joined with the broadcast cutoff table by window, in
     :func:`arrival_order_parts`); their watermarks from
     :meth:`WindowCutoffs.prefix_max`, with the windows' arrival runs broadcast as one row."""
     arrival, ts = F.col(ARR), F.col(TS)
@@ -394,18 +399,17 @@ def _late_rows(
     late = F.expr(f"{TS} IS NOT NULL AND ({at_min}{behind})")
     reason = F.expr(f"IF({TS} IS NULL, '{REASON_NULL_EVENT_TIME}', '{REASON_LATE}') AS {_REASON}")
     inputs = [col(c) for c in layout.input_schema.names]
-    queries = every.where(arrival.isNotNull() & (late | ts.isNull())).select(
-        *inputs, arrival, reason
-    )
+    candidates = every.where(arrival.isNull() | late | ts.isNull()).select(*inputs, arrival, reason)
     runs = F.broadcast(cutoffs.runs(_CUT))
-    queries = queries.crossJoin(runs)
+    queries = candidates.where(arrival.isNotNull()).crossJoin(runs)
     seen = cutoffs.prefix_max(queries, _CUT + "r", _CUT + "rg", _PMAX)
     watermark = watermark_of(_PMAX, delay)
-    return seen.select(
+    late = seen.select(
         *layout.sql.late_branch(
             F.when(watermark != F.lit(MIN_TIMESTAMP), watermark), F.col(_REASON)
         )
     )
+    return late, candidates
 
 
 def _with_late_firings(
