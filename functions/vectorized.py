@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_FORMATS",
     "MAX_PENDING_ROWS",
+    "InputBatches",
     "VectorizedAdapter",
     "VectorizedAggregateFunction",
     "batch_table",
@@ -271,16 +272,53 @@ def slice_batch(batch: Any, lo: int, hi: int, batch_format: str) -> Any:
     return {name: column[lo:hi] for name, column in batch.items()}
 
 
-def check_batch_format(function: VectorizedAggregateFunction[Any, Any]) -> None:
+def check_batch_format(function: Any, kind: str) -> None:
     """Refuse a :attr:`~VectorizedAggregateFunction.batch_format` that is not one of
-    :data:`BATCH_FORMATS`."""
+    :data:`BATCH_FORMATS` (``kind``: the function's base class, named in the message)."""
     fmt = getattr(function, "batch_format", None)
     if fmt not in BATCH_FORMATS:
         msg = (
-            f"{describe(function)}.batch_format must be one of {', '.join(BATCH_FORMATS)}, "
-            f"got {fmt!r}"
+            f"{kind} {type(function).__qualname__}.batch_format must be one of "
+            f"{', '.join(BATCH_FORMATS)}, got {fmt!r}"
         )
         raise ValueError(msg)
+
+
+class InputBatches:
+    """What the adapters of vectorized functions share: the user's function (an instance of
+    :attr:`kind`, checked) and the input columns' Arrow schema ``input_schema`` its batches
+    are built with, which a runtime that knows it gives (:meth:`with_input_schema`; without
+    one, a batch's types are inferred from the rows)."""
+
+    #: The base class of the functions the adapter runs.
+    kind: ClassVar[type]
+
+    def __init__(self, function: Any, input_schema: Any = None) -> None:
+        name = self.kind.__name__
+        if not isinstance(function, self.kind):
+            msg = f"function must be a {name}, got {type(function).__name__} {function!r}"
+            raise ValueError(msg)
+        check_batch_format(function, name)
+        self.function = function
+        self.input_schema = input_schema
+
+    def with_input_schema(self, schema: Any) -> Any:
+        """The adapter building batches of the input columns ``schema`` (a
+        ``pyarrow.Schema``)."""
+        return type(self)(self.function, schema)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and other.function is self.function
+            and other.input_schema == self.input_schema
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), id(self.function)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.function!r})"
 
 
 # ---------------------------------------------------------------------------- many groups
@@ -336,7 +374,7 @@ def group_results(
 
 
 # ---------------------------------------------------------------------------- the adapter
-class VectorizedAdapter(AggregateFunction[Any, list[Any], Any]):
+class VectorizedAdapter(InputBatches, AggregateFunction[Any, list[Any], Any]):
     """A :class:`VectorizedAggregateFunction` as the window operator's
     :class:`~windowing.functions.base.AggregateFunction`: its accumulator is
     ``[accumulator, rows]``, the function's accumulator and the rows added since the last
@@ -368,36 +406,8 @@ class VectorizedAdapter(AggregateFunction[Any, list[Any], Any]):
     (3, [3, []])
     """
 
-    def __init__(
-        self, function: VectorizedAggregateFunction[Any, Any], input_schema: Any = None
-    ) -> None:
-        if not isinstance(function, VectorizedAggregateFunction):
-            msg = (
-                "function must be a VectorizedAggregateFunction, "
-                f"got {type(function).__name__} {function!r}"
-            )
-            raise ValueError(msg)
-        check_batch_format(function)
-        self.function = function
-        self.input_schema = input_schema
-
-    def with_input_schema(self, schema: Any) -> VectorizedAdapter:
-        """The adapter building batches of the input columns ``schema`` (a
-        ``pyarrow.Schema``)."""
-        return VectorizedAdapter(self.function, schema)
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, VectorizedAdapter)
-            and other.function is self.function
-            and other.input_schema == self.input_schema
-        )
-
-    def __hash__(self) -> int:
-        return hash((VectorizedAdapter, id(self.function)))
-
-    def __repr__(self) -> str:
-        return f"VectorizedAdapter({self.function!r})"
+    kind = VectorizedAggregateFunction
+    function: VectorizedAggregateFunction[Any, Any]
 
     def create_accumulator(self) -> list[Any]:
         return [self.function.create_accumulator(), []]

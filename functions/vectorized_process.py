@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from windowing.functions.base import ProcessWindowFunction, ProcessWindowFunctionContext
-from windowing.functions.vectorized import BATCH_FORMATS, batch_table, in_format
+from windowing.functions.vectorized import InputBatches, batch_table, in_format
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -135,47 +135,15 @@ def _is_pandas_frame(value: Any) -> bool:
     return type(value).__name__ == "DataFrame" and type(value).__module__.startswith("pandas")
 
 
-class VectorizedProcessAdapter(ProcessWindowFunction[Any, Any, Any, Any]):
+class VectorizedProcessAdapter(InputBatches, ProcessWindowFunction[Any, Any, Any, Any]):
     """A :class:`VectorizedProcessWindowFunction` as the window operator's
     :class:`~windowing.functions.base.ProcessWindowFunction`: the window's elements become one
     batch (of ``input_schema``, the input columns' Arrow schema, when the runtime gives it:
     :meth:`with_input_schema`), the function's table one output value per row (a ``dict``).
     """
 
-    def __init__(self, function: VectorizedProcessWindowFunction, input_schema: Any = None) -> None:
-        if not isinstance(function, VectorizedProcessWindowFunction):
-            msg = (
-                "function must be a VectorizedProcessWindowFunction, "
-                f"got {type(function).__name__} {function!r}"
-            )
-            raise ValueError(msg)
-        fmt = getattr(function, "batch_format", None)
-        if fmt not in BATCH_FORMATS:
-            msg = (
-                f"{describe(function)}.batch_format must be one of {', '.join(BATCH_FORMATS)}, "
-                f"got {fmt!r}"
-            )
-            raise ValueError(msg)
-        self.function = function
-        self.input_schema = input_schema
-
-    def with_input_schema(self, schema: Any) -> VectorizedProcessAdapter:
-        """The adapter building batches of the input columns ``schema`` (a
-        ``pyarrow.Schema``)."""
-        return VectorizedProcessAdapter(self.function, schema)
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, VectorizedProcessAdapter)
-            and other.function is self.function
-            and other.input_schema == self.input_schema
-        )
-
-    def __hash__(self) -> int:
-        return hash((VectorizedProcessAdapter, id(self.function)))
-
-    def __repr__(self) -> str:
-        return f"VectorizedProcessAdapter({self.function!r})"
+    kind = VectorizedProcessWindowFunction
+    function: VectorizedProcessWindowFunction
 
     def process(
         self, key: Any, context: ProcessWindowFunctionContext, elements: Iterable[Any]
