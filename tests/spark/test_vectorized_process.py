@@ -262,6 +262,15 @@ def test_per_window_state_of_sessions_and_wrong_outputs_are_refused(spark: Spark
     with pytest.raises(Exception, match=r"Summary\.process returned the columns"):
         wrong.results.collect()
 
+    class ToLate(VectorizedProcessWindowFunction):
+        def process(self, key: Any, context: Any, batch: Any) -> Any:
+            context.output(LATE, 1)
+
+    to_late = tumbling.side_output_late_data(LATE).process(ToLate(), output_schema="n bigint")
+    assert to_late.plan.columnar is not None
+    with pytest.raises(Exception, match="is the late data tag"):
+        to_late.results.collect()
+
 
 def test_streaming_runs_the_adapter(spark: SparkSession, tmp_path: Path) -> None:
     """A streaming query (the window operator, through the adapter, the rows in the state

@@ -172,3 +172,19 @@ def test_mistakes_are_named() -> None:
         VectorizedProcessAdapter(lambda a, b: a)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="got int 3"):
         as_output_table(3)
+
+
+def test_the_late_data_tag_is_not_for_a_functions_values() -> None:
+    from windowing import OutputTag, ProcessWindowFunction
+
+    late = OutputTag("late")
+
+    class Writes(ProcessWindowFunction):
+        def process(self, key: Any, context: Any, elements: Any) -> Any:
+            context.output(late, 1)
+            return []
+
+    harness = WindowOperatorHarness(TumblingEventTimeWindows(10), Writes(), late_output_tag=late)
+    harness.process_element({"x": 1}, 1, "a")
+    with pytest.raises(ValueError, match="is the late data tag"):
+        harness.process_watermark(MAX_TIMESTAMP)

@@ -68,7 +68,16 @@ class WindowContext:
     the clocks of ``clocks`` and appends side outputs to ``side_outputs``.
     """
 
-    __slots__ = ("clocks", "is_merging", "key", "ks", "merged_windows", "side_outputs", "window")
+    __slots__ = (
+        "clocks",
+        "is_merging",
+        "key",
+        "ks",
+        "late_tag",
+        "merged_windows",
+        "side_outputs",
+        "window",
+    )
 
     def __init__(
         self,
@@ -76,10 +85,12 @@ class WindowContext:
         side_outputs: dict[OutputTag, list[Any]],
         *,
         is_merging: bool = False,
+        late_tag: OutputTag | None = None,
     ) -> None:
         self.clocks = clocks
         self.side_outputs = side_outputs
         self.is_merging = is_merging
+        self.late_tag = late_tag  # the late input rows' tag: not for a function's values
         self.key: Any = None
         self.ks: KeyState = KeyState()
         self.window: Any = None
@@ -129,6 +140,12 @@ class WindowContext:
     def output(self, tag: OutputTag, value: Any) -> None:
         if not isinstance(tag, OutputTag):
             msg = f"output: tag must be an OutputTag, got {tag!r}"
+            raise ValueError(msg)
+        if tag == self.late_tag:
+            msg = (
+                f"output: {tag!r} is the late data tag (side_output_late_data), which holds "
+                "the late input rows; write a function's values to an OutputTag of their own"
+            )
             raise ValueError(msg)
         w = self.window
         self.side_outputs.setdefault(tag, []).append(

@@ -137,7 +137,12 @@ class Engine:
             backend.states if isinstance(backend, InMemoryStateBackend) else None
         )
         self.clock = Clock(self.clocks)
-        self.ctx = WindowContext(self.clocks, self.outputs.side_outputs, is_merging=job.is_merging)
+        self.ctx = WindowContext(
+            self.clocks,
+            self.outputs.side_outputs,
+            is_merging=job.is_merging,
+            late_tag=job.late_output_tag,
+        )
         self.pctx = ProcessContext(self.ctx)
         self.pwf = process_function(spec)
         self.scheduler = KeyScheduler(in_order=job.plan.strategy is Strategy.TIMELINE_DERIVED)

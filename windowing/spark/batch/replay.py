@@ -437,12 +437,6 @@ class _GroupStream:
         for tag, found in records.items():
             values = [r for _, r in found]
             layout.check_side_output(tag, values, values[0].key)
-            if tag not in block.sides:
-                msg = (
-                    f"context.output({tag!r}, ...) of key {values[0].key!r}: the late data "
-                    "tag holds the late input rows; write to a tag of your own"
-                )
-                raise ValueError(msg)
             for row, record in found:
                 ref = refs.get(row)
                 if ref is None:

@@ -174,6 +174,7 @@ class VectorizedWindows(ABC):
                 states,
                 layout.out_schema,
                 self.clears,
+                layout.late_output_tag,
             )
             sides = {
                 tag: [(int(first_rows[i]), r) for i, r in records]

@@ -119,10 +119,12 @@ def process_windows(
     states: KeyStates,
     out_schema: StructType,
     clear_too: bool,
+    late_tag: OutputTag | None = None,
 ) -> ProcessedWindows:
     """``function.process`` of each window ``[offsets[i], offsets[i + 1])`` of ``batch`` (its
     rows in replay order; ``windows`` the starts and ends, ``keys`` the key of each), the
-    outputs as ``out_schema``'s columns; ``clear_too``: ``clear`` after each."""
+    outputs as ``out_schema``'s columns; ``clear_too``: ``clear`` after each; ``late_tag``:
+    the tag of the late input rows, which the function may not write to."""
     fmt = function.batch_format
     # a column with a null is another dtype in pandas / numpy (int with a null: float): the
     # operator converts each window's rows alone, and so does this when the batch has one
@@ -135,7 +137,9 @@ def process_windows(
 
     outputs = _Outputs(function, out_schema, where)
     side_outputs: dict[OutputTag, list[WindowResult]] = {}
-    ctx = DeferredStateContext(EndOfInput(), side_outputs, is_merging=states.is_merging)
+    ctx = DeferredStateContext(
+        EndOfInput(), side_outputs, is_merging=states.is_merging, late_tag=late_tag
+    )
     ctx.key_state = states.of
     pctx = ProcessContext(ctx)
     process, clear = function.process, function.clear
