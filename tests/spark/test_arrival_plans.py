@@ -142,10 +142,11 @@ def test_a_persisted_result_reads_its_outputs_from_the_shared_parts(
     expected = [rows_of(fresh.results), rows_of(fresh.get_side_output(LATE))]
     expected_metrics = fresh.metrics.collect()
     result = windowed(df).agg(F.sum("amount").alias("total"))
-    assert len(result.shared) == 3  # the cutoffs, the late rows, the results
+    assert len(result.shared) == 4  # the cutoffs, the late rows, the results, the counters
     with result:
         got = [rows_of(result.results), rows_of(result.get_side_output(LATE))]
         assert result.metrics.collect() == expected_metrics
+    assert not any(df.is_cached for df in result.shared)
     assert got == expected
     assert len(expected[1]) > 20 and {r[-1] for r in expected[1]} == {"late"}
     operator = windowed(df).trigger(SameAsDefault()).agg(F.sum("amount").alias("total"))
@@ -192,7 +193,9 @@ def test_a_persisted_result_is_read_in_few_tasks(spark: SparkSession, native: bo
     with result:
         assert spark.conf.get(key) == before
         assert result.results.count() > 0
-        assert result.output.rdd.getNumPartitions() <= 20
+        cached = result.shared or (result.output,)
+        assert all(df.is_cached for df in cached)
+        assert max(df.rdd.getNumPartitions() for df in cached) <= 20
         assert result.get_side_output(LATE).count() > 0
         assert result.collect_metrics().num_input_rows == 600
 

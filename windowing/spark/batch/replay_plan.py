@@ -235,9 +235,10 @@ class WindowedResult:
     def persist(self, storage_level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> WindowedResult:
         """Persist the operator output, so that the first action on any of the result's
         DataFrames runs the replay and later ones read it; returns this result. A native
-        plan persists the parts its outputs share instead (:attr:`shared`: its results and,
-        in arrival order, the windows' arrival cutoffs): reading the results then computes
-        only them, and the late rows or metrics read afterwards reuse those parts.
+        plan in arrival order persists the parts its outputs share instead (:attr:`shared`:
+        the windows' arrival cutoffs, the late rows before their watermarks, the results and
+        the counters): reading the results then computes only them, and the late rows or
+        metrics read afterwards reuse those parts.
 
         The output is cached with adaptive execution free to coalesce its shuffle partitions
         (``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning``, set for this call
@@ -255,9 +256,15 @@ class WindowedResult:
         )
         before = conf.get(key, None)
         conf.set(key, value)
+        done: list[DataFrame] = []
         try:
             for df in self.shared or (self.output,):
                 df.persist(storage_level)
+                done.append(df)
+        except BaseException:
+            for df in reversed(done):
+                df.unpersist()
+            raise
         finally:
             if before is None:
                 conf.unset(key)
@@ -267,7 +274,7 @@ class WindowedResult:
 
     def unpersist(self, blocking: bool = False) -> None:
         """Release the persisted operator output."""
-        for df in self.shared or (self.output,):
+        for df in reversed(self.shared or (self.output,)):  # the frames built on others first
             df.unpersist(blocking)
 
     def __enter__(self) -> WindowedResult:

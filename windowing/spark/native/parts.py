@@ -78,7 +78,7 @@ class NativeParts:
     # is, so that importing this module needs no Spark session)
     pane: tuple[Column, Column] = field(default_factory=lambda: (F.lit(0), F.lit(ON_TIME)))
     # what the branches share beyond the results (e.g. the windows' arrival cutoffs), cached
-    # with the results when the result is persisted
+    # with the results and counters when the result is persisted (none: the tagged output is)
     shared: tuple[DataFrame, ...] = ()
 
 

@@ -176,7 +176,9 @@ def run_native(
         parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
         *parts.late,
     ]
-    shared = (*parts.shared, parts.results)
+    # a route that names what its outputs share has it cached with its results and counters
+    # (each output then computes only its own part); any other, its tagged output
+    shared = (*parts.shared, parts.results, parts.counters) if parts.shared else ()
     return WindowedResult.of_output(tagged_union(layout, branches), layout, plan, shared=shared)
 
 
