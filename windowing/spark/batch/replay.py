@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -52,11 +53,10 @@ from windowing.spark.columnar.core import ColumnarPlan, columnar_results
 from windowing.spark.columnar.vectorized import VectorizedWindows
 from windowing.spark.columnar.vectorized_process import KeyStates
 from windowing.spark.columns.inputs import TS, replay_order
-from windowing.spark.columns.keys import group_codes, key_value, state_key
+from windowing.spark.columns.keys import group_codes, keys_at, state_key
 from windowing.spark.columns.null_results import NullResultReport, report_null_results
 from windowing.spark.columns.operator_rows import operator_counters
 from windowing.spark.columns.output import OutputLayout
-from windowing.spark.columns.schema import arrow_to_python
 from windowing.spark.jobs import window_operator
 
 __all__ = ["CARRY_ROWS", "InputOrderError", "Replay", "WindowStateTooLargeError"]
@@ -208,10 +208,7 @@ class _GroupStream:
         table = pa.Table.from_batches([batch])
         codes = group_codes(table, replay.keys)
         starts = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), n]
-        first_rows = pa.array(starts[:-1], pa.int64())
-        columns = [arrow_to_python(batch.column(k).take(first_rows)) for k in replay.keys]
-        keys = [key_value([c[j] for c in columns]) for j in range(len(starts) - 1)]
-        skeys = [state_key(k) for k in keys]
+        keys, skeys = keys_at(batch, replay.keys, starts[:-1])
         self.guard.check(batch, codes, skeys, keys)
         if self.first_key is None:
             self.first_key = keys[0]
@@ -373,7 +370,12 @@ class _GroupStream:
         if isinstance(plan, VectorizedWindows):
             inputs = part.select(replay.input_names)
             found: Any = plan.results(
-                inputs, part.column(TS), codes, replay.layout, self._keys_of(part), self.states
+                inputs,
+                part.column(TS),
+                codes,
+                replay.layout,
+                functools.partial(keys_at, part, replay.keys),
+                self.states,
             )
             if found is None:
                 return False
@@ -414,18 +416,6 @@ class _GroupStream:
             )
         )
         return True
-
-    def _keys_of(self, part: pa.Table) -> Any:
-        """The key values and state keys of rows of ``part`` (a window function's keys)."""
-        names = self.replay.keys
-
-        def keys_of(rows: np.ndarray[Any, Any]) -> tuple[list[Any], list[Any]]:
-            take = pa.array(rows, pa.int64())
-            columns = [arrow_to_python(part.column(k).take(take)) for k in names]
-            keys = [key_value([c[j] for c in columns]) for j in range(len(rows))]
-            return keys, [state_key(k) for k in keys]
-
-        return keys_of
 
     def _side_outputs(
         self, part: pa.Table, records: Mapping[OutputTag, list[tuple[int, Any]]], block: OutputBlock

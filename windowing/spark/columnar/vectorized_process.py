@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BooleanType,
     ByteType,
@@ -60,7 +60,6 @@ __all__ = [
     "EndOfInput",
     "KeyStates",
     "ProcessedWindows",
-    "arrow_schema",
     "encoded_columns",
     "process_windows",
 ]
@@ -191,7 +190,7 @@ class _Outputs:
         self.function = function
         self.fields = fields
         self.where = where
-        self.schema = arrow_schema(fields)
+        self.schema = to_arrow_schema(fields, timezone="UTC")
         self.names = list(fields.names)
         self.name_set = set(self.names)
         # (window, value): dicts of columns, lists of values, tables of the output columns
@@ -333,13 +332,6 @@ def _takes(source: pa.DataType, dtype: DataType) -> bool:
     return False
 
 
-def arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow schema of Spark's ``schema`` (times in UTC, as Spark exchanges them)."""
-    return pa.schema(
-        [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC")) for f in schema.fields]
-    )
-
-
 def encoded_columns(values: list[Any], schema: StructType) -> list[pa.Array]:
     """Output values (as a window function returns them) as the columns of ``schema``."""
     columns = make_columns_encoder(schema)(values)
@@ -349,5 +341,5 @@ def encoded_columns(values: list[Any], schema: StructType) -> list[pa.Array]:
         for value in values:
             for column, v in zip(columns, encode(value), strict=True):
                 column.append(v)
-    types = arrow_schema(schema).types
+    types = to_arrow_schema(schema, timezone="UTC").types
     return [pa.array(c, t) for c, t in zip(columns, types, strict=True)]

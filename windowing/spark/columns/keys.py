@@ -29,6 +29,7 @@ __all__ = [
     "key_group",
     "key_segments",
     "key_value",
+    "keys_at",
     "state_key",
 ]
 
@@ -76,6 +77,17 @@ def key_value(values: Sequence[Any]) -> Any:
         return None
     values = [v + 0.0 if type(v) is float else v for v in values]
     return values[0] if len(values) == 1 else tuple(values)
+
+
+def keys_at(
+    data: pa.Table | pa.RecordBatch, names: Sequence[str], rows: Sequence[int]
+) -> tuple[list[Any], list[Any]]:
+    """The keys (:func:`key_value`) and state keys (:func:`state_key`) of ``rows`` of
+    ``data``, from its key columns ``names``."""
+    take = pa.array(rows, pa.int64())
+    columns = [arrow_to_python(data.column(k).take(take)) for k in names]
+    keys = [key_value([c[j] for c in columns]) for j in range(len(take))]
+    return keys, [state_key(k) for k in keys]
 
 
 def group_codes(table: pa.Table, keys: Sequence[str]) -> np.ndarray[Any, Any]:
