@@ -16,6 +16,8 @@ route                      when
 ``NATIVE_TUMBLING_ARRIVAL`` the same in arrival order (running aggregates for lateness)
 ``NATIVE_TUMBLING_PROCESSING`` batch ``.agg`` of tumbling processing-time windows of a
                            ``processing_time`` column (each key's clock, as the replay's)
+``NATIVE_TUMBLING_COUNTS`` the same with a count trigger (purging or not) or a count
+                           evictor: firings are ranks in each window's sorted rows
 ``NATIVE_SESSIONS``        batch ``.agg`` of event-time sessions, event-time order
 ``NATIVE_HOPPING``         batch ``.agg`` of hopping windows from pane partials
 ``NATIVE_HOPPING_DISJOINT`` hopping windows no longer than their slide (one window a row)
@@ -28,8 +30,9 @@ route                      when
 ``STREAMING``              a streaming job: the operator in ``transformWithStateInPandas``
 =========================  ============================================================
 
-The native routes need the default trigger, no evictor, no idle timeout and no dead letters,
-and no ``processing_time`` column but for tumbling processing-time windows; each native reason
+The native routes need the default trigger and no evictor (but ``NATIVE_TUMBLING_COUNTS``), no
+idle timeout, no dead letters, and no ``processing_time`` column but for tumbling
+processing-time windows; each native reason
 below says what else. A built-in aggregation (``.sum`` / ``.min`` / ``.max`` / ``.min_by`` /
 ``.max_by``) takes them as the ``.agg`` of its aggregate calls
 (:mod:`windowing.spark.columns.field_aggregates`).
@@ -82,6 +85,7 @@ from windowing.spark.jobs import (
     streaming_time_mode,
     uses_wall_clock,
 )
+from windowing.spark.native.counts import CountFirings
 from windowing.spark.native.hopping import HoppingGrid, invertible
 from windowing.spark.native.parts import by_event_time, framed, has_min_window, windowable
 from windowing.spark.streaming.stages import plan_facts
@@ -108,6 +112,7 @@ class Route(enum.Enum):
     NATIVE_TUMBLING = "native-tumbling"
     NATIVE_TUMBLING_ARRIVAL = "native-tumbling-arrival"
     NATIVE_TUMBLING_PROCESSING = "native-tumbling-processing"
+    NATIVE_TUMBLING_COUNTS = "native-tumbling-counts"
     NATIVE_SESSIONS = "native-sessions"
     NATIVE_HOPPING = "native-hopping"
     NATIVE_HOPPING_DISJOINT = "native-hopping-disjoint"
@@ -442,12 +447,14 @@ def _native_route(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str]
     if type(assigner) is TumblingProcessingTimeWindows:
         native = _tumbling_processing(job)
         return None if isinstance(native, str) else native
-    if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
-        return None
-    if config.evictor is not None:
+    counts = CountFirings.of(config.trigger, config.evictor)
+    default = config.trigger is None or type(config.trigger) is EventTimeTrigger
+    if counts is None and not (default and config.evictor is None):
         return None
     if source.processing_time is not None or config.idle_timeout is not None:
         return None  # replayed in processing-time order / keys with their own clocks
+    if counts is not None:
+        return _tumbling_counts(job, calls, counts)
     if type(assigner) is SlidingDistinctAssigner:
         return _kip450(job, calls)
     if type(assigner) is HoppingEventTimeWindows:
@@ -565,6 +572,26 @@ def _tumbling_in_arrival_order(
     )
     shape = "tumbling event-time windows: groupBy(keys, window start)"
     return Route.NATIVE_TUMBLING_ARRIVAL, _native_text(shape, order)
+
+
+def _tumbling_counts(
+    job: Job, calls: Sequence[AggregateCall], counts: CountFirings
+) -> tuple[Route, str] | None:
+    """The native route of tumbling windows with a count trigger or a count evictor
+    (:mod:`windowing.spark.native.counts`), or ``None``."""
+    source, assigner = job.source, job.config.assigner
+    if type(assigner) is not TumblingEventTimeWindows:
+        return None
+    if assigner.stagger is not WindowStagger.ALIGNED or has_min_window(assigner):
+        return None  # a drawn offset; a window behind the first watermark fires per row
+    if source.arrival_order is not None:
+        return None
+    if counts.running and not windowable(calls):
+        return None  # running aggregates are Spark's window functions (no DISTINCT)
+    shape = f"tumbling event-time windows with {counts.describe()}"
+    head = f"native Spark plan: {shape}, {_AGG}"
+    order = ", event-time order (nothing is late; the watermark moves at the end of input)"
+    return Route.NATIVE_TUMBLING_COUNTS, head + order + _NATIVE_TAIL
 
 
 def _hopping(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:

@@ -30,7 +30,7 @@ from windowing.spark.columns.aggregates import (
 from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import OutputLayout, col
 from windowing.spark.columns.sql import cast_as, quoted
-from windowing.time import MIN_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
     "FRAMED_MAX_SIZE",
@@ -46,7 +46,9 @@ __all__ = [
     "input_counters",
     "keys_counter",
     "late_counter",
+    "left_at_end",
     "long_literal",
+    "max_timestamp_of",
     "native_column",
     "pick",
     "tagged_union",
@@ -64,7 +66,8 @@ class NativeParts:
     """A native plan's pieces: result rows (window columns and the aggregates by name) with
     their window start and end (ms, null where the assigner's bounds leave ``bigint``),
     which result rows are a window's first firing (one per window with contents: the
-    windows, counted from the results in the same aggregate as them), the input counters
+    windows, counted from the results in the same aggregate as them, unless :attr:`fired`
+    counts them), the input counters
     (one row), the late branches (tagged-output columns), and the results' pane columns."""
 
     results: DataFrame
@@ -80,6 +83,23 @@ class NativeParts:
     # what the branches share beyond the results (e.g. the windows' arrival cutoffs), cached
     # with the results and counters when the result is persisted (none: the tagged output is)
     shared: tuple[DataFrame, ...] = ()
+    # the firings and the windows left at the end (one row: n, left) when counting them from
+    # the results would compute those again (window functions sort every row): count plans
+    fired: DataFrame | None = None
+
+
+def max_timestamp_of(end: Column) -> Column:
+    """A window's max timestamp from its ``end`` (null: past the end of time)."""
+    return F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
+
+
+def left_at_end(max_ts: Column, lateness: int, *, at_max: bool = False) -> Column:
+    """Whether a window of max timestamp ``max_ts`` is left at the end of input: its cleanup
+    time is past the end of time, so no cleanup timer clears it (``windowing.rules``). The
+    window at ``MAX_TIMESTAMP`` is cleared at the end by the event-time trigger's timer
+    there; ``at_max``: the trigger has no such timer (a count trigger), so it is left too."""
+    left = max_ts >= F.lit(MAX_TIMESTAMP - lateness)
+    return left if at_max else left & (max_ts != F.lit(MAX_TIMESTAMP))
 
 
 def windowable(calls: Sequence[AggregateCall]) -> bool:

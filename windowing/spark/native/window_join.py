@@ -44,9 +44,14 @@ from windowing.job import Job
 from windowing.spark.batch.replay_plan import WindowedResult, build_layout, result_names
 from windowing.spark.columns.inputs import TS, time_millis
 from windowing.spark.columns.output import REASON_NULL_EVENT_TIME, col
-from windowing.spark.native.parts import ON_TIME, keys_counter, tagged_union
+from windowing.spark.native.parts import (
+    ON_TIME,
+    keys_counter,
+    left_at_end,
+    max_timestamp_of,
+    tagged_union,
+)
 from windowing.spark.native.windows import TumblingBounds
-from windowing.time import MAX_TIMESTAMP
 
 __all__ = ["JoinSelect", "run_window_join"]
 
@@ -162,7 +167,7 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     on = [F.col(_LW) == F.col(_RW)]
     on += [F.col(f"{_LK}{i}").eqNullSafe(F.col(f"{_RK}{i}")) for i in range(len(keys))]
     pairs = side(LEFT, _LK, _LW).join(side(RIGHT, _RK, _RW), functools.reduce(Column.__and__, on))
-    max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    max_ts = max_timestamp_of(bounds.end)
     key_types = {f.name: f.dataType for f in df.schema.fields if f.name in keys}
     # the user's columns over the pairs as a select evaluates them (a star gives several),
     # then each by name
@@ -192,7 +197,7 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
         F.count_if(col(SIDE) == F.lit(RIGHT)).alias("nr"),
     )
     lateness = job.config.allowed_lateness
-    left_at_end = (max_ts >= F.lit(MAX_TIMESTAMP - lateness)) & (max_ts != F.lit(MAX_TIMESTAMP))
+    left = left_at_end(max_ts, lateness)
     n = F.col("n")
     metrics = groups.agg(
         F.sum(n).alias("num_input_rows"),
@@ -201,7 +206,7 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
         keys_counter(layout).alias("num_keys"),
         F.count(F.col(_WINDOW)).alias("num_windows_fired"),
         F.sum(F.when(in_window, F.col("nl") * F.col("nr")).otherwise(0)).alias("num_results"),
-        F.count_if(in_window & left_at_end).alias("num_windows_left_at_end"),
+        F.count_if(in_window & left).alias("num_windows_left_at_end"),
     )
     branches = [
         results,

@@ -84,6 +84,7 @@ from windowing.spark.columns.watermark import (
     one_task_enough,
     watermark_of,
 )
+from windowing.spark.native.counts import CountFirings
 from windowing.spark.native.firings import running_aggregate
 from windowing.spark.native.hopping import HoppingGrid
 from windowing.spark.native.hopping_arrival import arrival_parts
@@ -99,7 +100,9 @@ from windowing.spark.native.parts import (
     input_counters,
     keys_counter,
     late_counter,
+    left_at_end,
     long_literal,
+    max_timestamp_of,
     tagged_union,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -150,7 +153,7 @@ def run_native(
     keys = [col(k) for k in layout.keys]
     parts = parts_of(job, prepared, keys, compiled, layout)
     lateness = job.config.allowed_lateness
-    max_ts = F.coalesce(parts.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    max_ts = max_timestamp_of(parts.end)
     results = parts.results.select(
         *layout.sql.result_branch(
             (parts.window_start, parts.end, max_ts),
@@ -158,14 +161,14 @@ def run_native(
             parts.pane,
         )
     )
-    # the firings and the windows left at the end, in one aggregate over the results: a
-    # window whose max timestamp is within the lateness of the end of time is left (no
-    # cleanup timer at the end of time: such windows keep their state, rules.py)
-    left_at_end = (max_ts >= F.lit(MAX_TIMESTAMP - lateness)) & (max_ts != F.lit(MAX_TIMESTAMP))
-    fired = parts.results.agg(
-        F.count(F.lit(1)).alias("n"),
-        F.count(F.when(parts.first_firing & left_at_end, 1)).alias("left"),
-    )
+    # the firings and the windows left at the end, in one aggregate over the results
+    fired = parts.fired
+    if fired is None:
+        left = left_at_end(max_ts, lateness)
+        fired = parts.results.agg(
+            F.count(F.lit(1)).alias("n"),
+            F.count(F.when(parts.first_firing & left, 1)).alias("left"),
+        )
     branches = [
         results,
         fired.select(
@@ -210,10 +213,23 @@ def event_time_parts(
             lowest = first_window_end(assigner) - assigner.size
             start = lowest if lowest >= MIN_TIMESTAMP else None
         extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
+    counted = None
     if isinstance(assigner, TumblingEventTimeWindows):
         bounds = TumblingBounds(assigner)
         rows = valid.where(~at_min) if min_window else valid
-        grouped = grouped_aggregates(rows, keys, bounds.start, _WINDOW, compiled)
+        counts = CountFirings.of(job.config.trigger, job.config.evictor)
+        if counts is None:
+            grouped = grouped_aggregates(rows, keys, bounds.start, _WINDOW, compiled)
+        else:  # (the planner leaves a window at MIN to the operator)
+            counted = counts.firings(
+                rows.withColumn(_WINDOW, bounds.start),
+                keys,
+                _WINDOW,
+                [ts, F.col(TB)],
+                compiled,
+                left_at_end(max_timestamp_of(bounds.end), lateness, at_max=counts.no_timer),
+            )
+            grouped = counted.results
         window_start, end = bounds.window_start, bounds.end
     else:
         grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
@@ -231,6 +247,11 @@ def event_time_parts(
         if layout.has_late
         else []
     )
+    if counted is not None:
+        pane, fired = counted.pane, counted.fired
+        return NativeParts(
+            grouped, window_start, end, F.lit(True), counters, late, pane, fired=fired
+        )
     return NativeParts(grouped, window_start, end, F.lit(True), counters, late)
 
 
@@ -314,7 +335,7 @@ def arrival_order_parts(
         late_shift=lateness + delay,
         one_task=one_task_enough(prepared),
     )
-    max_ts = F.coalesce(bounds.end - F.lit(1), F.lit(MAX_TIMESTAMP))
+    max_ts = max_timestamp_of(bounds.end)
     # The window ending at MIN + 1 (max timestamp MIN) is behind the first watermark: its
     # end has passed for every row, and without lateness it is past its cleanup time.
     at_min = f"{_MT} = {MIN_TIMESTAMP}L"

@@ -1,0 +1,183 @@
+"""Count triggers and count evictors as native Spark plans (windowing.spark.native.counts)
+against the window operator on random data: results, pane info, late rows and metrics."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+from pyspark import cloudpickle as spark_cloudpickle
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+
+from tests.spark.test_agg import LATE, SCHEMA, aggregates, assert_same_rows, random_rows, rows_of
+from windowing import TumblingEventTimeWindows, WindowedStream
+from windowing.evictors import CountEvictor
+from windowing.spark.planning import Route
+from windowing.triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
+
+spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+
+
+class OwnCount(CountTrigger):
+    """A count trigger of the user's own: the planner runs the window operator."""
+
+
+class OwnDefault(EventTimeTrigger):
+    """The default trigger of the user's own."""
+
+
+class OwnEvictor(CountEvictor):
+    """A count evictor of the user's own."""
+
+
+def _operator_twin(trigger: Any, evictor: Any) -> tuple[Any, Any]:
+    """The same trigger and evictor as classes of the user's own (the operator runs them)."""
+    if trigger is None:
+        twin: Any = OwnDefault()
+    elif isinstance(trigger, PurgingTrigger):
+        twin = PurgingTrigger(OwnCount(trigger.trigger.max_count))
+    else:
+        twin = OwnCount(trigger.max_count)
+    if evictor is not None:
+        evictor = OwnEvictor(evictor.max_count, evictor.do_evict_after)
+    return twin, evictor
+
+
+CASES = [
+    # (trigger, evictor, size, keyed, lateness, extreme, pane info)
+    (CountTrigger(3), None, 10, True, 5, False, True),
+    (CountTrigger(3), None, 7, True, 2**62, True, False),
+    (PurgingTrigger(CountTrigger(3)), None, 10, True, 2**62, True, True),
+    (CountTrigger(3), CountEvictor(2), 10, False, 5, False, False),
+    (CountTrigger(2), CountEvictor(5), 10, True, 2**62, True, True),
+    (CountTrigger(3), CountEvictor(4, do_evict_after=True), 10, True, 5, False, False),
+    (PurgingTrigger(CountTrigger(4)), CountEvictor(2), 25, True, 5, False, False),
+    (
+        PurgingTrigger(CountTrigger(3)),
+        CountEvictor(2, do_evict_after=True),
+        10,
+        True,
+        0,
+        False,
+        False,
+    ),
+    (None, CountEvictor(3), 10, True, 5, True, True),
+    (None, CountEvictor(3, do_evict_after=True), 10, True, 5, False, False),
+]
+IDS = [
+    "count",
+    "count, ends of time",
+    "purging count, ends of time",
+    "count, evictor keeping fewer",
+    "count, evictor keeping more, ends of time",
+    "count, evictor after",
+    "purging count, evictor",
+    "purging count, evictor after",
+    "event time, evictor",
+    "event time, evictor after",
+]
+
+
+@pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS)
+@pytest.mark.parametrize(
+    ("seed", "trigger", "evictor", "size", "keyed", "lateness", "extreme", "panes"),
+    [(seed, *case) for seed, case in enumerate(CASES)],
+    ids=IDS,
+)
+def test_count_firings_equal_the_window_operator(
+    spark: SparkSession,
+    seed: int,
+    trigger: Any,
+    evictor: Any,
+    size: int,
+    keyed: bool,
+    lateness: int,
+    extreme: bool,
+    panes: bool,
+) -> None:
+    df = spark.createDataFrame(random_rows(seed, extreme=extreme), SCHEMA)
+    source = WindowedStream.from_dataframe(df, event_time="t")
+    assigner = TumblingEventTimeWindows(size, 2 if keyed else -5)
+
+    def stream(trigger: Any, evictor: Any) -> Any:
+        windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+        windowed = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
+        if trigger is not None:
+            windowed = windowed.trigger(trigger)
+        if evictor is not None:
+            windowed = windowed.evictor(evictor)
+        return windowed.pane_info() if panes else windowed
+
+    running = evictor is None and not isinstance(trigger, PurgingTrigger)
+    columns = [c for c in aggregates() if not running or "distinct" not in repr(c)]
+    native = stream(trigger, evictor).agg(*columns)
+    operator = stream(*_operator_twin(trigger, evictor)).agg(*columns)
+    assert native.plan.route is Route.NATIVE_TUMBLING_COUNTS, native.plan.reason
+    assert not operator.plan.native
+    with native, operator:
+        assert native.results.schema == operator.results.schema
+        got, want = rows_of(native.results), rows_of(operator.results)
+        assert_same_rows(got, want)
+        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
+        assert native.collect_metrics() == operator.collect_metrics()
+    # each window fires several times (counts) or over fewer rows than it has (evictors)
+    windows = {r[:3] if keyed else r[:2] for r in want}
+    assert len(want) > len(windows) or evictor is not None
+    assert len(windows) > 3
+
+
+def test_count_plans_name_their_firings_and_leave_the_rest_to_the_operator(
+    spark: SparkSession,
+) -> None:
+    df = spark.createDataFrame(random_rows(1, n=40), SCHEMA)
+    windowed = WindowedStream.from_dataframe(df, event_time="t").key_by("k")
+    tumbling = windowed.window(TumblingEventTimeWindows(10))
+    plan = tumbling.trigger(CountTrigger(100)).agg(F.sum("i")).plan
+    assert plan.route is Route.NATIVE_TUMBLING_COUNTS
+    assert "a firing at every 100th row of a window" in plan.reason
+    assert "running window aggregates" in plan.reason
+    evicting = tumbling.evictor(CountEvictor(10)).agg(F.sum("i")).plan
+    assert "the last 10 of them kept first" in evicting.reason
+    assert "grouped into the firings" in evicting.reason
+    # DISTINCT has no running window function; a user's own trigger, a session, an
+    # evictor keeping nothing: the window operator
+    assert not tumbling.trigger(CountTrigger(3)).agg(F.count_distinct("i")).plan.native
+    assert tumbling.trigger(PurgingTrigger(CountTrigger(3))).agg(F.count_distinct("i")).plan.native
+    assert not tumbling.trigger(OwnCount(3)).agg(F.sum("i")).plan.native
+    with pytest.warns(UserWarning, match="evicts every element"):
+        nothing = CountEvictor(0)
+    assert not tumbling.evictor(nothing).agg(F.sum("i")).plan.native
+    arrival = WindowedStream.from_dataframe(df, event_time="t", arrival_order="i").key_by("k")
+    in_arrival = arrival.window(TumblingEventTimeWindows(10)).trigger(CountTrigger(3))
+    assert not in_arrival.agg(F.sum("i")).plan.native
+
+
+@pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS)
+@pytest.mark.parametrize(
+    ("trigger", "evictor"),
+    [(CountTrigger(3), None), (PurgingTrigger(CountTrigger(2)), CountEvictor(1))],
+    ids=["count", "purging count, evictor"],
+)
+def test_built_in_aggregations_with_counts_equal_the_window_operator(
+    spark: SparkSession, trigger: Any, evictor: Any
+) -> None:
+    """Flink's rows: the first row of what fired, with the field replaced (``sum``), or the
+    row holding the largest value (``max_by``)."""
+    df = spark.createDataFrame(random_rows(21), SCHEMA).drop("d")
+    source = WindowedStream.from_dataframe(df, event_time="t")
+
+    def stream(trigger: Any, evictor: Any) -> Any:
+        windowed = source.key_by("k").window(TumblingEventTimeWindows(10)).trigger(trigger)
+        return windowed if evictor is None else windowed.evictor(evictor)
+
+    for built_in in ("sum", "max_by"):
+        native = getattr(stream(trigger, evictor), built_in)("i")
+        operator = getattr(stream(*_operator_twin(trigger, evictor)), built_in)("i")
+        assert native.plan.route is Route.NATIVE_TUMBLING_COUNTS
+        assert not operator.plan.native
+        want = rows_of(operator.results)
+        assert rows_of(native.results) == want
+        assert native.collect_metrics() == operator.collect_metrics()
+        assert len(want) > 20
