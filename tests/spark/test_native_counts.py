@@ -11,10 +11,19 @@ from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-from tests.spark.test_agg import LATE, SCHEMA, aggregates, assert_same_rows, random_rows, rows_of
-from windowing import TumblingEventTimeWindows, WindowedStream
+from tests.spark.test_agg import (
+    LATE,
+    SCHEMA,
+    aggregates,
+    arrival_rows,
+    assert_same_rows,
+    random_rows,
+    rows_of,
+)
+from windowing import BoundedOutOfOrderness, TumblingEventTimeWindows, WindowedStream
 from windowing.evictors import CountEvictor
 from windowing.spark.planning import Route
+from windowing.time import MAX_TIMESTAMP
 from windowing.triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
 
 spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
@@ -79,11 +88,17 @@ IDS = [
     "event time, evictor after",
 ]
 
+#: Cases whose shapes the others cover too (``./dev test-slow`` runs them).
+_SLOW = {1, 3, 6, 9}
+
 
 @pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS)
 @pytest.mark.parametrize(
     ("seed", "trigger", "evictor", "size", "keyed", "lateness", "extreme", "panes"),
-    [(seed, *case) for seed, case in enumerate(CASES)],
+    [
+        pytest.param(seed, *case, marks=[pytest.mark.slow] if seed in _SLOW else [])
+        for seed, case in enumerate(CASES)
+    ],
     ids=IDS,
 )
 def test_count_firings_equal_the_window_operator(
@@ -140,18 +155,29 @@ def test_count_plans_name_their_firings_and_leave_the_rest_to_the_operator(
     assert "running window aggregates" in plan.reason
     evicting = tumbling.evictor(CountEvictor(10)).agg(F.sum("i")).plan
     assert "the last 10 of them kept first" in evicting.reason
-    assert "grouped into the firings" in evicting.reason
+    assert "ranked from the last" in evicting.reason
+    assert (
+        "grouped into the firings"
+        in tumbling.trigger(CountTrigger(5)).evictor(CountEvictor(2)).agg(F.sum("i")).plan.reason
+    )
     # DISTINCT has no running window function; a user's own trigger, a session, an
     # evictor keeping nothing: the window operator
     assert not tumbling.trigger(CountTrigger(3)).agg(F.count_distinct("i")).plan.native
     assert tumbling.trigger(PurgingTrigger(CountTrigger(3))).agg(F.count_distinct("i")).plan.native
     assert not tumbling.trigger(OwnCount(3)).agg(F.sum("i")).plan.native
+    # an evictor keeping many more rows than the count: a row in over 64 firings
+    assert tumbling.trigger(CountTrigger(2)).evictor(CountEvictor(128)).agg(F.sum("i")).plan.native
+    assert (
+        not tumbling.trigger(CountTrigger(1)).evictor(CountEvictor(65)).agg(F.sum("i")).plan.native
+    )
     with pytest.warns(UserWarning, match="evicts every element"):
         nothing = CountEvictor(0)
     assert not tumbling.evictor(nothing).agg(F.sum("i")).plan.native
     arrival = WindowedStream.from_dataframe(df, event_time="t", arrival_order="i").key_by("k")
-    in_arrival = arrival.window(TumblingEventTimeWindows(10)).trigger(CountTrigger(3))
-    assert not in_arrival.agg(F.sum("i")).plan.native
+    in_arrival = arrival.window(TumblingEventTimeWindows(10))
+    assert in_arrival.trigger(CountTrigger(3)).agg(F.sum("i")).plan.native
+    # the event-time trigger's firings in arrival order (on time, then per late row)
+    assert not in_arrival.evictor(CountEvictor(3)).agg(F.sum("i")).plan.native
 
 
 @pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS)
@@ -181,3 +207,72 @@ def test_built_in_aggregations_with_counts_equal_the_window_operator(
         assert rows_of(native.results) == want
         assert native.collect_metrics() == operator.collect_metrics()
         assert len(want) > 20
+
+
+@pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS)
+@pytest.mark.parametrize(
+    ("seed", "trigger", "evictor", "lateness", "delay"),
+    [
+        (31, CountTrigger(3), None, 10, 2),
+        (32, PurgingTrigger(CountTrigger(2)), CountEvictor(3, do_evict_after=True), 0, 5),
+        pytest.param(33, CountTrigger(2), CountEvictor(3), 2**62, 0, marks=pytest.mark.slow),
+    ],
+    ids=["count, lateness", "purging count, evictor after, no lateness", "count, evictor"],
+)
+def test_count_triggers_in_arrival_order_equal_the_window_operator(
+    spark: SparkSession, seed: int, trigger: Any, evictor: Any, lateness: int, delay: int
+) -> None:
+    """Rows in arrival order: late rows (past their window's cleanup time) are never added;
+    the others fire by count, EARLY before the watermark passed their window's end, LATE
+    after."""
+    df = spark.createDataFrame(arrival_rows(seed), SCHEMA + ", a long")
+    source = WindowedStream.from_dataframe(
+        df, event_time="t", arrival_order="a", watermark=BoundedOutOfOrderness(delay)
+    )
+
+    def stream(trigger: Any, evictor: Any) -> Any:
+        windowed = (
+            source.key_by("k")
+            .window(TumblingEventTimeWindows(10, 2))
+            .allowed_lateness(lateness)
+            .side_output_late_data(LATE)
+            .pane_info()
+            .trigger(trigger)
+        )
+        return windowed if evictor is None else windowed.evictor(evictor)
+
+    columns = [c for c in aggregates() if "distinct" not in repr(c)]
+    native = stream(trigger, evictor).agg(*columns)
+    operator = stream(*_operator_twin(trigger, evictor)).agg(*columns)
+    assert native.plan.route is Route.NATIVE_TUMBLING_COUNTS, native.plan.reason
+    with native, operator:
+        want = rows_of(operator.results)
+        assert_same_rows(rows_of(native.results), want)
+        assert native.collect_metrics() == operator.collect_metrics()
+        late = rows_of(operator.get_side_output(LATE))
+        assert rows_of(native.get_side_output(LATE)) == late
+    timings = {r[-1] for r in want}
+    assert "EARLY" in timings
+    assert "LATE" in timings or lateness == 0
+    assert any(r[-1] == "late" for r in late) or lateness > 100
+
+
+@pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS)
+def test_a_window_a_purging_trigger_emptied_is_not_left_at_the_end(spark: SparkSession) -> None:
+    """Windows whose cleanup time saturates keep their contents at the end, but a purging
+    count trigger empties a window at its last row when its rows are a multiple of the
+    count: only key b's window (3 rows, count 2) is left."""
+    rows = [("a", MAX_TIMESTAMP - 1, 1), ("a", MAX_TIMESTAMP - 1, 2)]
+    rows += [("b", MAX_TIMESTAMP - 1, 1), ("b", MAX_TIMESTAMP - 2, 2), ("b", MAX_TIMESTAMP, 3)]
+    df = spark.createDataFrame(rows, "k string, t long, i int")
+
+    def result(trigger: Any) -> Any:
+        windowed = WindowedStream.from_dataframe(df, event_time="t").key_by("k")
+        return windowed.window(TumblingEventTimeWindows(10)).trigger(trigger).agg(F.sum("i"))
+
+    native = result(PurgingTrigger(CountTrigger(2)))
+    operator = result(PurgingTrigger(OwnCount(2)))
+    assert native.plan.route is Route.NATIVE_TUMBLING_COUNTS
+    assert native.collect_metrics() == operator.collect_metrics()
+    assert native.collect_metrics().num_windows_left_at_end == 1
+    assert sorted(r[-2] for r in native.results.collect()) == [3, 3]

@@ -17,7 +17,8 @@ route                      when
 ``NATIVE_TUMBLING_PROCESSING`` batch ``.agg`` of tumbling processing-time windows of a
                            ``processing_time`` column (each key's clock, as the replay's)
 ``NATIVE_TUMBLING_COUNTS`` the same with a count trigger (purging or not) or a count
-                           evictor: firings are ranks in each window's sorted rows
+                           evictor: firings are ranks in each window's sorted rows (a count
+                           trigger in arrival order too)
 ``NATIVE_SESSIONS``        batch ``.agg`` of event-time sessions, event-time order
 ``NATIVE_HOPPING``         batch ``.agg`` of hopping windows from pane partials
 ``NATIVE_HOPPING_DISJOINT`` hopping windows no longer than their slide (one window a row)
@@ -85,7 +86,7 @@ from windowing.spark.jobs import (
     streaming_time_mode,
     uses_wall_clock,
 )
-from windowing.spark.native.counts import CountFirings
+from windowing.spark.native.counts import MAX_COPIES, CountFirings
 from windowing.spark.native.hopping import HoppingGrid, invertible
 from windowing.spark.native.parts import by_event_time, framed, has_min_window, windowable
 from windowing.spark.streaming.stages import plan_facts
@@ -327,6 +328,8 @@ def _builtin_path(
     how = (
         "by hash aggregates in steps after one shuffle (no sort)"
         if _hashed(route, calls)
+        else "Spark sorts every row of a window (firings by rank)"
+        if route is Route.NATIVE_TUMBLING_COUNTS
         else "Spark sorts every row for it (a pick by a struct key)"
     )
     if path == "native":
@@ -584,13 +587,25 @@ def _tumbling_counts(
         return None
     if assigner.stagger is not WindowStagger.ALIGNED or has_min_window(assigner):
         return None  # a drawn offset; a window behind the first watermark fires per row
-    if source.arrival_order is not None:
-        return None
     if counts.running and not windowable(calls):
         return None  # running aggregates are Spark's window functions (no DISTINCT)
+    if counts.copies > MAX_COPIES:
+        return None  # each row copied into more firings than that: the window operator
     shape = f"tumbling event-time windows with {counts.describe()}"
     head = f"native Spark plan: {shape}, {_AGG}"
     order = ", event-time order (nothing is late; the watermark moves at the end of input)"
+    if source.arrival_order is not None:
+        if counts.every is None or not _watermark_in_columns(job):
+            # the event-time trigger's firings in arrival order (on time, then one per late
+            # row) with an evictor; a watermark strategy of the user's own
+            return None
+        order = (
+            "; in arrival order: each window's arrival cutoffs (when the watermark passed its "
+            "end and its cleanup time; one small aggregate, broadcast), rows of windows past "
+            "their cleanup time to the late side output, the others ranked in replay order "
+            "(arrival, event time, content hash); a firing is LATE once the watermark had "
+            "passed the window's end when its last row came"
+        )
     return Route.NATIVE_TUMBLING_COUNTS, head + order + _NATIVE_TAIL
 
 

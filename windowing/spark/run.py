@@ -25,6 +25,7 @@ from windowing.spark.native.window_join import JoinSelect, run_window_join
 from windowing.spark.native.windows import (
     PartsBuilder,
     arrival_order_parts,
+    count_parts,
     event_time_parts,
     hopping_arrival_parts,
     run_native,
@@ -143,7 +144,7 @@ RUNNERS: dict[Route, Callable[[SparkPlan, Terminal], Any]] = {
     Route.NATIVE_TUMBLING: _native(event_time_parts),
     Route.NATIVE_TUMBLING_ARRIVAL: _native(arrival_order_parts),
     Route.NATIVE_TUMBLING_PROCESSING: _native(processing_time_parts),
-    Route.NATIVE_TUMBLING_COUNTS: _native(event_time_parts),
+    Route.NATIVE_TUMBLING_COUNTS: _native(count_parts),
     Route.NATIVE_SESSIONS: _native(event_time_parts),
     Route.NATIVE_HOPPING: _native(hopping_parts),
     Route.NATIVE_HOPPING_DISJOINT: _native(disjoint_parts),

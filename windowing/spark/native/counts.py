@@ -21,14 +21,21 @@ from one sort of each window's rows (rank and count by window functions over
 * **running**: ``CountTrigger(n)`` without an evictor: every firing starts at rank 1, so the
   aggregates are running window aggregates (one pass, each row added once) read at the
   ranks ``j * n``;
-* **grouped**: every other case: each row goes to the firings whose run holds it (at most
-  ``ceil(k / n) + 1``; one for a purging trigger or an evictor keeping at most ``n`` rows)
-  and Spark groups by ``(keys, window, firing)``.
+* **grouped**: the other count triggers: each row goes to the firings whose run holds it (one
+  for a purging trigger; with an evictor and no purge up to ``ceil(k / n)`` evicting before,
+  ``ceil(k / n) + 1`` evicting after; the planner leaves more than :data:`MAX_COPIES` to the
+  window operator) and Spark groups by ``(keys, window, firing)``;
+* **the last rows**: the event-time trigger with an evictor: the rows ranked from the last
+  (no count needed) up to ``k``, grouped by ``(keys, window)``; all of them for an evictor
+  after the function (the window's only firing comes before it).
 
-The metrics count firings and windows from one count per window (a hash aggregate, not the
-results, which would sort every row again). Every firing of a count trigger is
-``EARLY`` (the watermark stays at its start until the end of input); the event-time
-trigger's is ``ON_TIME``. ``tests/spark/test_native_counts.py`` compares every case with the
+The metrics count firings and windows left at the end (those with contents: not one a
+purging trigger emptied at its last row) from one count per window (a hash aggregate, not the
+results, which would sort every row again). In event-time order every firing of a count
+trigger is ``EARLY`` (the watermark stays at its start until the end of input) and the
+event-time trigger's is ``ON_TIME``; in arrival order (count triggers only: the rows added,
+not late) a firing is ``LATE`` when its last row came after the watermark passed the
+window's end, else ``EARLY``. ``tests/spark/test_native_counts.py`` compares every case with the
 window operator on random data.
 """
 
@@ -48,11 +55,16 @@ from windowing.triggers.count import CountTrigger
 from windowing.triggers.event_time import EventTimeTrigger
 from windowing.triggers.purging import PurgingTrigger
 
-__all__ = ["CountFirings", "CountedFirings"]
+__all__ = ["MAX_COPIES", "CountFirings", "CountedFirings"]
+
+#: The most firings a row may be copied into (an evictor keeping many more rows than the count
+#: trigger's count); beyond, the window operator runs the job.
+MAX_COPIES = 64
 
 _RANK = "__pw_ncrank"
 _COUNT = "__pw_nccount"
 _FIRING = "__pw_ncfiring"
+_TIMING = "__pw_nctiming"
 
 
 @dataclass(frozen=True)
@@ -144,6 +156,10 @@ class CountFirings:
         if k is not None:
             when = "after the function (later firings)" if self.evict_after else "first"
             what += f", the last {k} of them kept {when}"
+        if n is None:
+            if self.evict_after:
+                return f"{what}: groupBy(keys, window start) (nothing is evicted before it)"
+            return f"{what}: ranked from the last in replay order (one sort per window), groupBy"
         how = (
             "running window aggregates read at those ranks"
             if self.running
@@ -155,11 +171,7 @@ class CountFirings:
     def _lo(self, j: Column, hi: Column) -> Column:
         """The first rank of firing ``j`` ending at rank ``hi`` (the module's table)."""
         n, k = self.every, self.keep
-        if n is None:
-            base: Column = F.lit(1)
-            if k is not None and not self.evict_after:
-                return F.greatest(base, hi - F.lit(k - 1))
-            return base
+        assert n is not None  # (the event-time trigger's one firing: ranked from the end)
         base = (j - F.lit(1)) * F.lit(n) + F.lit(1) if self.purge else F.lit(1)
         if k is None or (self.evict_after and self.purge):
             return base
@@ -167,11 +179,19 @@ class CountFirings:
             return F.greatest(F.lit(1), (j - F.lit(1)) * F.lit(n) - F.lit(k - 1))
         return F.greatest(base, hi - F.lit(k - 1))
 
-    def _copies(self) -> int:
-        """The most firings one row is in (grouped plans)."""
+    def _holds(self, c: Column) -> Column:
+        """Whether a window of ``c`` rows holds contents at the end of input: not when a
+        purging trigger emptied it at its last row."""
+        if self.purge and self.every is not None:
+            return c % F.lit(self.every) != F.lit(0)
+        return F.lit(True)
+
+    @property
+    def copies(self) -> int:
+        """The most firings one row is in (grouped plans: a row is copied that often)."""
         n, k = self.every, self.keep
         if n is None or self.purge or k is None:
-            return 1
+            return 1  # (n: no evictor; the event-time trigger is not grouped this way)
         spread = -(-k // n)  # ceil(k / n)
         return spread + 1 if self.evict_after else spread
 
@@ -184,48 +204,61 @@ class CountFirings:
         compiled: CompiledAggregates,
         left: Column,
         arrival: int = 0,
+        timing: Column | None = None,
     ) -> CountedFirings:
         """The firings of ``rows`` (with the window column ``window``) per key and window, in
         the replay order ``order``; ``left``: whether a window (read from ``window``) is left
         at the end of input; ``arrival``: the number of arrival-order columns (the picks'
-        order, :func:`~windowing.spark.native.parts.pick`)."""
+        order, :func:`~windowing.spark.native.parts.pick`); ``timing``: a firing's pane
+        timing, read at its last row (default: ``EARLY`` for a count trigger, ``ON_TIME``
+        for the event-time trigger's one firing at the end)."""
         by_window = Window.partitionBy(*keys, F.col(window)).orderBy(*order)
         rank = F.row_number().over(by_window)
         r = F.col(_RANK)
         n = self.every
+        if timing is None:
+            timing = F.lit((Timing.ON_TIME if n is None else Timing.EARLY).name)
+        pane = (F.col(_FIRING) - F.lit(1), F.col(_TIMING))
         if n is None:
-            pane = (F.lit(0), F.lit(Timing.ON_TIME.name))
-        else:
-            pane = (F.col(_FIRING) - F.lit(1), F.lit(Timing.EARLY.name))
-        if self.running:
-            assert n is not None
+            # the event-time trigger: one firing at the end over the last k rows (evicting
+            # after the only firing changes nothing): ranked from the end, no count needed
+            kept = rows
+            if self.keep is not None and not self.evict_after:
+                last = Window.partitionBy(*keys, F.col(window)).orderBy(*[o.desc() for o in order])
+                ranked = rows.withColumn(_RANK, F.row_number().over(last))
+                kept = ranked.where(F.col(_RANK) <= F.lit(self.keep))
+            results = kept.groupBy(*keys, F.col(window)).agg(
+                *aggregate_columns(compiled, arrival=arrival),
+                F.lit(1).alias(_FIRING),
+                F.first(timing).alias(_TIMING),
+            )
+        elif self.running:
             frame = by_window.rowsBetween(Window.unboundedPreceding, 0)
             columns = [
                 native_column(call, arrival, expression=True).over(frame).alias(call.name)
                 for call in compiled.calls
             ]
-            ranked = rows.select(*keys, F.col(window), *columns, rank.alias(_RANK))
+            ranked = rows.select(
+                *keys, F.col(window), *columns, rank.alias(_RANK), timing.alias(_TIMING)
+            )
             results = ranked.where(r % F.lit(n) == F.lit(0)).select(
                 *keys,
                 F.col(window),
                 *[F.col(call.name) for call in compiled.calls],
                 F.floor(r / F.lit(n)).alias(_FIRING),
+                F.col(_TIMING),
             )
         else:
             whole = by_window.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
             c = F.col(_COUNT)
             ranked = rows.withColumn(_RANK, rank).withColumn(_COUNT, F.count(F.lit(1)).over(whole))
-            if n is None:
-                j0, last = F.lit(1), F.lit(1)
-            else:
-                j0 = F.floor((r + F.lit(n - 1)) / F.lit(n))  # the first firing at or after r
-                last = F.floor(c / F.lit(n))
+            j0 = F.floor((r + F.lit(n - 1)) / F.lit(n))  # the first firing at or after r
+            last = F.floor(c / F.lit(n))
 
             def held(j: Column) -> Column:
-                hi = c if n is None else j * F.lit(n)
-                return (j <= last) & (self._lo(j, hi) <= r)
+                return (j <= last) & (self._lo(j, j * F.lit(n)) <= r)
 
-            marks = [F.when(held(j0 + F.lit(i)), j0 + F.lit(i)) for i in range(self._copies())]
+            marks = [F.when(held(j0 + F.lit(i)), j0 + F.lit(i)) for i in range(self.copies)]
             firing = (
                 marks[0]
                 if len(marks) == 1
@@ -235,7 +268,10 @@ class CountFirings:
                 ranked.select("*", firing.alias(_FIRING))
                 .where(F.col(_FIRING).isNotNull())
                 .groupBy(*keys, F.col(window), F.col(_FIRING))
-                .agg(*aggregate_columns(compiled, arrival=arrival))
+                .agg(
+                    *aggregate_columns(compiled, arrival=arrival),
+                    F.max_by(timing, r).alias(_TIMING),  # at the firing's last row
+                )
             )
         # the metrics from a count per window (a hash aggregate: counting the results would
         # sort every row again)
@@ -243,6 +279,6 @@ class CountFirings:
         fired = F.lit(1) if n is None else F.floor(F.col(_COUNT) / F.lit(n))
         metrics = counts.agg(
             F.coalesce(F.sum(fired), F.lit(0)).alias("n"),
-            F.count(F.when(left, 1)).alias("left"),
+            F.count(F.when(left & self._holds(F.col(_COUNT)), 1)).alias("left"),
         )
         return CountedFirings(results, metrics, pane)

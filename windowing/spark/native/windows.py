@@ -30,6 +30,10 @@ Tumbling windows in arrival order (``arrival_order``; the watermark strategy's d
              time, content hash) by a running window function over those groups: the
              on-time firing, then one late firing per row (windowing.spark.native.firings)
 
+Tumbling windows with a count trigger or a count evictor, in either order (:func:`count_parts`):
+the same rows and late rows, each window's firings as runs of ranks in its sorted rows
+(:mod:`windowing.spark.native.counts`).
+
 KIP-450 sliding windows (``SlidingDistinctAssigner``) in event-time order: their own module,
 :mod:`windowing.spark.native.sliding` (range frames over each key's distinct record times).
 Hopping event-time windows: their own modules, :mod:`windowing.spark.native.hopping`
@@ -62,6 +66,7 @@ from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, TumblingProcessingTimeWindows
 from windowing.job import Job
+from windowing.records import Timing
 from windowing.spark.batch.replay_plan import WindowedResult, build_layout
 from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.inputs import (
@@ -114,6 +119,7 @@ __all__ = [
     "PartsBuilder",
     "TumblingBounds",
     "arrival_order_parts",
+    "count_parts",
     "event_time_parts",
     "hopping_arrival_parts",
     "run_native",
@@ -255,6 +261,19 @@ def event_time_parts(
     return NativeParts(grouped, window_start, end, F.lit(True), counters, late)
 
 
+def count_parts(
+    job: Job,
+    prepared: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    layout: OutputLayout,
+) -> NativeParts:
+    """Tumbling windows with a count trigger or a count evictor
+    (:mod:`windowing.spark.native.counts`), in event-time or arrival order."""
+    parts = arrival_order_parts if job.source.arrival_order is not None else event_time_parts
+    return parts(job, prepared, keys, compiled, layout)
+
+
 def hopping_arrival_parts(
     job: Job,
     prepared: DataFrame,
@@ -355,7 +374,24 @@ def arrival_order_parts(
     )
     added = every.where(has_arrival & has_time & ~late)
     pane = (F.lit(0), F.lit(ON_TIME))
-    if lateness == 0:
+    counts = CountFirings.of(job.config.trigger, job.config.evictor)
+    fired = None
+    if counts is not None:
+        # a count trigger's firings in arrival order: LATE once the watermark had passed the
+        # window's end when the firing row came (the planner leaves a window at MIN out)
+        early = F.expr(f"NOT {behind('fire')}")
+        counted = counts.firings(
+            added,
+            keys,
+            _WINDOW,
+            [*arrival_fields(len(source.arrival_columns)), ts, F.col(TB)],
+            compiled,
+            left_at_end(max_timestamp_of(bounds.end), lateness, at_max=counts.no_timer),
+            len(source.arrival_columns),
+            F.when(early, F.lit(Timing.EARLY.name)).otherwise(F.lit(LATE)),
+        )
+        results, pane, fired, first = counted.results, counted.pane, counted.fired, F.lit(True)
+    elif lateness == 0:
         # Without lateness a window's contents are the rows it had when the watermark passed
         # its end: one firing each.
         arrival = len(source.arrival_columns)
@@ -399,6 +435,7 @@ def arrival_order_parts(
         late_parts,
         pane,
         tuple(shared),
+        fired,
     )
 
 
