@@ -31,6 +31,13 @@ the whole result: a ``noop`` write of the result DataFrame):
   result
   is not persisted (as a job that writes only the results): the timed ``noop`` write of
   ``results`` runs the replay once; the row count and the agreement check run it again.
+* ours, tumbling 10 s ``.agg(F.sum("amount"))`` with other firings: ``CountTrigger(100)``
+  (``tumbling-count-trigger``) and ``CountEvictor(10)`` (``tumbling-count-evictor``), the
+  native plan of ranks (``windowing/spark/native/counts.py``), next to the same count trigger
+  as a subclass of the user's own (``tumbling-count-trigger-op``: the window operator, per
+  row), and ``ContinuousEventTimeTrigger(1 s)`` (``tumbling-continuous``,
+  ``windowing/spark/native/continuous.py``: ten firings a window); their native row is Spark's
+  tumbling ``groupBy(window())`` (other output: no agreement check), the target 0.5x;
 * ours, hopping ``.agg`` (``hopping-agg``, ``hopping-agg4``): ``SlidingEventTimeWindows(10 s,
   1 s)`` with ``.agg(F.sum("amount"))`` and the four aggregates, the native plan of panes
   (``windowing/spark/native/hopping.py``: no row copied per window); and (``hopping-arrival``)
@@ -139,7 +146,7 @@ from windowing.spark.columns.schema import arrow_to_python, rows_of
 from windowing.spark.streaming.query import write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, DataStream
 from windowing.time import to_millis
-from windowing.triggers import CountTrigger
+from windowing.triggers import ContinuousEventTimeTrigger, CountTrigger
 
 ROOT = Path(__file__).resolve().parents[1]
 HOUR_MS = 3_600_000
@@ -509,6 +516,14 @@ BATCH: list[BatchConfig] = [
         lambda df: native_window(df, F.window("ts", "10 seconds")),
         agg=lambda: [F.sum("amount").alias("total")],
         evictor=lambda: CountEvictor(10),
+    ),
+    BatchConfig(
+        "tumbling-continuous",
+        "tumbling 10 s, .agg(F.sum('amount')), ContinuousEventTimeTrigger(1 s) (native plan)",
+        TumblingEventTimeWindows("10 seconds"),
+        lambda df: native_window(df, F.window("ts", "10 seconds")),
+        agg=lambda: [F.sum("amount").alias("total")],
+        trigger=lambda: ContinuousEventTimeTrigger("1 second"),
     ),
     BatchConfig(
         "hopping",
@@ -1021,7 +1036,7 @@ def batch_section(df: DataFrame, cfgs: list[BatchConfig], timer: Timer, o: Optio
             print(f"batch tumbling .agg in arrival order, lateness, late rows >= 0.8x native: {vs}")
         elif arrival:
             print(f"batch {ours.name.split(': ')[0]} / native tumbling: {vs}")
-        elif "Count" in ours.name:
+        elif "Count" in ours.name or "Continuous" in ours.name:
             what = ours.name.split(", ")[2].split(" (")[0]
             print(f"batch tumbling .agg(F.sum) with {what} >= 0.5x native tumbling: {vs}")
         elif ".agg(F.sum" in ours.name and hops:
@@ -1257,7 +1272,8 @@ def main() -> None:
         default="",
         help="comma-separated names: tumbling, tumbling-sum, tumbling-agg, tumbling-agg4, "
         "tumbling-arrival, tumbling-arrival-l0, tumbling-arrival-op, tumbling-count-trigger, "
-        "tumbling-count-trigger-op, tumbling-count-evictor, hopping, hopping-sum, "
+        "tumbling-count-trigger-op, tumbling-count-evictor, tumbling-continuous, hopping, "
+        "hopping-sum, "
         "hopping-agg, hopping-agg4, hopping-arrival, session, session-sum, session-agg, "
         "sliding-distinct, sliding-distinct-agg, sliding-distinct-join, hopping-sweep, streaming",
     )

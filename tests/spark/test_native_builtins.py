@@ -25,7 +25,12 @@ from windowing.assigners import (
 from windowing.evictors import CountEvictor, TimeEvictor
 from windowing.spark.planning import BUILTIN_PATH_CONF, Route
 from windowing.time import MIN_TIMESTAMP
-from windowing.triggers import ContinuousEventTimeTrigger, CountTrigger, EventTimeTrigger
+from windowing.triggers import (
+    ContinuousEventTimeTrigger,
+    CountTrigger,
+    EventTimeTrigger,
+    PurgingTrigger,
+)
 
 spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
 
@@ -295,7 +300,7 @@ def test_what_spark_cannot_compute_exactly_keeps_its_path(spark: SparkSession) -
     assert windowed.trigger(CountTrigger(2)).sum("i").plan.route is counts
     assert windowed.evictor(CountEvictor(2)).sum("i").plan.route is counts
     # the jobs no native plan runs (as for .agg): the window operator, or whole columns
-    assert not windowed.trigger(ContinuousEventTimeTrigger(5)).sum("i").plan.native
+    assert not windowed.trigger(PurgingTrigger(ContinuousEventTimeTrigger(5))).sum("i").plan.native
     assert not windowed.evictor(TimeEvictor(5)).sum("i").plan.native
     hopping = source(df, arrival=True).key_by("k").window(HoppingEventTimeWindows(8, 3))
     assert not hopping.max("i").plan.native  # in arrival order: running sums only

@@ -1,5 +1,6 @@
-"""Count triggers and count evictors as native Spark plans (windowing.spark.native.counts)
-against the window operator on random data: results, pane info, late rows and metrics."""
+"""Count triggers and count evictors (windowing.spark.native.counts) and continuous event-time
+triggers (windowing.spark.native.continuous) as native Spark plans, against the window
+operator on random data: results, pane info, late rows and metrics."""
 
 from __future__ import annotations
 
@@ -24,7 +25,12 @@ from windowing import BoundedOutOfOrderness, TumblingEventTimeWindows, WindowedS
 from windowing.evictors import CountEvictor
 from windowing.spark.planning import Route
 from windowing.time import MAX_TIMESTAMP
-from windowing.triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
+from windowing.triggers import (
+    ContinuousEventTimeTrigger,
+    CountTrigger,
+    EventTimeTrigger,
+    PurgingTrigger,
+)
 
 spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
 
@@ -41,10 +47,16 @@ class OwnEvictor(CountEvictor):
     """A count evictor of the user's own."""
 
 
+class OwnContinuous(ContinuousEventTimeTrigger):
+    """A continuous trigger of the user's own."""
+
+
 def _operator_twin(trigger: Any, evictor: Any) -> tuple[Any, Any]:
     """The same trigger and evictor as classes of the user's own (the operator runs them)."""
     if trigger is None:
         twin: Any = OwnDefault()
+    elif isinstance(trigger, ContinuousEventTimeTrigger):
+        twin = OwnContinuous(trigger.interval)
     elif isinstance(trigger, PurgingTrigger):
         twin = PurgingTrigger(OwnCount(trigger.trigger.max_count))
     else:
@@ -180,11 +192,15 @@ def test_count_plans_name_their_firings_and_leave_the_rest_to_the_operator(
     assert not in_arrival.evictor(CountEvictor(3)).agg(F.sum("i")).plan.native
 
 
-@pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS)
+@pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS, Route.NATIVE_TUMBLING_CONTINUOUS)
 @pytest.mark.parametrize(
     ("trigger", "evictor"),
-    [(CountTrigger(3), None), (PurgingTrigger(CountTrigger(2)), CountEvictor(1))],
-    ids=["count", "purging count, evictor"],
+    [
+        (CountTrigger(3), None),
+        (PurgingTrigger(CountTrigger(2)), CountEvictor(1)),
+        (ContinuousEventTimeTrigger(4), None),
+    ],
+    ids=["count", "purging count, evictor", "continuous"],
 )
 def test_built_in_aggregations_with_counts_equal_the_window_operator(
     spark: SparkSession, trigger: Any, evictor: Any
@@ -201,7 +217,7 @@ def test_built_in_aggregations_with_counts_equal_the_window_operator(
     for built_in in ("sum", "max_by"):
         native = getattr(stream(trigger, evictor), built_in)("i")
         operator = getattr(stream(*_operator_twin(trigger, evictor)), built_in)("i")
-        assert native.plan.route is Route.NATIVE_TUMBLING_COUNTS
+        assert native.plan.route in (Route.NATIVE_TUMBLING_COUNTS, Route.NATIVE_TUMBLING_CONTINUOUS)
         assert not operator.plan.native
         want = rows_of(operator.results)
         assert rows_of(native.results) == want
@@ -276,3 +292,50 @@ def test_a_window_a_purging_trigger_emptied_is_not_left_at_the_end(spark: SparkS
     assert native.collect_metrics() == operator.collect_metrics()
     assert native.collect_metrics().num_windows_left_at_end == 1
     assert sorted(r[-2] for r in native.results.collect()) == [3, 3]
+
+
+@pytest.mark.differential(Route.NATIVE_TUMBLING_CONTINUOUS)
+@pytest.mark.parametrize(
+    ("seed", "size", "interval", "lateness", "extreme"),
+    [(41, 10, 3, 5, False), (42, 25, 7, 2**62, True), (43, 10, 20, 0, True)],
+    ids=["interval 3", "interval 7, ends of time", "interval past the window"],
+)
+def test_continuous_event_time_firings_equal_the_window_operator(
+    spark: SparkSession, seed: int, size: int, interval: int, lateness: int, extreme: bool
+) -> None:
+    """Every timer fires at the end of input, each time over all the window's rows: EARLY at
+    the interval boundaries from the first after its earliest row (Java's %: negative times
+    round toward zero), ON_TIME at its max timestamp."""
+    df = spark.createDataFrame(random_rows(seed, extreme=extreme), SCHEMA)
+
+    def result(trigger: Any) -> Any:
+        windowed = WindowedStream.from_dataframe(df, event_time="t").key_by("k")
+        tumbling = windowed.window(TumblingEventTimeWindows(size, 2)).allowed_lateness(lateness)
+        stream = tumbling.side_output_late_data(LATE).pane_info().trigger(trigger)
+        return stream.agg(*aggregates())
+
+    native = result(ContinuousEventTimeTrigger(interval))
+    operator = result(OwnContinuous(interval))
+    assert native.plan.route is Route.NATIVE_TUMBLING_CONTINUOUS, native.plan.reason
+    with native, operator:
+        want = rows_of(operator.results)
+        assert_same_rows(rows_of(native.results), want)
+        assert native.collect_metrics() == operator.collect_metrics()
+        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
+    timings = [r[-1] for r in want]
+    assert timings.count("ON_TIME") < len(timings)
+    assert "EARLY" in timings or interval > size
+
+
+def test_continuous_triggers_the_native_plan_leaves_to_the_operator(spark: SparkSession) -> None:
+    df = spark.createDataFrame(random_rows(1, n=40), SCHEMA)
+    keyed = WindowedStream.from_dataframe(df, event_time="t").key_by("k")
+    minute = keyed.window(TumblingEventTimeWindows(60_000))
+    assert minute.trigger(ContinuousEventTimeTrigger(1)).agg(F.sum("i")).plan.native
+    # over 100,000 firings a window; an evictor; a purge at every firing
+    long = keyed.window(TumblingEventTimeWindows(10**6)).trigger(ContinuousEventTimeTrigger(1))
+    assert not long.agg(F.sum("i")).plan.native
+    with_evictor = minute.trigger(ContinuousEventTimeTrigger(10)).evictor(CountEvictor(2))
+    assert not with_evictor.agg(F.sum("i")).plan.native
+    purging = PurgingTrigger(ContinuousEventTimeTrigger(10))
+    assert not minute.trigger(purging).agg(F.sum("i")).plan.native

@@ -16,9 +16,11 @@ route                      when
 ``NATIVE_TUMBLING_ARRIVAL`` the same in arrival order (running aggregates for lateness)
 ``NATIVE_TUMBLING_PROCESSING`` batch ``.agg`` of tumbling processing-time windows of a
                            ``processing_time`` column (each key's clock, as the replay's)
-``NATIVE_TUMBLING_COUNTS`` the same with a count trigger (purging or not) or a count
-                           evictor: firings are ranks in each window's sorted rows (a count
-                           trigger in arrival order too)
+``NATIVE_TUMBLING_COUNTS`` batch ``.agg`` of tumbling event-time windows with a count
+                           trigger (purging or not) or a count evictor: firings are ranks in
+                           each window's sorted rows (a count trigger in arrival order too)
+``NATIVE_TUMBLING_CONTINUOUS`` the same in event-time order with a
+                           ``ContinuousEventTimeTrigger``: each window's firings from its rows
 ``NATIVE_SESSIONS``        batch ``.agg`` of event-time sessions, event-time order
 ``NATIVE_HOPPING``         batch ``.agg`` of hopping windows from pane partials
 ``NATIVE_HOPPING_DISJOINT`` hopping windows no longer than their slide (one window a row)
@@ -31,7 +33,7 @@ route                      when
 ``STREAMING``              a streaming job: the operator in ``transformWithStateInPandas``
 =========================  ============================================================
 
-The native routes need the default trigger and no evictor (but ``NATIVE_TUMBLING_COUNTS``), no
+The native routes need the default trigger and no evictor (but the two above), no
 idle timeout, no dead letters, and no ``processing_time`` column but for tumbling
 processing-time windows; each native reason
 below says what else. A built-in aggregation (``.sum`` / ``.min`` / ``.max`` / ``.min_by`` /
@@ -86,6 +88,7 @@ from windowing.spark.jobs import (
     streaming_time_mode,
     uses_wall_clock,
 )
+from windowing.spark.native.continuous import continuous_interval, planned
 from windowing.spark.native.counts import MAX_COPIES, CountFirings
 from windowing.spark.native.hopping import HoppingGrid, invertible
 from windowing.spark.native.parts import by_event_time, framed, has_min_window, windowable
@@ -114,6 +117,7 @@ class Route(enum.Enum):
     NATIVE_TUMBLING_ARRIVAL = "native-tumbling-arrival"
     NATIVE_TUMBLING_PROCESSING = "native-tumbling-processing"
     NATIVE_TUMBLING_COUNTS = "native-tumbling-counts"
+    NATIVE_TUMBLING_CONTINUOUS = "native-tumbling-continuous"
     NATIVE_SESSIONS = "native-sessions"
     NATIVE_HOPPING = "native-hopping"
     NATIVE_HOPPING_DISJOINT = "native-hopping-disjoint"
@@ -451,13 +455,16 @@ def _native_route(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str]
         native = _tumbling_processing(job)
         return None if isinstance(native, str) else native
     counts = CountFirings.of(config.trigger, config.evictor)
+    interval = continuous_interval(config.trigger, config.evictor)
     default = config.trigger is None or type(config.trigger) is EventTimeTrigger
-    if counts is None and not (default and config.evictor is None):
+    if counts is None and interval is None and not (default and config.evictor is None):
         return None
     if source.processing_time is not None or config.idle_timeout is not None:
         return None  # replayed in processing-time order / keys with their own clocks
     if counts is not None:
         return _tumbling_counts(job, calls, counts)
+    if interval is not None:
+        return _tumbling_continuous(job, interval)
     if type(assigner) is SlidingDistinctAssigner:
         return _kip450(job, calls)
     if type(assigner) is HoppingEventTimeWindows:
@@ -607,6 +614,30 @@ def _tumbling_counts(
             "passed the window's end when its last row came"
         )
     return Route.NATIVE_TUMBLING_COUNTS, head + order + _NATIVE_TAIL
+
+
+def _tumbling_continuous(job: Job, interval: int) -> tuple[Route, str] | None:
+    """The native route of tumbling windows with a ``ContinuousEventTimeTrigger``
+    (:mod:`windowing.spark.native.continuous`), or ``None``."""
+    source, assigner = job.source, job.config.assigner
+    if type(assigner) is not TumblingEventTimeWindows:
+        return None
+    if assigner.stagger is not WindowStagger.ALIGNED or has_min_window(assigner):
+        return None  # a drawn offset; a window behind the first watermark fires per row
+    if source.arrival_order is not None or not planned(assigner.size, interval):
+        return None  # the watermark moves between rows; too many firings a window
+    shape = (
+        f"tumbling event-time windows with ContinuousEventTimeTrigger({interval} ms): "
+        "groupBy(keys, window start) of the aggregates and the earliest event time, each "
+        f"window then fired at its interval boundaries from the first after that time (Java's "
+        "%) to its max timestamp, every firing over all its rows (EARLY, then ON_TIME at the "
+        "max timestamp)"
+    )
+    order = ", event-time order (nothing is late; every timer fires at the end of input)"
+    return (
+        Route.NATIVE_TUMBLING_CONTINUOUS,
+        f"native Spark plan: {shape}, {_AGG}{order}{_NATIVE_TAIL}",
+    )
 
 
 def _hopping(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:

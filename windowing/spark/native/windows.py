@@ -57,6 +57,7 @@ order (:func:`~windowing.spark.columns.aggregates.order_key`), as the window ope
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Window
@@ -89,6 +90,8 @@ from windowing.spark.columns.watermark import (
     one_task_enough,
     watermark_of,
 )
+from windowing.spark.native.continuous import FIRST as CONTINUOUS_FIRST
+from windowing.spark.native.continuous import continuous_firings, continuous_interval
 from windowing.spark.native.counts import CountFirings
 from windowing.spark.native.firings import running_aggregate
 from windowing.spark.native.hopping import HoppingGrid
@@ -219,12 +222,19 @@ def event_time_parts(
             lowest = first_window_end(assigner) - assigner.size
             start = lowest if lowest >= MIN_TIMESTAMP else None
         extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
-    counted = None
+    counted = pane = None
+    first = F.lit(True)
     if isinstance(assigner, TumblingEventTimeWindows):
         bounds = TumblingBounds(assigner)
         rows = valid.where(~at_min) if min_window else valid
         counts = CountFirings.of(job.config.trigger, job.config.evictor)
-        if counts is None:
+        interval = continuous_interval(job.config.trigger, job.config.evictor)
+        if interval is not None:  # (the planner leaves a window at MIN to the operator)
+            earliest = [F.min(ts).alias(CONTINUOUS_FIRST)]
+            grouped = grouped_aggregates(rows, keys, bounds.start, _WINDOW, compiled, earliest)
+            max_ts = max_timestamp_of(bounds.end)
+            grouped, first, pane = continuous_firings(grouped, interval, max_ts)
+        elif counts is None:
             grouped = grouped_aggregates(rows, keys, bounds.start, _WINDOW, compiled)
         else:  # (the planner leaves a window at MIN to the operator)
             counted = counts.firings(
@@ -253,12 +263,10 @@ def event_time_parts(
         if layout.has_late
         else []
     )
+    parts = NativeParts(grouped, window_start, end, first, counters, late)
     if counted is not None:
-        pane, fired = counted.pane, counted.fired
-        return NativeParts(
-            grouped, window_start, end, F.lit(True), counters, late, pane, fired=fired
-        )
-    return NativeParts(grouped, window_start, end, F.lit(True), counters, late)
+        return replace(parts, pane=counted.pane, fired=counted.fired)
+    return parts if pane is None else replace(parts, pane=pane)
 
 
 def count_parts(
