@@ -17,11 +17,14 @@ from windowing.operator import WindowOperator
 
 __all__ = [
     "BYTES_PER_KEY_GROUP",
+    "SMALL_INPUT_BYTES",
+    "SMALL_INPUT_CONF",
     "batch_key_groups",
     "estimated_bytes",
     "idleness_of",
     "one_task",
     "shuffle_partitions",
+    "small_input_bytes",
     "streaming_key_groups",
     "streaming_time_mode",
     "uses_wall_clock",
@@ -147,3 +150,24 @@ def without_call_sites() -> Iterator[None]:
         yield
     finally:
         setattr(_errors_utils, name, before)
+
+
+#: The Spark configuration giving the largest input (Spark's estimate, in bytes) whose batch
+#: ``.agg`` runs in the window operator rather than a native plan: a native plan is several
+#: aggregates and joins (results, late rows, counters), seconds to build and run whatever the
+#: input, while the window operator starts in a fraction of that and costs per row.
+SMALL_INPUT_CONF = "spark.windowing.smallInputBytes"
+#: Its default: tens of thousands of rows of a few columns.
+SMALL_INPUT_BYTES = 1 << 20
+
+
+def small_input_bytes(spark: SparkSession) -> int:
+    """The value of :data:`SMALL_INPUT_CONF` (0 turns the rule off)."""
+    value = spark.conf.get(SMALL_INPUT_CONF, None)
+    if value is None:
+        return SMALL_INPUT_BYTES
+    try:
+        return int(value)
+    except ValueError:
+        msg = f"{SMALL_INPUT_CONF} must be a number of bytes, got {value!r}"
+        raise ValueError(msg) from None

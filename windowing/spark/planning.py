@@ -81,15 +81,18 @@ from windowing.spark.columnar.tumbling import TumblingAggregation
 from windowing.spark.columnar.vectorized import VectorizedWindows, vectorized_plan
 from windowing.spark.columns.aggregates import AggregateCall
 from windowing.spark.jobs import (
+    SMALL_INPUT_BYTES,
+    SMALL_INPUT_CONF,
     batch_key_groups,
     estimated_bytes,
     one_task,
+    small_input_bytes,
     streaming_key_groups,
     streaming_time_mode,
     uses_wall_clock,
 )
-from windowing.spark.native.continuous import continuous_interval, planned
-from windowing.spark.native.counts import MAX_COPIES, CountFirings
+from windowing.spark.native.continuous import continuous_interval, describe_continuous, planned
+from windowing.spark.native.counts import ARRIVAL_RANKS, CountFirings
 from windowing.spark.native.hopping import HoppingGrid, invertible
 from windowing.spark.native.parts import by_event_time, framed, has_min_window, windowable
 from windowing.spark.streaming.stages import plan_facts
@@ -348,28 +351,6 @@ def _builtin_path(
     return False, f"; {how}: measured as fast as whole columns or faster"
 
 
-# ---------------------------------------------------------------------------- small inputs
-#: The Spark configuration giving the largest input (Spark's estimate, in bytes) whose batch
-#: ``.agg`` runs in the window operator rather than a native plan: a native plan is several
-#: aggregates and joins (results, late rows, counters), seconds to build and run whatever the
-#: input, while the window operator starts in a fraction of that and costs per row.
-SMALL_INPUT_CONF = "spark.windowing.smallInputBytes"
-#: Its default: tens of thousands of rows of a few columns.
-SMALL_INPUT_BYTES = 1 << 20
-
-
-def small_input_bytes(spark: SparkSession) -> int:
-    """The value of :data:`SMALL_INPUT_CONF` (0 turns the rule off)."""
-    value = spark.conf.get(SMALL_INPUT_CONF, None)
-    if value is None:
-        return SMALL_INPUT_BYTES
-    try:
-        return int(value)
-    except ValueError:
-        msg = f"{SMALL_INPUT_CONF} must be a number of bytes, got {value!r}"
-        raise ValueError(msg) from None
-
-
 # ---------------------------------------------------------------------------- native routes
 _NATIVE_TAIL = "; rows without event time to the late side output; Python never sees the rows"
 
@@ -461,10 +442,8 @@ def _native_route(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str]
         return None
     if source.processing_time is not None or config.idle_timeout is not None:
         return None  # replayed in processing-time order / keys with their own clocks
-    if counts is not None:
-        return _tumbling_counts(job, calls, counts)
-    if interval is not None:
-        return _tumbling_continuous(job, interval)
+    if counts is not None or interval is not None:
+        return _tumbling_firings(job, calls, counts, interval)
     if type(assigner) is SlidingDistinctAssigner:
         return _kip450(job, calls)
     if type(assigner) is HoppingEventTimeWindows:
@@ -584,60 +563,33 @@ def _tumbling_in_arrival_order(
     return Route.NATIVE_TUMBLING_ARRIVAL, _native_text(shape, order)
 
 
-def _tumbling_counts(
-    job: Job, calls: Sequence[AggregateCall], counts: CountFirings
+def _tumbling_firings(
+    job: Job, calls: Sequence[AggregateCall], counts: CountFirings | None, interval: int | None
 ) -> tuple[Route, str] | None:
-    """The native route of tumbling windows with a count trigger or a count evictor
-    (:mod:`windowing.spark.native.counts`), or ``None``."""
+    """The native route of tumbling windows with a count trigger or evictor (``counts``,
+    :mod:`windowing.spark.native.counts`) or a ``ContinuousEventTimeTrigger`` of
+    ``interval`` (:mod:`windowing.spark.native.continuous`), or ``None``."""
     source, assigner = job.source, job.config.assigner
     if type(assigner) is not TumblingEventTimeWindows:
         return None
     if assigner.stagger is not WindowStagger.ALIGNED or has_min_window(assigner):
         return None  # a drawn offset; a window behind the first watermark fires per row
-    if counts.running and not windowable(calls):
-        return None  # running aggregates are Spark's window functions (no DISTINCT)
-    if counts.copies > MAX_COPIES:
-        return None  # each row copied into more firings than that: the window operator
-    shape = f"tumbling event-time windows with {counts.describe()}"
-    head = f"native Spark plan: {shape}, {_AGG}"
+    arrival = source.arrival_order is not None
+    if arrival and not _watermark_in_columns(job):
+        return None  # a watermark strategy of the user's own
     order = ", event-time order (nothing is late; the watermark moves at the end of input)"
-    if source.arrival_order is not None:
-        if counts.every is None or not _watermark_in_columns(job):
-            # the event-time trigger's firings in arrival order (on time, then one per late
-            # row) with an evictor; a watermark strategy of the user's own
+    if counts is not None:
+        if not counts.native(windowable(calls), arrival=arrival):
             return None
-        order = (
-            "; in arrival order: each window's arrival cutoffs (when the watermark passed its "
-            "end and its cleanup time; one small aggregate, broadcast), rows of windows past "
-            "their cleanup time to the late side output, the others ranked in replay order "
-            "(arrival, event time, content hash); a firing is LATE once the watermark had "
-            "passed the window's end when its last row came"
-        )
-    return Route.NATIVE_TUMBLING_COUNTS, head + order + _NATIVE_TAIL
-
-
-def _tumbling_continuous(job: Job, interval: int) -> tuple[Route, str] | None:
-    """The native route of tumbling windows with a ``ContinuousEventTimeTrigger``
-    (:mod:`windowing.spark.native.continuous`), or ``None``."""
-    source, assigner = job.source, job.config.assigner
-    if type(assigner) is not TumblingEventTimeWindows:
-        return None
-    if assigner.stagger is not WindowStagger.ALIGNED or has_min_window(assigner):
-        return None  # a drawn offset; a window behind the first watermark fires per row
-    if source.arrival_order is not None or not planned(assigner.size, interval):
-        return None  # the watermark moves between rows; too many firings a window
-    shape = (
-        f"tumbling event-time windows with ContinuousEventTimeTrigger({interval} ms): "
-        "groupBy(keys, window start) of the aggregates and the earliest event time, each "
-        f"window then fired at its interval boundaries from the first after that time (Java's "
-        "%) to its max timestamp, every firing over all its rows (EARLY, then ON_TIME at the "
-        "max timestamp)"
-    )
-    order = ", event-time order (nothing is late; every timer fires at the end of input)"
-    return (
-        Route.NATIVE_TUMBLING_CONTINUOUS,
-        f"native Spark plan: {shape}, {_AGG}{order}{_NATIVE_TAIL}",
-    )
+        route, shape = Route.NATIVE_TUMBLING_COUNTS, counts.describe()
+        order = ARRIVAL_RANKS if arrival else order
+    else:
+        assert interval is not None
+        if arrival or not planned(assigner.size, interval):
+            return None  # the watermark moves between rows; too many firings a window
+        route, shape = Route.NATIVE_TUMBLING_CONTINUOUS, describe_continuous(interval)
+    text = f"native Spark plan: tumbling event-time windows with {shape}, {_AGG}{order}"
+    return route, text + _NATIVE_TAIL
 
 
 def _hopping(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:

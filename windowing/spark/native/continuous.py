@@ -27,7 +27,14 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from windowing.records import Timing
 from windowing.triggers.continuous import ContinuousEventTimeTrigger
 
-__all__ = ["FIRST", "MAX_FIRINGS", "continuous_firings", "continuous_interval", "planned"]
+__all__ = [
+    "FIRST",
+    "MAX_FIRINGS",
+    "continuous_firings",
+    "continuous_interval",
+    "describe_continuous",
+    "planned",
+]
 
 #: The most firings a window may have natively (each is a result row); beyond, the operator.
 MAX_FIRINGS = 100_000
@@ -52,6 +59,16 @@ def planned(size: int, interval: int) -> bool:
     :data:`MAX_FIRINGS` firings a window, and ``size + interval`` far from ``bigint``'s end
     (the first firing is computed in ``bigint``)."""
     return size // interval + 2 <= MAX_FIRINGS and size + interval < 2**62
+
+
+def describe_continuous(interval: int) -> str:
+    """The firings in words, for the plan's reason."""
+    return (
+        f"ContinuousEventTimeTrigger({interval} ms): groupBy(keys, window start) of the "
+        "aggregates and the earliest event time, each window then fired at its interval "
+        "boundaries from the first after that time (Java's %) to its max timestamp, every "
+        "firing over all its rows (EARLY, then ON_TIME at the max timestamp)"
+    )
 
 
 def continuous_firings(

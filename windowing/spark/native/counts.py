@@ -55,11 +55,20 @@ from windowing.triggers.count import CountTrigger
 from windowing.triggers.event_time import EventTimeTrigger
 from windowing.triggers.purging import PurgingTrigger
 
-__all__ = ["MAX_COPIES", "CountFirings", "CountedFirings"]
+__all__ = ["ARRIVAL_RANKS", "MAX_COPIES", "CountFirings", "CountedFirings"]
 
 #: The most firings a row may be copied into (an evictor keeping many more rows than the count
 #: trigger's count); beyond, the window operator runs the job.
 MAX_COPIES = 64
+
+#: How the native plan takes rows in arrival order, in its reason.
+ARRIVAL_RANKS = (
+    "; in arrival order: each window's arrival cutoffs (when the watermark passed its end and "
+    "its cleanup time; one small aggregate, broadcast), rows of windows past their cleanup "
+    "time to the late side output, the others ranked in replay order (arrival, event time, "
+    "content hash); a firing is LATE once the watermark had passed the window's end when its "
+    "last row came"
+)
 
 _RANK = "__pw_ncrank"
 _COUNT = "__pw_nccount"
@@ -135,6 +144,15 @@ class CountFirings:
     def no_timer(self) -> bool:
         """Whether the trigger has no timer at a window's max timestamp (a count trigger)."""
         return self.every is not None
+
+    def native(self, windowable: bool, *, arrival: bool) -> bool:
+        """Whether the native plan computes these firings: running aggregates need Spark's
+        window functions (``windowable``: no DISTINCT), a row is copied into at most
+        :data:`MAX_COPIES` firings, and in ``arrival`` order only a count trigger (the
+        event-time trigger fires on time, then once per row within the lateness)."""
+        if self.running and not windowable:
+            return False
+        return self.copies <= MAX_COPIES and not (arrival and self.every is None)
 
     @property
     def running(self) -> bool:
