@@ -302,7 +302,11 @@ _BUILTIN_PATHS = ("auto", "native", "columnar")
 #: The routes whose plans group rows by key and window with hash aggregates
 #: (:func:`~windowing.spark.native.parts.grouped_aggregates`); the other routes sort every
 #: row (window functions: sessions, KIP-450 frames; panes; arrival order).
-_HASHED_ROUTES = (Route.NATIVE_TUMBLING, Route.NATIVE_HOPPING_DISJOINT)
+_HASHED_ROUTES = (
+    Route.NATIVE_TUMBLING,
+    Route.NATIVE_HOPPING_DISJOINT,
+    Route.NATIVE_TUMBLING_CONTINUOUS,
+)
 
 
 def _hashed(route: Route, calls: Sequence[AggregateCall]) -> bool:
@@ -588,6 +592,7 @@ def _tumbling_firings(
         if arrival or not planned(assigner.size, interval):
             return None  # the watermark moves between rows; too many firings a window
         route, shape = Route.NATIVE_TUMBLING_CONTINUOUS, describe_continuous(interval)
+        order = ", event-time order (nothing is late; every timer fires at the end of input)"
     text = f"native Spark plan: tumbling event-time windows with {shape}, {_AGG}{order}"
     return route, text + _NATIVE_TAIL
 

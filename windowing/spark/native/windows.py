@@ -190,7 +190,8 @@ def run_native(
     ]
     # a route that names what its outputs share has it cached with its results and counters
     # (each output then computes only its own part); any other, its tagged output
-    shared = (*parts.shared, parts.results, parts.counters) if parts.shared else ()
+    fired_part = () if parts.fired is None else (parts.fired,)
+    shared = (*parts.shared, parts.results, parts.counters, *fired_part) if parts.shared else ()
     return WindowedResult.of_output(tagged_union(layout, branches), layout, plan, shared=shared)
 
 
