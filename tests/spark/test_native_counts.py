@@ -22,7 +22,7 @@ from tests.spark.test_agg import (
     rows_of,
 )
 from windowing import BoundedOutOfOrderness, TumblingEventTimeWindows, WindowedStream
-from windowing.evictors import CountEvictor
+from windowing.evictors import CountEvictor, TimeEvictor
 from windowing.spark.planning import Route
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers import (
@@ -51,6 +51,10 @@ class OwnContinuous(ContinuousEventTimeTrigger):
     """A continuous trigger of the user's own."""
 
 
+class OwnTimeEvictor(TimeEvictor):
+    """A time evictor of the user's own."""
+
+
 def _operator_twin(trigger: Any, evictor: Any) -> tuple[Any, Any]:
     """The same trigger and evictor as classes of the user's own (the operator runs them)."""
     if trigger is None:
@@ -61,7 +65,9 @@ def _operator_twin(trigger: Any, evictor: Any) -> tuple[Any, Any]:
         twin = PurgingTrigger(OwnCount(trigger.trigger.max_count))
     else:
         twin = OwnCount(trigger.max_count)
-    if evictor is not None:
+    if isinstance(evictor, TimeEvictor):
+        evictor = OwnTimeEvictor(evictor.window_size, evictor.do_evict_after)
+    elif evictor is not None:
         evictor = OwnEvictor(evictor.max_count, evictor.do_evict_after)
     return twin, evictor
 
@@ -86,6 +92,8 @@ CASES = [
     ),
     (None, CountEvictor(3), 10, True, 5, True, True),
     (None, CountEvictor(3, do_evict_after=True), 10, True, 5, False, False),
+    (None, TimeEvictor(4), 10, True, 5, True, True),
+    (None, TimeEvictor(4, do_evict_after=True), 25, False, 0, False, False),
 ]
 IDS = [
     "count",
@@ -98,10 +106,12 @@ IDS = [
     "purging count, evictor after",
     "event time, evictor",
     "event time, evictor after",
+    "event time, time evictor",
+    "event time, time evictor after",
 ]
 
 #: Cases whose shapes the others cover too (``./dev test-slow`` runs them).
-_SLOW = {1, 3, 6, 9}
+_SLOW = {1, 3, 6, 9, 11}
 
 
 @pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS)
@@ -185,6 +195,9 @@ def test_count_plans_name_their_firings_and_leave_the_rest_to_the_operator(
     with pytest.warns(UserWarning, match="evicts every element"):
         nothing = CountEvictor(0)
     assert not tumbling.evictor(nothing).agg(F.sum("i")).plan.native
+    # a time evictor: with the event-time trigger only (one firing over a suffix)
+    assert tumbling.evictor(TimeEvictor(5)).agg(F.sum("i")).plan.native
+    assert not tumbling.trigger(CountTrigger(3)).evictor(TimeEvictor(5)).agg(F.sum("i")).plan.native
     arrival = WindowedStream.from_dataframe(df, event_time="t", arrival_order="i").key_by("k")
     in_arrival = arrival.window(TumblingEventTimeWindows(10))
     assert in_arrival.trigger(CountTrigger(3)).agg(F.sum("i")).plan.native

@@ -17,8 +17,9 @@ route                      when
 ``NATIVE_TUMBLING_PROCESSING`` batch ``.agg`` of tumbling processing-time windows of a
                            ``processing_time`` column (each key's clock, as the replay's)
 ``NATIVE_TUMBLING_COUNTS`` batch ``.agg`` of tumbling event-time windows with a count
-                           trigger (purging or not) or a count evictor: firings are ranks in
-                           each window's sorted rows (a count trigger in arrival order too)
+                           trigger (purging or not), a count evictor or (default trigger) a
+                           time evictor: firings are ranks in each window's sorted rows (a
+                           count trigger in arrival order too)
 ``NATIVE_TUMBLING_CONTINUOUS`` the same in event-time order with a
                            ``ContinuousEventTimeTrigger``: each window's firings from its rows
 ``NATIVE_SESSIONS``        batch ``.agg`` of event-time sessions, event-time order

@@ -26,8 +26,10 @@ from one sort of each window's rows (rank and count by window functions over
   ``ceil(k / n) + 1`` evicting after; the planner leaves more than :data:`MAX_COPIES` to the
   window operator) and Spark groups by ``(keys, window, firing)``;
 * **the last rows**: the event-time trigger with an evictor: the rows ranked from the last
-  (no count needed) up to ``k``, grouped by ``(keys, window)``; all of them for an evictor
-  after the function (the window's only firing comes before it).
+  (no count needed) up to ``k``, or with a ``TimeEvictor(s)`` the rows less than ``s`` before
+  the window's newest event time (in event-time order, also a suffix of the ranks), grouped
+  by ``(keys, window)``; all of them for an evictor after the function (the window's only
+  firing comes before it).
 
 The metrics count firings and windows left at the end (those with contents: not one a
 purging trigger emptied at its last row) from one count per window (a hash aggregate, not the
@@ -48,8 +50,10 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.evictors.count import CountEvictor
+from windowing.evictors.time import TimeEvictor
 from windowing.records import Timing
 from windowing.spark.columns.aggregates import CompiledAggregates
+from windowing.spark.columns.inputs import TS
 from windowing.spark.native.parts import aggregate_columns, native_column
 from windowing.triggers.count import CountTrigger
 from windowing.triggers.event_time import EventTimeTrigger
@@ -71,6 +75,7 @@ ARRIVAL_RANKS = (
 )
 
 _RANK = "__pw_ncrank"
+_NEWEST = "__pw_ncnewest"
 _COUNT = "__pw_nccount"
 _FIRING = "__pw_ncfiring"
 _TIMING = "__pw_nctiming"
@@ -103,6 +108,9 @@ class CountFirings:
         The count evictor's ``max_count`` (at least 1); ``None``: no evictor.
     evict_after
         The evictor evicts after the function.
+    within
+        A ``TimeEvictor``'s ``window_size`` (at least 1; with the event-time trigger only):
+        its one firing takes the rows within it of the window's newest event time.
 
     Examples
     --------
@@ -117,6 +125,7 @@ class CountFirings:
     purge: bool = False
     keep: int | None = None
     evict_after: bool = False
+    within: int | None = None
 
     @classmethod
     def of(cls, trigger: Any, evictor: Any) -> CountFirings | None:
@@ -134,6 +143,9 @@ class CountFirings:
             keep, after = None, False
         elif type(evictor) is CountEvictor and evictor.max_count >= 1:
             keep, after = evictor.max_count, evictor.do_evict_after
+        elif type(evictor) is TimeEvictor and evictor.window_size >= 1 and every is None:
+            # the event-time trigger's one firing: the rows within the size of the newest
+            return cls(None, False, None, evictor.do_evict_after, evictor.window_size)
         else:
             return None  # another evictor; a CountEvictor keeping nothing fires empty windows
         if every is None and keep is None:
@@ -177,6 +189,11 @@ class CountFirings:
         if n is None:
             if self.evict_after:
                 return f"{what}: groupBy(keys, window start) (nothing is evicted before it)"
+            if self.within is not None:
+                return (
+                    f"{what}, those within {self.within} ms of its newest kept first (a "
+                    "TimeEvictor): the newest event time per window (a window function), groupBy"
+                )
             return f"{what}: ranked from the last in replay order (one sort per window), groupBy"
         how = (
             "running window aggregates read at those ranks"
@@ -241,7 +258,13 @@ class CountFirings:
             # the event-time trigger: one firing at the end over the last k rows (evicting
             # after the only firing changes nothing): ranked from the end, no count needed
             kept = rows
-            if self.keep is not None and not self.evict_after:
+            if self.within is not None and not self.evict_after:
+                # Flink's TimeEvictor keeps t > newest - size: newest - t < size (no overflow)
+                newest = F.max(F.col(TS)).over(Window.partitionBy(*keys, F.col(window)))
+                kept = rows.withColumn(_NEWEST, newest).where(
+                    F.col(_NEWEST) - F.col(TS) < F.lit(self.within)
+                )
+            elif self.keep is not None and not self.evict_after:
                 last = Window.partitionBy(*keys, F.col(window)).orderBy(*[o.desc() for o in order])
                 ranked = rows.withColumn(_RANK, F.row_number().over(last))
                 kept = ranked.where(F.col(_RANK) <= F.lit(self.keep))
