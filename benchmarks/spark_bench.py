@@ -422,6 +422,15 @@ class OwnCountTrigger(CountTrigger):
     """A count trigger of the user's own: the window operator runs it (the per-row path)."""
 
 
+def native_tumbling(df: DataFrame) -> DataFrame:
+    """Spark's own tumbling 10 s windows of the sum."""
+    return native_window(df, F.window("ts", "10 seconds"))
+
+
+def sum_total() -> list[Any]:
+    return [F.sum("amount").alias("total")]
+
+
 def four_aggregates() -> list[Any]:
     return [
         F.sum("amount").alias("total"),
@@ -436,21 +445,21 @@ BATCH: list[BatchConfig] = [
         "tumbling",
         "tumbling 10 s",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
+        native_tumbling,
     ),
     BatchConfig(
         "tumbling-sum",
         "tumbling 10 s, built-in .sum('amount')",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
+        native_tumbling,
         builtin_sum=True,
     ),
     BatchConfig(
         "tumbling-agg",
         "tumbling 10 s, .agg(F.sum('amount')) (native plan)",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        native_tumbling,
+        agg=sum_total,
     ),
     BatchConfig(
         "tumbling-agg4",
@@ -463,8 +472,8 @@ BATCH: list[BatchConfig] = [
         "tumbling-arrival",
         "tumbling 10 s, .agg(F.sum('amount')), arrival order, lateness 1 s (native plan)",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        native_tumbling,
+        agg=sum_total,
         arrival=True,
     ),
     BatchConfig(
@@ -472,8 +481,8 @@ BATCH: list[BatchConfig] = [
         "tumbling 10 s, .agg(F.sum('amount')), arrival order, lateness 1 s, results and late "
         "rows both written (native plan)",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        native_tumbling,
+        agg=sum_total,
         arrival=True,
         read_late=True,
     ),
@@ -481,8 +490,8 @@ BATCH: list[BatchConfig] = [
         "tumbling-arrival-l0",
         "tumbling 10 s, .agg(F.sum('amount')), arrival order, no lateness (native plan)",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        native_tumbling,
+        agg=sum_total,
         arrival=True,
         lateness="0 seconds",
     ),
@@ -490,39 +499,39 @@ BATCH: list[BatchConfig] = [
         "tumbling-arrival-op",
         "tumbling 10 s, aggregate(SumAmount()), arrival order, lateness 1 s (operator)",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
+        native_tumbling,
         arrival=True,
     ),
     BatchConfig(
         "tumbling-count-trigger",
         "tumbling 10 s, .agg(F.sum('amount')), CountTrigger(100) (native plan)",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        native_tumbling,
+        agg=sum_total,
         trigger=lambda: CountTrigger(100),
     ),
     BatchConfig(
         "tumbling-count-trigger-op",
         "tumbling 10 s, .agg(F.sum('amount')), a CountTrigger(100) subclass (operator)",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        native_tumbling,
+        agg=sum_total,
         trigger=lambda: OwnCountTrigger(100),
     ),
     BatchConfig(
         "tumbling-count-evictor",
         "tumbling 10 s, .agg(F.sum('amount')), CountEvictor(10) (native plan)",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        native_tumbling,
+        agg=sum_total,
         evictor=lambda: CountEvictor(10),
     ),
     BatchConfig(
         "tumbling-continuous",
         "tumbling 10 s, .agg(F.sum('amount')), ContinuousEventTimeTrigger(1 s) (native plan)",
         TumblingEventTimeWindows("10 seconds"),
-        lambda df: native_window(df, F.window("ts", "10 seconds")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        native_tumbling,
+        agg=sum_total,
         trigger=lambda: ContinuousEventTimeTrigger("1 second"),
     ),
     BatchConfig(
@@ -543,7 +552,7 @@ BATCH: list[BatchConfig] = [
         "hopping 10 s / 1 s, .agg(F.sum('amount')) (native plan)",
         SlidingEventTimeWindows("10 seconds", "1 second"),
         lambda df: native_window(df, F.window("ts", "10 seconds", "1 second")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        agg=sum_total,
     ),
     BatchConfig(
         "hopping-agg4",
@@ -557,7 +566,7 @@ BATCH: list[BatchConfig] = [
         "hopping 10 s / 1 s, .agg(F.sum('amount')), arrival order, lateness 1 s (native plan)",
         SlidingEventTimeWindows("10 seconds", "1 second"),
         lambda df: native_window(df, F.window("ts", "10 seconds", "1 second")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        agg=sum_total,
         arrival=True,
     ),
     BatchConfig(
@@ -578,7 +587,7 @@ BATCH: list[BatchConfig] = [
         "session gap 5 s, .agg(F.sum('amount')) (native plan)",
         EventTimeSessionWindows("5 seconds"),
         lambda df: native_window(df, F.session_window("ts", "5 seconds")),
-        agg=lambda: [F.sum("amount").alias("total")],
+        agg=sum_total,
     ),
     BatchConfig(
         "sliding-distinct",
@@ -591,7 +600,7 @@ BATCH: list[BatchConfig] = [
         "sliding-distinct 10 s, .agg(F.sum) (native plan)",
         SlidingDistinctAssigner("10 seconds", grace=0),
         lambda df: sliding_native(df, 10_000),
-        agg=lambda: [F.sum("amount").alias("total")],
+        agg=sum_total,
     ),
     BatchConfig(
         "sliding-distinct-join",
@@ -1086,7 +1095,7 @@ def sweep_section(df: DataFrame, timer: Timer, o: Options) -> None:
             f"{label}, .agg(F.sum('amount'))",
             SlidingEventTimeWindows(size, slide),
             hopping_native(size, slide),
-            agg=lambda: [F.sum("amount").alias("total")],
+            agg=sum_total,
         )
         if size not in tumbling:
             t_cfg = BatchConfig(
@@ -1094,7 +1103,7 @@ def sweep_section(df: DataFrame, timer: Timer, o: Options) -> None:
                 f"tumbling {size}, .agg(F.sum('amount'))",
                 TumblingEventTimeWindows(size),
                 None,
-                agg=lambda: [F.sum("amount").alias("total")],
+                agg=sum_total,
             )
             tumbling[size] = best(
                 [run_ours_batch(df, t_cfg, timer, False)[0] for _ in range(o.repeat)]
