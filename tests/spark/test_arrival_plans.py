@@ -142,11 +142,15 @@ def test_a_persisted_result_reads_its_outputs_from_the_shared_parts(
     expected = [rows_of(fresh.results), rows_of(fresh.get_side_output(LATE))]
     expected_metrics = fresh.metrics.collect()
     result = windowed(df).agg(F.sum("amount").alias("total"))
-    assert len(result.shared) == 4  # the cutoffs, the late rows, the results, the counters
+    assert result.branches is not None
+    assert "rest" not in vars(result.branches)  # the other outputs: built when first needed
+    parts = result.cached_parts()
+    assert len(parts) == 4  # the cutoffs, the results, the counters, the late rows
     with result:
+        assert all(df.is_cached for df in parts)
         got = [rows_of(result.results), rows_of(result.get_side_output(LATE))]
         assert result.metrics.collect() == expected_metrics
-    assert not any(df.is_cached for df in result.shared)
+    assert not any(df.is_cached for df in parts)
     assert got == expected
     assert len(expected[1]) > 20 and {r[-1] for r in expected[1]} == {"late"}
     operator = windowed(df).trigger(SameAsDefault()).agg(F.sum("amount").alias("total"))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +89,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BatchMetrics",
+    "OtherOutputs",
+    "OutputBranches",
     "WindowedResult",
     "replay_order",
     "result_names",
@@ -98,6 +100,39 @@ __all__ = [
 
 #: Whether adaptive execution may change a cached plan's output partitioning (Spark: false).
 _CACHED_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
+
+
+@dataclass(frozen=True, eq=False)
+class OtherOutputs:
+    """A native plan's output rows besides its results: the metrics rows, the late rows,
+    and the parts of them a persisted result caches."""
+
+    metrics: tuple[DataFrame, ...]
+    late: tuple[DataFrame, ...] = ()
+    shared: tuple[DataFrame, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class OutputBranches:
+    """A native plan's output rows by output (each with its own columns of the tagged
+    layout, :class:`~windowing.spark.columns.output.SqlBranches`): the results, and the
+    other outputs built when first needed (``others``: on reading the metrics or the late
+    rows, or on persisting the result; a job read for its results alone never builds them,
+    and Spark analyzes each step of a plan as it is built)."""
+
+    results: DataFrame
+    others: Callable[[], OtherOutputs]
+
+    @functools.cached_property
+    def rest(self) -> OtherOutputs:
+        """The other outputs (built on first use)."""
+        return self.others()
+
+    def of(self, kind: str) -> tuple[DataFrame, ...]:
+        """The branches of output ``kind`` (``metrics`` or ``late``; none of another)."""
+        if kind == "metrics":
+            return self.rest.metrics
+        return self.rest.late if kind == "late" else ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,7 +168,6 @@ class WindowedResult:
     """
 
     results: DataFrame
-    output: DataFrame = dataclasses.field(repr=False)
     layout: OutputLayout = dataclasses.field(repr=False)
     plan: SparkPlan = dataclasses.field(repr=False)
     #: Warns once about windows whose incremental result was ``None`` (a job with a reduce,
@@ -143,6 +177,11 @@ class WindowedResult:
     #: that reading one output computes only its own branch of the tagged output, and the
     #: others reuse what it computed); empty: the tagged output itself.
     shared: tuple[DataFrame, ...] = dataclasses.field(default=(), repr=False)
+    #: A native plan's output rows kept apart by output (each output is selected from its
+    #: own branches, with no union of all of them to analyze); ``None``: every output is a
+    #: filter of the tagged output.
+    branches: OutputBranches | None = dataclasses.field(default=None, repr=False)
+    _tagged: DataFrame | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def of_output(
@@ -160,12 +199,55 @@ class WindowedResult:
         it: several analyses of the whole plan saved per call)."""
         return cls(
             results=layout.select_results(output),
-            output=output,
             layout=layout,
             plan=plan,
             null_notice=null_notice,
             shared=shared,
+            _tagged=output,
         )
+
+    @classmethod
+    def of_branches(
+        cls,
+        branches: OutputBranches,
+        layout: OutputLayout,
+        plan: SparkPlan,
+        shared: tuple[DataFrame, ...],
+    ) -> WindowedResult:
+        """The result of a native plan whose outputs share the parts ``shared`` (which
+        :meth:`persist` caches, so each output may read its own ``branches`` and still
+        reuse what another computed): each output is selected from its branches alone.
+        Spark analyzes a union of all branches, each with its copy of the plan's input, in
+        tens of milliseconds per branch: building only the results saves that, and
+        :attr:`output` is the union built when first read."""
+        return cls(
+            results=layout.select_results(branches.results),
+            layout=layout,
+            plan=plan,
+            shared=shared,
+            branches=branches,
+        )
+
+    @functools.cached_property
+    def output(self) -> DataFrame:
+        """The combined, tagged output (internal layout; for debugging)."""
+        if self._tagged is not None:
+            return self._tagged
+        assert self.branches is not None
+        b = self.branches
+        return self.layout.sql.union([b.results, *b.rest.metrics, *b.rest.late])
+
+    def _source(self, kind: str) -> DataFrame:
+        """What the output ``kind`` (``metrics``, ``late`` or another) is selected from: the
+        tagged output, or with :attr:`branches` the branches of that kind (the results
+        branch for an output a native plan has no rows of, such as dead letters: it has
+        only results)."""
+        if self.branches is None:
+            return self.output
+        frames = self.branches.of(kind)
+        if not frames:
+            return self.branches.results
+        return functools.reduce(DataFrame.unionByName, frames)
 
     @property
     def late_output_tag(self) -> OutputTag | None:
@@ -175,24 +257,25 @@ class WindowedResult:
     @functools.cached_property
     def metrics(self) -> DataFrame:
         """One row with the :class:`BatchMetrics` counters as ``bigint`` columns."""
-        return self.layout.select_metric_totals(self.output)
+        return self.layout.select_metric_totals(self._source("metrics"))
 
     @functools.cached_property
     def late(self) -> DataFrame | None:
         """The late side output (see :meth:`get_side_output`), or ``None`` without
         ``side_output_late_data``."""
         tag = self.layout.late_output_tag
-        return None if tag is None else self.layout.select_late(self.output)
+        return None if tag is None else self.layout.select_late(self._source("late"))
 
     @functools.cached_property
     def side_outputs(self) -> Mapping[OutputTag, DataFrame]:
         """The DataFrame of each tag declared in ``side_output_schemas``."""
-        return {t: self.layout.select_side_output(self.output, t) for t in self.layout.side_tags}
+        source = self._source("side")
+        return {t: self.layout.select_side_output(source, t) for t in self.layout.side_tags}
 
     @functools.cached_property
     def dead_letters(self) -> DataFrame:
         """The errors routed by ``on_error("dead_letter")`` (empty without it)."""
-        return self.layout.select_dead_letters(self.output)
+        return self.layout.select_dead_letters(self._source("dead_letters"))
 
     def explain(self) -> None:
         """Print how the job runs: the runtime, a columnar path if any, and the strategy the
@@ -248,7 +331,7 @@ class WindowedResult:
         no partitioning a later query could reuse. A replay in one task has no shuffle for
         adaptive execution to change: its output is cached without it (``spark.sql.adaptive.
         enabled`` off for this call), which saves a Spark job per read of the cache."""
-        conf = self.output.sparkSession.conf
+        conf = self.results.sparkSession.conf
         key, value = (
             ("spark.sql.adaptive.enabled", "false")
             if self.plan.one_task
@@ -258,7 +341,7 @@ class WindowedResult:
         conf.set(key, value)
         done: list[DataFrame] = []
         try:
-            for df in self.shared or (self.output,):
+            for df in self.cached_parts():
                 df.persist(storage_level)
                 done.append(df)
         except BaseException:
@@ -274,8 +357,15 @@ class WindowedResult:
 
     def unpersist(self, blocking: bool = False) -> None:
         """Release the persisted operator output."""
-        for df in reversed(self.shared or (self.output,)):  # the frames built on others first
+        for df in reversed(self.cached_parts()):  # the frames built on others first
             df.unpersist(blocking)
+
+    def cached_parts(self) -> tuple[DataFrame, ...]:
+        """What :meth:`persist` caches: :attr:`shared` (with the shared parts of the other
+        outputs, built then), else the tagged output."""
+        if self.branches is not None:
+            return (*self.shared, *self.branches.rest.shared)
+        return self.shared or (self.output,)
 
     def __enter__(self) -> WindowedResult:
         return self.persist()

@@ -678,7 +678,7 @@ class SqlBranches:
     def _branch(self, kind: int, values: Mapping[str, Column | str]) -> list[Column]:
         """One tagged-output row shape: ``values`` by internal column name (a Column or SQL
         text), cast to the layout's types; the other columns are left out (the branches'
-        union by name makes them null: ``windowing.spark.native.parts.tagged_union``). Written
+        union by name makes them null: :meth:`union`). Written
         as SQL text where it can be (fewer calls to the JVM: a plan has dozens of columns)."""
         out = []
         for f in self.layout.schema.fields:
@@ -744,6 +744,24 @@ class SqlBranches:
             for n in COUNTER_NAMES
         ]
         return self._branch(_METRICS, {_COUNTERS: f"array({', '.join(items)})"})
+
+    def union(self, branches: Sequence[DataFrame]) -> DataFrame:
+        """The tagged output of a native plan: the rows of its ``branches`` (each with its
+        own columns of the layout) by name, a branch's missing columns null, in the layout's
+        order."""
+        out = branches[0]
+        for branch in branches[1:]:
+            out = out.unionByName(branch, allowMissingColumns=True)
+        present = set(out.columns)
+        fields = self.layout.schema.fields
+        if all(f.name in present for f in fields):
+            return out.selectExpr(*[quoted(f.name) for f in fields])
+        return out.select(
+            *[
+                col(f.name) if f.name in present else cast_as(F.lit(None), f.dataType).alias(f.name)
+                for f in fields
+            ]
+        )
 
 
 def _late_and_metrics(

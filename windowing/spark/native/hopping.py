@@ -54,6 +54,7 @@ from windowing.spark.columns.inputs import TS
 from windowing.spark.columns.output import REASON_LATE, REASON_NULL_EVENT_TIME, OutputLayout, col
 from windowing.spark.native.parts import (
     NativeParts,
+    NativeRest,
     firings_at_min,
     grouped_aggregates,
     input_counters,
@@ -299,7 +300,7 @@ def _disjoint(
     )
     late = _firings(grid, job, valid, keys, compiled, layout)
     late += _late_branches(prepared, layout, is_late)
-    return NativeParts(grouped, window_start, end, F.lit(True), counters, late)
+    return NativeParts(grouped, window_start, end, F.lit(True), lambda: NativeRest(counters, late))
 
 
 def _late_branches(prepared: DataFrame, layout: OutputLayout, is_late: Column) -> list[DataFrame]:
@@ -510,7 +511,9 @@ def _overlapping(
     counters = prepared.agg(*input_counters(layout), F.lit(0).alias(late_counter(layout)))
     late = _firings(grid, job, valid, keys, compiled, layout)
     late += _late_branches(prepared, layout, F.lit(False))
-    return NativeParts(results, F.col(HSTART), F.col(HEND), F.lit(True), counters, late)
+    return NativeParts(
+        results, F.col(HSTART), F.col(HEND), F.lit(True), lambda: NativeRest(counters, late)
+    )
 
 
 def sweep(

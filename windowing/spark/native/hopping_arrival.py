@@ -63,7 +63,14 @@ from windowing.spark.native.hopping import (
     Partials,
     sweep,
 )
-from windowing.spark.native.parts import LATE, ON_TIME, NativeParts, keys_counter, late_counter
+from windowing.spark.native.parts import (
+    LATE,
+    ON_TIME,
+    NativeParts,
+    NativeRest,
+    keys_counter,
+    late_counter,
+)
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = ["arrival_parts"]
@@ -188,7 +195,12 @@ def arrival_parts(
         ]
     pane_columns = (F.col(_PANE), F.col(_TIMING))
     return NativeParts(
-        results, F.col(HSTART), F.col(HEND), F.col(_NEW), counters, late, pane_columns
+        results,
+        F.col(HSTART),
+        F.col(HEND),
+        F.col(_NEW),
+        lambda: NativeRest(counters, late),
+        pane_columns,
     )
 
 

@@ -29,7 +29,6 @@ from windowing.spark.columns.aggregates import (
 )
 from windowing.spark.columns.inputs import TB, TS, arrival_fields
 from windowing.spark.columns.output import OutputLayout, col
-from windowing.spark.columns.sql import cast_as, quoted
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
@@ -37,6 +36,7 @@ __all__ = [
     "LATE",
     "ON_TIME",
     "NativeParts",
+    "NativeRest",
     "aggregate_columns",
     "firings_at_min",
     "first_window_end",
@@ -51,7 +51,6 @@ __all__ = [
     "max_timestamp_of",
     "native_column",
     "pick",
-    "tagged_union",
     "windowable",
 ]
 
@@ -62,30 +61,43 @@ _VALUE = "__pw_bvalue"  # a built-in min_by / max_by's value, grouped by
 
 
 @dataclass(frozen=True)
+class NativeRest:
+    """A native plan's pieces besides its results: the input counters (one row), the late
+    branches (tagged-output columns; on a route without shared parts, any other branch of
+    its tagged output), the firings and the windows left at the end (one row: ``n``,
+    ``left``) where counting them from the results would compute those again (window
+    functions sort every row: count plans), and with :attr:`NativeParts.shared` the parts
+    of these a persisted result caches."""
+
+    counters: DataFrame
+    late: Sequence[DataFrame] = ()
+    fired: DataFrame | None = None
+    shared: tuple[DataFrame, ...] = ()
+
+
+@dataclass(frozen=True)
 class NativeParts:
     """A native plan's pieces: result rows (window columns and the aggregates by name) with
     their window start and end (ms, null where the assigner's bounds leave ``bigint``),
     which result rows are a window's first firing (one per window with contents: the
-    windows, counted from the results in the same aggregate as them, unless :attr:`fired`
-    counts them), the input counters
-    (one row), the late branches (tagged-output columns), and the results' pane columns."""
+    windows, counted from the results in the same aggregate as them, unless
+    :attr:`NativeRest.fired` counts them), the other pieces (:attr:`rest`), and the results'
+    pane columns."""
 
     results: DataFrame
     window_start: Column
     end: Column
     first_firing: Column
-    counters: DataFrame
-    late: list[DataFrame]
+    # built when the plan's other outputs are (a route with shared parts reads each output
+    # from its own branches, so that a job read for its results never builds the others)
+    rest: Callable[[], NativeRest]
     # with pane info: the results' pane index and timing (default: each window's one firing,
     # on time at the end of input or when the watermark passed its end; built when a plan
     # is, so that importing this module needs no Spark session)
     pane: tuple[Column, Column] = field(default_factory=lambda: (F.lit(0), F.lit(ON_TIME)))
-    # what the branches share beyond the results (e.g. the windows' arrival cutoffs), cached
-    # with the results and counters when the result is persisted (none: the tagged output is)
+    # what the results share with the other outputs (e.g. the windows' arrival cutoffs),
+    # cached with the results when the result is persisted (none: the tagged output is)
     shared: tuple[DataFrame, ...] = ()
-    # the firings and the windows left at the end (one row: n, left) when counting them from
-    # the results would compute those again (window functions sort every row): count plans
-    fired: DataFrame | None = None
 
 
 def max_timestamp_of(end: Column) -> Column:
@@ -135,25 +147,6 @@ def has_min_window(assigner: object) -> bool:
 def long_literal(value: int | None) -> Column:
     """``value`` as a ``bigint`` literal (``None``: a null one)."""
     return F.lit(value).cast("long")
-
-
-def tagged_union(layout: OutputLayout, branches: list[DataFrame]) -> DataFrame:
-    """The tagged output of a native plan: the rows of its ``branches`` (each with its own
-    columns of ``layout``, :class:`~windowing.spark.columns.output.SqlBranches`) by name, a
-    branch's missing columns null, in the layout's order."""
-    out = branches[0]
-    for branch in branches[1:]:
-        out = out.unionByName(branch, allowMissingColumns=True)
-    present = set(out.columns)
-    fields = layout.schema.fields
-    if all(f.name in present for f in fields):
-        return out.selectExpr(*[quoted(f.name) for f in fields])
-    return out.select(
-        *[
-            col(f.name) if f.name in present else cast_as(F.lit(None), f.dataType).alias(f.name)
-            for f in fields
-        ]
-    )
 
 
 def keys_counter(layout: OutputLayout) -> Column:

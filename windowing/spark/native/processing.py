@@ -59,7 +59,14 @@ from windowing.job import Job
 from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.inputs import PT
 from windowing.spark.columns.output import OutputLayout, col
-from windowing.spark.native.parts import LATE, ON_TIME, NativeParts, aggregate_columns, keys_counter
+from windowing.spark.native.parts import (
+    LATE,
+    ON_TIME,
+    NativeParts,
+    NativeRest,
+    aggregate_columns,
+    keys_counter,
+)
 from windowing.spark.native.windows import TumblingBounds
 from windowing.time import MAX_TIMESTAMP
 
@@ -129,8 +136,9 @@ def processing_time_parts(
         # no window is left at the end after it fires (a processing-time window's cleanup
         # time is its max timestamp): the windows left are counted apart, below
         F.lit(False),
-        counters,
-        [left.select(*layout.sql.metrics_branch({"num_windows_left_at_end": "n"}))],
+        lambda: NativeRest(
+            counters, [left.select(*layout.sql.metrics_branch({"num_windows_left_at_end": "n"}))]
+        ),
         (F.lit(0), timing),
     )
 

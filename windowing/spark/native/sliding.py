@@ -74,7 +74,6 @@ from windowing.spark.native.parts import (
     late_counter,
     long_literal,
     native_column,
-    tagged_union,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -154,7 +153,7 @@ def run_sliding(
             ),
             prepared.where(is_late).select(*layout.sql.late_branch(F.lit(None), REASON_LATE)),
         ]
-    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
+    return WindowedResult.of_output(layout.sql.union(branches), layout, plan)
 
 
 class _Bounds:

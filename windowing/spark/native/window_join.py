@@ -49,7 +49,6 @@ from windowing.spark.native.parts import (
     keys_counter,
     left_at_end,
     max_timestamp_of,
-    tagged_union,
 )
 from windowing.spark.native.windows import TumblingBounds
 
@@ -218,7 +217,7 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
             )
         )
-    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
+    return WindowedResult.of_output(layout.sql.union(branches), layout, plan)
 
 
 def _key_value(key: Column, data_type: DataType) -> Column:

@@ -68,7 +68,12 @@ from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, TumblingProcessingTimeWindows
 from windowing.job import Job
 from windowing.records import Timing
-from windowing.spark.batch.replay_plan import WindowedResult, build_layout
+from windowing.spark.batch.replay_plan import (
+    OtherOutputs,
+    OutputBranches,
+    WindowedResult,
+    build_layout,
+)
 from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.inputs import (
     ARR,
@@ -100,6 +105,7 @@ from windowing.spark.native.parts import (
     LATE,
     ON_TIME,
     NativeParts,
+    NativeRest,
     aggregate_columns,
     firings_at_min,
     first_window_end,
@@ -111,7 +117,6 @@ from windowing.spark.native.parts import (
     left_at_end,
     long_literal,
     max_timestamp_of,
-    tagged_union,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -170,29 +175,34 @@ def run_native(
             parts.pane,
         )
     )
-    # the firings and the windows left at the end, in one aggregate over the results
-    fired = parts.fired
-    if fired is None:
-        left = left_at_end(max_ts, lateness)
-        fired = parts.results.agg(
-            F.count(F.lit(1)).alias("n"),
-            F.count(F.when(parts.first_firing & left, 1)).alias("left"),
-        )
-    branches = [
-        results,
-        fired.select(
-            *layout.sql.metrics_branch(
-                {"num_windows_fired": "n", "num_results": "n", "num_windows_left_at_end": "left"}
+
+    def others() -> OtherOutputs:
+        rest = parts.rest()
+        # the firings and the windows left at the end, in one aggregate over the results
+        fired = rest.fired
+        if fired is None:
+            left = left_at_end(max_ts, lateness)
+            fired = parts.results.agg(
+                F.count(F.lit(1)).alias("n"),
+                F.count(F.when(parts.first_firing & left, 1)).alias("left"),
             )
-        ),
-        parts.counters.select(*layout.sql.metrics_branch({n: n for n in parts.counters.columns})),
-        *parts.late,
-    ]
-    # a route that names what its outputs share has it cached with its results and counters
-    # (each output then computes only its own part); any other, its tagged output
-    fired_part = () if parts.fired is None else (parts.fired,)
-    shared = (*parts.shared, parts.results, parts.counters, *fired_part) if parts.shared else ()
-    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan, shared=shared)
+        counted = {"num_windows_fired": "n", "num_results": "n", "num_windows_left_at_end": "left"}
+        metrics = (
+            fired.select(*layout.sql.metrics_branch(counted)),
+            rest.counters.select(*layout.sql.metrics_branch({n: n for n in rest.counters.columns})),
+        )
+        # cached with the results: the counters, the firings counted apart, the late parts
+        fired_part = () if rest.fired is None else (rest.fired,)
+        return OtherOutputs(metrics, tuple(rest.late), (rest.counters, *fired_part, *rest.shared))
+
+    branches = OutputBranches(results, others)
+    if parts.shared:
+        # what the outputs share is cached (each output then computes only its own part):
+        # each output reads its own branches
+        return WindowedResult.of_branches(branches, layout, plan, (*parts.shared, parts.results))
+    # any other route: its tagged output (the one frame persist caches)
+    output = layout.sql.union([branches.results, *branches.rest.metrics, *branches.rest.late])
+    return WindowedResult.of_output(output, layout, plan)
 
 
 def event_time_parts(
@@ -264,9 +274,12 @@ def event_time_parts(
         if layout.has_late
         else []
     )
-    parts = NativeParts(grouped, window_start, end, first, counters, late)
+    fired = None if counted is None else counted.fired
+    parts = NativeParts(
+        grouped, window_start, end, first, lambda: NativeRest(counters, late, fired)
+    )
     if counted is not None:
-        return replace(parts, pane=counted.pane, fired=counted.fired)
+        return replace(parts, pane=counted.pane)
     return parts if pane is None else replace(parts, pane=pane)
 
 
@@ -413,38 +426,29 @@ def arrival_order_parts(
         )
         pane = (F.col(_PANE), F.col(_TIMING))
         first = F.col(_FIRST_FIRING)  # the windows with contents: one row each
-    # the counters in one aggregate, over every row
-    late_name = late_counter(layout)
-    arrived, timed = f"{ARR} IS NOT NULL", f"{TS} IS NOT NULL"
-    input_counts = every.agg(
-        F.expr("count(1) AS num_input_rows"),
-        F.expr(f"count(IF({arrived} AND {timed}, 1, NULL)) AS num_elements"),
-        F.expr(f"count(IF({arrived} AND NOT {timed}, 1, NULL)) AS num_null_event_time"),
-        F.expr(f"count(IF(NOT {arrived}, 1, NULL)) AS num_null_arrival_order"),
-        keys_counter(layout).alias("num_keys"),
-        F.count(F.when(has_arrival & has_time & late, 1)).alias(late_name),
-    )
-    late_parts: list[DataFrame] = []
-    shared = [cutoffs.shared]
-    if layout.has_late:
+
+    def rest() -> NativeRest:
+        # the counters in one aggregate, over every row
+        arrived, timed = f"{ARR} IS NOT NULL", f"{TS} IS NOT NULL"
+        input_counts = every.agg(
+            F.expr("count(1) AS num_input_rows"),
+            F.expr(f"count(IF({arrived} AND {timed}, 1, NULL)) AS num_elements"),
+            F.expr(f"count(IF({arrived} AND NOT {timed}, 1, NULL)) AS num_null_event_time"),
+            F.expr(f"count(IF(NOT {arrived}, 1, NULL)) AS num_null_arrival_order"),
+            keys_counter(layout).alias("num_keys"),
+            F.count(F.when(has_arrival & has_time & late, 1)).alias(late_counter(layout)),
+        )
+        if not layout.has_late:
+            return NativeRest(input_counts, fired=fired)
         late_rows, candidates = _late_rows(every, cutoffs, layout, lateness, delay)
-        shared.append(candidates)  # read thrice: their windows, their rows, no arrival
-        late_parts = [
-            late_rows,
-            candidates.where(F.col(ARR).isNull()).select(
-                *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
-            ),
-        ]
+        null_arrival = candidates.where(F.col(ARR).isNull()).select(
+            *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
+        )
+        # the candidates are read thrice: their windows, their rows, no arrival
+        return NativeRest(input_counts, (late_rows, null_arrival), fired, (candidates,))
+
     return NativeParts(
-        results,
-        bounds.window_start,
-        bounds.end,
-        first,
-        input_counts,
-        late_parts,
-        pane,
-        tuple(shared),
-        fired,
+        results, bounds.window_start, bounds.end, first, rest, pane, (cutoffs.shared,)
     )
 
 
