@@ -197,7 +197,7 @@ def test_a_persisted_result_is_read_in_few_tasks(spark: SparkSession, native: bo
     with result:
         assert spark.conf.get(key) == before
         assert result.results.count() > 0
-        cached = result.shared or (result.output,)
+        cached = result.cached_parts()
         assert all(df.is_cached for df in cached)
         assert max(df.rdd.getNumPartitions() for df in cached) <= 20
         assert result.get_side_output(LATE).count() > 0

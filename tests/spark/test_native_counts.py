@@ -276,7 +276,7 @@ def test_count_triggers_in_arrival_order_equal_the_window_operator(
     assert native.plan.route is Route.NATIVE_TUMBLING_COUNTS, native.plan.reason
     # persisted: the cutoffs, the late rows, the results, the counters and the firings'
     # count per window (the metrics read none of the input again)
-    assert len(native.shared) == 5
+    assert len(native.cached_parts()) == 5
     with native, operator:
         want = rows_of(operator.results)
         assert_same_rows(rows_of(native.results), want)

@@ -82,6 +82,7 @@ from windowing.spark.jobs import (
     idleness_of,
     shuffle_partitions,
     window_operator,
+    without_call_sites,
 )
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ class OutputBranches:
     others: Callable[[], OtherOutputs]
 
     @functools.cached_property
+    @without_call_sites()  # (built when first read: the library's columns, not the user's)
     def rest(self) -> OtherOutputs:
         """The other outputs (built on first use)."""
         return self.others()
@@ -229,6 +231,7 @@ class WindowedResult:
         )
 
     @functools.cached_property
+    @without_call_sites()
     def output(self) -> DataFrame:
         """The combined, tagged output (internal layout; for debugging)."""
         if self._tagged is not None:
@@ -255,11 +258,13 @@ class WindowedResult:
         return self.layout.late_output_tag
 
     @functools.cached_property
+    @without_call_sites()
     def metrics(self) -> DataFrame:
         """One row with the :class:`BatchMetrics` counters as ``bigint`` columns."""
         return self.layout.select_metric_totals(self._source("metrics"))
 
     @functools.cached_property
+    @without_call_sites()
     def late(self) -> DataFrame | None:
         """The late side output (see :meth:`get_side_output`), or ``None`` without
         ``side_output_late_data``."""
@@ -267,12 +272,14 @@ class WindowedResult:
         return None if tag is None else self.layout.select_late(self._source("late"))
 
     @functools.cached_property
+    @without_call_sites()
     def side_outputs(self) -> Mapping[OutputTag, DataFrame]:
         """The DataFrame of each tag declared in ``side_output_schemas``."""
         source = self._source("side")
         return {t: self.layout.select_side_output(source, t) for t in self.layout.side_tags}
 
     @functools.cached_property
+    @without_call_sites()
     def dead_letters(self) -> DataFrame:
         """The errors routed by ``on_error("dead_letter")`` (empty without it)."""
         return self.layout.select_dead_letters(self._source("dead_letters"))
@@ -315,6 +322,7 @@ class WindowedResult:
             self.null_notice.warn(NullResultReport(metrics.num_null_results), stacklevel=2)
         return metrics
 
+    @without_call_sites()
     def persist(self, storage_level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> WindowedResult:
         """Persist the operator output, so that the first action on any of the result's
         DataFrames runs the replay and later ones read it; returns this result. A native

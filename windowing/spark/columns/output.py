@@ -678,19 +678,25 @@ class SqlBranches:
     def _branch(self, kind: int, values: Mapping[str, Column | str]) -> list[Column]:
         """One tagged-output row shape: ``values`` by internal column name (a Column or SQL
         text), cast to the layout's types; the other columns are left out (the branches'
-        union by name makes them null: :meth:`union`). Written
-        as SQL text where it can be (fewer calls to the JVM: a plan has dozens of columns)."""
+        union by name makes them null: :meth:`union`). Every column but the tag is nullable,
+        as in that union (another branch's rows hold nulls there), so that an output read
+        from its own branches has the schema it has in the tagged output (Spark's optimizer
+        folds ``IF(true, c, NULL)`` back to ``c``). Written as SQL text where it can be
+        (fewer calls to the JVM: a plan has dozens of columns)."""
         out = []
         for f in self.layout.schema.fields:
             value = values.get(f.name) if f.name != KIND else str(kind)
             if value is None:
                 continue
-            if isinstance(value, Column):
-                out.append(cast_as(value, f.dataType).alias(f.name))
+            if f.name == KIND:
+                out.append(F.expr(f"CAST({value} AS {f.dataType.simpleString()}) AS {KIND}"))
+            elif isinstance(value, Column):
+                # (not CASE WHEN true: Spark takes its value's nullability)
+                maybe = F.when(F.lit(False), F.lit(None)).otherwise(cast_as(value, f.dataType))
+                out.append(maybe.alias(f.name))
             else:
-                out.append(
-                    F.expr(f"CAST({value} AS {f.dataType.simpleString()}) AS {quoted(f.name)}")
-                )
+                cast = f"CAST({value} AS {f.dataType.simpleString()})"
+                out.append(F.expr(f"IF(true, {cast}, NULL) AS {quoted(f.name)}"))
         return out
 
     def result_branch(

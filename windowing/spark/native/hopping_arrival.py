@@ -173,16 +173,20 @@ def arrival_parts(
         F.when(is_late, F.lit(LATE)).otherwise(F.lit(ON_TIME)).alias(_TIMING),
         new_window.alias(_NEW),
     )
-    late_count = marked.select(_LATE_ROW).agg(F.count(F.when(F.col(_LATE_ROW), 1)).alias("late"))
-    counters = prepared.agg(
-        F.count(F.lit(1)).alias("num_input_rows"),
-        F.count(F.when(has_arrival & has_time, 1)).alias("num_elements"),
-        F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
-        F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
-        keys_counter(layout).alias("num_keys"),
-    ).crossJoin(late_count.select(F.col("late").alias(late_counter(layout))))
-    late: list[DataFrame] = []
-    if layout.has_late:
+
+    def rest() -> NativeRest:
+        late_count = marked.select(_LATE_ROW).agg(
+            F.count(F.when(F.col(_LATE_ROW), 1)).alias("late")
+        )
+        counters = prepared.agg(
+            F.count(F.lit(1)).alias("num_input_rows"),
+            F.count(F.when(has_arrival & has_time, 1)).alias("num_elements"),
+            F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
+            F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
+            keys_counter(layout).alias("num_keys"),
+        ).crossJoin(late_count.select(F.col("late").alias(late_counter(layout))))
+        if not layout.has_late:
+            return NativeRest(counters)
         seen = F.when(wm != F.lit(MIN_TIMESTAMP), wm)
         late = [
             marked.where(F.col(_LATE_ROW)).select(*layout.sql.late_branch(seen, REASON_LATE)),
@@ -193,14 +197,18 @@ def arrival_parts(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
-    pane_columns = (F.col(_PANE), F.col(_TIMING))
+        return NativeRest(counters, late)
+
+    # every output reads the rows with their prefix maximum (three shuffles): a persisted
+    # result caches them, and each output reads its own branches from them
     return NativeParts(
         results,
         F.col(HSTART),
         F.col(HEND),
         F.col(_NEW),
-        lambda: NativeRest(counters, late),
-        pane_columns,
+        rest,
+        (F.col(_PANE), F.col(_TIMING)),
+        (prepared,),
     )
 
 
