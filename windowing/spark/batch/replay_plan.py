@@ -77,6 +77,7 @@ from windowing.spark.columns.side_outputs import (
     no_side_output,
     parse_side_output_schemas,
 )
+from windowing.spark.columns.sql import cast_as, quoted
 from windowing.spark.columns.watermark import add_inputs_watermark, add_prefix_max
 from windowing.spark.jobs import (
     idleness_of,
@@ -97,10 +98,30 @@ __all__ = [
     "result_names",
     "run_batch",
     "streams_record_batches",
+    "tagged_union",
 ]
 
 #: Whether adaptive execution may change a cached plan's output partitioning (Spark: false).
 _CACHED_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
+
+
+def tagged_union(layout: OutputLayout, branches: Sequence[DataFrame]) -> DataFrame:
+    """The tagged output of a native plan: the rows of its ``branches`` (each with its own
+    columns of ``layout``, :class:`~windowing.spark.columns.output.SqlBranches`) by name, a
+    branch's missing columns null, in the layout's order."""
+    out = branches[0]
+    for branch in branches[1:]:
+        out = out.unionByName(branch, allowMissingColumns=True)
+    present = set(out.columns)
+    fields = layout.schema.fields
+    if all(f.name in present for f in fields):
+        return out.selectExpr(*[quoted(f.name) for f in fields])
+    return out.select(
+        *[
+            col(f.name) if f.name in present else cast_as(F.lit(None), f.dataType).alias(f.name)
+            for f in fields
+        ]
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -238,7 +259,7 @@ class WindowedResult:
             return self._tagged
         assert self.branches is not None
         b = self.branches
-        return self.layout.sql.union([b.results, *b.rest.metrics, *b.rest.late])
+        return tagged_union(self.layout, [b.results, *b.rest.metrics, *b.rest.late])
 
     def _source(self, kind: str) -> DataFrame:
         """What the output ``kind`` (``metrics``, ``late`` or another) is selected from: the

@@ -677,12 +677,11 @@ class SqlBranches:
 
     def _branch(self, kind: int, values: Mapping[str, Column | str]) -> list[Column]:
         """One tagged-output row shape: ``values`` by internal column name (a Column or SQL
-        text), cast to the layout's types; the other columns are left out (the branches'
-        union by name makes them null: :meth:`union`). Every column but the tag is nullable,
-        as in that union (another branch's rows hold nulls there), so that an output read
-        from its own branches has the schema it has in the tagged output (Spark's optimizer
-        folds ``IF(true, c, NULL)`` back to ``c``). Written as SQL text where it can be
-        (fewer calls to the JVM: a plan has dozens of columns)."""
+        text), cast to the layout's types, nullable but the tag (as in the branches' union
+        by name, :func:`~windowing.spark.batch.replay_plan.tagged_union`, which makes the
+        columns a branch leaves out null: an output read from its own branches has the
+        schema it has in the union; the optimizer folds ``IF(true, c, NULL)`` back to
+        ``c``). SQL text where it can be (a call to the JVM each: plans have dozens)."""
         out = []
         for f in self.layout.schema.fields:
             value = values.get(f.name) if f.name != KIND else str(kind)
@@ -750,24 +749,6 @@ class SqlBranches:
             for n in COUNTER_NAMES
         ]
         return self._branch(_METRICS, {_COUNTERS: f"array({', '.join(items)})"})
-
-    def union(self, branches: Sequence[DataFrame]) -> DataFrame:
-        """The tagged output of a native plan: the rows of its ``branches`` (each with its
-        own columns of the layout) by name, a branch's missing columns null, in the layout's
-        order."""
-        out = branches[0]
-        for branch in branches[1:]:
-            out = out.unionByName(branch, allowMissingColumns=True)
-        present = set(out.columns)
-        fields = self.layout.schema.fields
-        if all(f.name in present for f in fields):
-            return out.selectExpr(*[quoted(f.name) for f in fields])
-        return out.select(
-            *[
-                col(f.name) if f.name in present else cast_as(F.lit(None), f.dataType).alias(f.name)
-                for f in fields
-            ]
-        )
 
 
 def _late_and_metrics(

@@ -63,7 +63,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.job import Job
-from windowing.spark.batch.replay_plan import WindowedResult, build_layout
+from windowing.spark.batch.replay_plan import WindowedResult, build_layout, tagged_union
 from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.inputs import TB, TS, internal_columns
 from windowing.spark.columns.output import REASON_LATE, REASON_NULL_EVENT_TIME, OutputLayout, col
@@ -153,7 +153,7 @@ def run_sliding(
             ),
             prepared.where(is_late).select(*layout.sql.late_branch(F.lit(None), REASON_LATE)),
         ]
-    return WindowedResult.of_output(layout.sql.union(branches), layout, plan)
+    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
 
 
 class _Bounds:

@@ -41,7 +41,12 @@ from pyspark.sql.types import DataType, DoubleType, FloatType, StructField, Stru
 from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.functions.joins import LEFT, RIGHT, SIDE
 from windowing.job import Job
-from windowing.spark.batch.replay_plan import WindowedResult, build_layout, result_names
+from windowing.spark.batch.replay_plan import (
+    WindowedResult,
+    build_layout,
+    result_names,
+    tagged_union,
+)
 from windowing.spark.columns.inputs import TS, time_millis
 from windowing.spark.columns.output import REASON_NULL_EVENT_TIME, col
 from windowing.spark.native.parts import (
@@ -217,7 +222,7 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
             )
         )
-    return WindowedResult.of_output(layout.sql.union(branches), layout, plan)
+    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
 
 
 def _key_value(key: Column, data_type: DataType) -> Column:

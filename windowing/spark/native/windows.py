@@ -73,6 +73,7 @@ from windowing.spark.batch.replay_plan import (
     OutputBranches,
     WindowedResult,
     build_layout,
+    tagged_union,
 )
 from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.inputs import (
@@ -201,7 +202,7 @@ def run_native(
         # each output reads its own branches
         return WindowedResult.of_branches(branches, layout, plan, (*parts.shared, parts.results))
     # any other route: its tagged output (the one frame persist caches)
-    output = layout.sql.union([branches.results, *branches.rest.metrics, *branches.rest.late])
+    output = tagged_union(layout, [branches.results, *branches.rest.metrics, *branches.rest.late])
     return WindowedResult.of_output(output, layout, plan)
 
 
