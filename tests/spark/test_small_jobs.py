@@ -5,12 +5,13 @@ sites of the library's own columns."""
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any
 
 import pytest
 from pyspark.sql import functions as F  # noqa: N812
 
-from tests.spark.frames import sized_frame
+from tests.spark.frames import Total, sized_frame
 from windowing import BoundedOutOfOrderness, OutputTag, WindowedStream
 from windowing.assigners import EventTimeSessionWindows, TumblingEventTimeWindows
 
@@ -142,6 +143,61 @@ def test_plans_are_built_without_recording_call_sites(spark: Any) -> None:
     # a failing build restores it too
     with pytest.raises(ValueError, match="boom"), without_call_sites():
         raise ValueError("boom")
+    assert utils.is_debugging_enabled() == before
+    # nested, and overlapping in two threads (A in, B in, A out, B out): the last out
+    # restores it, and not before
+    entered, leave_first = threading.Event(), threading.Event()
+
+    def second() -> None:
+        with without_call_sites():
+            entered.set()
+            leave_first.wait(10)
+
+    with without_call_sites():
+        with without_call_sites():
+            assert not utils.is_debugging_enabled()
+        assert not utils.is_debugging_enabled()
+        thread = threading.Thread(target=second)
+        thread.start()
+        assert entered.wait(10)
+    assert not utils.is_debugging_enabled()  # the second build is still under way
+    leave_first.set()
+    thread.join(10)
+    assert utils.is_debugging_enabled() == before
+
+
+def test_outputs_read_after_the_build_record_no_call_sites(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The late rows and metrics of a result are built when first read, from the library's
+    columns: no call site is recorded for them (each would cost ten calls to the JVM)."""
+    from pyspark.errors import utils
+
+    from windowing.spark.columns.output import OutputLayout
+
+    recording: list[bool] = []
+    for name in ("select_late", "select_metric_totals"):
+        original = getattr(OutputLayout, name)
+
+        def spy(self: Any, frame: Any, original: Any = original) -> Any:
+            recording.append(utils.is_debugging_enabled())
+            return original(self, frame)
+
+        monkeypatch.setattr(OutputLayout, name, spy)
+    rows = [(i, i % 3, i, 1_000 * i - (i % 4) * 900) for i in range(40)]
+    df = sized_frame(spark, rows, "seq bigint, key bigint, amount bigint, t bigint")
+    result = (
+        WindowedStream.from_dataframe(df, event_time="t", arrival_order="seq")
+        .key_by("key")
+        .window(TumblingEventTimeWindows(1000))
+        .side_output_late_data(LATE)
+        .aggregate(Total(), output_schema="total bigint")
+    )
+    before = utils.is_debugging_enabled()
+    assert recording == []  # not built yet
+    result.get_side_output(LATE)
+    _ = result.metrics
+    assert recording == [False, False]
     assert utils.is_debugging_enabled() == before
 
 

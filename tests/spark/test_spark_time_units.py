@@ -455,7 +455,11 @@ def test_inputs_that_cost_a_shuffle_or_rows_of_python_objects_are_not_sampled(
     seconds = [("a", 1_700_000_000), ("b", 1_700_000_060)]
     shuffled = local_frame(spark, [1_700_000_000]).groupBy("user").agg(F.max("sent_at").alias("ts"))
     python_rows = spark.createDataFrame(seconds, "user string, ts bigint")
-    for df in (shuffled, python_rows):
+    same = F.udf(lambda v: v, "bigint")
+    python_function = local_frame(spark, [1_700_000_000]).select(
+        "user", same("sent_at").alias("ts")
+    )
+    for df in (shuffled, python_rows, python_function):
         with jobs_counted(spark) as jobs, warnings.catch_warnings():
             warnings.simplefilter("error")
             WindowedStream.from_dataframe(df, event_time="ts")

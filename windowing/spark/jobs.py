@@ -4,7 +4,9 @@ decision of how it runs: that is :mod:`windowing.spark.planning`)."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 from pyspark.errors import utils as _errors_utils
 from pyspark.sql import DataFrame, SparkSession
@@ -144,12 +146,23 @@ def without_call_sites() -> Iterator[None]:
     build time. This switches the recording off while the library builds a plan, as that
     setting does, and restores it after (the user's own calls keep their call sites)."""
     name = "_enable_debugging_cache"  # PySpark's cached value of that setting
-    before = getattr(_errors_utils, name, None)
-    setattr(_errors_utils, name, False)
+    with _CALL_SITES_LOCK:  # nested or in several threads: the first in restores it
+        if _CALL_SITES_OFF[0] == 0:
+            _CALL_SITES_OFF[1] = getattr(_errors_utils, name, None)
+            setattr(_errors_utils, name, False)
+        _CALL_SITES_OFF[0] += 1
     try:
         yield
     finally:
-        setattr(_errors_utils, name, before)
+        with _CALL_SITES_LOCK:
+            _CALL_SITES_OFF[0] -= 1
+            if _CALL_SITES_OFF[0] == 0:
+                setattr(_errors_utils, name, _CALL_SITES_OFF[1])
+
+
+#: :func:`without_call_sites`: how many builds are under way, and PySpark's value before them.
+_CALL_SITES_OFF: list[Any] = [0, None]
+_CALL_SITES_LOCK = threading.Lock()
 
 
 #: The Spark configuration giving the largest input (Spark's estimate, in bytes) whose batch

@@ -163,7 +163,8 @@ class WindowedResult:
     """The outcome of a terminal call (``reduce``, ``aggregate``, ...) of a
     :class:`~windowing.stream.WindowedStream`.
 
-    All its DataFrames are filters of one operator output. Like any DataFrame they are lazy:
+    All its DataFrames are filters of one operator output (or, for a native plan in arrival
+    order, of its branches: :attr:`branches`). Like any DataFrame they are lazy:
     each action runs the replay again, unless the output is persisted. To read several of
     them (results, the late rows, metrics), persist it: :meth:`persist` (release it with
     :meth:`unpersist`), or use the result as a context manager, which persists on entry and
@@ -196,9 +197,10 @@ class WindowedResult:
     #: Warns once about windows whose incremental result was ``None`` (a job with a reduce,
     #: aggregate or fold run by the window operator; else ``None``).
     null_notice: NullResultNotice | None = dataclasses.field(default=None, repr=False)
-    #: What :meth:`persist` caches: the parts of a native plan that several outputs read (so
-    #: that reading one output computes only its own branch of the tagged output, and the
-    #: others reuse what it computed); empty: the tagged output itself.
+    #: The parts of a native plan that several outputs read, which :meth:`persist` caches
+    #: (so that reading one output computes only its own branch, and the others reuse what
+    #: it computed), with those of the other outputs (:meth:`cached_parts`); empty: the
+    #: tagged output itself is cached.
     shared: tuple[DataFrame, ...] = dataclasses.field(default=(), repr=False)
     #: A native plan's output rows kept apart by output (each output is selected from its
     #: own branches, with no union of all of them to analyze); ``None``: every output is a
@@ -347,10 +349,10 @@ class WindowedResult:
     def persist(self, storage_level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> WindowedResult:
         """Persist the operator output, so that the first action on any of the result's
         DataFrames runs the replay and later ones read it; returns this result. A native
-        plan in arrival order persists the parts its outputs share instead (:attr:`shared`:
-        the windows' arrival cutoffs, the late rows before their watermarks, the results and
-        the counters): reading the results then computes only them, and the late rows or
-        metrics read afterwards reuse those parts.
+        plan of tumbling windows in arrival order persists the parts its outputs share
+        instead (:meth:`cached_parts`: the windows' arrival cutoffs, the late rows before
+        their watermarks, the results and the counters): reading the results then computes
+        only them, and the late rows or metrics read afterwards reuse those parts.
 
         The output is cached with adaptive execution free to coalesce its shuffle partitions
         (``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning``, set for this call

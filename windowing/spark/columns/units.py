@@ -95,9 +95,9 @@ SAMPLE_VALUES = 1_000
 
 #: Logical plan nodes through which the check reads an input's first values cheaply: scans
 #: of files, tables and ranges (one small job reading the column's first split) and driver
-#: data held in the plan (no job), under projections, filters, limits, views and hints.
-#: Anything else (a cached input, a shuffle, a Python function, data of an RDD or of Python
-#: objects made on the driver) is not sampled.
+#: data held in the plan (no job), under projections, filters and limits. Anything else (a
+#: cached input, a shuffle, a Python function, data of an RDD or of Python objects made on
+#: the driver) is not sampled.
 _SAMPLED_NODES = frozenset(
     {
         "LocalRelation",
@@ -109,8 +109,6 @@ _SAMPLED_NODES = frozenset(
         "Project",
         "Filter",
         "SubqueryAlias",
-        "View",
-        "ResolvedHint",
         "LocalLimit",
         "GlobalLimit",
         "Union",
@@ -131,19 +129,20 @@ def _cheap_sample(df: DataFrame, column: str) -> list[Any] | None:
     without a shuffle or Python code (see :data:`_SAMPLED_NODES`); ``None`` otherwise, and
     in Spark Connect, whose plans the driver cannot inspect.
 
-    The nodes are those of the input's analyzed plan with cached parts in place (Spark's
-    ``withCachedData``: a cached input is read from its cache, a node the walk stops at),
-    which costs no optimization; the sample's own plan only adds a projection, a filter
-    and a limit to it."""
+    The nodes are those of the column's own optimized plan (a new query: the input's plan
+    keeps no cache lookup made before the user caches it), where Python functions and
+    subqueries are nodes of their own and a cached input is read from its cache; the walk
+    stops at the first other node."""
+    c = F.col(quoted(column))
+    values = df.select(c)
     try:
-        plan = df._jdf.queryExecution().withCachedData()
+        plan = values._jdf.queryExecution().optimizedPlan()
         cheap = all(name in _SAMPLED_NODES for name in _plan_nodes(plan))
     except Exception:  # Spark Connect (no JVM plan), or a plan the check cannot walk
         return None
     if not cheap:
         return None
-    c = F.col(quoted(column))
-    return [row[0] for row in df.select(c).where(c.isNotNull()).limit(SAMPLE_VALUES).collect()]
+    return [row[0] for row in values.where(c.isNotNull()).limit(SAMPLE_VALUES).collect()]
 
 
 def check_event_time_unit(df: DataFrame, column: str, *, stacklevel: int = 2) -> None:

@@ -528,8 +528,8 @@ def sweep(
     HR)`` (subtracted); in event-time order both are the rows' pane. Every event starts a
     run up to the next one (``HFIRST``, ``HNEXT``: window starts as panes of block ``HEB``;
     the next event counted from this block), holding ``HIN`` groups and the running sums.
-    ``probes`` (keys, ``HEB``, ``HER`` and columns of their own) read the sums at their
-    position, after the groups' events there."""
+    ``probes`` (keys, ``HEB``, ``HER``, ``HPROBE`` true and columns of their own) read the
+    sums at their position, after the groups' events there."""
     n = grid.n
     flat = partials.flat
 
@@ -546,13 +546,12 @@ def sweep(
 
     enter = event(F.col(HBX), F.col(HRX), 1, True)
     leave = event(F.col(HB), F.col(HR), -1, False)
-    events = groups.select(*keys, F.explode(F.array(enter, leave)).alias(_EV))
-    events = events.select(*keys, f"{_EV}.*")
+    # (one select per step: Spark analyzes each DataFrame operation as it is made)
+    flag = [] if probes is None else [F.lit(False).alias(HPROBE)]
+    events = groups.select(*keys, F.inline(F.array(enter, leave)), *flag)
     order_by = [F.col(HEB), F.col(HER)]
-    if probes is not None:
-        events = events.withColumn(HPROBE, F.lit(False)).unionByName(
-            probes.withColumn(HPROBE, F.lit(True)), allowMissingColumns=True
-        )
+    if probes is not None:  # (flagged true: HPROBE)
+        events = events.unionByName(probes, allowMissingColumns=True)
         order_by.append(F.col(HPROBE))
     order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(*order_by)
     so_far = order.rowsBetween(Window.unboundedPreceding, 0)

@@ -102,12 +102,16 @@ def arrival_parts(
     ts, wm = F.col(TS), F.col(_WM)
     prepared = _with_prefix_max(prepared, layout)
     seen_watermark = watermark_of(WMAX, job.source.watermark.delay)
-    elements = prepared.where(has_arrival & has_time).withColumn(_WM, seen_watermark)
     # the last window holding ts ends at ts + size - 1 - ((ts - offset) mod slide)
     back = F.pmod(F.pmod(ts, F.lit(slide)) - F.lit(grid.offset % slide), F.lit(slide))
     span = F.lit(size - 1) - back  # >= 0: size > slide
     last_max = F.when(ts > F.lit(MAX_TIMESTAMP) - span, F.lit(MAX_TIMESTAMP)).otherwise(ts + span)
-    marked = elements.withColumn(_LATE_ROW, ~_cleanup_after(last_max, lateness, wm))
+    # (one select: Spark analyzes each DataFrame operation as it is made)
+    marked = prepared.where(has_arrival & has_time).select(
+        "*",
+        seen_watermark.alias(_WM),
+        (~_cleanup_after(last_max, lateness, seen_watermark)).alias(_LATE_ROW),
+    )
     # One shuffle, by key: groups, late copies and the sweep of a key stay in its partition.
     added = marked.where(~F.col(_LATE_ROW))
     added = added.repartition(*keys) if keys else added
@@ -199,8 +203,9 @@ def arrival_parts(
         ]
         return NativeRest(counters, late)
 
-    # every output reads the rows with their prefix maximum (three shuffles): a persisted
-    # result caches them, and each output reads its own branches from them
+    # Every output reads the rows with their prefix maximum (three shuffles), and those rows
+    # are the whole input: a persisted result caches its tagged output (its outputs computed
+    # in one job, the shuffles reused), not them (no shared parts).
     return NativeParts(
         results,
         F.col(HSTART),
@@ -208,7 +213,6 @@ def arrival_parts(
         F.col(_NEW),
         rest,
         (F.col(_PANE), F.col(_TIMING)),
-        (prepared,),
     )
 
 
@@ -274,4 +278,5 @@ def _late_copies(
         ],
         rank.alias(_PANE),
         (rank == F.lit(0)).alias(_FIRST_LATE),
+        F.lit(True).alias(HPROBE),
     )
