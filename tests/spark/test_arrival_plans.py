@@ -143,6 +143,7 @@ def test_a_persisted_result_reads_its_outputs_from_the_shared_parts(
     expected_metrics = fresh.metrics.collect()
     result = windowed(df).agg(F.sum("amount").alias("total"))
     assert result.branches is not None
+    result.unpersist()  # (never persisted: nothing to release, nothing built for it)
     assert "rest" not in vars(result.branches)  # the other outputs: built when first needed
     parts = result.cached_parts()
     assert len(parts) == 4  # the cutoffs, the results, the counters, the late rows

@@ -388,7 +388,9 @@ class WindowedResult:
 
     def unpersist(self, blocking: bool = False) -> None:
         """Release the persisted operator output."""
-        for df in reversed(self.cached_parts()):  # the frames built on others first
+        built = self.branches is None or "rest" in vars(self.branches)
+        parts = self.cached_parts() if built else self.shared  # (persist builds the rest)
+        for df in reversed(parts):  # the frames built on others first
             df.unpersist(blocking)
 
     def cached_parts(self) -> tuple[DataFrame, ...]:
