@@ -234,7 +234,7 @@ def event_time_parts(
             lowest = first_window_end(assigner) - assigner.size
             start = lowest if lowest >= MIN_TIMESTAMP else None
         extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
-    counted = pane = None
+    pane = fired = None
     first = F.lit(True)
     if isinstance(assigner, TumblingEventTimeWindows):
         bounds = TumblingBounds(assigner)
@@ -257,7 +257,7 @@ def event_time_parts(
                 compiled,
                 left_at_end(max_timestamp_of(bounds.end), lateness, at_max=counts.no_timer),
             )
-            grouped = counted.results
+            grouped, pane, fired = counted.results, counted.pane, counted.fired
         window_start, end = bounds.window_start, bounds.end
     else:
         grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
@@ -275,12 +275,9 @@ def event_time_parts(
         if layout.has_late
         else []
     )
-    fired = None if counted is None else counted.fired
     parts = NativeParts(
         grouped, window_start, end, first, lambda: NativeRest(counters, late, fired)
     )
-    if counted is not None:
-        return replace(parts, pane=counted.pane)
     return parts if pane is None else replace(parts, pane=pane)
 
 
