@@ -7,10 +7,16 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from windowing.assigners import TumblingEventTimeWindows
-from windowing.nexmark_queries import QUERIES, EmitRows, RowsWithMaximum
+from windowing.nexmark_queries import (
+    QUERIES,
+    EmitRows,
+    RowsWithMaximum,
+    VectorizedRowsWithMaximum,
+)
 from windowing.testing import WindowOperatorHarness
 
 
@@ -72,6 +78,45 @@ def test_a_window_emits_one_row_per_highest_bid() -> None:
 def test_bad_arguments_are_refused_naming_them(field: Any, columns: Any) -> None:
     with pytest.raises(ValueError, match=r"RowsWithMaximum: (field|columns)"):
         RowsWithMaximum(field, columns)
+
+
+def test_the_vectorized_form_gives_the_pairs_rows_in_the_windows_order() -> None:
+    rng = random.Random(5)
+    pair = RowsWithMaximum("price", ("auction", "price"))
+    vectorized = VectorizedRowsWithMaximum("price", ("auction", "price"), ("id", "best"))
+    for _ in range(200):
+        bids = [_bid(i, rng.choice([None, *range(5)])) for i in range(rng.randint(0, 10))]
+        acc = pair.create_accumulator()
+        for b in bids:
+            acc = pair.add(b, acc)
+        schema = pa.schema([("auction", pa.int64()), ("price", pa.int64())])
+        out = vectorized.process(None, None, pa.Table.from_pylist(bids, schema))  # type: ignore[arg-type]
+        rows = [] if out is None else [(r["id"], r["best"]) for r in out.to_pylist()]
+        assert rows == list(pair.get_result(acc))
+
+
+def test_the_vectorized_form_runs_in_the_window_operator() -> None:
+    h = WindowOperatorHarness(
+        TumblingEventTimeWindows(10), VectorizedRowsWithMaximum("price", ("auction", "price"))
+    )
+    for ts, bid in [(1, _bid(1, 3)), (2, _bid(2, 7)), (4, _bid(3, 7)), (12, _bid(4, None))]:
+        h.process_element(bid, ts, None)
+    h.process_watermark(20)
+    assert [(r.window.start, r.value) for r in h.extract_output()] == [
+        (0, {"auction": 2, "price": 7}),
+        (0, {"auction": 3, "price": 7}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("field", "columns", "names"),
+    [("", ("a",), None), ("p", "a", None), ("p", ("a", "b"), ("x",)), ("p", ("a",), (1,))],
+)
+def test_the_vectorized_form_refuses_bad_arguments_naming_them(
+    field: Any, columns: Any, names: Any
+) -> None:
+    with pytest.raises(ValueError, match=r"VectorizedRowsWithMaximum: (field|columns|names)"):
+        VectorizedRowsWithMaximum(field, columns, names)
 
 
 def test_the_queries_are_named_as_the_command_takes_them() -> None:
