@@ -413,15 +413,90 @@ def test_bad_agg_arguments_are_refused_before_a_job(spark: SparkSession) -> None
 def test_native_sessions_equal_the_window_operator(
     spark: SparkSession, seed: int, gap: int, extreme: bool, keyed: bool, spread: int
 ) -> None:
+    lateness = 2**62 if extreme and gap > 1 else 0 if keyed else 3
+    per_row = gap == 1 and lateness > 0  # running aggregates: no DISTINCT
+    columns = [c for c in aggregates() if not per_row or "distinct" not in repr(c)]
+    _sessions_equal_the_window_operator(spark, seed, gap, extreme, keyed, spread, columns)
+
+
+def mergeable_aggregates() -> list[Any]:
+    """Aggregates whose parts merge: the native sessions aggregate per bucket of the gap."""
+    return [
+        F.count("*").alias("n"),
+        F.count("i"),
+        F.sum("i").alias("sum_i"),
+        F.sum(F.col("i") * 2 + 1).alias("expr"),
+        F.sum("m").alias("sum_m"),
+        F.min("i"),
+        F.max("d"),
+        F.count_if(F.col("i") > 0).alias("positive"),
+        F.bool_and(F.col("i") > -3).alias("all_big"),
+        F.bool_or(F.col("i") > 3).alias("any_big"),
+    ]
+
+
+@pytest.mark.differential(Route.NATIVE_SESSIONS)
+@pytest.mark.parametrize(
+    ("seed", "gap", "extreme", "keyed", "spread"),
+    [
+        (31, 4, False, True, 300),
+        (32, 1, False, True, 100),
+        (33, 9, False, False, 2_000),
+        (34, 3, True, True, 300),
+        (35, 2, True, False, 1_000),
+    ],
+    ids=["gap 4", "gap 1", "window_all", "ends of time", "ends of time, window_all"],
+)
+def test_native_sessions_of_aggregates_that_merge_equal_the_window_operator(
+    spark: SparkSession, seed: int, gap: int, extreme: bool, keyed: bool, spread: int
+) -> None:
+    _sessions_equal_the_window_operator(
+        spark, seed, gap, extreme, keyed, spread, mergeable_aggregates(), buckets=True
+    )
+
+
+@pytest.mark.differential(Route.NATIVE_SESSIONS)
+def test_native_sessions_of_aggregates_that_merge_at_bucket_bounds(spark: SparkSession) -> None:
+    # gap 4: -3 and 3 are 6 apart (two sessions) though they meet around 0; -8 and -4 touch
+    # (one session with -3); 4 and 8 touch across buckets; 20 and 25 are 5 apart; the ends
+    # of time
+    times = [-3, 3, -8, -4, 4, 8, 20, 25, MIN_TIMESTAMP, MIN_TIMESTAMP + 4, MAX_TIMESTAMP - 1]
+    rows = [("a", t, 1, 1.0, "u", None) for t in times]
+    rows += [("b", t, -2, None, None, None) for t in (-1, 0, 1, 5, 9, 14)]
+    stream = (
+        WindowedStream.from_dataframe(spark.createDataFrame(rows, SCHEMA), event_time="t")
+        .key_by("k")
+        .window(EventTimeSessionWindows(4))
+    )
+    native, operator = both_plans(stream, mergeable_aggregates())
+    assert "aggregates that merge" in str(native.plan)
+    with native, operator:
+        want = rows_of(operator.results)
+        assert_same_rows(rows_of(native.results), want)
+    bounds = sorted((r[0], r[1], r[2]) for r in want)
+    assert ("a", -8, 1) in bounds and ("a", 3, 12) in bounds
+    assert ("b", -1, 13) in bounds and ("b", 14, 18) in bounds  # 9 to 14 is above the gap
+
+
+def _sessions_equal_the_window_operator(
+    spark: SparkSession,
+    seed: int,
+    gap: int,
+    extreme: bool,
+    keyed: bool,
+    spread: int,
+    columns: list[Any],
+    *,
+    buckets: bool = False,
+) -> None:
     df = spark.createDataFrame(random_rows(seed, extreme=extreme, spread=spread), SCHEMA)
     source = WindowedStream.from_dataframe(df, event_time="t")
     assigner = EventTimeSessionWindows(gap)
     windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
     lateness = 2**62 if extreme and gap > 1 else 0 if keyed else 3
     stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
-    per_row = gap == 1 and lateness > 0  # running aggregates: no DISTINCT
-    columns = [c for c in aggregates() if not per_row or "distinct" not in repr(c)]
     native, operator = both_plans(stream, columns)
+    assert ("aggregates that merge" in str(native.plan)) is buckets
     with native, operator:
         want = rows_of(operator.results)
         assert_same_rows(rows_of(native.results), want)

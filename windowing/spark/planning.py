@@ -96,6 +96,7 @@ from windowing.spark.native.continuous import continuous_interval, describe_cont
 from windowing.spark.native.counts import ARRIVAL_RANKS, CountFirings
 from windowing.spark.native.hopping import HoppingGrid, invertible
 from windowing.spark.native.parts import by_event_time, framed, has_min_window, windowable
+from windowing.spark.native.windows import describe_sessions
 from windowing.spark.streaming.stages import plan_facts
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
@@ -465,12 +466,7 @@ def _native_route(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str]
     elif type(assigner) is EventTimeSessionWindows:
         if source.arrival_order is not None:
             return None  # sessions merge on arrival: the window operator
-        shape, route = (
-            "event-time sessions by gaps and islands: per key in event-time order, a row more "
-            "than the gap after the previous one starts a session (lag + running sum over a "
-            "window partitioned by key), then groupBy(keys, session)",
-            Route.NATIVE_SESSIONS,
-        )
+        shape, route = describe_sessions(calls), Route.NATIVE_SESSIONS
     else:
         return None
     if config.allowed_lateness > 0 and has_min_window(assigner) and not windowable(calls):

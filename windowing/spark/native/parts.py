@@ -35,9 +35,11 @@ __all__ = [
     "FRAMED_MAX_SIZE",
     "LATE",
     "ON_TIME",
+    "ByEventTime",
     "NativeParts",
     "NativeRest",
     "aggregate_columns",
+    "by_event_time",
     "firings_at_min",
     "first_window_end",
     "framed",
@@ -49,6 +51,7 @@ __all__ = [
     "left_at_end",
     "long_literal",
     "max_timestamp_of",
+    "mergeable",
     "native_column",
     "pick",
     "windowable",
@@ -366,6 +369,19 @@ def by_event_time(call: AggregateCall) -> ByEventTime | None:
     if kind is AggKind.SUM and isinstance(dtype, FloatType | DoubleType):
         return None  # (the order of additions)
     return ByEventTime([call.expression], lambda p: merge(p[0]).cast(dtype))
+
+
+def mergeable(calls: Sequence[AggregateCall]) -> list[ByEventTime] | None:
+    """Each aggregate of ``calls`` as partial aggregates and their merge, when every one
+    merges whatever rows its parts hold (``by_event_time``'s parts taken over any rows):
+    sums (not of floats), counts, ``min`` / ``max`` and the boolean aggregates of
+    fixed-width values; else ``None`` (picks by the replay order, DISTINCT, ...)."""
+    if not calls or any(c.value_pick is not None for c in calls):
+        return None
+    if any(c.kind in (AggKind.FIRST, AggKind.LAST) for c in calls):
+        return None  # (their parts pick within one event time)
+    split = [by_event_time(call) for call in calls]
+    return None if any(s is None for s in split) else [s for s in split if s is not None]
 
 
 def firings_at_min(

@@ -43,7 +43,9 @@ from the batch replay's prefix maximum, :func:`~windowing.spark.columns.watermar
 
 Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
 merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
-are exactly the runs of its sorted times without a step above ``gap``.
+are exactly the runs of its sorted times without a step above ``gap``.With aggregates that merge
+from parts (counts, sums, ``min`` / ``max``, ...), the runs are found over each key's buckets
+of ``gap`` ms (aggregated by hash first) instead of its rows.
 
 The output is the batch replay's tagged output (``windowing.spark.columns.output``), built with
 Spark SQL, so results, late rows, metrics and ``persist()`` work as for the replay; Spark
@@ -56,7 +58,7 @@ order (:func:`~windowing.spark.columns.aggregates.order_key`), as the window ope
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -75,7 +77,7 @@ from windowing.spark.batch.replay_plan import (
     build_layout,
     tagged_union,
 )
-from windowing.spark.columns.aggregates import CompiledAggregates
+from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.columns.inputs import (
     ARR,
     TB,
@@ -105,6 +107,7 @@ from windowing.spark.native.hopping_arrival import arrival_parts
 from windowing.spark.native.parts import (
     LATE,
     ON_TIME,
+    ByEventTime,
     NativeParts,
     NativeRest,
     aggregate_columns,
@@ -118,6 +121,7 @@ from windowing.spark.native.parts import (
     left_at_end,
     long_literal,
     max_timestamp_of,
+    mergeable,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -129,6 +133,7 @@ __all__ = [
     "TumblingBounds",
     "arrival_order_parts",
     "count_parts",
+    "describe_sessions",
     "event_time_parts",
     "hopping_arrival_parts",
     "run_native",
@@ -138,6 +143,7 @@ _WINDOW = "__pw_nw"
 _MT = "__pw_nmt"
 _FIRST = "__pw_nfirst"
 _LAST = "__pw_nlast"
+_BUCKET = "__pw_nbucket"  # a session bucket: floor(event time / gap)
 _PANE = "__pw_npane"
 _TIMING = "__pw_ntiming"
 _CUT = "__pw_ncut_"  # the arrival cutoffs' columns (arrival order)
@@ -545,21 +551,95 @@ def _sessions(
 ) -> tuple[DataFrame, Column, Column]:
     """Sessions by gaps and islands: in event-time order per key, a row more than ``gap``
     after the previous one starts a session (Flink merges windows ``[t, t + gap)`` that
-    overlap or touch); sessions grouped by key and their running number."""
+    overlap or touch); sessions grouped by key and their running number. When every
+    aggregate merges from partial ones (:func:`~windowing.spark.native.parts.mergeable`),
+    the islands are found over buckets of rows instead (:func:`_bucketed_sessions`)."""
+    merged = mergeable(compiled.calls)
+    if merged is not None:
+        return _bucketed_sessions(gap, valid, keys, compiled, merged)
     ts = F.col(TS)
     order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(ts)
-    prev = F.lag(ts).over(order)
-    # (a session's end past the end of time is clamped there: nothing comes after it)
-    starts = F.when(
-        prev.isNull() | ((prev <= F.lit(MAX_TIMESTAMP - gap)) & (ts > prev + F.lit(gap))), 1
-    ).otherwise(0)
-    numbered = valid.withColumn(_WINDOW, starts).withColumn(
+    numbered = valid.withColumn(_WINDOW, _starts_session(F.lag(ts).over(order), ts, gap))
+    numbered = numbered.withColumn(
         _WINDOW, F.sum(_WINDOW).over(order.rowsBetween(Window.unboundedPreceding, 0))
     )
     extra = [F.min(ts).alias(_FIRST), F.max(ts).alias(_LAST)]
     grouped = grouped_aggregates(
         numbered, keys, F.col(_WINDOW), _WINDOW, compiled, extra, by_keys=True
     )
+    return grouped, F.col(_FIRST), _session_end(gap)
+
+
+def _starts_session(prev: Column, first: Column, gap: int) -> Column:
+    """1 where a key's rows from ``first`` on start a session (more than ``gap`` after the
+    previous row, ``prev``; none before), else 0. A session's end past the end of time is
+    clamped there: nothing comes after it."""
+    starts = prev.isNull() | ((prev <= F.lit(MAX_TIMESTAMP - gap)) & (first > prev + F.lit(gap)))
+    return F.when(starts, 1).otherwise(0)
+
+
+def _session_end(gap: int) -> Column:
     last = F.col(_LAST)
-    end = F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
-    return grouped, F.col(_FIRST), end
+    return F.when(last > F.lit(MAX_TIMESTAMP - gap), F.lit(None)).otherwise(last + F.lit(gap))
+
+
+def describe_sessions(calls: Sequence[AggregateCall]) -> str:
+    """The plan of :func:`_sessions` for the aggregates ``calls``, in words."""
+    if mergeable(calls) is None:
+        return (
+            "event-time sessions by gaps and islands: per key in event-time order, a row more "
+            "than the gap after the previous one starts a session (lag + running sum over a "
+            "window partitioned by key), then groupBy(keys, session)"
+        )
+    return (
+        "event-time sessions of aggregates that merge: groupBy(keys, event time div gap) "
+        "(partial aggregates before the shuffle), per key a bucket more than the gap after "
+        "the previous one starts a session (lag + running sum over the buckets), then the "
+        "buckets' parts merged per session"
+    )
+
+
+def _bucketed_sessions(
+    gap: int,
+    valid: DataFrame,
+    keys: list[Column],
+    compiled: CompiledAggregates,
+    merged: list[ByEventTime],
+) -> tuple[DataFrame, Column, Column]:
+    """Sessions of aggregates that merge: the rows of a key within one bucket of ``gap``
+    ms (``[b * gap, (b + 1) * gap)``) are less than ``gap`` apart, so they share a session.
+    Spark aggregates them per (key, bucket) by hash, partially before the shuffle (the
+    earliest and latest event time, and each aggregate's parts); then, per key in bucket
+    order, a bucket whose earliest row is more than ``gap`` after the previous bucket's
+    latest starts a session (``lag``, a running sum over buckets, not rows), and the parts
+    merge per session. Spark's own ``session_window`` merges each partition's rows before
+    its shuffle too."""
+    ts = F.col(TS)
+    g = F.lit(gap)
+    # floor(ts / gap) in integers (Spark's div truncates toward 0; no overflow for gap >= 1)
+    bucket = F.expr(f"{TS} div {gap}L") - F.when(ts % g < F.lit(0), 1).otherwise(0)
+    parts = [[f"__pw_sp{j}_{i}" for i in range(len(m.rows))] for j, m in enumerate(merged)]
+    per_bucket = valid.groupBy(*keys, bucket.alias(_BUCKET)).agg(
+        *[
+            c.alias(n)
+            for m, names in zip(merged, parts, strict=True)
+            for c, n in zip(m.rows, names, strict=True)
+        ],
+        F.min(ts).alias(_FIRST),
+        F.max(ts).alias(_LAST),
+    )
+    order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(_BUCKET))
+    starts = _starts_session(F.lag(F.col(_LAST)).over(order), F.col(_FIRST), gap)
+    numbered = per_bucket.withColumn(_WINDOW, starts)
+    numbered = numbered.withColumn(
+        _WINDOW, F.sum(_WINDOW).over(order.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    grouped = numbered.groupBy(*keys, F.col(_WINDOW)).agg(
+        *[
+            m.merge([F.col(n) for n in names]).alias(call.name)
+            for m, names, call in zip(merged, parts, compiled.calls, strict=True)
+        ],
+        F.min(_FIRST).alias(_FIRST),
+        F.max(_LAST).alias(_LAST),
+    )
+    return grouped, F.col(_FIRST), _session_end(gap)
