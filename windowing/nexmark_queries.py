@@ -177,8 +177,8 @@ class VectorizedRowsWithMaximum(VectorizedProcessWindowFunction):
     the output columns ``names`` taken from ``columns``: what :class:`RowsWithMaximum` and
     :class:`EmitRows` give, computed on the window's rows as one Arrow table (one call per
     window in a batch replay in event-time order, where the pair above makes one Python call
-    per row). Rows whose ``field`` is null are skipped; the tied rows keep the window's
-    order. It keeps the window's rows until it fires, where :class:`RowsWithMaximum` keeps
+    per row). Rows whose ``field`` is null or NaN are skipped; the tied rows keep the
+    window's order. It keeps the window's rows until it fires, where :class:`RowsWithMaximum` keeps
     only the largest value's: in a streaming query, whose state holds the open windows,
     prefer that pair.
 
@@ -197,10 +197,14 @@ class VectorizedRowsWithMaximum(VectorizedProcessWindowFunction):
         self.field = field
         self.columns = tuple(columns)
         self.names = self.columns if names is None else tuple(names)
-        if len(self.names) != len(self.columns) or not all(isinstance(n, str) for n in self.names):
+        if (
+            len(self.names) != len(self.columns)
+            or not all(isinstance(n, str) for n in self.names)
+            or len(set(self.names)) != len(self.names)
+        ):
             msg = (
-                f"VectorizedRowsWithMaximum: names must be {len(self.columns)} column names, "
-                f"one per column of {self.columns}, got {names!r}"
+                f"VectorizedRowsWithMaximum: names must be {len(self.columns)} distinct column "
+                f"names, one per column of {self.columns}, got {names!r}"
             )
             raise ValueError(msg)
 

@@ -478,6 +478,33 @@ def test_native_sessions_of_aggregates_that_merge_at_bucket_bounds(spark: SparkS
     assert ("b", -1, 13) in bounds and ("b", 14, 18) in bounds  # 9 to 14 is above the gap
 
 
+@pytest.mark.differential(Route.NATIVE_SESSIONS)
+def test_native_sessions_of_a_decimal_sum_that_overflows_in_one_bucket(
+    spark: SparkSession,
+) -> None:
+    # without ANSI an overflowing decimal sum is null: the session's, though its other
+    # bucket's part (t = 10) does not overflow
+    big = Decimal(6 * 10**37)
+    rows = [("a", 0, big), ("a", 1, big), ("a", 10, Decimal(1)), ("b", 0, Decimal(2))]
+    df = spark.createDataFrame(rows, "k string, t long, v decimal(38,0)")
+    stream = (
+        WindowedStream.from_dataframe(df, event_time="t")
+        .key_by("k")
+        .window(EventTimeSessionWindows(10))
+    )
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        native, operator = both_plans(stream, [F.sum("v").alias("total")])
+        assert "aggregates that merge" in str(native.plan)
+        with native, operator:
+            want = rows_of(operator.results)
+            assert_same_rows(rows_of(native.results), want)
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+    assert sorted((r[0], r[-2]) for r in want) == [("a", None), ("b", Decimal(2))]
+
+
 def _sessions_equal_the_window_operator(
     spark: SparkSession,
     seed: int,

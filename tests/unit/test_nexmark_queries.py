@@ -95,6 +95,14 @@ def test_the_vectorized_form_gives_the_pairs_rows_in_the_windows_order() -> None
         assert rows == list(pair.get_result(acc))
 
 
+def test_the_vectorized_form_skips_nan_as_null() -> None:
+    f = VectorizedRowsWithMaximum("x", ("i", "x"))
+    batch = pa.table({"i": [1, 2, 3], "x": [float("nan"), 2.0, None]})
+    assert f.process(None, None, batch).to_pylist() == [{"i": 2, "x": 2.0}]  # type: ignore[arg-type, union-attr]
+    only_nan = pa.table({"i": [1], "x": [float("nan")]})
+    assert f.process(None, None, only_nan).num_rows == 0  # type: ignore[arg-type, union-attr]
+
+
 def test_the_vectorized_form_runs_in_the_window_operator() -> None:
     h = WindowOperatorHarness(
         TumblingEventTimeWindows(10), VectorizedRowsWithMaximum("price", ("auction", "price"))
@@ -110,7 +118,13 @@ def test_the_vectorized_form_runs_in_the_window_operator() -> None:
 
 @pytest.mark.parametrize(
     ("field", "columns", "names"),
-    [("", ("a",), None), ("p", "a", None), ("p", ("a", "b"), ("x",)), ("p", ("a",), (1,))],
+    [
+        ("", ("a",), None),
+        ("p", "a", None),
+        ("p", ("a", "b"), ("x",)),
+        ("p", ("a",), (1,)),
+        ("p", ("p", "p"), None),
+    ],
 )
 def test_the_vectorized_form_refuses_bad_arguments_naming_them(
     field: Any, columns: Any, names: Any

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import (
+    DecimalType,
     DoubleType,
     FloatType,
 )
@@ -368,6 +369,17 @@ def by_event_time(call: AggregateCall) -> ByEventTime | None:
         return None
     if kind is AggKind.SUM and isinstance(dtype, FloatType | DoubleType):
         return None  # (the order of additions)
+    if kind is AggKind.SUM and isinstance(dtype, DecimalType):
+        # without ANSI a part whose sum overflows is null (Spark's sum of decimals): the
+        # whole sum is null then too, not the sum of the other parts
+        x = call.args[0]
+        assert x is not None
+
+        def decimal_sum(p: list[Column]) -> Column:
+            overflowed = F.bool_or(p[0].isNull() & (p[1] > F.lit(0)))
+            return F.when(overflowed, F.lit(None)).otherwise(F.sum(p[0])).cast(dtype)
+
+        return ByEventTime([call.expression, F.count(x)], decimal_sum)
     return ByEventTime([call.expression], lambda p: merge(p[0]).cast(dtype))
 
 

@@ -43,7 +43,7 @@ from the batch replay's prefix maximum, :func:`~windowing.spark.columns.watermar
 
 Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
 merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
-are exactly the runs of its sorted times without a step above ``gap``.With aggregates that merge
+are exactly the runs of its sorted times without a step above ``gap``. With aggregates that merge
 from parts (counts, sums, ``min`` / ``max``, ...), the runs are found over each key's buckets
 of ``gap`` ms (aggregated by hash first) instead of its rows.
 
