@@ -390,35 +390,6 @@ def test_bad_agg_arguments_are_refused_before_a_job(spark: SparkSession) -> None
         tumbling.agg(F.count("*").alias("k"))
 
 
-@pytest.mark.differential(Route.NATIVE_SESSIONS)
-@pytest.mark.parametrize(
-    ("seed", "gap", "extreme", "keyed", "spread"),
-    [
-        (11, 4, False, True, 300),
-        (12, 1, False, True, 100),
-        (13, 9, False, False, 2_000),
-        (14, 3, True, True, 300),
-        (15, 1, True, True, 300),
-        (16, 1, True, False, 300),
-    ],
-    ids=[
-        "gap 4",
-        "gap 1",
-        "window_all",
-        "ends of time",
-        "gap 1 at the start of time",
-        "gap 1 at the start of time, lateness",
-    ],
-)
-def test_native_sessions_equal_the_window_operator(
-    spark: SparkSession, seed: int, gap: int, extreme: bool, keyed: bool, spread: int
-) -> None:
-    lateness = 2**62 if extreme and gap > 1 else 0 if keyed else 3
-    per_row = gap == 1 and lateness > 0  # running aggregates: no DISTINCT
-    columns = [c for c in aggregates() if not per_row or "distinct" not in repr(c)]
-    _sessions_equal_the_window_operator(spark, seed, gap, extreme, keyed, spread, columns)
-
-
 def mergeable_aggregates() -> list[Any]:
     """Aggregates whose parts merge: the native sessions aggregate per bucket of the gap."""
     return [
@@ -437,22 +408,62 @@ def mergeable_aggregates() -> list[Any]:
 
 @pytest.mark.differential(Route.NATIVE_SESSIONS)
 @pytest.mark.parametrize(
-    ("seed", "gap", "extreme", "keyed", "spread"),
+    ("seed", "gap", "extreme", "keyed", "spread", "merging"),
     [
-        (31, 4, False, True, 300),
-        (32, 1, False, True, 100),
-        (33, 9, False, False, 2_000),
-        (34, 3, True, True, 300),
-        (35, 2, True, False, 1_000),
+        (11, 4, False, True, 300, False),
+        (12, 1, False, True, 100, False),
+        (13, 9, False, False, 2_000, False),
+        (14, 3, True, True, 300, False),
+        (15, 1, True, True, 300, False),
+        (16, 1, True, False, 300, False),
+        (31, 4, False, True, 300, True),
+        (32, 1, False, True, 100, True),
+        (33, 9, False, False, 2_000, True),
+        (34, 3, True, True, 300, True),
+        (35, 2, True, False, 1_000, True),
     ],
-    ids=["gap 4", "gap 1", "window_all", "ends of time", "ends of time, window_all"],
+    ids=[
+        "gap 4",
+        "gap 1",
+        "window_all",
+        "ends of time",
+        "gap 1 at the start of time",
+        "gap 1 at the start of time, lateness",
+        "merging, gap 4",
+        "merging, gap 1",
+        "merging, window_all",
+        "merging, ends of time",
+        "merging, ends of time, window_all",
+    ],
 )
-def test_native_sessions_of_aggregates_that_merge_equal_the_window_operator(
-    spark: SparkSession, seed: int, gap: int, extreme: bool, keyed: bool, spread: int
+def test_native_sessions_equal_the_window_operator(
+    spark: SparkSession,
+    seed: int,
+    gap: int,
+    extreme: bool,
+    keyed: bool,
+    spread: int,
+    merging: bool,
 ) -> None:
-    _sessions_equal_the_window_operator(
-        spark, seed, gap, extreme, keyed, spread, mergeable_aggregates(), buckets=True
-    )
+    """``merging``: aggregates that merge from parts, found over buckets of the gap."""
+    df = spark.createDataFrame(random_rows(seed, extreme=extreme, spread=spread), SCHEMA)
+    source = WindowedStream.from_dataframe(df, event_time="t")
+    assigner = EventTimeSessionWindows(gap)
+    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+    lateness = 2**62 if extreme and gap > 1 else 0 if keyed else 3
+    stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
+    per_row = gap == 1 and lateness > 0  # running aggregates: no DISTINCT
+    columns = [c for c in aggregates() if not per_row or "distinct" not in repr(c)]
+    native, operator = both_plans(stream, mergeable_aggregates() if merging else columns)
+    assert ("aggregates that merge" in str(native.plan)) is merging
+    with native, operator:
+        want = rows_of(operator.results)
+        assert_same_rows(rows_of(native.results), want)
+        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
+        assert native.collect_metrics() == operator.collect_metrics()
+    assert len(want) > 3
+    lengths = {r[2 if keyed else 1] - r[1 if keyed else 0] for r in want if r[2 if keyed else 1]}
+    assert any(n > gap for n in lengths)  # some sessions merged several rows
 
 
 @pytest.mark.differential(Route.NATIVE_SESSIONS)
@@ -503,35 +514,6 @@ def test_native_sessions_of_a_decimal_sum_that_overflows_in_one_bucket(
     finally:
         spark.conf.set("spark.sql.ansi.enabled", ansi)
     assert sorted((r[0], r[-2]) for r in want) == [("a", None), ("b", Decimal(2))]
-
-
-def _sessions_equal_the_window_operator(
-    spark: SparkSession,
-    seed: int,
-    gap: int,
-    extreme: bool,
-    keyed: bool,
-    spread: int,
-    columns: list[Any],
-    *,
-    buckets: bool = False,
-) -> None:
-    df = spark.createDataFrame(random_rows(seed, extreme=extreme, spread=spread), SCHEMA)
-    source = WindowedStream.from_dataframe(df, event_time="t")
-    assigner = EventTimeSessionWindows(gap)
-    windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
-    lateness = 2**62 if extreme and gap > 1 else 0 if keyed else 3
-    stream = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
-    native, operator = both_plans(stream, columns)
-    assert ("aggregates that merge" in str(native.plan)) is buckets
-    with native, operator:
-        want = rows_of(operator.results)
-        assert_same_rows(rows_of(native.results), want)
-        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
-        assert native.collect_metrics() == operator.collect_metrics()
-    assert len(want) > 3
-    lengths = {r[2 if keyed else 1] - r[1 if keyed else 0] for r in want if r[2 if keyed else 1]}
-    assert any(n > gap for n in lengths)  # some sessions merged several rows
 
 
 def arrival_rows(seed: int, n: int = 400) -> list[tuple[Any, ...]]:
