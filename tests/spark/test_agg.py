@@ -421,6 +421,7 @@ def mergeable_aggregates() -> list[Any]:
         (33, 9, False, False, 2_000, True),
         (34, 3, True, True, 300, True),
         (35, 2, True, False, 1_000, True),
+        (36, 1, True, False, 300, True),
     ],
     ids=[
         "gap 4",
@@ -434,6 +435,7 @@ def mergeable_aggregates() -> list[Any]:
         "merging, window_all",
         "merging, ends of time",
         "merging, ends of time, window_all",
+        "merging, gap 1 at the start of time, lateness",
     ],
 )
 def test_native_sessions_equal_the_window_operator(
