@@ -391,51 +391,44 @@ def test_bad_agg_arguments_are_refused_before_a_job(spark: SparkSession) -> None
 
 
 def mergeable_aggregates() -> list[Any]:
-    """Aggregates whose parts merge: the native sessions aggregate per bucket of the gap."""
+    """Aggregates whose parts merge: the native sessions aggregate per bucket of the gap
+    (the hopping plan's running sums but ``avg``, and extremes)."""
     return [
-        F.count("*").alias("n"),
-        F.count("i"),
-        F.sum("i").alias("sum_i"),
-        F.sum(F.col("i") * 2 + 1).alias("expr"),
-        F.sum("m").alias("sum_m"),
+        *[c for c in invertible_aggregates() if "avg" not in str(c)],
         F.min("i"),
         F.max("d"),
-        F.count_if(F.col("i") > 0).alias("positive"),
         F.bool_and(F.col("i") > -3).alias("all_big"),
         F.bool_or(F.col("i") > 3).alias("any_big"),
     ]
+
+
+#: seed, gap, extreme times, keyed, spread of times: each with the aggregates of every kind,
+#: then (seed + 20) with aggregates that merge
+SESSION_CASES = {
+    "gap 4": (11, 4, False, True, 300),
+    "gap 1": (12, 1, False, True, 100),
+    "window_all": (13, 9, False, False, 2_000),
+    "ends of time": (14, 3, True, True, 300),
+    "gap 1 at the start of time": (15, 1, True, True, 300),
+    "gap 1 at the start of time, lateness": (16, 1, True, False, 300),
+    "ends of time, window_all": (15, 2, True, False, 1_000),
+}
 
 
 @pytest.mark.differential(Route.NATIVE_SESSIONS)
 @pytest.mark.parametrize(
     ("seed", "gap", "extreme", "keyed", "spread", "merging"),
     [
-        (11, 4, False, True, 300, False),
-        (12, 1, False, True, 100, False),
-        (13, 9, False, False, 2_000, False),
-        (14, 3, True, True, 300, False),
-        (15, 1, True, True, 300, False),
-        (16, 1, True, False, 300, False),
-        (31, 4, False, True, 300, True),
-        (32, 1, False, True, 100, True),
-        (33, 9, False, False, 2_000, True),
-        (34, 3, True, True, 300, True),
-        (35, 2, True, False, 1_000, True),
-        (36, 1, True, False, 300, True),
+        (seed + 20 * merging, *case, merging)
+        for merging in (False, True)
+        for name, (seed, *case) in SESSION_CASES.items()
+        if merging or name != "ends of time, window_all"
     ],
     ids=[
-        "gap 4",
-        "gap 1",
-        "window_all",
-        "ends of time",
-        "gap 1 at the start of time",
-        "gap 1 at the start of time, lateness",
-        "merging, gap 4",
-        "merging, gap 1",
-        "merging, window_all",
-        "merging, ends of time",
-        "merging, ends of time, window_all",
-        "merging, gap 1 at the start of time, lateness",
+        f"merging, {name}" if merging else name
+        for merging in (False, True)
+        for name in SESSION_CASES
+        if merging or name != "ends of time, window_all"
     ],
 )
 def test_native_sessions_equal_the_window_operator(
