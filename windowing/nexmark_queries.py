@@ -178,9 +178,9 @@ class VectorizedRowsWithMaximum(VectorizedProcessWindowFunction):
     :class:`EmitRows` give, computed on the window's rows as one Arrow table (one call per
     window in a batch replay in event-time order, where the pair above makes one Python call
     per row). Rows whose ``field`` is null or NaN are skipped; the tied rows keep the
-    window's order. It keeps the window's rows until it fires, where :class:`RowsWithMaximum` keeps
-    only the largest value's: in a streaming query, whose state holds the open windows,
-    prefer that pair.
+    window's order. It keeps the window's rows until it fires, where
+    :class:`RowsWithMaximum` keeps only the largest value's: in a streaming query, whose
+    state holds the open windows, prefer that pair.
 
     Example::
 

@@ -388,9 +388,7 @@ def mergeable(calls: Sequence[AggregateCall]) -> list[ByEventTime] | None:
     merges whatever rows its parts hold (``by_event_time``'s parts taken over any rows):
     sums (not of floats), counts, ``min`` / ``max`` and the boolean aggregates of
     fixed-width values; else ``None`` (picks by the replay order, DISTINCT, ...)."""
-    if not calls or any(c.value_pick is not None for c in calls):
-        return None
-    if any(c.kind in (AggKind.FIRST, AggKind.LAST) for c in calls):
+    if not calls or any(c.kind in (AggKind.FIRST, AggKind.LAST) for c in calls):
         return None  # (their parts pick within one event time)
     split = [by_event_time(call) for call in calls]
     return None if any(s is None for s in split) else [s for s in split if s is not None]

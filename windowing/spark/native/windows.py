@@ -43,9 +43,9 @@ from the batch replay's prefix maximum, :func:`~windowing.spark.columns.watermar
 
 Sessions: Flink's session of a row is ``[t, t + gap)``, and windows that overlap *or touch*
 merge, so rows ``gap`` apart share a session; merged at the end of input, a key's sessions
-are exactly the runs of its sorted times without a step above ``gap``. With aggregates that merge
-from parts (counts, sums, ``min`` / ``max``, ...), the runs are found over each key's buckets
-of ``gap`` ms (aggregated by hash first) instead of its rows.
+are exactly the runs of its sorted times without a step above ``gap``. With aggregates that
+merge from parts (counts, sums, ``min`` / ``max``, ...), the runs are found over each key's
+buckets of ``gap`` ms (aggregated by hash first) instead of its rows.
 
 The output is the batch replay's tagged output (``windowing.spark.columns.output``), built with
 Spark SQL, so results, late rows, metrics and ``persist()`` work as for the replay; Spark
@@ -93,6 +93,7 @@ from windowing.spark.columns.output import (
     OutputLayout,
     col,
 )
+from windowing.spark.columns.units import floor_div_sql
 from windowing.spark.columns.watermark import (
     WindowCutoffs,
     one_task_enough,
@@ -615,9 +616,7 @@ def _bucketed_sessions(
     merge per session. Spark's own ``session_window`` merges each partition's rows before
     its shuffle too."""
     ts = F.col(TS)
-    g = F.lit(gap)
-    # floor(ts / gap) in integers (Spark's div truncates toward 0; no overflow for gap >= 1)
-    bucket = F.expr(f"{TS} div {gap}L") - F.when(ts % g < F.lit(0), 1).otherwise(0)
+    bucket = F.expr(floor_div_sql(TS, gap)) if gap > 1 else ts
     parts = [[f"__pw_sp{j}_{i}" for i in range(len(m.rows))] for j, m in enumerate(merged)]
     per_bucket = valid.groupBy(*keys, bucket.alias(_BUCKET)).agg(
         *[
