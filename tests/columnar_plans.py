@@ -1,6 +1,6 @@
 """The planner's columnar plan of a window configuration, as the columnar tests build it:
 ``columnar_plan(assigner, spec, trigger, evictor, lateness, schema, streaming=...,
-slicing=...)`` (:func:`windowing.spark.planning.columnar_shape`)."""
+slicing=..., keys=...)`` (:func:`windowing.spark.planning.columnar_shape`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ def columnar_plan(
     *,
     streaming: bool = False,
     slicing: bool | None = None,
+    keys: tuple[str, ...] = (),
 ) -> Any:
-    """The columnar plan of this window configuration with ``spec``, or ``None``."""
+    """The columnar plan of this window configuration with ``spec`` (the job's key columns
+    ``keys``), or ``None``."""
     config = WindowConfig(assigner, trigger, evictor, lateness, slicing=slicing)
-    return columnar_shape(config, spec, schema, streaming=streaming)
+    return columnar_shape(config, spec, schema, streaming=streaming, keys=keys)

@@ -241,47 +241,65 @@ def test_restart_from_checkpoint(spark: SparkSession, tmp_path: Path, uninterrup
 
 
 def built_in_sum(
-    spark: SparkSession, source: Path, key_groups: int = 128, windows: Any = None
+    spark: SparkSession,
+    source: Path,
+    key_groups: int = 128,
+    windows: Any = None,
+    *,
+    agg: bool = False,
 ) -> Any:
     """The built-in sum of ``windows`` (tumbling ones by default) per user over the files
-    in ``source``."""
+    in ``source`` (``agg``: ``.agg`` of the sum, the count and the mean instead)."""
     df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
-    return (
+    stream = (
         WindowedStream.from_dataframe(df, event_time="ts", watermark=BoundedOutOfOrderness(DELAY))
         .key_by("user")
         .window(TumblingEventTimeWindows(SIZE) if windows is None else windows)
         .side_output_late_data(LATE)
         .max_parallelism(key_groups)
-        .sum("amount")
     )
+    if agg:
+        return stream.agg(F.sum("amount"), F.count("*").alias("n"), F.avg("amount"))
+    return stream.sum("amount")
 
 
 @pytest.mark.parametrize(
-    "windows",
+    ("windows", "agg"),
     [
-        None,
-        pytest.param(HoppingEventTimeWindows(SIZE, 2_000), marks=pytest.mark.slow),
-        EventTimeSessionWindows(2_500),
+        (None, False),
+        (None, True),
+        pytest.param(HoppingEventTimeWindows(SIZE, 2_000), False, marks=pytest.mark.slow),
+        (EventTimeSessionWindows(2_500), False),
     ],
-    ids=["tumbling", "hopping", "session"],
+    ids=["tumbling", "tumbling-agg", "hopping", "session"],
 )
 def test_restart_with_state_on_whole_columns(
-    spark: SparkSession, tmp_path: Path, windows: Any
+    spark: SparkSession, tmp_path: Path, windows: Any, agg: bool
 ) -> None:
-    """The column path's state (OpenWindows in the state store: windows, panes or sessions)
-    survives a restart from the checkpoint: the results equal those of one uninterrupted
-    query."""
+    """The column path's state (OpenWindows in the state store: windows, panes, sessions or
+    the accumulators of ``.agg``) survives a restart from the checkpoint: the results equal
+    those of one uninterrupted query."""
     batches = make_batches(11)
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     write_files(whole / "src", batches)
-    result = built_in_sum(spark, whole / "src", windows=windows)
+    result = built_in_sum(spark, whole / "src", windows=windows, agg=agg)
     assert result.plan.columnar is not None
     run(spark, whole / "src", whole / "out", result)
     write_files(parts / "src", batches[:2])
-    run(spark, parts / "src", parts / "out", built_in_sum(spark, parts / "src", windows=windows))
+    run(
+        spark,
+        parts / "src",
+        parts / "out",
+        built_in_sum(spark, parts / "src", windows=windows, agg=agg),
+    )
     first = read(spark, parts / "out" / "results")
     write_files(parts / "src", batches[2:], first=2)
-    run(spark, parts / "src", parts / "out", built_in_sum(spark, parts / "src", windows=windows))
+    run(
+        spark,
+        parts / "src",
+        parts / "out",
+        built_in_sum(spark, parts / "src", windows=windows, agg=agg),
+    )
     expected = read(spark, whole / "out" / "results")
     assert 0 < len(first) < len(expected)
     assert Counter(read(spark, parts / "out" / "results")) == Counter(expected)
@@ -505,6 +523,47 @@ def test_built_in_aggregations_of_tumbling_windows(
     else:
         assert ("a", 7, T0 + 25_000) in [r[:3] for r in streamed["late"]]
     assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}
+
+
+@pytest.mark.differential(Route.STREAMING, ColumnarShape.TUMBLING, Route.NATIVE_TUMBLING_ARRIVAL)
+@pytest.mark.parametrize("lateness", [3_000, 0])
+def test_agg_columns_of_tumbling_windows(
+    spark: SparkSession, tmp_path: Path, lateness: int
+) -> None:
+    """Streaming computes ``.agg`` of tumbling windows on accumulator columns while a call
+    allows it and with the operator otherwise (rows that fire their window on arrival),
+    converting the key's accumulators each way: the outputs equal the batch replay's,
+    nulls, counts of nothing and late rows included."""
+
+    def finish(keyed: Any) -> Any:
+        stream = keyed.window(TumblingEventTimeWindows(SIZE)).side_output_late_data(LATE)
+        if lateness:
+            stream = stream.allowed_lateness(lateness)
+        return stream.agg(
+            F.count("*").alias("n"),
+            F.count("amount").alias("valued"),
+            F.sum("amount").alias("total"),
+            F.avg("amount").alias("mean"),
+            F.min("amount").alias("low"),
+            F.max(F.col("amount") / 2).alias("high"),
+            F.count_if(F.col("amount") > 3).alias("big"),
+            F.bool_or(F.col("amount") > 5).alias("any_big"),
+        )
+
+    batches = with_band_rows(make_batches(seed=5))
+    batches[1].append({"user": "n", "amount": None, "ts": T0 + 3_000, "batch": 1})
+    df = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    plan = finish(WindowedStream.from_dataframe(df, event_time="ts").key_by("user")).plan
+    assert plan.columnar is not None and "accumulator columns" in str(plan)
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
+    assert streamed == replayed
+    nothing = [r for r in streamed["results"] if r[0] == "n"]
+    assert [r[3:11] for r in nothing] == [(1, 0, None, None, None, None, 0, None)]
+    fired_on_arrival = [r for r in streamed["results"] if r[0] == "a" and r[1] == T0 + 20_000]
+    if lateness:
+        assert len(fired_on_arrival) == 2  # at the watermark, then again with the late row
+    else:
+        assert ("a", 7, T0 + 25_000) in [r[:3] for r in streamed["late"]]
 
 
 @pytest.mark.differential(Route.STREAMING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)

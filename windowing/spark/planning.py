@@ -70,15 +70,17 @@ from windowing.job import (
     WindowConfig,
 )
 from windowing.plan import Plan, plan_operator
+from windowing.spark.columnar.accumulators import aggregate_items
 from windowing.spark.columnar.core import (
     ColumnarPlan,
     ColumnarShape,
+    FieldItems,
     describe,
     field_aggregation_of,
 )
 from windowing.spark.columnar.hopping import HoppingAggregation
 from windowing.spark.columnar.sessions import SessionAggregation
-from windowing.spark.columnar.tumbling import TumblingAggregation
+from windowing.spark.columnar.tumbling import TumblingAggregation, tumbling_size
 from windowing.spark.columnar.vectorized import VectorizedWindows, vectorized_plan
 from windowing.spark.columns.aggregates import AggregateCall
 from windowing.spark.jobs import (
@@ -697,7 +699,8 @@ def _columnar(
         return None  # keys with clocks of their own / firings counted per window
     if uses_wall_clock(job) if streaming else source.arrival_order is not None:
         return None
-    return columnar_shape(config, spec, input_arrow, streaming=streaming)
+    keys = job.keys or ()
+    return columnar_shape(config, spec, input_arrow, streaming=streaming, keys=keys)
 
 
 def columnar_shape(
@@ -706,6 +709,7 @@ def columnar_shape(
     input_arrow: pa.Schema | None,
     *,
     streaming: bool,
+    keys: Sequence[str] = (),
 ) -> ColumnarPlan | VectorizedWindows | None:
     """The columnar plan of a window configuration with the function ``spec`` (the input's
     Arrow schema ``input_arrow``, when known, rules out fields numpy cannot reduce as the
@@ -716,21 +720,24 @@ def columnar_shape(
     if vectorized is not None:
         return vectorized
     assigner, lateness = config.assigner, config.allowed_lateness
+    tumbling = tumbling_size(assigner)
+    if streaming and type(assigner) is TumblingEventTimeWindows and input_arrow is not None:
+        # (a hopping assigner's operator may keep panes, which the items do not convert to)
+        aggregates = aggregate_items(config, spec, keys, input_arrow)
+        if aggregates is not None and tumbling is not None:
+            return TumblingAggregation(aggregates, *tumbling, lateness)
     fn = field_aggregation_of(spec, config.trigger, config.evictor, lateness, input_arrow)
     if fn is None:
         return None
     assert isinstance(fn.field, str)
-    if type(assigner) is TumblingEventTimeWindows:
-        if assigner.stagger is not WindowStagger.ALIGNED:
-            return None  # the offset is drawn by the operator's assigner
-        size, offset = assigner.size, assigner.offset
-        return TumblingAggregation(fn.aggregation, fn.field, fn.first, size, offset, lateness)
+    if tumbling is not None:
+        return TumblingAggregation(
+            FieldItems(fn.aggregation, fn.field, fn.first), *tumbling, lateness
+        )
     if type(assigner) is HoppingEventTimeWindows:
         size, slide, offset = assigner.size, assigner.slide, assigner.offset
         if slide > size or (streaming and config.slicing is True and slide < size):
             return None
-        if slide == size:  # tumbling windows
-            return TumblingAggregation(fn.aggregation, fn.field, fn.first, size, offset, lateness)
         return HoppingAggregation(fn.aggregation, fn.field, fn.first, size, slide, offset, lateness)
     if type(assigner) is EventTimeSessionWindows:
         return SessionAggregation(fn.aggregation, fn.field, fn.first, assigner.gap, lateness)

@@ -37,6 +37,7 @@ from windowing.functions.aggregations import AggregationType, FieldAggregation
 from windowing.functions.spec import Reduce
 from windowing.operator import WindowOperator
 from windowing.spark.columns.frames import from_ipc, to_ipc
+from windowing.spark.columns.schema import table_rows
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
@@ -46,7 +47,9 @@ __all__ = [
     "ColumnarResults",
     "ColumnarShape",
     "ColumnarStep",
+    "FieldItems",
     "OpenWindows",
+    "WindowItems",
     "WindowShape",
     "columnar_results",
     "decode_open_windows",
@@ -63,6 +66,7 @@ __all__ = [
     "step_open_windows",
     "usable",
     "value_rows_needing_the_operator",
+    "window_groups",
     "window_listing",
 ]
 
@@ -135,6 +139,15 @@ class WindowShape(Protocol):
     def key_state_of(
         self, op: WindowOperator, state: OpenWindows, records: list[Any]
     ) -> KeyState: ...
+
+    def records_of(self, items: pa.Table) -> list[Any]:
+        """The operator's state value of each item of a state (a reduced ``Row``)."""
+        ...
+
+    def usable_state(self, items: pa.Table) -> bool:
+        """Whether a state's items can be reduced on columns (not of nulls an operator call
+        left)."""
+        ...
 
     def open_windows_of(
         self, op: WindowOperator, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
@@ -211,6 +224,33 @@ def ordered_floats(v: np.ndarray[Any, Any]) -> bool:
     return not (np.isnan(v).any() or (np.signbit(v) & (v == 0)).any())
 
 
+def window_groups(
+    group: np.ndarray[Any, Any], codes: np.ndarray[Any, Any] | None = None
+) -> tuple[np.ndarray[Any, Any] | None, np.ndarray[Any, Any]]:
+    """The rows of each window together: ``group`` holds each row's window start, ``codes``
+    (when several keys are reduced at once) each row's key. Returns the permutation that
+    sorts the rows by key, then window, each window's rows keeping their order (``None``:
+    they are sorted already), and the position of each window's first row after it."""
+    n = len(group)
+    perm = None
+    same_key = None if codes is None else codes[1:] == codes[:-1]
+    rising = group[1:] >= group[:-1]
+    if codes is not None:  # sorted by key code, then window
+        assert same_key is not None
+        rising = (codes[1:] > codes[:-1]) | (same_key & rising)
+    if n > 1 and not bool(rising.all()):
+        # a window's rows keep their order
+        perm = np.argsort(group, kind="stable") if codes is None else np.lexsort((group, codes))
+        group = group[perm]
+        if codes is not None:
+            ordered = codes[perm]
+            same_key = ordered[1:] == ordered[:-1]
+    boundary = group[1:] != group[:-1]
+    if same_key is not None:
+        boundary |= ~same_key
+    return perm, np.flatnonzero(np.concatenate(([True], boundary)))
+
+
 def reduce_groups(
     kind: AggregationType,
     first: bool,
@@ -224,25 +264,11 @@ def reduce_groups(
     once) each row's key. Returns the window starts (by key, then ascending), the row each
     window's record is taken from, and the field's values (``None``: taken from those rows),
     or ``None`` when the sum would overflow or not fit the column."""
-    n = len(group)
-    perm = None
-    same_key = None if codes is None else codes[1:] == codes[:-1]
-    rising = group[1:] >= group[:-1]
-    if codes is not None:  # sorted by key code, then window
-        assert same_key is not None
-        rising = (codes[1:] > codes[:-1]) | (same_key & rising)
-    if n > 1 and not bool(rising.all()):
-        # a window's rows keep their order
-        perm = np.argsort(group, kind="stable") if codes is None else np.lexsort((group, codes))
+    perm, first_rows = window_groups(group, codes)
+    if perm is not None:
         group = group[perm]
         v = v[perm]
-        if codes is not None:
-            ordered = codes[perm]
-            same_key = ordered[1:] == ordered[:-1]
-    boundary = group[1:] != group[:-1]
-    if same_key is not None:
-        boundary |= ~same_key
-    first_rows = np.flatnonzero(np.concatenate(([True], boundary)))
+    n = len(group)
     starts = group[first_rows]
     if kind is AggregationType.SUM:
         widest = max(abs(int(v.min())), abs(int(v.max())))
@@ -270,6 +296,101 @@ def reduce_groups(
     if kind.picks_element:
         return starts, (chosen if perm is None else perm[chosen]), None
     return starts, (first_rows if perm is None else perm[first_rows]), v[chosen]
+
+
+_Array = np.ndarray[Any, Any]
+
+
+class WindowItems(Protocol):
+    """What a tumbling columnar plan keeps per window (its *item*: a table row holding the
+    key columns) and how items combine: a built-in aggregation's reduced input record
+    (:class:`FieldItems`), or the accumulators of ``.agg`` columns
+    (:class:`~windowing.spark.columnar.accumulators.AggregateItems`)."""
+
+    def rows_needing_the_operator(
+        self, rows: pa.Table, times: pa.ChunkedArray
+    ) -> tuple[_Array, _Array]:
+        """The input rows the columns cannot add whatever the windows (a boolean mask), and
+        the event times (``0`` for nulls)."""
+        ...
+
+    def items_of(self, rows: pa.Table) -> pa.Table | None:
+        """Input rows (of the input columns) as one item each, or ``None`` when the columns
+        cannot take them."""
+        ...
+
+    def reduce(
+        self, group: _Array, items: pa.Table, codes: _Array | None
+    ) -> tuple[_Array, pa.Table] | None:
+        """Items (each key's in replay order, window starts ``group``, key codes ``codes``;
+        ``None``: one key) reduced to one per window: the window starts (by key, then
+        ascending) and their items, or ``None`` when the operator must compute them."""
+        ...
+
+    def usable_state(self, items: pa.Table) -> bool:
+        """Whether a state's items can be reduced on columns (not a state of nulls that an
+        operator call left)."""
+        ...
+
+    def results_of(self, items: pa.Table) -> pa.Table:
+        """The result columns (by output name) of the fired windows' items."""
+        ...
+
+    def records_of(self, items: pa.Table) -> list[Any]:
+        """The operator's state value of each item (a reduced ``Row``, an accumulator)."""
+        ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class FieldItems:
+    """A built-in aggregation's items: each window's reduced input record (the input
+    columns, key columns included)."""
+
+    aggregation: AggregationType
+    field: str
+    first: bool
+
+    def rows_needing_the_operator(
+        self, rows: pa.Table, times: pa.ChunkedArray
+    ) -> tuple[_Array, _Array]:
+        return value_rows_needing_the_operator(self.aggregation, self.field, rows, times)
+
+    def items_of(self, rows: pa.Table) -> pa.Table | None:
+        return rows if usable(self.aggregation, rows.column(self.field)) else None
+
+    def reduce(
+        self, group: _Array, items: pa.Table, codes: _Array | None
+    ) -> tuple[_Array, pa.Table] | None:
+        values = items.column(self.field)
+        if values.null_count:
+            return None  # a window of null values (state converted from the operator)
+        v = values.to_numpy()
+        if v.dtype.kind == "f" and not ordered_floats(v):
+            return None  # the kept values held them (state converted from the operator)
+        found = reduce_groups(self.aggregation, self.first, group, v, codes)
+        if found is None:
+            return None
+        starts, carriers, field_values = found
+        records = items.take(carriers)
+        if field_values is not None:
+            position = records.schema.get_field_index(self.field)
+            field = records.schema.field(position)
+            records = records.set_column(position, field, pa.array(field_values, field.type))
+        return starts, records
+
+    def usable_state(self, items: pa.Table) -> bool:
+        return usable(self.aggregation, items.column(self.field))
+
+    def results_of(self, items: pa.Table) -> pa.Table:
+        return items
+
+    def records_of(self, items: pa.Table) -> list[Any]:
+        return table_rows(items, items.column_names)
+
+    def describe(self) -> str:
+        return f"built-in {self.aggregation.value} of {self.field!r}"
 
 
 def near_ends_of_time(margin: int, lo: int, hi: int) -> bool:
@@ -510,14 +631,12 @@ def step_open_windows(
 
 
 # ---------------------------------------------------------------------------- conversions
-def key_state_of(
-    plan: ColumnarPlan, op: WindowOperator, state: OpenWindows, records: list[Any]
-) -> KeyState:
-    """The operator's state for ``state`` (whose records, as the operator's ``Row`` values,
-    are ``records``): each window's reduced record, its trigger timer while it has not fired
-    and its cleanup timer (:meth:`~windowing.operator.WindowOperator.import_reduced_windows`)."""
+def key_state_of(plan: ColumnarPlan, op: WindowOperator, state: OpenWindows) -> KeyState:
+    """The operator's state for ``state``: each window's reduced record (or accumulator),
+    its trigger timer while it has not fired and its cleanup timer
+    (:meth:`~windowing.operator.WindowOperator.import_reduced_windows`)."""
     state.require_kind(plan.kind)
-    return plan.key_state_of(op, state, records)
+    return plan.key_state_of(op, state, plan.records_of(state.rows))
 
 
 def open_windows_of(

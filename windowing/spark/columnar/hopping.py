@@ -65,6 +65,7 @@ from windowing.spark.columnar.ranges import (
     window_ranges,
     window_starts_of,
 )
+from windowing.spark.columns.schema import table_rows
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
@@ -565,6 +566,14 @@ class HoppingAggregation(_PaneWindows):
         return records.set_column(position, field, pa.array(values, field.type))
 
     # ------------------------------------------------------------------ the operator's form
+    def records_of(self, items: pa.Table) -> list[Any]:
+        """The items' reduced records as the operator's ``Row`` values."""
+        return table_rows(items, items.column_names)
+
+    def usable_state(self, items: pa.Table) -> bool:
+        """Whether the items' field values can be reduced on columns."""
+        return usable(self.aggregation, items.column(self.field))
+
     def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:
         """The operator's state of one key's ``state`` (its items' records as the operator's
         ``Row`` values, ``records``): each window's reduced record (its items' records

@@ -56,6 +56,7 @@ from windowing.spark.columnar.core import (
     value_rows_needing_the_operator,
 )
 from windowing.spark.columnar.ranges import by_code, keyed_search
+from windowing.spark.columns.schema import table_rows
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
@@ -355,6 +356,14 @@ class SessionAggregation:
         )
 
     # ------------------------------------------------------------------ the operator's form
+    def records_of(self, items: pa.Table) -> list[Any]:
+        """The items' reduced records as the operator's ``Row`` values."""
+        return table_rows(items, items.column_names)
+
+    def usable_state(self, items: pa.Table) -> bool:
+        """Whether the items' field values can be reduced on columns."""
+        return usable(self.aggregation, items.column(self.field))
+
     def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:
         """The operator's state of one key's sessions: each in flight (its own state
         window), its reduced record, its trigger timer while it has not fired and its

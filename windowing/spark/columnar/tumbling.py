@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
+from windowing.assigners.hopping import HoppingEventTimeWindows
+from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.engine.exchange import ReducedWindows
 from windowing.engine.keystate import KeyState
 from windowing.functions.aggregations import AggregationType
@@ -21,22 +23,33 @@ from windowing.spark.columnar.core import (
     ColumnarResults,
     ColumnarShape,
     ColumnarStep,
+    FieldItems,
     OpenWindows,
+    WindowItems,
     near_ends_of_time,
-    ordered_floats,
     reduce_groups,
-    usable,
-    value_rows_needing_the_operator,
 )
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
-__all__ = ["TumblingAggregation", "last_window_from", "tumbling_starts"]
+__all__ = ["TumblingAggregation", "last_window_from", "tumbling_size", "tumbling_starts"]
 
 
 def tumbling_starts(t: np.ndarray[Any, Any], size: int, offset: int) -> np.ndarray[Any, Any]:
     """The start of the tumbling window (``size``, ``offset`` in ms) of each event time."""
     return t - np.mod(t - offset, size)  # type: ignore[no-any-return]
+
+
+def tumbling_size(assigner: Any) -> tuple[int, int] | None:
+    """The size and offset (ms) of tumbling event-time windows (of a hopping assigner whose
+    slide is its size too), or ``None``."""
+    if type(assigner) is TumblingEventTimeWindows:
+        if assigner.stagger is not WindowStagger.ALIGNED:
+            return None  # the offset is drawn by the operator's assigner
+        return assigner.size, assigner.offset
+    if type(assigner) is HoppingEventTimeWindows and assigner.slide == assigner.size:
+        return assigner.size, assigner.offset
+    return None
 
 
 def last_window_from(t: np.ndarray[Any, Any], lo: int, size: int, offset: int) -> int:
@@ -49,16 +62,38 @@ def last_window_from(t: np.ndarray[Any, Any], lo: int, size: int, offset: int) -
 
 @dataclass(frozen=True)
 class TumblingAggregation:
-    """A built-in aggregation of tumbling event-time windows (``size``, ``offset`` in ms)."""
+    """Tumbling event-time windows (``size``, ``offset`` in ms) of a built-in aggregation or
+    of ``.agg`` columns, whose per-window item ``items`` says how to reduce
+    (:class:`~windowing.spark.columnar.core.FieldItems`: a reduced input record;
+    :class:`~windowing.spark.columnar.accumulators.AggregateItems`: accumulators)."""
 
-    aggregation: AggregationType
-    field: str
-    first: bool
+    items: WindowItems
     size: int
     offset: int
     allowed_lateness: int = 0
     kind: ClassVar[str] = "tumbling"
     shape: ClassVar[ColumnarShape] = ColumnarShape.TUMBLING
+
+    @property
+    def field_items(self) -> FieldItems:
+        """The built-in aggregation's items (``TypeError`` for ``.agg`` columns, which the
+        batch replay never computes on columns)."""
+        if not isinstance(self.items, FieldItems):
+            msg = f"{self.items.describe()} has no single aggregated field"
+            raise TypeError(msg)
+        return self.items
+
+    @property
+    def aggregation(self) -> AggregationType:
+        return self.field_items.aggregation
+
+    @property
+    def field(self) -> str:
+        return self.field_items.field
+
+    @property
+    def first(self) -> bool:
+        return self.field_items.first
 
     @property
     def margin(self) -> int:
@@ -110,7 +145,7 @@ class TumblingAggregation:
         self, watermark: int, rows: pa.Table, times: pa.ChunkedArray
     ) -> np.ndarray[Any, Any]:
         """:func:`rows_needing_the_operator` of tumbling windows."""
-        mask, t = value_rows_needing_the_operator(self.aggregation, self.field, rows, times)
+        mask, t = self.items.rows_needing_the_operator(rows, times)
         if mask.all():
             return mask
         margin = self.margin
@@ -143,7 +178,7 @@ class TumblingAggregation:
             if fire.any():
                 fired = np.flatnonzero(fire)
                 fired_starts = state.starts[fired]
-                fired_rows = state.rows.take(fired)
+                fired_rows = self.items.results_of(state.rows.take(fired))
             keep = ~windows_late(ends, lateness, watermark)
             kept_windows = state if keep.all() else state.take(np.flatnonzero(keep))
             if state_codes is not None:
@@ -178,37 +213,33 @@ class TumblingAggregation:
         else:
             late = np.empty(0, np.int64)
             new_rows = rows
-        if len(kept) and not kept.schema.equals(new_rows.schema):
-            return None  # state written with another schema (e.g. session time zone)
-        field = self.field
-        new_values = new_rows.column(field)
-        if not usable(self.aggregation, new_values):
+        new_items = self.items.items_of(new_rows)
+        if new_items is None:
             return None
-        kept_values = kept.column(field)
-        if kept_values.null_count:
-            return None  # a window of null values (state converted from the operator)
-        group_codes = row_codes
-        if len(kept_values):
+        if len(kept) and not kept.schema.equals(new_items.schema):
+            return None  # state written with another schema (e.g. session time zone)
+        group, group_codes = row_starts, row_codes
+        items = new_items
+        if len(kept):
             assert kept_windows is not None
-            values = np.concatenate((kept_values.to_numpy(), new_values.to_numpy()))
+            items = pa.concat_tables([kept, new_items])
             group = np.concatenate((kept_windows.starts, row_starts))
             if row_codes is not None and kept_codes is not None:
                 group_codes = np.concatenate((kept_codes, row_codes))
-            if values.dtype.kind == "f" and not ordered_floats(values):
-                return None  # the kept values held them (state converted from the operator)
-        else:
-            values, group = new_values.to_numpy(), row_starts
-        found = reduce_groups(self.aggregation, self.first, group, values, group_codes)
+        found = self.items.reduce(group, items, group_codes)
         if found is None:
             return None
-        new_starts, carriers, field_values = found
-        records = (pa.concat_tables([kept, new_rows]) if len(kept) else new_rows).take(carriers)
-        if field_values is not None:
-            position = records.schema.get_field_index(field)
-            column = pa.array(field_values, records.schema.field(position).type)
-            records = records.set_column(position, records.schema.field(position), column)
+        new_starts, records = found
         state = OpenWindows(new_starts, records, fired_upto)
         return ColumnarStep(fired_starts, fired_rows, late, state, fired_starts + size)
+
+    def records_of(self, items: pa.Table) -> list[Any]:
+        """The operator's state value of each item."""
+        return self.items.records_of(items)
+
+    def usable_state(self, items: pa.Table) -> bool:
+        """Whether the items can be reduced on columns."""
+        return self.items.usable_state(items)
 
     def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:
         """:func:`key_state_of` of tumbling windows."""
@@ -250,9 +281,9 @@ class TumblingAggregation:
 
     def describe(self) -> str:
         return (
-            f"built-in {self.aggregation.value} of {self.field!r} on tumbling windows of "
-            f"{self.size} ms computed on whole Arrow columns per key group (keys the columns "
-            "cannot take, e.g. near the ends of time, run through the operator)"
+            f"{self.items.describe()} on tumbling windows of {self.size} ms computed on "
+            "whole Arrow columns per key group (keys the columns cannot take, e.g. near the "
+            "ends of time, run through the operator)"
         )
 
     def window_starts(self, t: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

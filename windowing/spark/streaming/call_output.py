@@ -133,8 +133,9 @@ class CallOutput:
         starts = step.fired_starts
         ends = step.fired_ends
         bounds = (pa.array(starts), pa.array(ends), pa.array(ends - 1))
-        records = step.fired_rows if step.fired_rows is not None else c.input_arrow.empty_table()
-        columns = [records.column(f.name).combine_chunks() for f in c.layout.out_schema.fields]
+        records = step.fired_rows  # None: no window fired (the result columns are empty)
+        names = c.layout.out_schema.names if records is not None else []
+        columns = [records.column(name).combine_chunks() for name in names]
         self.batches.extend(
             c.layout.tagged_result_batches(
                 key_columns=key_columns,

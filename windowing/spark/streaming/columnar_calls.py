@@ -13,13 +13,13 @@ import pyarrow as pa
 from pyspark.sql import Row
 
 from windowing.operator import WindowOperator
+from windowing.spark.columnar.accumulators import AggregateItems
 from windowing.spark.columnar.core import (
     OpenWindows,
     keys_needing_the_operator,
     open_windows_of,
     rows_needing_the_operator,
     step_open_windows,
-    usable,
 )
 from windowing.spark.columns.inputs import ARR as _ARR
 from windowing.spark.columns.inputs import TS as _TS
@@ -78,13 +78,23 @@ class ColumnarCalls:
         self.record_type = row_class(tuple(schema.names))
         self.encode_record = make_row_encoder(schema)
 
-    def _open_windows(self, ks: Any) -> tuple[bool, OpenWindows | None]:
-        """The columnar form of the key state ``ks``: ``(False, None)`` when it has none."""
+    def _open_windows(self, key: Any, ks: Any) -> tuple[bool, OpenWindows | None]:
+        """The columnar form of the key state ``ks`` of ``key``: ``(False, None)`` when it
+        has none."""
         if ks is None or isinstance(ks, OpenWindows):
             return True, ks
         if ks.is_empty():
             return True, None
-        found = open_windows_of(self.plan, self.op, ks, self._records_table)
+        encode = self._records_table
+        items = getattr(self.plan, "items", None)
+        if isinstance(items, AggregateItems):  # the state values are accumulators
+            key_columns = self.output.key_columns(key)
+            schema = items.items_schema(self.config.input_arrow)
+
+            def encode(accumulators: list[Any]) -> pa.Table | None:
+                return items.encode(accumulators, key_columns(len(accumulators)), schema)
+
+        found = open_windows_of(self.plan, self.op, ks, encode)
         return found is not None, found
 
     def _records_table(self, records: list[Any]) -> pa.Table | None:
@@ -115,11 +125,14 @@ class ColumnarCalls:
         values the columns can reduce (not those of nulls an operator call left)."""
         opened = self.opened
         self.opened = None
-        if opened is not None and skey in entries and opened.fired_upto == self.op.watermark:
-            plan = self.plan
-            if usable(plan.aggregation, opened.rows.column(plan.field)):
-                del entries[skey]
-                joining.append(opened)
+        if (
+            opened is not None
+            and skey in entries
+            and opened.fired_upto == self.op.watermark
+            and self.plan.usable_state(opened.rows)
+        ):
+            del entries[skey]
+            joining.append(opened)
 
     def group_call(
         self,
@@ -252,7 +265,7 @@ class ColumnarCalls:
                 return False, None
             times = ts.to_numpy()
             rows = table.select(c.layout.input_schema.names)
-        convertible, windows = self._open_windows(stored)
+        convertible, windows = self._open_windows(key, stored)
         if not convertible:
             return False, None
         step = step_open_windows(self.plan, windows, self.op.watermark, rows, times)

@@ -12,7 +12,6 @@ from windowing.operator import WindowOperator
 from windowing.spark.columnar.core import OpenWindows, key_state_of
 from windowing.spark.columns.inputs import PT as _PT
 from windowing.spark.columns.keys import group_codes
-from windowing.spark.columns.schema import table_rows
 from windowing.spark.streaming.checkpoint import UNKNOWN_WINDOWS, Entry, GroupState
 from windowing.spark.streaming.clocks import BatchClocks
 from windowing.spark.streaming.config import ProcessorConfig
@@ -145,8 +144,7 @@ class StateIO:
         if isinstance(ks, OpenWindows):
             plan = self.config.columnar
             assert plan is not None
-            names = self.config.layout.input_schema.names
-            return key_state_of(plan, self.op, ks, table_rows(ks.rows, names))
+            return key_state_of(plan, self.op, ks)
         assert isinstance(ks, KeyState)
         return ks
 
