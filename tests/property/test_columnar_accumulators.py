@@ -17,7 +17,11 @@ from hypothesis import strategies as st
 
 from tests.columnar_plans import columnar_plan
 from windowing import OutputTag
-from windowing.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
+from windowing.assigners import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
 from windowing.engine.encoding import open_state
 from windowing.functions import Aggregate
 from windowing.functions.columns import AggKind, ColumnAggregate, ColumnAggregates, ValueKind
@@ -78,8 +82,16 @@ def function_of(picks: list[int], ansi: bool = True) -> ColumnAggregates:
     return ColumnAggregates(aggregates, names=tuple(f"a{j}" for j in range(len(picks))))
 
 
-def plan_of(fn: ColumnAggregates, size: int, offset: int, lateness: int) -> Any:
-    assigner = TumblingEventTimeWindows(size, offset)
+def assigner_of(shape: str, size: int, offset: int) -> Any:
+    if shape == "session":
+        return EventTimeSessionWindows(size)
+    return TumblingEventTimeWindows(size, offset)
+
+
+def plan_of(
+    fn: ColumnAggregates, size: int, offset: int, lateness: int, shape: str = "tumbling"
+) -> Any:
+    assigner = assigner_of(shape, size, offset)
     plan = columnar_plan(
         assigner, Aggregate(fn), None, None, lateness, SCHEMA, streaming=True, keys=("k",)
     )
@@ -121,6 +133,7 @@ rows_strategy = st.lists(
     lateness=0,
     ansi=True,
     calls=[(0, [("a", 0, None, None, None), ("a", 3, 1, None, None)]), (30, [])],
+    shape="tumbling",
 )
 @example(  # an integer sum beyond 64 bits under ANSI: the operator raises when it fires
     picks=[4],
@@ -129,6 +142,7 @@ rows_strategy = st.lists(
     lateness=0,
     ansi=True,
     calls=[(0, [("a", 0, 2**61, None, None)] * 4), (30, [])],
+    shape="session",
 )
 @example(  # ... and wraps without ANSI
     picks=[4, 5],
@@ -137,6 +151,7 @@ rows_strategy = st.lists(
     lateness=0,
     ansi=False,
     calls=[(0, [("a", 0, 2**61, None, None)] * 4), (30, [])],
+    shape="session",
 )
 @example(  # an avg whose sum of doubles rounds: the order of additions decides it
     picks=[5],
@@ -145,8 +160,23 @@ rows_strategy = st.lists(
     lateness=0,
     ansi=True,
     calls=[(0, [("a", 0, 2**53, None, None)] + [("a", 1, 1, None, None)] * 15), (30, [])],
+    shape="tumbling",
+)
+@example(  # sessions: rows of two calls in one session, one bridging two of them
+    picks=[0, 4, 6],
+    size=3,
+    offset=0,
+    lateness=0,
+    ansi=True,
+    calls=[
+        (0, [("a", 0, 1, None, None), ("a", 10, 2, None, None)]),
+        (0, [("a", 5, 3, None, None)]),
+        (40, []),
+    ],
+    shape="session",
 )
 @given(
+    shape=st.sampled_from(["tumbling", "session"]),
     picks=st.lists(st.integers(0, len(MENU) - 1), min_size=1, max_size=5),
     size=st.integers(1, 6),
     offset=st.integers(-3, 3),
@@ -155,6 +185,7 @@ rows_strategy = st.lists(
     calls=st.lists(st.tuples(st.integers(0, 12), rows_strategy), min_size=1, max_size=6),
 )
 def test_streaming_agg_calls_equal_the_operator(
+    shape: str,
     picks: list[int],
     size: int,
     offset: int,
@@ -162,14 +193,14 @@ def test_streaming_agg_calls_equal_the_operator(
     ansi: bool,
     calls: list[tuple[int, list[tuple[Any, ...]]]],
 ) -> None:
-    """Every call: the fired windows' results, the late rows and the open windows equal the
-    operator's, whichever of the columns and the operator computes the call, and the state
-    survives its checkpoint encoding."""
+    """Tumbling windows or sessions, every call: the fired windows' results, the late rows
+    and the open windows equal the operator's, whichever of the columns and the operator
+    computes the call, and the state survives its checkpoint encoding."""
     offset %= size
     fn = function_of(picks, ansi)
-    plan = plan_of(fn, size, offset, lateness)
+    plan = plan_of(fn, size, offset, lateness, shape)
     items: AggregateItems = plan.items
-    assigner = TumblingEventTimeWindows(size, offset)
+    assigner = assigner_of(shape, size, offset)
     tag = OutputTag("late")
 
     def operator() -> WindowOperator:
@@ -231,7 +262,7 @@ def test_streaming_agg_calls_equal_the_operator(
                     plan, state, watermark, rows, times, (state_codes, row_codes)
                 )
         if step is not None:
-            event("columns")
+            event(f"{shape}: columns")
             fired = step.fired_rows
             got = []
             if fired is not None:
@@ -249,7 +280,7 @@ def test_streaming_agg_calls_equal_the_operator(
                 assert repr(again.rows.to_pylist()) == repr(state.rows.to_pylist())
             got = _results(got)
         else:
-            event("operator")
+            event(f"{shape}: operator")
             states = per_key(plan, columnar, state) if isinstance(state, OpenWindows) else state
             states = states or {}
             got, got_late = operator_call(columnar, states, records)
@@ -315,3 +346,50 @@ def test_only_exact_aggregates_and_tumbling_windows_run_on_columns() -> None:
     assert columnar_plan(tumbling, Aggregate(fn), None, None, 0, SCHEMA) is None
     plan = plan_of(fn, 10, 0, 0)
     assert "count, sum" in plan.describe()
+
+
+def test_window_all_on_columns() -> None:
+    """A non-keyed ``.agg`` (no key columns in the items): the windows' results equal the
+    operator's."""
+    fn = function_of([0, 4, 5, 7])
+    assigner = TumblingEventTimeWindows(10)
+    plan = columnar_plan(assigner, Aggregate(fn), None, None, 0, SCHEMA, streaming=True)
+    assert plan is not None and plan.items.keys == ()
+    records = [Rec("a", i, v, None, None) for i, v in enumerate([3, None, 5, 7])]
+    times = np.array([1, 2, 12, 15], np.int64)
+    rows = pa.Table.from_pylist([r._asdict() for r in records], schema=SCHEMA)
+    step = step_open_windows(plan, None, -100, rows, times)
+    assert step is not None and step.state is not None
+    assert step.state.rows.column_names == [
+        "__pw_acc_0",
+        "__pw_acc_1",
+        "__pw_acc_2",
+        "__pw_acc_2_n",
+        "__pw_acc_3",
+    ]
+    fired = step_open_windows(plan, step.state, 100, None, None)
+    assert fired is not None and fired.fired_rows is not None
+    op = WindowOperator(assigner, Aggregate(fn))
+    ks = op.new_key_state()
+    ks = op.process_key_elements(
+        None, ks, [(r, int(t), None) for r, t in zip(records, times, strict=True)]
+    )
+    op.set_clocks(watermark=100)
+    op.fire_timers(None, ks)
+    assert fired.fired_rows.to_pylist() == [w.value for w in op.output]
+    assert fired.fired_rows.to_pylist() == [
+        {"a0": 2, "a1": 3, "a2": 3.0, "a3": 3},
+        {"a0": 2, "a1": 12, "a2": 6.0, "a3": 7},
+    ]
+
+
+def test_states_of_two_argument_types_concatenate() -> None:
+    """A state of an earlier run whose ``max`` argument was an int, and one of a bigint
+    argument: one group state of bigint accumulators."""
+    narrow = OpenWindows(
+        np.array([0]), pa.table({"k": ["a"], "__pw_acc_0": pa.array([1], pa.int32())}), 5
+    )
+    wide = OpenWindows(np.array([0]), pa.table({"k": ["b"], "__pw_acc_0": pa.array([2**40])}), 5)
+    joined = OpenWindows.concat([narrow, wide])
+    assert joined.rows.column("__pw_acc_0").type == pa.int64()
+    assert joined.rows.column("__pw_acc_0").to_pylist() == [1, 2**40]

@@ -25,6 +25,7 @@ from windowing.engine.encoding import open_state
 from windowing.functions import AggregationType, FieldAggregation, Reduce
 from windowing.operator import KeyState, WindowOperator
 from windowing.spark.columnar.core import (
+    FieldItems,
     OpenWindows,
     columnar_results,
     decode_open_windows,
@@ -393,7 +394,7 @@ def _canonical(results: list[tuple[int, int, Any]]) -> list[tuple[int, int, Any]
 def test_a_bridging_row_leaves_the_key_to_the_operator() -> None:
     """Sessions ``[0, 5)`` and ``[10, 15)`` of an earlier call: a row at 5 touches both, and
     Flink merges their contents in its hash-set order, so the key's call is the operator's."""
-    plan = SessionAggregation(AggregationType.SUM, "v", True, 5)
+    plan = SessionAggregation(FieldItems(AggregationType.SUM, "v", True), 5)
     schema = _SCHEMAS[False]
     first = step_open_windows(
         plan, None, -100, pa.table({"i": [0, 1], "v": [1, 2]}, schema=schema), np.array([0, 10])

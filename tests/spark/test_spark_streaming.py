@@ -148,7 +148,12 @@ def read(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
     if not path.exists():
         return []
     df = spark.read.parquet(str(path)).drop("batch_id")
-    return sorted((tuple(r) for r in df.collect() if r["user"] != SENTINEL), key=repr)
+    return sorted((tuple(r) for r in df.collect() if not_sentinel(r)), key=repr)
+
+
+def not_sentinel(row: Row) -> bool:
+    """Whether ``row`` is not the sentinel's (rows without a user column are kept)."""
+    return bool(row.asDict().get("user") != SENTINEL)
 
 
 def batch_expected(
@@ -270,8 +275,9 @@ def built_in_sum(
         (None, True),
         pytest.param(HoppingEventTimeWindows(SIZE, 2_000), False, marks=pytest.mark.slow),
         (EventTimeSessionWindows(2_500), False),
+        pytest.param(EventTimeSessionWindows(2_500), True, marks=pytest.mark.slow),
     ],
-    ids=["tumbling", "tumbling-agg", "hopping", "session"],
+    ids=["tumbling", "tumbling-agg", "hopping", "session", "session-agg"],
 )
 def test_restart_with_state_on_whole_columns(
     spark: SparkSession, tmp_path: Path, windows: Any, agg: bool
@@ -393,7 +399,7 @@ def streamed_and_replayed(
         frames = {"results": result.results, "late": result.get_side_output(LATE)}
         frames.update({t.name: result.get_side_output(t) for t in side_outputs})
         replayed = {
-            n: sorted((tuple(r) for r in f.collect() if r["user"] != SENTINEL), key=repr)
+            n: sorted((tuple(r) for r in f.collect() if not_sentinel(r)), key=repr)
             for n, f in frames.items()
         }
     return streamed, replayed
@@ -566,6 +572,30 @@ def test_agg_columns_of_tumbling_windows(
         assert ("a", 7, T0 + 25_000) in [r[:3] for r in streamed["late"]]
 
 
+@pytest.mark.differential(Route.STREAMING, ColumnarShape.SESSIONS)
+def test_agg_columns_of_session_windows(spark: SparkSession, tmp_path: Path) -> None:
+    """Streaming computes ``.agg`` of sessions on accumulator columns (sessions merging
+    across micro-batches, a null amount, late rows): the outputs equal the batch replay's
+    (the window operator)."""
+
+    def finish(keyed: Any) -> Any:
+        stream = keyed.window(EventTimeSessionWindows(2_500)).side_output_late_data(LATE)
+        return stream.agg(
+            F.count("*").alias("n"),
+            F.sum("amount").alias("total"),
+            F.avg("amount").alias("mean"),
+            F.max("amount").alias("high"),
+        )
+
+    batches = with_band_rows(make_batches(seed=7))
+    df = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    plan = finish(WindowedStream.from_dataframe(df, event_time="ts").key_by("user")).plan
+    assert plan.columnar_shape is ColumnarShape.SESSIONS and "accumulator" in str(plan)
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
+    assert streamed == replayed
+    assert streamed["late"] and any(r[3] > 1 for r in streamed["results"])
+
+
 @pytest.mark.differential(Route.STREAMING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)
 @pytest.mark.parametrize(
     ("windows", "aggregation", "lateness"),
@@ -606,17 +636,22 @@ def test_built_in_aggregations_of_hopping_and_session_windows(
     assert shape is {"hopping": ColumnarShape.HOPPING, "session": ColumnarShape.SESSIONS}[windows]
 
 
-@pytest.mark.parametrize("function", ["sum", "reduce"])
+@pytest.mark.parametrize("function", ["sum", "reduce", "agg"])
 def test_window_all(spark: SparkSession, tmp_path: Path, function: str) -> None:
-    """A non-keyed stream (one group): the built-in sum on whole columns and a reduce through
-    the operator give the batch replay's outputs."""
+    """A non-keyed stream (one group): the built-in sum and ``.agg`` on whole columns and a
+    reduce through the operator give the batch replay's outputs."""
 
     def finish(stream: Any) -> Any:
         windowed = stream.window_all(TumblingEventTimeWindows(SIZE)).side_output_late_data(LATE)
+        if function == "agg":
+            return windowed.agg(F.sum("amount").alias("total"), F.count("*").alias("n"))
         return windowed.sum("amount") if function == "sum" else windowed.reduce(add)
 
     batches = make_batches(seed=9)
     streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish, keyed=False)
+    if function == "agg":  # no user column: the sentinel's window, which the replay fires
+        sentinel = batches[-1][0]["ts"] // SIZE * SIZE
+        replayed["results"] = [r for r in replayed["results"] if r[0] != sentinel]
     assert streamed == replayed
     assert len(streamed["results"]) >= 3
     assert {r[-1] for r in streamed["late"]} >= {"late", "null_event_time"}

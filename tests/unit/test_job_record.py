@@ -25,10 +25,11 @@ from windowing.spark.streaming.job_record import (
 )
 
 
-def definition(columnar: str | None, *, size: int = 1_000) -> JobDefinition:
+def definition(columnar: str | None, *, size: int = 1_000, aggregates: Any = None) -> JobDefinition:
     parts: dict[str, Any] = {
         "assigner": {"class": "TumblingEventTimeWindows", "size": size, "offset": 0},
         "function_kind": "aggregate",
+        "aggregates": aggregates,
         "state_shape": {"strategy": "aligned", "columnar": columnar},
         "state_layout": STATE_VERSION,
         "windowing": "test",
@@ -50,6 +51,29 @@ def test_a_record_naming_the_shape_as_an_earlier_version_did_is_the_same_job(
 def test_another_columnar_shape_is_still_a_breaking_change() -> None:
     with pytest.raises(JobChangedError, match=r"state_shape: .*tumbling.* -> .*hopping"):
         check_job(definition("hopping"), definition("ColumnarAggregation"), "/chk")
+
+
+AGG = {"class": "ColumnAggregates", "aggregates": [{"class": "ColumnAggregate", "kind": "SUM"}]}
+SUM = {"class": "FieldAggregation", "aggregation": "SUM", "field": "amount"}
+
+
+@pytest.mark.parametrize("shape", ["tumbling", "sessions"])
+def test_an_agg_an_earlier_version_ran_in_the_operator_continues_on_columns(shape: str) -> None:
+    """Its accumulators convert to the columns: the same job, not a new state shape."""
+    earlier = definition(None, aggregates=AGG)
+    assert check_job(definition(shape, aggregates=AGG), earlier, "/chk") == []
+
+
+def test_other_changes_of_the_columnar_shape_still_break() -> None:
+    """Built-in aggregations, other aggregates, hopping panes: the shape is the state's."""
+    cases = [
+        (definition("tumbling", aggregates=SUM), definition(None, aggregates=SUM)),
+        (definition("tumbling", aggregates=AGG), definition(None, aggregates={**AGG, "x": 1})),
+        (definition("hopping", aggregates=AGG), definition(None, aggregates=AGG)),
+    ]
+    for now, earlier in cases:
+        with pytest.raises(JobChangedError, match="state_shape"):
+            check_job(now, earlier, "/chk")
 
 
 def test_earlier_digests_stay_accepted_across_restarts(tmp_path: Path) -> None:

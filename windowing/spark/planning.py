@@ -721,11 +721,12 @@ def columnar_shape(
         return vectorized
     assigner, lateness = config.assigner, config.allowed_lateness
     tumbling = tumbling_size(assigner)
-    if streaming and type(assigner) is TumblingEventTimeWindows and input_arrow is not None:
-        # (a hopping assigner's operator may keep panes, which the items do not convert to)
-        aggregates = aggregate_items(config, spec, keys, input_arrow)
-        if aggregates is not None and tumbling is not None:
-            return TumblingAggregation(aggregates, *tumbling, lateness)
+    # .agg columns: tumbling windows, sessions (a hopping assigner's operator may keep panes)
+    aggregates = aggregate_items(config, spec, keys, input_arrow) if streaming else None
+    if aggregates and tumbling and type(assigner) is TumblingEventTimeWindows:
+        return TumblingAggregation(aggregates, *tumbling, lateness)
+    if aggregates is not None and type(assigner) is EventTimeSessionWindows:
+        return SessionAggregation(aggregates, assigner.gap, lateness)
     fn = field_aggregation_of(spec, config.trigger, config.evictor, lateness, input_arrow)
     if fn is None:
         return None
@@ -740,7 +741,8 @@ def columnar_shape(
             return None
         return HoppingAggregation(fn.aggregation, fn.field, fn.first, size, slide, offset, lateness)
     if type(assigner) is EventTimeSessionWindows:
-        return SessionAggregation(fn.aggregation, fn.field, fn.first, assigner.gap, lateness)
+        items = FieldItems(fn.aggregation, fn.field, fn.first)
+        return SessionAggregation(items, assigner.gap, lateness)
     return None
 
 

@@ -127,7 +127,7 @@ class AggregateItems:
     # -------------------------------------------------------------------- reduction
     def reduce(
         self, group: _Array, items: pa.Table, codes: _Array | None
-    ) -> tuple[_Array, pa.Table] | None:
+    ) -> tuple[_Array, _Array, pa.Table] | None:
         """The items of each window (``group``: their window starts; ``codes``: their keys)
         reduced to one, or ``None`` when the columns could give another result than the
         operator."""
@@ -135,7 +135,9 @@ class AggregateItems:
         perm, first_rows = window_groups(group, codes)
         starts = (group if perm is None else group[perm])[first_rows]
         carriers = first_rows if perm is None else perm[first_rows]
-        table = items.select(list(self.keys)).take(carriers)
+        take = pa.array(carriers, pa.int64())
+        names = list(self.keys)
+        arrays = [items.column(k).take(take) for k in self.keys]  # none for window_all
 
         def numbers(column: pa.ChunkedArray, fill: Any) -> tuple[_Array, _Array]:
             valid = column.is_valid().to_numpy(zero_copy_only=False)
@@ -151,13 +153,15 @@ class AggregateItems:
             kind = a.kind
             if kind in _COUNTS:
                 v, _ = numbers(column, 0)
-                table = table.append_column(name, pa.array(np.add.reduceat(v, first_rows)))
+                names.append(name)
+                arrays.append(pa.array(np.add.reduceat(v, first_rows)))
             elif kind is AggKind.SUM:
                 v, valid = numbers(column, 0)
                 if n and max(abs(int(v.min())), abs(int(v.max()))) * n >= _INT_LIMIT:
                     return None  # the sum could leave 64 bits: the operator decides
                 sums = np.add.reduceat(v, first_rows)
-                table = table.append_column(name, pa.array(sums, mask=~has_value(valid)))
+                names.append(name)
+                arrays.append(pa.array(sums, mask=~has_value(valid)))
             elif kind is AggKind.AVG:
                 v, valid = numbers(column, 0.0)
                 if not (np.isfinite(v).all() and (np.floor(v) == v).all()):
@@ -167,14 +171,15 @@ class AggregateItems:
                 counts, _ = numbers(items.column(f"{name}_n"), 0)
                 count = np.add.reduceat(counts, first_rows)
                 sums = np.add.reduceat(v, first_rows)
-                table = table.append_column(name, pa.array(sums, mask=count == 0))
-                table = table.append_column(f"{name}_n", pa.array(count))
+                names += [name, f"{name}_n"]
+                arrays += [pa.array(sums, mask=count == 0), pa.array(count)]
             else:
                 found = self._extreme(kind, column, numbers, first_rows)
                 if found is None:
                     return None
-                table = table.append_column(name, found)
-        return starts, table
+                names.append(name)
+                arrays.append(found)
+        return starts, carriers, pa.Table.from_arrays(arrays, names=names)
 
     @staticmethod
     def _extreme(
@@ -276,7 +281,10 @@ class AggregateItems:
 
 
 def aggregate_items(
-    config: WindowConfig, spec: WindowFunctionSpec, keys: Sequence[str], input_arrow: pa.Schema
+    config: WindowConfig,
+    spec: WindowFunctionSpec,
+    keys: Sequence[str],
+    input_arrow: pa.Schema | None,
 ) -> AggregateItems | None:
     """The accumulator columns of a streaming ``.agg`` (function ``spec``) with the default
     trigger, no evictor and a lateness after which windows are cleaned up
@@ -287,7 +295,7 @@ def aggregate_items(
         return None
     if not isinstance(spec, Aggregate) or spec.window_function is not None:
         return None
-    if type(spec.function) is not ColumnAggregates:
+    if type(spec.function) is not ColumnAggregates or input_arrow is None:
         return None
     return aggregate_items_of(spec.function, keys, input_arrow)
 

@@ -56,6 +56,7 @@ __all__ = [
     "describe",
     "encode_open_windows",
     "field_aggregation_of",
+    "field_items_of",
     "key_state_of",
     "keys_needing_the_operator",
     "near_ends_of_time",
@@ -321,10 +322,11 @@ class WindowItems(Protocol):
 
     def reduce(
         self, group: _Array, items: pa.Table, codes: _Array | None
-    ) -> tuple[_Array, pa.Table] | None:
-        """Items (each key's in replay order, window starts ``group``, key codes ``codes``;
-        ``None``: one key) reduced to one per window: the window starts (by key, then
-        ascending) and their items, or ``None`` when the operator must compute them."""
+    ) -> tuple[_Array, _Array, pa.Table] | None:
+        """Items (each key's in replay order, window labels ``group``, key codes ``codes``;
+        ``None``: one key) reduced to one per window: the windows' labels (by key, then
+        ascending), the position of an item of each window in ``items``, and their reduced
+        items, or ``None`` when the operator must compute them."""
         ...
 
     def usable_state(self, items: pa.Table) -> bool:
@@ -362,7 +364,7 @@ class FieldItems:
 
     def reduce(
         self, group: _Array, items: pa.Table, codes: _Array | None
-    ) -> tuple[_Array, pa.Table] | None:
+    ) -> tuple[_Array, _Array, pa.Table] | None:
         values = items.column(self.field)
         if values.null_count:
             return None  # a window of null values (state converted from the operator)
@@ -377,8 +379,12 @@ class FieldItems:
         if field_values is not None:
             position = records.schema.get_field_index(self.field)
             field = records.schema.field(position)
-            records = records.set_column(position, field, pa.array(field_values, field.type))
-        return starts, records
+            try:
+                array = pa.array(field_values, field.type)
+            except (pa.ArrowInvalid, OverflowError):
+                return None  # beyond the column's type: the operator raises
+            records = records.set_column(position, field, array)
+        return starts, carriers, records
 
     def usable_state(self, items: pa.Table) -> bool:
         return usable(self.aggregation, items.column(self.field))
@@ -391,6 +397,15 @@ class FieldItems:
 
     def describe(self) -> str:
         return f"built-in {self.aggregation.value} of {self.field!r}"
+
+
+def field_items_of(items: WindowItems) -> FieldItems:
+    """A built-in aggregation's items (``TypeError`` for ``.agg`` columns: the batch replay
+    never computes them on columns)."""
+    if not isinstance(items, FieldItems):
+        msg = f"{items.describe()} has no single aggregated field"
+        raise TypeError(msg)
+    return items
 
 
 def near_ends_of_time(margin: int, lo: int, hi: int) -> bool:
@@ -495,7 +510,9 @@ class OpenWindows:
         extra = {name: np.concatenate([p.extra[name] for p in parts]) for name in first.extra}
         return OpenWindows(
             np.concatenate([p.starts for p in parts]),
-            pa.concat_tables([p.rows for p in parts]),
+            # an .agg state of an earlier run may hold narrower accumulators (an argument's
+            # type changed): widened to the common type
+            pa.concat_tables([p.rows for p in parts], promote_options="permissive"),
             first.fired_upto,
             first.kind,
             extra,

@@ -49,14 +49,12 @@ from windowing.spark.columnar.core import (
     ColumnarShape,
     ColumnarStep,
     OpenWindows,
+    WindowItems,
+    field_items_of,
     near_ends_of_time,
-    ordered_floats,
     reduce_groups,
-    usable,
-    value_rows_needing_the_operator,
 )
 from windowing.spark.columnar.ranges import by_code, keyed_search
-from windowing.spark.columns.schema import table_rows
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
@@ -86,16 +84,27 @@ class _Merge:
 
 @dataclass(frozen=True)
 class SessionAggregation:
-    """A built-in aggregation of event-time session windows of a static ``gap`` (ms) with
-    the default trigger and no evictor."""
+    """Event-time session windows of a static ``gap`` (ms) with the default trigger and no
+    evictor, of a built-in aggregation or of ``.agg`` columns (per session an item of
+    ``items``, as :class:`~windowing.spark.columnar.tumbling.TumblingAggregation` keeps)."""
 
-    aggregation: AggregationType
-    field: str
-    first: bool
+    items: WindowItems
     gap: int
     allowed_lateness: int = 0
     kind: ClassVar[str] = "session"
     shape: ClassVar[ColumnarShape] = ColumnarShape.SESSIONS
+
+    @property
+    def aggregation(self) -> AggregationType:
+        return field_items_of(self.items).aggregation
+
+    @property
+    def field(self) -> str:
+        return field_items_of(self.items).field
+
+    @property
+    def first(self) -> bool:
+        return field_items_of(self.items).first
 
     @property
     def margin(self) -> int:
@@ -132,7 +141,7 @@ class SessionAggregation:
         """Rows the columns cannot add whatever the state (see
         :func:`~windowing.spark.columnar.core.rows_needing_the_operator`); the state decides the
         rest (:meth:`keys_needing_the_operator`)."""
-        mask, t = value_rows_needing_the_operator(self.aggregation, self.field, rows, times)
+        mask, t = self.items.rows_needing_the_operator(rows, times)
         margin = self.margin
         return mask | (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)
 
@@ -263,7 +272,7 @@ class SessionAggregation:
             if fire.any():
                 index = np.flatnonzero(fire)
                 fired_starts, fired_ends = state.starts[index], state.extra["ends"][index]
-                fired_rows = state.rows.take(index)
+                fired_rows = self.items.results_of(state.rows.take(index))
         kept, kept_codes = self._kept(state, state_codes, watermark)
 
         def done(late: _Array, new: OpenWindows | None) -> ColumnarStep:
@@ -283,13 +292,12 @@ class SessionAggregation:
         late = np.flatnonzero(found.late)
         if not len(found.added):
             return done(late, kept)
-        new_rows = rows.take(pa.array(found.added, pa.int64()))
-        if kept is not None and not kept.rows.schema.equals(new_rows.schema):
-            return None  # state written with another schema (e.g. session time zone)
-        new_values = new_rows.column(self.field)
-        if not usable(self.aggregation, new_values):
+        new_items = self.items.items_of(rows.take(pa.array(found.added, pa.int64())))
+        if new_items is None:
             return None
-        merged = self._add(kept, kept_codes, found, new_rows, new_values.to_numpy(), row_codes)
+        if kept is not None and not kept.rows.schema.equals(new_items.schema):
+            return None  # state written with another schema (e.g. session time zone)
+        merged = self._add(kept, kept_codes, found, new_items, row_codes)
         return None if merged is None else done(late, merged)
 
     def _add(
@@ -297,8 +305,7 @@ class SessionAggregation:
         kept: OpenWindows | None,
         kept_codes: _Array | None,
         found: _Merge,
-        new_rows: pa.Table,
-        new_values: _Array,
+        new_items: pa.Table,
         row_codes: _Array | None,
     ) -> OpenWindows | None:
         """The kept sessions with the rows merged in (``found``)."""
@@ -307,7 +314,7 @@ class SessionAggregation:
         labels = found.starts[found.island]  # each row's session start and end
         label_ends = found.ends[found.island]
         if kept is None or not len(kept):
-            group, values, codes, table = labels, new_values, new_codes, new_rows
+            group, codes, table = labels, new_codes, new_items
             element_ends = label_ends
             untouched_rows = None
         else:
@@ -316,32 +323,16 @@ class SessionAggregation:
             extended = order[found.extends[found.extends >= 0]]
             with_island = np.flatnonzero(found.extends >= 0)
             untouched = np.setdiff1d(np.arange(len(kept)), extended)
-            kept_values = kept.rows.column(self.field)
-            if kept_values.null_count:
-                return None  # a session of null values (state converted from the operator)
-            kept_numbers = kept_values.to_numpy()
-            if kept_numbers.dtype.kind == "f" and not ordered_floats(kept_numbers[extended]):
-                return None
             group = np.concatenate((found.starts[with_island], labels))
             element_ends = np.concatenate((found.ends[with_island], label_ends))
-            values = np.concatenate((kept_numbers[extended], new_values))
             codes = np.concatenate((kc[extended], new_codes))
-            table = pa.concat_tables([kept.rows.take(extended), new_rows])
+            table = pa.concat_tables([kept.rows.take(extended), new_items])
             untouched_rows = kept.take(untouched) if len(untouched) else None
             untouched_codes = kc[untouched]
-        reduced = reduce_groups(self.aggregation, self.first, group, values, codes)
+        reduced = self.items.reduce(group, table, codes)
         if reduced is None:
-            return None
-        starts, carriers, field_values = reduced
-        records = table.take(pa.array(carriers, pa.int64()))
-        if field_values is not None:
-            position = records.schema.get_field_index(self.field)
-            column = records.schema.field(position)
-            try:
-                array = pa.array(field_values, column.type)
-            except (pa.ArrowInvalid, OverflowError):
-                return None
-            records = records.set_column(position, column, array)
+            return None  # e.g. a session of nulls or NaN (state converted from the operator)
+        starts, carriers, records = reduced
         island_codes = codes[carriers]
         ends = element_ends[carriers]
         if untouched_rows is None:
@@ -357,12 +348,12 @@ class SessionAggregation:
 
     # ------------------------------------------------------------------ the operator's form
     def records_of(self, items: pa.Table) -> list[Any]:
-        """The items' reduced records as the operator's ``Row`` values."""
-        return table_rows(items, items.column_names)
+        """The operator's state value of each item."""
+        return self.items.records_of(items)
 
     def usable_state(self, items: pa.Table) -> bool:
-        """Whether the items' field values can be reduced on columns."""
-        return usable(self.aggregation, items.column(self.field))
+        """Whether the items can be reduced on columns."""
+        return self.items.usable_state(items)
 
     def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:
         """The operator's state of one key's sessions: each in flight (its own state
@@ -420,7 +411,7 @@ class SessionAggregation:
 
     def describe(self) -> str:
         return (
-            f"built-in {self.aggregation.value} of {self.field!r} on session windows of gap "
+            f"{self.items.describe()} on session windows of gap "
             f"{self.gap} ms computed on whole Arrow columns per key group: gaps and islands "
             "on each key's sorted times (keys whose rows would merge sessions kept in the "
             "state, or fire one on arrival, and times near the ends of time run through the "

@@ -23,9 +23,9 @@ from windowing.spark.columnar.core import (
     ColumnarResults,
     ColumnarShape,
     ColumnarStep,
-    FieldItems,
     OpenWindows,
     WindowItems,
+    field_items_of,
     near_ends_of_time,
     reduce_groups,
 )
@@ -75,25 +75,16 @@ class TumblingAggregation:
     shape: ClassVar[ColumnarShape] = ColumnarShape.TUMBLING
 
     @property
-    def field_items(self) -> FieldItems:
-        """The built-in aggregation's items (``TypeError`` for ``.agg`` columns, which the
-        batch replay never computes on columns)."""
-        if not isinstance(self.items, FieldItems):
-            msg = f"{self.items.describe()} has no single aggregated field"
-            raise TypeError(msg)
-        return self.items
-
-    @property
     def aggregation(self) -> AggregationType:
-        return self.field_items.aggregation
+        return field_items_of(self.items).aggregation
 
     @property
     def field(self) -> str:
-        return self.field_items.field
+        return field_items_of(self.items).field
 
     @property
     def first(self) -> bool:
-        return self.field_items.first
+        return field_items_of(self.items).first
 
     @property
     def margin(self) -> int:
@@ -229,7 +220,7 @@ class TumblingAggregation:
         found = self.items.reduce(group, items, group_codes)
         if found is None:
             return None
-        new_starts, records = found
+        new_starts, _, records = found
         state = OpenWindows(new_starts, records, fired_upto)
         return ColumnarStep(fired_starts, fired_rows, late, state, fired_starts + size)
 

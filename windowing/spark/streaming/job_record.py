@@ -61,6 +61,9 @@ _EARLIER_COLUMNAR_NAMES = {
     "SessionAggregation": "sessions",
 }
 
+#: The columnar shapes of ``.agg`` whose state converts from the window operator's.
+_AGG_COLUMNAR = ("tumbling", "sessions")
+
 _LOG = logging.getLogger(__name__)
 
 
@@ -250,7 +253,7 @@ def check_job(
     query of several the definitions are (``"stage 1 of 2"``), for the message."""
     if recorded is None:
         return []
-    recorded = _in_current_terms(recorded)
+    recorded = _in_current_terms(recorded, definition)
     layout = recorded.parts.get("state_layout")
     if isinstance(layout, int) and layout > STATE_VERSION:
         msg = (
@@ -279,13 +282,30 @@ def check_job(
     return allowed
 
 
-def _in_current_terms(recorded: JobDefinition) -> JobDefinition:
+def _in_current_terms(recorded: JobDefinition, definition: JobDefinition) -> JobDefinition:
     """``recorded`` with the names an earlier version gave a part replaced by this version's
-    (a columnar state shape was recorded as its plan's class name)."""
+    (a columnar state shape was recorded as its plan's class name), and an ``.agg`` that an
+    earlier version ran in the window operator recorded with the columnar shape
+    ``definition`` has now (the columns convert the operator's accumulators)."""
     shape = recorded.parts.get("state_shape")
-    if not isinstance(shape, dict) or shape.get("columnar") not in _EARLIER_COLUMNAR_NAMES:
+    if not isinstance(shape, dict):
         return recorded
-    now = {**shape, "columnar": _EARLIER_COLUMNAR_NAMES[shape["columnar"]]}
+    now = dict(shape)
+    if shape.get("columnar") in _EARLIER_COLUMNAR_NAMES:
+        now["columnar"] = _EARLIER_COLUMNAR_NAMES[shape["columnar"]]
+    current = definition.parts.get("state_shape")
+    aggregates = recorded.parts.get("aggregates")
+    if (
+        shape.get("columnar") is None
+        and isinstance(current, dict)
+        and current.get("columnar") in _AGG_COLUMNAR
+        and isinstance(aggregates, dict)
+        and aggregates.get("class") == "ColumnAggregates"
+        and aggregates == definition.parts.get("aggregates")
+    ):
+        now["columnar"] = current["columnar"]
+    if now == shape:
+        return recorded
     return JobDefinition({**recorded.parts, "state_shape": now})
 
 
