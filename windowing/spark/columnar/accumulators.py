@@ -36,7 +36,12 @@ import pyarrow.compute as pc
 from windowing.functions.columns import AggKind, ColumnAggregates, ValueKind
 from windowing.functions.spec import Aggregate, WindowFunctionSpec
 from windowing.job import WindowConfig
-from windowing.spark.columnar.core import ordered_floats, window_groups
+from windowing.spark.columnar.core import (
+    null_times,
+    ordered_floats,
+    unordered_floats,
+    window_groups,
+)
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
@@ -82,17 +87,12 @@ class AggregateItems:
         self, rows: pa.Table, times: pa.ChunkedArray
     ) -> tuple[_Array, _Array]:
         """No event time, or a float ``min`` / ``max`` argument that is NaN or ``-0.0``."""
-        n = rows.num_rows
-        mask = np.zeros(n, np.bool_)
-        if n == 0:
-            return mask, np.zeros(0, np.int64)
-        if times.null_count:
-            mask |= times.is_null().to_numpy(zero_copy_only=False)
-        t = times.fill_null(0).to_numpy() if times.null_count else times.to_numpy()
+        if rows.num_rows == 0:
+            return np.zeros(0, np.bool_), np.zeros(0, np.int64)
+        mask, t = null_times(times)
         for a, args in zip(self.function.aggregates, self.args, strict=True):
             if a.kind in (AggKind.MIN, AggKind.MAX) and a.value is ValueKind.FLOATING:
-                v = rows.column(args[0]).fill_null(1.0).to_numpy()
-                mask |= np.isnan(v) | (np.signbit(v) & (v == 0))
+                mask |= unordered_floats(rows.column(args[0]).fill_null(1.0).to_numpy())
         return mask, t
 
     def items_of(self, rows: pa.Table) -> pa.Table:

@@ -48,6 +48,7 @@ __all__ = [
     "ColumnarShape",
     "ColumnarStep",
     "FieldItems",
+    "ItemsOfAField",
     "OpenWindows",
     "WindowItems",
     "WindowShape",
@@ -60,11 +61,13 @@ __all__ = [
     "key_state_of",
     "keys_needing_the_operator",
     "near_ends_of_time",
+    "null_times",
     "open_windows_of",
     "ordered_floats",
     "reduce_groups",
     "rows_needing_the_operator",
     "step_open_windows",
+    "unordered_floats",
     "usable",
     "value_rows_needing_the_operator",
     "window_groups",
@@ -222,7 +225,7 @@ def usable(kind: AggregationType, values: pa.Array | pa.ChunkedArray) -> bool:
 
 def ordered_floats(v: np.ndarray[Any, Any]) -> bool:
     """Whether the floats ``v`` hold no NaN and no ``-0.0``."""
-    return not (np.isnan(v).any() or (np.signbit(v) & (v == 0)).any())
+    return not unordered_floats(v).any()
 
 
 def window_groups(
@@ -406,6 +409,39 @@ def field_items_of(items: WindowItems) -> FieldItems:
         msg = f"{items.describe()} has no single aggregated field"
         raise TypeError(msg)
     return items
+
+
+class ItemsOfAField:
+    """The built-in aggregation of a shape whose windows keep ``items``: its
+    ``aggregation``, ``field`` and ``first`` (``TypeError`` for ``.agg`` columns)."""
+
+    items: WindowItems
+
+    @property
+    def aggregation(self) -> AggregationType:
+        return field_items_of(self.items).aggregation
+
+    @property
+    def field(self) -> str:
+        return field_items_of(self.items).field
+
+    @property
+    def first(self) -> bool:
+        return field_items_of(self.items).first
+
+
+def null_times(times: pa.ChunkedArray) -> tuple[_Array, _Array]:
+    """Which rows have no event time (a boolean mask), and the event times (``0`` for
+    nulls)."""
+    if not times.null_count:
+        return np.zeros(len(times), np.bool_), times.to_numpy()
+    return times.is_null().to_numpy(zero_copy_only=False), times.fill_null(0).to_numpy()
+
+
+def unordered_floats(v: _Array) -> _Array:
+    """Which of the floats ``v`` are NaN or ``-0.0`` (Spark and Java order them, numpy's
+    minimum and maximum do not)."""
+    return np.isnan(v) | (np.signbit(v) & (v == 0))  # type: ignore[no-any-return]
 
 
 def near_ends_of_time(margin: int, lo: int, hi: int) -> bool:
@@ -592,22 +628,17 @@ def value_rows_needing_the_operator(
     """The rows the columns cannot add whatever the windows (a boolean mask: no event time, a
     null or (for a float ``min`` / ``max``) NaN or ``-0.0`` field; every row of a float
     ``sum``), and the event times (``0`` for nulls)."""
-    n = rows.num_rows
-    mask = np.zeros(n, np.bool_)
-    if n == 0:
-        return mask, np.zeros(0, np.int64)
-    if times.null_count:
-        mask |= times.is_null().to_numpy(zero_copy_only=False)
+    if rows.num_rows == 0:
+        return np.zeros(0, np.bool_), np.zeros(0, np.int64)
+    mask, t = null_times(times)
     values = rows.column(field)
     if values.null_count:
         mask |= values.is_null().to_numpy(zero_copy_only=False)
-    t = times.fill_null(0).to_numpy() if times.null_count else times.to_numpy()
     if pa.types.is_floating(values.type):
         if kind is AggregationType.SUM:
             mask[:] = True  # a float sum depends on the order of additions
             return mask, t
-        v = values.fill_null(1.0).to_numpy()
-        mask |= np.isnan(v) | (np.signbit(v) & (v == 0))
+        mask |= unordered_floats(values.fill_null(1.0).to_numpy())
     return mask, t
 
 

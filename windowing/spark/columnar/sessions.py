@@ -41,16 +41,15 @@ import pyarrow as pa
 
 from windowing.engine.exchange import ReducedWindows
 from windowing.engine.keystate import KeyState
-from windowing.functions.aggregations import AggregationType
 from windowing.operator import WindowOperator
 from windowing.rules import cleanup_times, windows_late
 from windowing.spark.columnar.core import (
     ColumnarResults,
     ColumnarShape,
     ColumnarStep,
+    ItemsOfAField,
     OpenWindows,
     WindowItems,
-    field_items_of,
     near_ends_of_time,
     reduce_groups,
 )
@@ -83,7 +82,7 @@ class _Merge:
 
 
 @dataclass(frozen=True)
-class SessionAggregation:
+class SessionAggregation(ItemsOfAField):
     """Event-time session windows of a static ``gap`` (ms) with the default trigger and no
     evictor, of a built-in aggregation or of ``.agg`` columns (per session an item of
     ``items``, as :class:`~windowing.spark.columnar.tumbling.TumblingAggregation` keeps)."""
@@ -93,18 +92,6 @@ class SessionAggregation:
     allowed_lateness: int = 0
     kind: ClassVar[str] = "session"
     shape: ClassVar[ColumnarShape] = ColumnarShape.SESSIONS
-
-    @property
-    def aggregation(self) -> AggregationType:
-        return field_items_of(self.items).aggregation
-
-    @property
-    def field(self) -> str:
-        return field_items_of(self.items).field
-
-    @property
-    def first(self) -> bool:
-        return field_items_of(self.items).first
 
     @property
     def margin(self) -> int:

@@ -16,16 +16,15 @@ from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.engine.exchange import ReducedWindows
 from windowing.engine.keystate import KeyState
-from windowing.functions.aggregations import AggregationType
 from windowing.operator import WindowOperator
 from windowing.rules import cleanup_times, windows_firing_on_arrival, windows_late
 from windowing.spark.columnar.core import (
     ColumnarResults,
     ColumnarShape,
     ColumnarStep,
+    ItemsOfAField,
     OpenWindows,
     WindowItems,
-    field_items_of,
     near_ends_of_time,
     reduce_groups,
 )
@@ -61,7 +60,7 @@ def last_window_from(t: np.ndarray[Any, Any], lo: int, size: int, offset: int) -
 
 
 @dataclass(frozen=True)
-class TumblingAggregation:
+class TumblingAggregation(ItemsOfAField):
     """Tumbling event-time windows (``size``, ``offset`` in ms) of a built-in aggregation or
     of ``.agg`` columns, whose per-window item ``items`` says how to reduce
     (:class:`~windowing.spark.columnar.core.FieldItems`: a reduced input record;
@@ -73,18 +72,6 @@ class TumblingAggregation:
     allowed_lateness: int = 0
     kind: ClassVar[str] = "tumbling"
     shape: ClassVar[ColumnarShape] = ColumnarShape.TUMBLING
-
-    @property
-    def aggregation(self) -> AggregationType:
-        return field_items_of(self.items).aggregation
-
-    @property
-    def field(self) -> str:
-        return field_items_of(self.items).field
-
-    @property
-    def first(self) -> bool:
-        return field_items_of(self.items).first
 
     @property
     def margin(self) -> int:
