@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["STATE_PARTS", "Change", "JobDefinition", "describe"]
+__all__ = ["STATE_PARTS", "Change", "JobDefinition", "describe", "same_description"]
 
 #: The parts of a definition whose change the state cannot continue from.
 STATE_PARTS = (
@@ -152,7 +152,7 @@ class JobDefinition:
         return [
             Change(name, earlier.parts.get(name), self.parts.get(name), name in STATE_PARTS)
             for name in names
-            if not _same(earlier.parts.get(name), self.parts.get(name))
+            if not same_description(earlier.parts.get(name), self.parts.get(name))
         ]
 
     def to_json(self) -> str:
@@ -167,15 +167,15 @@ class JobDefinition:
         return cls(parts)
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_description(a: Any, b: Any) -> bool:
     """Whether two described values are the same (see :meth:`JobDefinition.changes_from`)."""
     if isinstance(a, dict) and isinstance(b, dict) and "class" in a and "class" in b:
         common = set(a) & set(b)
-        return all(_same(a[k], b[k]) for k in common)
+        return all(same_description(a[k], b[k]) for k in common)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(same_description(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
-        return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
+        return set(a) == set(b) and all(same_description(a[k], b[k]) for k in a)
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 

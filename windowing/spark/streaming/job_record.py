@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from windowing._version import __version__
-from windowing.definition import Change, JobDefinition, describe
+from windowing.definition import Change, JobDefinition, describe, same_description
 from windowing.errors import ErrorPolicy
 from windowing.functions.aggregations import FieldAggregation
 from windowing.functions.columns import ColumnAggregates
@@ -301,7 +301,7 @@ def _in_current_terms(recorded: JobDefinition, definition: JobDefinition) -> Job
         and current.get("columnar") in _AGG_COLUMNAR
         and isinstance(aggregates, dict)
         and aggregates.get("class") == "ColumnAggregates"
-        and aggregates == definition.parts.get("aggregates")
+        and same_description(aggregates, definition.parts.get("aggregates"))
     ):
         now["columnar"] = current["columnar"]
     if now == shape:
