@@ -511,6 +511,53 @@ def test_native_sessions_of_a_decimal_sum_that_overflows_in_one_bucket(
     assert sorted((r[0], r[-2]) for r in want) == [("a", None), ("b", Decimal(2))]
 
 
+@pytest.mark.parametrize("arrival", [False, True], ids=["event-time order", "arrival order"])
+def test_hopping_decimal_sums_that_can_overflow_without_ansi_run_the_operator(
+    spark: SparkSession, arrival: bool
+) -> None:
+    """Without ANSI an overflowed decimal(38, 0) pane or running sum is null, which the
+    native hopping plans' running sums would skip (the window [0, 10) would be the sum of its
+    other pane) or keep: those jobs run the operator, whose sums are exact (null only for
+    the windows whose sum overflows); under ANSI, and for narrower decimals, the native
+    plan stays."""
+    big = Decimal(6 * 10**37)
+    rows = [
+        ("b", 0, Decimal(2), 0),
+        ("a", 0, big, 1),
+        ("a", 1, big, 2),
+        ("a", 6, Decimal(1), 3),
+        ("a", 12, Decimal(1), 4),
+    ]
+    df = spark.createDataFrame(rows, "k string, t long, v decimal(38,0), arrival long")
+    order = {"arrival_order": "arrival"} if arrival else {}
+    stream = (
+        WindowedStream.from_dataframe(df, event_time="t", **order)
+        .key_by("k")
+        .window(HoppingEventTimeWindows(10, 5))
+    )
+    total = [F.sum("v").alias("total")]
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        result = stream.agg(*total)
+        assert not result.plan.native
+        narrow = stream.agg(F.sum(F.col("v").cast("decimal(20,0)")).alias("total"))
+        assert narrow.plan.native
+        with result:
+            got = sorted((r["k"], r["window_start"], r["total"]) for r in result.results.collect())
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+    assert stream.agg(*total).plan.native  # under ANSI (an overflow raises)
+    assert got == [
+        ("a", -5, None),
+        ("a", 0, None),
+        ("a", 5, Decimal(2)),
+        ("a", 10, Decimal(1)),
+        ("b", -5, Decimal(2)),
+        ("b", 0, Decimal(2)),
+    ]
+
+
 def arrival_rows(seed: int, n: int = 400) -> list[tuple[Any, ...]]:
     """Rows with an arrival column ``a``: event times mostly rising with arrival, some far
     behind (late, or late within the allowed lateness), ties, null arrival and event times."""

@@ -82,7 +82,7 @@ from windowing.spark.columnar.hopping import HoppingAggregation
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation, tumbling_size
 from windowing.spark.columnar.vectorized import VectorizedWindows, vectorized_plan
-from windowing.spark.columns.aggregates import AggregateCall
+from windowing.spark.columns.aggregates import AggregateCall, ansi_enabled
 from windowing.spark.jobs import (
     SMALL_INPUT_BYTES,
     SMALL_INPUT_CONF,
@@ -96,7 +96,7 @@ from windowing.spark.jobs import (
 )
 from windowing.spark.native.continuous import continuous_interval, describe_continuous, planned
 from windowing.spark.native.counts import ARRIVAL_RANKS, CountFirings
-from windowing.spark.native.hopping import HoppingGrid, invertible
+from windowing.spark.native.hopping import HoppingGrid, exact_running_sums, invertible
 from windowing.spark.native.parts import by_event_time, framed, has_min_window, windowable
 from windowing.spark.native.windows import describe_sessions
 from windowing.spark.streaming.stages import plan_facts
@@ -599,10 +599,10 @@ def _tumbling_firings(
 def _hopping(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:
     assigner = job.config.assigner
     assert isinstance(assigner, HoppingEventTimeWindows)
-    grid = HoppingGrid.of(assigner)
-    lateness = job.config.allowed_lateness
+    grid, lateness = HoppingGrid.of(assigner), job.config.allowed_lateness
+    exact = exact_running_sums(calls, ansi_enabled(job.source.df.sparkSession))
     if job.source.arrival_order is not None:
-        if not _watermark_in_columns(job):
+        if not _watermark_in_columns(job) or not exact:
             return None
         if grid.size <= grid.slide or not windowable(calls):
             return None  # windows no longer than the slide in arrival order: the operator
@@ -630,7 +630,7 @@ def _hopping(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | No
             "groupBy(keys, window start)"
         )
         return Route.NATIVE_HOPPING_DISJOINT, _native_text(shape, _EVENT_TIME_ORDER)
-    if not windowable(calls):
+    if not windowable(calls) or not exact:
         return None  # DISTINCT or a column the window operator cannot read: no partials
     if grid.m >= 2**61:
         return None  # pane arithmetic would overflow a long (a slide of 2**61 ms and more)

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from pyspark import SparkContext
 from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import (
     ArrayType,
@@ -56,6 +56,7 @@ __all__ = [
     "AggregateCall",
     "CompiledAggregates",
     "ValuePick",
+    "ansi_enabled",
     "compile_aggregates",
     "count_all",
     "order_key",
@@ -370,7 +371,7 @@ def compile_aggregates(job: Job, columns: Sequence[Any]) -> CompiledAggregates:
                 "reserved for the window runtime; alias it"
             )
             raise ValueError(msg)
-    ansi = (df.sparkSession.conf.get("spark.sql.ansi.enabled") or "true").lower() == "true"
+    ansi = ansi_enabled(df.sparkSession)
     calls: list[AggregateCall] = []
     arg_columns: list[Column] = []
     aggregates: list[ColumnAggregate] = []
@@ -460,6 +461,12 @@ def _aggregate(
         name=call.name,
     )
     return aggregate, used
+
+
+def ansi_enabled(spark: SparkSession) -> bool:
+    """Whether the session runs Spark SQL's ANSI mode (its default): an integer or decimal
+    overflow raises instead of wrapping or giving null."""
+    return (spark.conf.get("spark.sql.ansi.enabled") or "true").lower() == "true"
 
 
 def count_all() -> Column:

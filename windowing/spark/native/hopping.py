@@ -80,6 +80,7 @@ __all__ = [
     "HoppingGrid",
     "Partials",
     "disjoint_parts",
+    "exact_running_sums",
     "hopping_parts",
     "invertible",
     "sweep",
@@ -199,6 +200,28 @@ def invertible(calls: Sequence[AggregateCall]) -> bool:
     the arrival-order plan of hopping windows needs it
     (:mod:`windowing.spark.native.hopping_arrival`)."""
     return all(_decompose(call, lambda i: DataType()).invertible for call in calls)
+
+
+#: The widest decimal's digits: a sum of ``decimal(p, s)`` is ``decimal(min(p + 10, 38), s)``,
+#: an average ``decimal(min(p + 4, 38), s + 4)``.
+_WIDEST = 38
+
+
+def exact_running_sums(calls: Sequence[AggregateCall], ansi: bool) -> bool:
+    """Whether running sums of pane partials give each window's exact result: not for a
+    decimal ``sum`` / ``avg`` whose partial sums are ``decimal(38, s)`` without ANSI (an
+    overflowed pane or running sum is null there, which later sums would skip or keep,
+    where the window operator sums exactly and fits the result)."""
+    if ansi:
+        return True  # an overflow raises
+    for call in calls:
+        dtype = call.dtype
+        if isinstance(dtype, DecimalType) and (
+            (call.kind is AggKind.SUM and dtype.precision == _WIDEST)
+            or (call.kind is AggKind.AVG and dtype.precision >= _WIDEST - 6)
+        ):
+            return False
+    return True
 
 
 def hopping_parts(
