@@ -37,13 +37,12 @@ from windowing.functions.columns import AggKind, ColumnAggregates, ValueKind
 from windowing.functions.spec import Aggregate, WindowFunctionSpec
 from windowing.job import WindowConfig
 from windowing.spark.columnar.core import (
+    default_firing,
     null_times,
     ordered_floats,
     unordered_floats,
     window_groups,
 )
-from windowing.time import MAX_TIMESTAMP
-from windowing.triggers.event_time import EventTimeTrigger
 
 __all__ = ["AggregateItems", "aggregate_items", "aggregate_items_of"]
 
@@ -144,9 +143,6 @@ class AggregateItems:
             v = column.fill_null(fill).to_numpy() if column.null_count else column.to_numpy()
             return (v, valid) if perm is None else (v[perm], valid[perm])
 
-        def has_value(valid: _Array) -> _Array:
-            return np.add.reduceat(valid.astype(np.int64), first_rows) > 0  # type: ignore[no-any-return]
-
         for i, a in enumerate(self.function.aggregates):
             name = f"{ACC}{i}"
             column = items.column(name)
@@ -161,10 +157,10 @@ class AggregateItems:
                     return None  # the sum could leave 64 bits: the operator decides
                 sums = np.add.reduceat(v, first_rows)
                 names.append(name)
-                arrays.append(pa.array(sums, mask=~has_value(valid)))
+                arrays.append(pa.array(sums, mask=~_has_value(valid, first_rows)))
             elif kind is AggKind.AVG:
                 v, valid = numbers(column, 0.0)
-                if not (np.isfinite(v).all() and (np.floor(v) == v).all()):
+                if not _whole_numbers(v):
                     return None  # not a sum of integers (state converted from the operator)
                 if float(np.abs(v).sum()) >= _FLOAT_LIMIT:
                     return None  # a sum of doubles that could round: the order matters
@@ -202,8 +198,7 @@ class AggregateItems:
             info = np.iinfo(column.type.to_pandas_dtype())
             v, valid = numbers(column, info.max if lowest else info.min)
         extreme = (np.minimum if lowest else np.maximum).reduceat(v, first_rows)
-        has = np.add.reduceat(valid.astype(np.int64), first_rows) > 0
-        return pa.array(extreme, mask=~has).cast(dtype)
+        return pa.array(extreme, mask=~_has_value(valid, first_rows)).cast(dtype)
 
     def usable_state(self, items: pa.Table) -> bool:
         """Whether no float extreme is NaN or ``-0.0`` and every ``avg`` sum is a whole
@@ -213,10 +208,8 @@ class AggregateItems:
             if pa.types.is_floating(column.type) and a.kind is not AggKind.AVG:
                 if not ordered_floats(column.drop_null().to_numpy()):
                     return False
-            elif a.kind is AggKind.AVG:
-                v = column.drop_null().to_numpy()
-                if not (np.isfinite(v).all() and (np.floor(v) == v).all()):
-                    return False
+            elif a.kind is AggKind.AVG and not _whole_numbers(column.drop_null().to_numpy()):
+                return False
         return True
 
     # -------------------------------------------------------------------- results
@@ -280,6 +273,16 @@ class AggregateItems:
         return f".agg columns ({kinds}) as accumulator columns"
 
 
+def _has_value(valid: _Array, first_rows: _Array) -> _Array:
+    """Per window (its first row in ``first_rows``) whether one of its items is ``valid``."""
+    return np.add.reduceat(valid.astype(np.int64), first_rows) > 0  # type: ignore[no-any-return]
+
+
+def _whole_numbers(v: _Array) -> bool:
+    """Whether the doubles ``v`` are finite whole numbers (sums of integers)."""
+    return bool(np.isfinite(v).all() and (np.floor(v) == v).all())
+
+
 def aggregate_items(
     config: WindowConfig,
     spec: WindowFunctionSpec,
@@ -289,9 +292,7 @@ def aggregate_items(
     """The accumulator columns of a streaming ``.agg`` (function ``spec``) with the default
     trigger, no evictor and a lateness after which windows are cleaned up
     (:func:`aggregate_items_of`), or ``None``."""
-    if config.evictor is not None or config.allowed_lateness > MAX_TIMESTAMP // 4:
-        return None
-    if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
+    if not default_firing(config.trigger, config.evictor, config.allowed_lateness):
         return None
     if not isinstance(spec, Aggregate) or spec.window_function is not None:
         return None

@@ -54,6 +54,7 @@ __all__ = [
     "WindowShape",
     "columnar_results",
     "decode_open_windows",
+    "default_firing",
     "describe",
     "encode_open_windows",
     "field_aggregation_of",
@@ -176,6 +177,15 @@ class WindowShape(Protocol):
 ColumnarPlan = WindowShape
 
 
+def default_firing(trigger: Any, evictor: Any, allowed_lateness: int) -> bool:
+    """Whether windows fire as the columnar plans compute them: ``EventTimeTrigger`` (or
+    none), no evictor, and a lateness after which windows are cleaned up (not at the end of
+    time, where the operator keeps them: a metric)."""
+    if evictor is not None or allowed_lateness > MAX_TIMESTAMP // 4:
+        return False
+    return trigger is None or type(trigger) is EventTimeTrigger
+
+
 def field_aggregation_of(
     spec: Any,
     trigger: Any,
@@ -189,11 +199,7 @@ def field_aggregation_of(
     input's Arrow schema ``input_schema``: a field that is not an input column, or whose type
     numpy cannot reduce as the reduce function does: integers always, floats for all but
     ``sum``)."""
-    if evictor is not None:
-        return None
-    if allowed_lateness > MAX_TIMESTAMP // 4:
-        return None  # cleanup at the end of time: the operator keeps the windows (a metric)
-    if trigger is not None and type(trigger) is not EventTimeTrigger:
+    if not default_firing(trigger, evictor, allowed_lateness):
         return None
     if not isinstance(spec, Reduce) or spec.window_function is not None:
         return None

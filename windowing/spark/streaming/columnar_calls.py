@@ -77,6 +77,14 @@ class ColumnarCalls:
         self.record_names = list(schema.names)
         self.record_type = row_class(tuple(schema.names))
         self.encode_record = make_row_encoder(schema)
+        # .agg columns: the operator's state values are accumulators, encoded with the key
+        items = getattr(self.plan, "items", None)
+        self.accumulators = items if isinstance(items, AggregateItems) else None
+        self.items_schema = (
+            None
+            if self.accumulators is None
+            else self.accumulators.items_schema(config.input_arrow)
+        )
 
     def _open_windows(self, key: Any, ks: Any) -> tuple[bool, OpenWindows | None]:
         """The columnar form of the key state ``ks`` of ``key``: ``(False, None)`` when it
@@ -86,10 +94,9 @@ class ColumnarCalls:
         if ks.is_empty():
             return True, None
         encode = self._records_table
-        items = getattr(self.plan, "items", None)
-        if isinstance(items, AggregateItems):  # the state values are accumulators
+        items, schema = self.accumulators, self.items_schema
+        if items is not None and schema is not None:
             key_columns = self.output.key_columns(key)
-            schema = items.items_schema(self.config.input_arrow)
 
             def encode(accumulators: list[Any]) -> pa.Table | None:
                 return items.encode(accumulators, key_columns(len(accumulators)), schema)
