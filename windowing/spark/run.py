@@ -169,5 +169,5 @@ def run_terminal(terminal: Terminal) -> Any:
             return result
         # the operator gave each pair as (left, right): the selected columns in their place
         if isinstance(result, WindowedResult):
-            return dataclasses.replace(result, results=select.project(result.results))
+            return dataclasses.replace(result, built_results=select.project(result.results))
         return dataclasses.replace(result, project=select.project)

@@ -180,9 +180,6 @@ class WindowedResult:
 
     Attributes
     ----------
-    results
-        Key column(s), ``window_start``, ``window_end``, the function's output columns, and
-        ``max_timestamp`` (the result's event time).
     output
         The combined, tagged operator output (internal layout; for debugging).
     layout
@@ -191,7 +188,8 @@ class WindowedResult:
         How the job runs (:class:`~windowing.spark.planning.SparkPlan`); :meth:`explain` prints it.
     """
 
-    results: DataFrame
+    #: The results as the terminal call built them (:attr:`results` reads them).
+    built_results: DataFrame = dataclasses.field(repr=False)
     layout: OutputLayout = dataclasses.field(repr=False)
     plan: SparkPlan = dataclasses.field(repr=False)
     #: Warns once about windows whose incremental result was ``None`` (a job with a reduce,
@@ -202,9 +200,11 @@ class WindowedResult:
     #: it computed), with those of the other outputs (:meth:`cached_parts`); empty: the
     #: tagged output itself is cached.
     shared: tuple[DataFrame, ...] = dataclasses.field(default=(), repr=False)
-    #: A native plan's output rows kept apart by output (each output is selected from its
-    #: own branches, with no union of all of them to analyze); ``None``: every output is a
-    #: filter of the tagged output.
+    #: A native plan's output rows kept apart by output; ``None``: every output is a filter
+    #: of the tagged output. With :attr:`shared` each output is selected from its own
+    #: branches (no union of all of them to analyze); without, only the results are, until
+    #: the tagged output is built (by reading another output, or by :meth:`persist`, which
+    #: caches it), and from then on every output is a filter of it.
     branches: OutputBranches | None = dataclasses.field(default=None, repr=False)
     _tagged: DataFrame | None = dataclasses.field(default=None, repr=False)
 
@@ -223,7 +223,7 @@ class WindowedResult:
         here; the other outputs when first read (PySpark analyzes a DataFrame when it builds
         it: several analyses of the whole plan saved per call)."""
         return cls(
-            results=layout.select_results(output),
+            built_results=layout.select_results(output),
             layout=layout,
             plan=plan,
             null_notice=null_notice,
@@ -239,19 +239,42 @@ class WindowedResult:
         plan: SparkPlan,
         shared: tuple[DataFrame, ...],
     ) -> WindowedResult:
-        """The result of a native plan whose outputs share the parts ``shared`` (which
-        :meth:`persist` caches, so each output may read its own ``branches`` and still
-        reuse what another computed): each output is selected from its branches alone.
-        Spark analyzes a union of all branches, each with its copy of the plan's input, in
-        tens of milliseconds per branch: building only the results saves that, and
-        :attr:`output` is the union built when first read."""
+        """The result of a native plan built from its ``branches``. With parts
+        ``shared`` by its outputs (which :meth:`persist` caches, so each output may read
+        its own branches and still reuse what another computed), each output is selected
+        from its branches alone; without (``()``), the results are, until :attr:`output`
+        is built: reading another output or persisting the result builds it, and every
+        output is a filter of it from then on (a persisted result computes all of them in
+        one job). Spark analyzes a union of all branches, each with its copy of the plan's
+        input, in tens of milliseconds per branch: a job read for its results alone never
+        builds it."""
         return cls(
-            results=layout.select_results(branches.results),
+            built_results=layout.select_results(branches.results),
             layout=layout,
             plan=plan,
             shared=shared,
             branches=branches,
         )
+
+    @property
+    def results(self) -> DataFrame:
+        """Key column(s), ``window_start``, ``window_end``, the function's output columns,
+        and ``max_timestamp`` (the result's event time). Read it after :meth:`persist`
+        (or inside ``with result:``) to read the persisted output."""
+        if self._tagged_later and "output" in vars(self):
+            return self._results_of_output
+        return self.built_results
+
+    @property
+    def _tagged_later(self) -> bool:
+        """Whether the outputs become filters of :attr:`output` once it is built (a
+        native plan's branches with no shared parts)."""
+        return self.branches is not None and not self.shared
+
+    @functools.cached_property
+    @without_call_sites()
+    def _results_of_output(self) -> DataFrame:
+        return self.layout.select_results(self.output)
 
     @functools.cached_property
     @without_call_sites()
@@ -268,7 +291,7 @@ class WindowedResult:
         tagged output, or with :attr:`branches` the branches of that kind (the results
         branch for an output a native plan has no rows of, such as dead letters: it has
         only results)."""
-        if self.branches is None:
+        if self.branches is None or self._tagged_later:
             return self.output
         frames = self.branches.of(kind)
         if not frames:
@@ -388,15 +411,18 @@ class WindowedResult:
 
     def unpersist(self, blocking: bool = False) -> None:
         """Release the persisted operator output."""
-        built = self.branches is None or "rest" in vars(self.branches)
-        parts = self.cached_parts() if built else self.shared  # (persist builds the rest)
+        if self._tagged_later:
+            parts = (self.output,) if "output" in vars(self) else ()  # (persist builds it)
+        else:
+            built = self.branches is None or "rest" in vars(self.branches)
+            parts = self.cached_parts() if built else self.shared  # (persist builds the rest)
         for df in reversed(parts):  # the frames built on others first
             df.unpersist(blocking)
 
     def cached_parts(self) -> tuple[DataFrame, ...]:
         """What :meth:`persist` caches: :attr:`shared` (with the shared parts of the other
         outputs, built then), else the tagged output."""
-        if self.branches is not None:
+        if self.branches is not None and self.shared:
             return (*self.shared, *self.branches.rest.shared)
         return self.shared or (self.output,)
 

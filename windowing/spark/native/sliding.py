@@ -63,7 +63,12 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from windowing.assigners.sliding_distinct import SlidingDistinctAssigner
 from windowing.job import Job
-from windowing.spark.batch.replay_plan import WindowedResult, build_layout, tagged_union
+from windowing.spark.batch.replay_plan import (
+    OtherOutputs,
+    OutputBranches,
+    WindowedResult,
+    build_layout,
+)
 from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.inputs import TB, TS, internal_columns
 from windowing.spark.columns.output import REASON_LATE, REASON_NULL_EVENT_TIME, OutputLayout, col
@@ -123,37 +128,59 @@ def run_sliding(
         results, windows = _framed_windows(valid, keys, compiled, bounds)
     else:
         results, windows = _joined_windows(valid, keys, layout, compiled, bounds)
-    branches = [
-        results.select(
-            *layout.sql.result_branch(
-                (F.col(_WS), F.col(_WE), F.col(_WMT)),
-                compiled.values(),
-                (F.lit(0), F.lit(ON_TIME)),  # each window's one firing, by its timer
+    result_rows = results.select(
+        *layout.sql.result_branch(
+            (F.col(_WS), F.col(_WE), F.col(_WMT)),
+            compiled.values(),
+            (F.lit(0), F.lit(ON_TIME)),  # each window's one firing, by its timer
+        )
+    )
+    # with a grace, the window [MIN - size; MIN] fires once per row at MIN (it is behind the
+    # first watermark)
+    at_min_fired = _firings_at_min(valid.where(at_min), layout, compiled) if grace > 0 else None
+    if at_min_fired is not None:
+        start = MIN_TIMESTAMP if assigner.size == 0 else None  # ([MIN - size; MIN] below MIN)
+        window = (
+            long_literal(start),
+            long_literal(MIN_TIMESTAMP + 1),
+            long_literal(MIN_TIMESTAMP),
+        )
+        pane = (F.col(_RN), F.lit(LATE))  # each firing is late, numbered in replay order
+        at_min_rows = at_min_fired.select(
+            *layout.sql.result_branch(window, compiled.values(), pane)
+        )
+        result_rows = result_rows.unionByName(at_min_rows, allowMissingColumns=True)
+
+    def others() -> OtherOutputs:
+        fired = {"num_windows_fired": "fired", "num_results": "fired"}
+        metrics = [
+            _window_metrics(windows, keys).select(
+                *layout.sql.metrics_branch({**fired, "num_windows_left_at_end": "left"})
             )
-        ),
-        _window_metrics(windows, keys).select(
-            *layout.sql.metrics_branch(
-                {
-                    "num_windows_fired": "fired",
-                    "num_results": "fired",
-                    "num_windows_left_at_end": "left",
-                }
-            )
-        ),
-    ]
-    if grace > 0:
-        branches += _firings_at_min(valid.where(at_min), layout, compiled, assigner.size)
-    late_name = late_counter(layout)
-    counters = prepared.agg(*input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name))
-    branches.append(counters.select(*layout.sql.metrics_branch({n: n for n in counters.columns})))
-    if layout.has_late:
-        branches += [
-            prepared.where(ts.isNull()).select(
-                *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
-            ),
-            prepared.where(is_late).select(*layout.sql.late_branch(F.lit(None), REASON_LATE)),
         ]
-    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
+        if at_min_fired is not None:
+            counted = at_min_fired.agg(F.count(F.lit(1)).alias("fired"))
+            metrics.append(counted.select(*layout.sql.metrics_branch(fired)))
+        late_name = late_counter(layout)
+        counters = prepared.agg(
+            *input_counters(layout), F.count(F.when(is_late, 1)).alias(late_name)
+        )
+        metrics.append(
+            counters.select(*layout.sql.metrics_branch({n: n for n in counters.columns}))
+        )
+        late = (
+            [
+                prepared.where(ts.isNull()).select(
+                    *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
+                ),
+                prepared.where(is_late).select(*layout.sql.late_branch(F.lit(None), REASON_LATE)),
+            ]
+            if layout.has_late
+            else []
+        )
+        return OtherOutputs(tuple(metrics), tuple(late))
+
+    return WindowedResult.of_branches(OutputBranches(result_rows, others), layout, plan, ())
 
 
 class _Bounds:
@@ -411,12 +438,12 @@ def _window_metrics(windows: DataFrame, keys: list[Column]) -> DataFrame:
 
 
 def _firings_at_min(
-    rows: DataFrame, layout: OutputLayout, compiled: CompiledAggregates, size: int
-) -> list[DataFrame]:
+    rows: DataFrame, layout: OutputLayout, compiled: CompiledAggregates
+) -> DataFrame:
     """With a grace: the firings of the window ``[MIN - size; MIN]`` (its rows are the
     key's rows at ``MIN``), one per row, over the rows so far in replay order (each row
-    numbered in that order, joined to the rows numbered up to it); as tagged result rows,
-    and a metrics row counting them."""
+    numbered in that order, joined to the rows numbered up to it): the keys, the
+    aggregates and the firing's pane index (``_RN``, from 0)."""
     keys = [col(k) for k in layout.keys]
     order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(F.col(TB))
     numbered = rows.withColumn(_RN, F.row_number().over(order))
@@ -429,22 +456,13 @@ def _firings_at_min(
         F.col(_RN) <= F.col(_TRN),
     ]
     calls = compiled.calls
-    fired = (
+    return (
         numbered.join(targets, condition)
         .groupBy(*renamed, _TRN)
         .agg(*[native_column(c, 0).alias(c.name) for c in calls])
         .select(
             *[F.col(r).alias(k) for r, k in zip(renamed, layout.keys, strict=True)],
             *[col(c.name) for c in calls],
-            (F.col(_TRN) - F.lit(1)).alias(_RN),  # the firing's pane index
+            (F.col(_TRN) - F.lit(1)).alias(_RN),
         )
     )
-    start = MIN_TIMESTAMP if size == 0 else None  # [MIN - size; MIN] starts below MIN
-    window = (long_literal(start), long_literal(MIN_TIMESTAMP + 1), long_literal(MIN_TIMESTAMP))
-    # each firing is late (the window is behind the first watermark), numbered in replay order
-    pane = (F.col(_RN), F.lit(LATE))
-    results = fired.select(*layout.sql.result_branch(window, compiled.values(), pane))
-    n = fired.agg(F.count(F.lit(1)).alias("n")).select(
-        *layout.sql.metrics_branch({"num_windows_fired": "n", "num_results": "n"})
-    )
-    return [results, n]

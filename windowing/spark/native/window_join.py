@@ -42,10 +42,11 @@ from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.functions.joins import LEFT, RIGHT, SIDE
 from windowing.job import Job
 from windowing.spark.batch.replay_plan import (
+    OtherOutputs,
+    OutputBranches,
     WindowedResult,
     build_layout,
     result_names,
-    tagged_union,
 )
 from windowing.spark.columns.inputs import TS, time_millis
 from windowing.spark.columns.output import REASON_NULL_EVENT_TIME, col
@@ -191,38 +192,41 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
             )
         )
     )
-    # per key and window (null: the key's rows without event time), the rows of each side;
-    # every window with rows fires once (also without pairs: the join function is then not
-    # called); a window whose max timestamp is within the lateness of the end of time is
-    # left at the end (rules.py)
-    groups = windowed.groupBy(*[col(k) for k in keys], col(_WINDOW)).agg(
-        F.count(F.lit(1)).alias("n"),
-        F.count_if(col(SIDE) == F.lit(LEFT)).alias("nl"),
-        F.count_if(col(SIDE) == F.lit(RIGHT)).alias("nr"),
-    )
-    lateness = job.config.allowed_lateness
-    left = left_at_end(max_ts, lateness)
-    n = F.col("n")
-    metrics = groups.agg(
-        F.sum(n).alias("num_input_rows"),
-        F.sum(F.when(in_window, n).otherwise(0)).alias("num_elements"),
-        F.sum(F.when(in_window, 0).otherwise(n)).alias("num_null_event_time"),
-        keys_counter(layout).alias("num_keys"),
-        F.count(F.col(_WINDOW)).alias("num_windows_fired"),
-        F.sum(F.when(in_window, F.col("nl") * F.col("nr")).otherwise(0)).alias("num_results"),
-        F.count_if(in_window & left).alias("num_windows_left_at_end"),
-    )
-    branches = [
-        results,
-        metrics.select(*layout.sql.metrics_branch({n: n for n in metrics.columns})),
-    ]
-    if layout.has_late:
-        branches.append(
+
+    def others() -> OtherOutputs:
+        # per key and window (null: the key's rows without event time), the rows of each side;
+        # every window with rows fires once (also without pairs: the join function is then not
+        # called); a window whose max timestamp is within the lateness of the end of time is
+        # left at the end (rules.py)
+        groups = windowed.groupBy(*[col(k) for k in keys], col(_WINDOW)).agg(
+            F.count(F.lit(1)).alias("n"),
+            F.count_if(col(SIDE) == F.lit(LEFT)).alias("nl"),
+            F.count_if(col(SIDE) == F.lit(RIGHT)).alias("nr"),
+        )
+        lateness = job.config.allowed_lateness
+        left = left_at_end(max_ts, lateness)
+        n = F.col("n")
+        metrics = groups.agg(
+            F.sum(n).alias("num_input_rows"),
+            F.sum(F.when(in_window, n).otherwise(0)).alias("num_elements"),
+            F.sum(F.when(in_window, 0).otherwise(n)).alias("num_null_event_time"),
+            keys_counter(layout).alias("num_keys"),
+            F.count(F.col(_WINDOW)).alias("num_windows_fired"),
+            F.sum(F.when(in_window, F.col("nl") * F.col("nr")).otherwise(0)).alias("num_results"),
+            F.count_if(in_window & left).alias("num_windows_left_at_end"),
+        )
+        counted = layout.sql.metrics_branch({c: c for c in metrics.columns})
+        branch = metrics.select(*counted)
+        late = (
             df.where(col(source.event_time).isNull()).select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_EVENT_TIME)
             )
+            if layout.has_late
+            else None
         )
-    return WindowedResult.of_output(tagged_union(layout, branches), layout, plan)
+        return OtherOutputs((branch,), () if late is None else (late,))
+
+    return WindowedResult.of_branches(OutputBranches(results, others), layout, plan, ())
 
 
 def _key_value(key: Column, data_type: DataType) -> Column:

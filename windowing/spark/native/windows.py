@@ -75,7 +75,6 @@ from windowing.spark.batch.replay_plan import (
     OutputBranches,
     WindowedResult,
     build_layout,
-    tagged_union,
 )
 from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.columns.inputs import (
@@ -203,14 +202,11 @@ def run_native(
         fired_part = () if rest.fired is None else (rest.fired,)
         return OtherOutputs(metrics, tuple(rest.late), (rest.counters, *fired_part, *rest.shared))
 
-    branches = OutputBranches(results, others)
-    if parts.shared:
-        # what the outputs share is cached (each output then computes only its own part):
-        # each output reads its own branches
-        return WindowedResult.of_branches(branches, layout, plan, (*parts.shared, parts.results))
-    # any other route: its tagged output (the one frame persist caches)
-    output = tagged_union(layout, [branches.results, *branches.rest.metrics, *branches.rest.late])
-    return WindowedResult.of_output(output, layout, plan)
+    # with shared parts, they are cached (each output then computes only its own part) and
+    # each output reads its own branches; else the tagged output, built when another output
+    # is read or the result persisted (which caches it)
+    shared = (*parts.shared, parts.results) if parts.shared else ()
+    return WindowedResult.of_branches(OutputBranches(results, others), layout, plan, shared)
 
 
 def event_time_parts(
