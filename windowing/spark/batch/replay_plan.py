@@ -249,7 +249,7 @@ class WindowedResult:
         input, in tens of milliseconds per branch: a job read for its results alone never
         builds it."""
         return cls(
-            built_results=layout.select_results(branches.results),
+            built_results=layout.select_results(branches.results, tagged=False),
             layout=layout,
             plan=plan,
             shared=shared,

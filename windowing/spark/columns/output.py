@@ -55,7 +55,7 @@ from windowing.spark.columns.schema import (
     make_row_encoder,
 )
 from windowing.spark.columns.side_outputs import no_side_output
-from windowing.spark.columns.sql import cast_as, quoted
+from windowing.spark.columns.sql import cast_as, col, quoted
 from windowing.spark.columns.units import unit_sql
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, TimeUnit
 from windowing.windows import window_text
@@ -115,11 +115,6 @@ _MS = TimeUnit.MILLISECONDS
 _COUNTERS = "__pw_metrics"
 _COUNTERS_TYPE = ArrayType(LongType(), False)
 _COUNTERS_ARROW = to_arrow_type(_COUNTERS_TYPE)
-
-
-def col(name: str) -> Column:
-    """A column by exact name, from SQL text (a quarter of ``F.col``'s calls to the JVM)."""
-    return F.expr(quoted(name))
 
 
 def counter_sql(name: str) -> str:
@@ -303,35 +298,34 @@ class OutputLayout:
 
     # -- driver side: split the output -----------------------------------------------------
     def _windowed(
-        self, df: DataFrame, kind: int, cols: list[str], fields: StructType, struct: str | None
+        self, rows: DataFrame, cols: list[str], fields: StructType, struct: str | None, panes: bool
     ) -> DataFrame:
         time = functools.partial(bound_sql, kind=self.ts_kind, unit=self.time_unit)
         values = [f"{c} AS {quoted(f.name)}" for c, f in zip(cols, fields.fields, strict=True)]
         keys = [quoted(k) for k in self.keys]
         # SQL text: one call to the JVM for the whole projection
-        panes = (
-            [f"{_PI} AS pane_index", f"{_PT} AS timing"]
-            if self.pane_info and kind == _RESULT
-            else []
-        )
+        pane_items = [f"{_PI} AS pane_index", f"{_PT} AS timing"] if panes else []
         if struct is not None:  # Spark's groupBy(window(...)) columns
             start, end = time(_WS, bound=True), time(_WE, bound=True)
             window = f"named_struct('start', {start}, 'end', {end}) AS {quoted(struct)}"
-            return df.where(f"{KIND} = {kind}").selectExpr(*keys, window, *values, *panes)
-        return df.where(f"{KIND} = {kind}").selectExpr(
+            return rows.selectExpr(*keys, window, *values, *pane_items)
+        return rows.selectExpr(
             *keys,
             time(_WS, "window_start", bound=True),
             time(_WE, "window_end", bound=True),
             *values,
             time(_MT, "max_timestamp"),
-            *panes,
+            *pane_items,
         )
 
-    def select_results(self, df: DataFrame) -> DataFrame:
+    def select_results(self, df: DataFrame, *, tagged: bool = True) -> DataFrame:
         """Key column(s), ``window_start``, ``window_end`` (or :attr:`window_struct`),
         function outputs, ``max_timestamp`` (not with :attr:`window_struct`), and with
-        :attr:`pane_info` ``pane_index`` and ``timing``."""
-        return self._windowed(df, _RESULT, self.result_cols, self.out_schema, self.window_struct)
+        :attr:`pane_info` ``pane_index`` and ``timing`` (``tagged=False``: ``df`` holds
+        result rows only)."""
+        rows = df.where(f"{KIND} = {_RESULT}") if tagged else df
+        struct = self.window_struct
+        return self._windowed(rows, self.result_cols, self.out_schema, struct, self.pane_info)
 
     def select_late(self, df: DataFrame) -> DataFrame:
         """The input columns plus ``late_watermark`` and ``late_reason`` (no rows without a
@@ -393,7 +387,8 @@ class OutputLayout:
         j = self.side_index(tag)
         if j is None:
             return self.select_late(df)
-        return self._windowed(df, _SIDE + j, self.side_cols(j), self.side_outputs[j][1], None)
+        rows = df.where(f"{KIND} = {_SIDE + j}")
+        return self._windowed(rows, self.side_cols(j), self.side_outputs[j][1], None, False)
 
     def side_index(self, tag: OutputTag) -> int | None:
         """``None`` for the late tag, the index of a declared side output; ``ValueError``

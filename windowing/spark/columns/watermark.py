@@ -38,7 +38,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import StructType
 
 from windowing.job import InputWatermarks
-from windowing.spark.columns.sql import quoted
+from windowing.spark.columns.sql import col, quoted
 from windowing.spark.jobs import estimated_bytes
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -352,6 +352,7 @@ def add_prefix_max(
     buckets: int,
     accuracy: int = 1_000,
     one_task: bool = False,
+    also: Sequence[Column] = (),
 ) -> DataFrame:
     """``df`` plus column ``out``: the maximum of ``value`` over all rows whose ``order`` (a
     ``bigint``, or a struct of them compared field by field: :func:`with_earlier_max`) is
@@ -376,6 +377,9 @@ def add_prefix_max(
 
     ``one_task``: ``df`` is in one partition and has one group (a small input): the
     prefix maximum is one window function over it, ordered by ``order`` (no shuffle).
+
+    ``also``: more columns, computed from the others and ``out`` in the last select (Spark
+    analyzes each DataFrame operation as it is made: one fewer for the caller).
     """
     values = [value] if isinstance(value, str) else list(value)
     outs = [out] if isinstance(out, str) else list(out)
@@ -389,7 +393,7 @@ def add_prefix_max(
         for v, name in zip(values, outs, strict=True):
             known = f"IF({o} IS NULL, NULL, {quoted(v)})"
             df = with_earlier_max(df, value=known, within=group, order=order, out=name)
-        return df
+        return df.select("*", *also) if also else df
     cut = bucket_value(df, order)
     if buckets == 1:  # (0 for every row, not a constant: see _ONE_PARTITION; Spark drops
         # ``order * 0`` from a window's partitioning when the order column is never null)
@@ -410,7 +414,7 @@ def add_prefix_max(
     windowed = with_bucket
     for j, known in enumerate(knowns):
         # the bucket's maxima and the row numbers in the first window operator's select
-        also = [
+        bucket_maxima = [
             f"max({k}) OVER ({by_arrival} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
             f"FOLLOWING) AS __pw_pbmax{i}"
             for i, k in enumerate(knowns)
@@ -421,22 +425,35 @@ def add_prefix_max(
             within="__pw_pbucket",
             order=order,
             out=f"__pw_pinside{j}",
-            also=[*also, f"row_number() OVER ({by_arrival}) AS __pw_prn"] if j == 0 else [],
+            also=[*bucket_maxima, f"row_number() OVER ({by_arrival}) AS __pw_prn"]
+            if j == 0
+            else [],
         )
-    # the row itself (-1), and on the first row of a bucket one summary per group
-    copies = (
-        f"explode(IF(__pw_prn = 1, concat(array(-1), sequence(0, {int(groups) - 1})), "
-        "array(-1))) AS __pw_pcopy"
-    )
+    # the row itself, and on the first row of a bucket one summary per group (its group,
+    # the bucket's maxima); one struct each, in one select
     group_type = df.schema[group].dataType.simpleString()
+    maxima_of = [f"__pw_pbmax{j}" for j in range(len(values))]
+    types = [df.schema[v].dataType.simpleString() for v in values]
+    row = ", ".join(
+        [
+            f"{g} AS {g}",
+            *[f"CAST(NULL AS {t}) AS {m}" for m, t in zip(maxima_of, types, strict=True)],
+        ]
+    )
+    summary = ", ".join(
+        [f"CAST(__pw_pc AS {group_type}) AS {g}", *[f"{m} AS {m}" for m in maxima_of]]
+    )
+    copies = (
+        f"inline(IF(__pw_prn = 1, concat(array(struct({row}, false AS __pw_psummary)), "
+        f"transform(sequence(0, {int(groups) - 1}), __pw_pc -> struct({summary}, "
+        f"true AS __pw_psummary))), array(struct({row}, false AS __pw_psummary))))"
+    )
     others = [quoted(c) for c in df.columns if c != group]
-    routed = windowed.selectExpr("*", copies).selectExpr(
+    routed = windowed.selectExpr(
         *others,
-        f"CAST(IF(__pw_pcopy >= 0, __pw_pcopy, {g}) AS {group_type}) AS {g}",
         "__pw_pbucket",
         *[f"__pw_pinside{j}" for j in range(len(values))],
-        *[f"IF(__pw_pcopy >= 0, __pw_pbmax{j}, NULL) AS __pw_pbmax{j}" for j in range(len(values))],
-        "__pw_pcopy >= 0 AS __pw_psummary",
+        copies,
     )
     # data rows of a bucket before its summary: a running maximum covers earlier buckets only
     running = (
@@ -447,11 +464,10 @@ def add_prefix_max(
         f"greatest(max(__pw_pbmax{j}) OVER ({running}), __pw_pinside{j}) AS {quoted(name)}"
         for j, name in enumerate(outs)
     ]
-    return (
-        routed.selectExpr("*", *maxima)
-        .where("NOT __pw_psummary")
-        .selectExpr(*[quoted(c) for c in df.columns], *[quoted(name) for name in outs])
-    )
+    done = routed.selectExpr("*", *maxima).where("NOT __pw_psummary")
+    if also:
+        return done.select(*[col(c) for c in (*df.columns, *outs)], *also)
+    return done.selectExpr(*[quoted(c) for c in df.columns], *[quoted(name) for name in outs])
 
 
 def add_inputs_watermark(

@@ -50,7 +50,6 @@ from windowing.spark.native.hopping import (
     HB,
     HBX,
     HEB,
-    HEND,
     HER,
     HFIRST,
     HIN,
@@ -58,7 +57,6 @@ from windowing.spark.native.hopping import (
     HPROBE,
     HR,
     HRX,
-    HSTART,
     HoppingGrid,
     Partials,
     sweep,
@@ -75,8 +73,10 @@ from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = ["arrival_parts"]
 
-_WM, _LATE_ROW, _W, _FIRST_LATE = "__pw_hwm", "__pw_hlate", "__pw_hw", "__pw_hfirstlate"
-_PANE, _TIMING, _NEW = "__pw_hpane", "__pw_htiming", "__pw_hnew"
+_WM, _LATE_ROW, _FIRST_LATE = "__pw_hwm", "__pw_hlate", "__pw_hfirstlate"
+_PANE = "__pw_hpane"
+_FB, _FR, _FLATE = "__pw_hfb", "__pw_hfr", "__pw_hflate"  # a firing's window, and late
+_FIRINGS = f"array<struct<{_FB}:bigint,{_FR}:bigint,{_FLATE}:boolean>>"
 
 
 def _cleanup_after(max_ts: Column, lateness: int, watermark: Column) -> Column:
@@ -100,26 +100,29 @@ def arrival_parts(
     lateness = job.config.allowed_lateness
     has_arrival, has_time = F.col(ARR).isNotNull(), F.col(TS).isNotNull()
     ts, wm = F.col(TS), F.col(_WM)
-    prepared = _with_prefix_max(prepared, layout)
     seen_watermark = watermark_of(WMAX, job.source.watermark.delay)
     # the last window holding ts ends at ts + size - 1 - ((ts - offset) mod slide)
     back = F.pmod(F.pmod(ts, F.lit(slide)) - F.lit(grid.offset % slide), F.lit(slide))
     span = F.lit(size - 1) - back  # >= 0: size > slide
     last_max = F.when(ts > F.lit(MAX_TIMESTAMP) - span, F.lit(MAX_TIMESTAMP)).otherwise(ts + span)
-    # (one select: Spark analyzes each DataFrame operation as it is made)
-    marked = prepared.where(has_arrival & has_time).select(
-        "*",
+    block, pane = grid.block_and_pane(ts)
+    x_block, x_pane = grid.block_and_pane(F.greatest(ts, seen_watermark + F.lit(1)))  # wm < MAX
+    # every row with the watermark it saw, whether it is late, and its panes (in the prefix
+    # maximum's last select: Spark analyzes each DataFrame operation as it is made)
+    marked = _with_prefix_max(
+        prepared,
+        layout,
         seen_watermark.alias(_WM),
         (~_cleanup_after(last_max, lateness, seen_watermark)).alias(_LATE_ROW),
+        block.alias(HB),
+        pane.alias(HR),
+        x_block.alias(HBX),
+        x_pane.alias(HRX),
     )
+    late_row = has_arrival & has_time & F.col(_LATE_ROW)
     # One shuffle, by key: groups, late copies and the sweep of a key stay in its partition.
-    added = marked.where(~F.col(_LATE_ROW))
-    added = added.repartition(*keys) if keys else added
-    block, pane = grid.block_and_pane(ts)
-    x_block, x_pane = grid.block_and_pane(F.greatest(ts, wm + F.lit(1)))  # wm < MAX
-    positioned = added.select(
-        "*", block.alias(HB), pane.alias(HR), x_block.alias(HBX), x_pane.alias(HRX)
-    )
+    positioned = marked.where(has_arrival & has_time & ~F.col(_LATE_ROW))
+    positioned = positioned.repartition(*keys) if keys else positioned
     # The pane of x relative to the row's block (x >= ts: the same block or a later one).
     x_rel = F.when(F.col(HBX) == F.col(HB), F.col(HRX)).when(
         F.col(HBX) == F.col(HB) + F.lit(1), F.col(HRX) + F.lit(n)
@@ -130,22 +133,26 @@ def arrival_parts(
     partials = partials.typed(groups)
     probes = _late_copies(grid, positioned, keys, partials, x_rel, lateness) if lateness else None
     swept = sweep(grid, groups, keys, partials, probes)
-    # One row per firing: a run's on-time windows, and a probe's late firing (marked -1).
+    # One row per firing, its window normalized to a block and a pane: a run's on-time
+    # windows, and a probe's late firing (its window already normalized). (Each window's
+    # columns made in the select that makes its row: an expression built on another one
+    # repeats it, and Spark analyzes every copy.)
     runs = (F.col(HIN) > F.lit(0)) & (F.col(HFIRST) < F.col(HNEXT))
-    starts = F.when(
-        runs, F.sequence(F.col(HFIRST), F.col(HNEXT) - F.lit(1), F.lit(grid.m).cast("long"))
-    ).otherwise(F.array().cast("array<bigint>"))
+    starts = F.sequence(F.col(HFIRST), F.col(HNEXT) - F.lit(1), F.lit(grid.m).cast("long"))
+    firings = F.when(runs, F.transform(starts, lambda w: _firing(grid, F.col(HEB), w))).otherwise(
+        F.array().cast(_FIRINGS)
+    )
     if probes is not None:
-        starts = F.concat(
-            starts,
-            F.when(
-                F.coalesce(F.col(HPROBE), F.lit(False)), F.array(F.lit(-1).cast("long"))
-            ).otherwise(F.array().cast("array<bigint>")),
+        probe = F.struct(F.col(HEB).alias(_FB), F.col(HER).alias(_FR), F.lit(True).alias(_FLATE))
+        firings = F.concat(
+            firings,
+            F.when(F.coalesce(F.col(HPROBE), F.lit(False)), F.array(probe)).otherwise(
+                F.array().cast(_FIRINGS)
+            ),
         )
-    fired = swept.select("*", F.explode(starts).alias(_W))
-    is_late = F.col(_W) == F.lit(-1)
-    eb, w = grid.normalized(F.col(HEB), F.when(is_late, F.col(HER)).otherwise(F.col(_W)))
-    start, end = grid.bounds(eb, w)
+    fired = swept.select("*", F.inline(firings))
+    is_late = F.col(_FLATE)
+    start, end = grid.bounds(F.col(_FB), F.col(_FR))
     on_time_values = partials.results(lambda x: None, F.col)
     late_values = (
         partials.results(F.col, lambda x: F.col(f"{x}_late")) if probes is not None else []
@@ -168,36 +175,31 @@ def arrival_parts(
         if probes is None
         else ~is_late | (F.col(_FIRST_LATE) & (F.col(HIN) == F.lit(0)))
     )
-    results = fired.select(
-        *keys,
-        start.alias(HSTART),
-        end.alias(HEND),
-        *values,
-        pane_index.alias(_PANE),
-        F.when(is_late, F.lit(LATE)).otherwise(F.lit(ON_TIME)).alias(_TIMING),
-        new_window.alias(_NEW),
-    )
+    pane = (pane_index, F.when(is_late, F.lit(LATE)).otherwise(F.lit(ON_TIME)))
+    # the results' columns in the plan's select of its results (one select fewer), unless
+    # the job's outputs read the values as columns by name
+    fired_values: tuple[Column, ...] | None = tuple(values)
+    if compiled.outputs is not None:
+        fired, fired_values = fired.select("*", *values), None
 
     def rest() -> NativeRest:
-        late_count = marked.select(_LATE_ROW).agg(
-            F.count(F.when(F.col(_LATE_ROW), 1)).alias("late")
-        )
-        counters = prepared.agg(
+        counters = marked.agg(
             F.count(F.lit(1)).alias("num_input_rows"),
             F.count(F.when(has_arrival & has_time, 1)).alias("num_elements"),
             F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
             F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
             keys_counter(layout).alias("num_keys"),
-        ).crossJoin(late_count.select(F.col("late").alias(late_counter(layout))))
+            F.count(F.when(late_row, 1)).alias(late_counter(layout)),
+        )
         if not layout.has_late:
             return NativeRest(counters)
         seen = F.when(wm != F.lit(MIN_TIMESTAMP), wm)
         late = [
-            marked.where(F.col(_LATE_ROW)).select(*layout.sql.late_branch(seen, REASON_LATE)),
-            prepared.where(has_arrival & ~has_time)
-            .withColumn(_WM, seen_watermark)
-            .select(*layout.sql.late_branch(seen, REASON_NULL_EVENT_TIME)),
-            prepared.where(~has_arrival).select(
+            marked.where(late_row).select(*layout.sql.late_branch(seen, REASON_LATE)),
+            marked.where(has_arrival & ~has_time).select(
+                *layout.sql.late_branch(seen, REASON_NULL_EVENT_TIME)
+            ),
+            marked.where(~has_arrival).select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
@@ -206,20 +208,14 @@ def arrival_parts(
     # Every output reads the rows with their prefix maximum (three shuffles), and those rows
     # are the whole input: a persisted result caches its tagged output (its outputs computed
     # in one job, the shuffles reused), not them (no shared parts).
-    return NativeParts(
-        results,
-        F.col(HSTART),
-        F.col(HEND),
-        F.col(_NEW),
-        rest,
-        (F.col(_PANE), F.col(_TIMING)),
-    )
+    return NativeParts(fired, start, end, new_window, rest, pane, values=fired_values)
 
 
-def _with_prefix_max(prepared: DataFrame, layout: OutputLayout) -> DataFrame:
+def _with_prefix_max(prepared: DataFrame, layout: OutputLayout, *also: Column) -> DataFrame:
     """``prepared`` with the prefix maximum of event time over earlier arrivals (``WMAX``,
     :func:`~windowing.spark.columns.watermark.add_prefix_max`, as the batch replay computes it),
-    its summaries sent to key groups of the keys (``KEY_GROUP``; one without keys)."""
+    its summaries sent to key groups of the keys (``KEY_GROUP``; one without keys), and the
+    columns ``also`` computed from them."""
     spark = prepared.sparkSession
     groups = shuffle_partitions(spark) if layout.keys else 1
     # (+ pmod(content hash, 1), always 0: without keys the group is no constant, which
@@ -234,6 +230,7 @@ def _with_prefix_max(prepared: DataFrame, layout: OutputLayout) -> DataFrame:
         group=KEY_GROUP,
         groups=groups,
         buckets=prefix_max_buckets(spark),
+        also=also,
     )
 
 
@@ -254,24 +251,21 @@ def _late_copies(
     # before the watermark (last pane < pane of x) start before x_rel - n + 1
     high = F.least(F.col(HR), F.coalesce(x_rel - F.lit(n), F.col(HR)))
     first = grid.first_start(F.col(HB), F.col(HR) - F.lit(n - 1))
-    copies = rows.where(first <= high).select(
-        "*", grid.window_starts(first, high + F.lit(1)).alias(_W)
-    )
-    eb, er = grid.normalized(F.col(HB), F.col(_W))
-    _, end = grid.bounds(eb, er)
+    starts = F.when(first <= high, F.sequence(first, high, F.lit(grid.m).cast("long")))
+    windows = F.transform(starts, lambda w: _firing(grid, F.col(HB), w, late=True))
+    copies = rows.select("*", F.inline(windows))  # (none without late windows: null)
+    _, end = grid.bounds(F.col(_FB), F.col(_FR))
     max_ts = F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
-    copies = copies.select("*", eb.alias(HEB), er.alias(HER)).where(
-        _cleanup_after(max_ts, lateness, F.col(_WM))
-    )
-    order = Window.partitionBy(*keys, F.col(HEB), F.col(HER)).orderBy(
+    copies = copies.where(_cleanup_after(max_ts, lateness, F.col(_WM)))
+    order = Window.partitionBy(*keys, F.col(_FB), F.col(_FR)).orderBy(
         F.col(ARR), F.col(TS), F.col(TB)
     )
     running = order.rowsBetween(Window.unboundedPreceding, 0)
     rank = F.row_number().over(order) - F.lit(1)
     return copies.select(
         *keys,
-        F.col(HEB),
-        F.col(HER),
+        F.col(_FB).alias(HEB),
+        F.col(_FR).alias(HER),
         *[
             c.over(running).alias(f"{x}_late")
             for c, x in zip(partials.expressions(), partials.flat, strict=True)
@@ -280,3 +274,10 @@ def _late_copies(
         (rank == F.lit(0)).alias(_FIRST_LATE),
         F.lit(True).alias(HPROBE),
     )
+
+
+def _firing(grid: HoppingGrid, block: Column, pane: Column, late: bool = False) -> Column:
+    """The window starting at ``pane`` of ``block`` (``-n < pane < 2n``) normalized to a
+    block and a pane in it, and whether its firing is late: a struct to ``inline``."""
+    b, r = grid.normalized(block, pane)
+    return F.struct(b.alias(_FB), r.alias(_FR), F.lit(late).alias(_FLATE))

@@ -102,6 +102,8 @@ class NativeParts:
     # what the results share with the other outputs (e.g. the windows' arrival cutoffs),
     # cached with the results when the result is persisted (none: the tagged output is)
     shared: tuple[DataFrame, ...] = ()
+    # the aggregates' values over the result rows, by call name (default: its columns)
+    values: tuple[Column, ...] | None = None
 
 
 def max_timestamp_of(end: Column) -> Column:

@@ -175,12 +175,9 @@ def run_native(
     parts = parts_of(job, prepared, keys, compiled, layout)
     lateness = job.config.allowed_lateness
     max_ts = max_timestamp_of(parts.end)
+    values = compiled.values() if parts.values is None else list(parts.values)
     results = parts.results.select(
-        *layout.sql.result_branch(
-            (parts.window_start, parts.end, max_ts),
-            compiled.values(),
-            parts.pane,
-        )
+        *layout.sql.result_branch((parts.window_start, parts.end, max_ts), values, parts.pane)
     )
 
     def others() -> OtherOutputs:
