@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 from windowing import BoundedOutOfOrderness, OutputTag, TumblingEventTimeWindows, WindowedStream
-from windowing.assigners import EventTimeSessionWindows
+from windowing.assigners import EventTimeSessionWindows, HoppingEventTimeWindows
 from windowing.evictors import CountEvictor
 from windowing.spark.planning import Route
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -82,22 +82,35 @@ def selected() -> tuple[Any, ...]:
 
 @pytest.mark.differential(Route.NATIVE_WINDOW_JOIN, Route.BATCH_REPLAY)
 @pytest.mark.parametrize(
-    ("seed", "size", "offset", "lateness"),
-    [(1, 10, 0, 0), (2, 7, 3, 5), (3, 10, -4, MAX_TIMESTAMP)],
-    ids=["size 10", "offset 3 lateness 5", "lateness to the end of time"],
+    ("seed", "assigner", "lateness"),
+    [
+        (1, TumblingEventTimeWindows(10), 0),
+        (2, TumblingEventTimeWindows(7, 3), 5),
+        (3, TumblingEventTimeWindows(10, -4), MAX_TIMESTAMP),
+        (5, HoppingEventTimeWindows(10, 4), 0),
+        (4, HoppingEventTimeWindows(7, 2, 1), 5),
+        (7, HoppingEventTimeWindows(6, 4, 1), MAX_TIMESTAMP),
+        (2, HoppingEventTimeWindows(10, 10), 3),
+    ],
+    ids=[
+        "tumbling size 10",
+        "tumbling offset 3 lateness 5",
+        "tumbling lateness to the end of time",
+        "hopping 10 every 4",
+        "hopping 7 every 2 offset 1 lateness 5",
+        "hopping 6 every 4 offset 1 lateness to the end of time",
+        "hopping with its slide equal to its size",
+    ],
 )
 def test_native_select_equals_the_operators_join_function(
-    spark: SparkSession, seed: int, size: int, offset: int, lateness: int
+    spark: SparkSession, seed: int, assigner: Any, lateness: int
 ) -> None:
     """Pairs, late rows (no event time) and every metric of the native plan equal the window
-    operator's with a join function computing the same columns."""
+    operator's with a join function computing the same columns: hopping windows too, where
+    each row is in several windows (and is counted once), and windows at the ends of time."""
 
     def window(j: Any) -> Any:
-        return (
-            j.window(TumblingEventTimeWindows(size, offset))
-            .allowed_lateness(lateness)
-            .side_output_late_data(LATE)
-        )
+        return j.window(assigner).allowed_lateness(lateness).side_output_late_data(LATE)
 
     native = window(joined(spark, seed)).select(*selected())
     assert native.plan.route is Route.NATIVE_WINDOW_JOIN
@@ -109,6 +122,29 @@ def test_native_select_equals_the_operators_join_function(
     assert any(r[0] is None for r in got[0]), "null keys join each other"
     names = ["k", "window_start", "window_end", "n", "m", "nm", "max_timestamp"]
     assert native.results.columns == names
+    left, right = random_rows(seed)
+    assert got[2].num_input_rows == len(left) + len(right)  # each row once, copies or not
+    if isinstance(assigner, HoppingEventTimeWindows) and assigner.size > assigner.slide:
+        pairs = {(r[3], r[4]) for r in got[0]}
+        assert len(got[0]) > len(pairs), "a pair in several windows"
+
+
+@pytest.mark.parametrize(
+    "assigner",
+    [HoppingEventTimeWindows(4, 10), HoppingEventTimeWindows(9, 3, 2)],
+    ids=["gaps between windows", "a window ending at the start of time"],
+)
+def test_hopping_joins_the_native_plan_refuses_run_in_the_operator(
+    spark: SparkSession, assigner: Any
+) -> None:
+    """Rows in no window (a metric the join has no branch for) and the window ending at
+    the start of time (its rows fire one by one) are the window operator's."""
+    chosen = joined(spark, 9).window(assigner).side_output_late_data(LATE).select(*selected())
+    assert chosen.plan.route is Route.BATCH_REPLAY
+    reason = "gaps between them" if assigner.size < assigner.slide else "start of time"
+    assert reason in chosen.plan.reason
+    applied = joined(spark, 9).window(assigner).side_output_late_data(LATE)
+    assert outputs(chosen) == outputs(applied.apply(pair, output_schema=PAIR_SCHEMA))
 
 
 @pytest.mark.differential(Route.BATCH_REPLAY)

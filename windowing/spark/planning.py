@@ -28,8 +28,8 @@ route                      when
 ``NATIVE_HOPPING_ARRIVAL`` hopping windows in arrival order, exact (invertible) aggregates
 ``NATIVE_KIP450``          batch ``.agg`` of KIP-450 sliding windows over range frames
 ``NATIVE_KIP450_JOINED``   the same, each window joined to its rows (no window function)
-``NATIVE_WINDOW_JOIN``     batch window join's ``select`` of tumbling event-time windows,
-                           event-time order: Spark's equi-join on key and window
+``NATIVE_WINDOW_JOIN``     batch window join's ``select`` of tumbling or hopping event-time
+                           windows, event-time order: Spark's equi-join on key and window
 ``BATCH_REPLAY``           any other batch job: the window operator per key group
 ``STREAMING``              a streaming job: the operator in ``transformWithStateInPandas``
 =========================  ============================================================
@@ -98,6 +98,8 @@ from windowing.spark.native.continuous import continuous_interval, describe_cont
 from windowing.spark.native.counts import ARRIVAL_RANKS, CountFirings
 from windowing.spark.native.hopping import HoppingGrid, exact_running_sums, invertible
 from windowing.spark.native.parts import by_event_time, framed, has_min_window, windowable
+from windowing.spark.native.window_join import describe_native as describe_native_join
+from windowing.spark.native.window_join import why_not_native as why_not_native_join
 from windowing.spark.native.windows import describe_sessions
 from windowing.spark.streaming.stages import plan_facts
 from windowing.time import MAX_TIMESTAMP
@@ -391,48 +393,13 @@ def plan_window_join(job: Job, spec: WindowFunctionSpec) -> SparkPlan:
     (:mod:`windowing.spark.native.window_join`) where it gives the window operator's outcome,
     else the operator's plan with ``spec`` (a join function giving each pair), whose reason
     says why not natively."""
-    why = _why_no_native_join(job)
+    why = why_not_native_join(job)
     if why is None:
-        text = (
-            "native Spark plan: a window join of tumbling event-time windows, select(...); "
-            "default trigger, no evictor, event-time order (nothing is late; each window fires "
-            "once at the end of input): Spark's equi-join of the left and right rows on the "
-            "key (null equal to null) and the window start; Python never sees the rows"
-        )
-        return SparkPlan(Route.NATIVE_WINDOW_JOIN, text, None)
+        return SparkPlan(Route.NATIVE_WINDOW_JOIN, describe_native_join(job), None)
     plan = plan_spark(job, spec)
     if job.source.df.isStreaming:
         return plan
     return replace(plan, reason=f"{plan.reason}; no native join: {why}")
-
-
-def _why_no_native_join(job: Job) -> str | None:
-    """Why the native plan cannot compute a batch window join's ``select`` (``None``: it
-    can)."""
-    source, config = job.source, job.config
-    assigner = config.assigner
-    refusals = (
-        (source.df.isStreaming, "a streaming query"),
-        (type(assigner) is not TumblingEventTimeWindows, f"the assigner {assigner!r}"),
-        (config.on_error is ErrorPolicy.DEAD_LETTER, "errors go to dead letters"),
-        (
-            config.trigger is not None and type(config.trigger) is not EventTimeTrigger,
-            f"the trigger {config.trigger!r}",
-        ),
-        (config.evictor is not None, f"the evictor {config.evictor!r}"),
-        (source.arrival_order is not None, "rows in arrival order"),
-        (source.processing_time is not None, "a processing_time column"),
-        (config.idle_timeout is not None, "an idle timeout"),
-    )
-    for refused, why in refusals:
-        if refused:
-            return why
-    assert isinstance(assigner, TumblingEventTimeWindows)
-    if assigner.stagger is not WindowStagger.ALIGNED:
-        return "a stagger: the window operator's assigner draws the offset"
-    if has_min_window(assigner):
-        return "a window ending at the start of time (its rows are late or fire one by one)"
-    return None
 
 
 def _native_route(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | None:

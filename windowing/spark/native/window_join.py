@@ -5,16 +5,21 @@
 tagged union's: :mod:`windowing.spark.joins`) and the key columns. Two ways compute it:
 
 * **The native plan** (route ``native-window-join``): a batch join of tumbling event-time
-  windows in event-time order (no ``arrival_order``, no ``processing_time`` column), the
-  default trigger, no evictor, no idle timeout, no dead letters, an aligned assigner. Nothing
-  is late there and every window fires once, at the end of input, over all its rows (as the
-  native ``.agg`` plans, :mod:`windowing.spark.native.windows`), so its pairs are Spark's
-  equi-join of the two sides on the key (null equal to null, ``key_by``'s rule) and the
-  window start::
+  windows (aligned), or of hopping event-time windows without gaps (``size >= slide``), in
+  event-time order (no ``arrival_order``, no ``processing_time`` column), the default
+  trigger, no evictor, no idle timeout, no dead letters, and no window ending at the start
+  of time. Nothing is late there and every window fires once, at the end of input, over all
+  its rows (as the native ``.agg`` plans, :mod:`windowing.spark.native.windows`), so its
+  pairs are Spark's equi-join of the two sides on the key (null equal to null, ``key_by``'s
+  rule) and the window::
 
-      rows with an event time ──► window start (TumblingBounds) ──► left rows ⋈ right rows
-                                                                     on keys <=> and window
+      rows with an event time ──► window start (TumblingBounds), or each of the row's
+                                  hopping windows as (block, pane) of the pane grid
+                                  (HoppingGrid: size / slide copies of the row)
+                              ──► left rows ⋈ right rows on keys <=> and window
       rows without one        ──► the late side output (reason null_event_time), a metric
+
+  The metrics count rows, not their copies: each row counts in its first window.
 
   Spark chooses the join (a broadcast of a small side, a sort-merge join, AQE's skew
   handling); Python never sees the rows.
@@ -38,7 +43,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import DataType, DoubleType, FloatType, StructField, StructType
 
-from windowing.assigners.tumbling import TumblingEventTimeWindows
+from windowing.assigners.hopping import HoppingEventTimeWindows
+from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.errors import ErrorPolicy
 from windowing.functions.joins import LEFT, RIGHT, SIDE
 from windowing.job import Job
 from windowing.spark.batch.replay_plan import (
@@ -50,19 +57,25 @@ from windowing.spark.batch.replay_plan import (
 )
 from windowing.spark.columns.inputs import TS, time_millis
 from windowing.spark.columns.output import REASON_NULL_EVENT_TIME, col
+from windowing.spark.native.hopping import HoppingGrid
 from windowing.spark.native.parts import (
     ON_TIME,
+    has_min_window,
     keys_counter,
     left_at_end,
     max_timestamp_of,
 )
 from windowing.spark.native.windows import TumblingBounds
+from windowing.triggers.event_time import EventTimeTrigger
 
-__all__ = ["JoinSelect", "run_window_join"]
+__all__ = ["JoinSelect", "describe_native", "run_window_join", "why_not_native"]
 
 _LK, _RK = "__pw_jl", "__pw_jr"  # a side's key columns in the join
-_LW, _RW = "__pw_jlw", "__pw_jrw"  # a side's window start in the join
+_LW, _RW = "__pw_jlw", "__pw_jrw"  # a side's window columns in the join
 _WINDOW = TumblingBounds.column
+_HB, _HR = "__pw_jhb", "__pw_jhr"  # a row's block and pane (hopping windows)
+_WB, _WR = "__pw_jwb", "__pw_jwr"  # a hopping window: its block and its first pane
+_FIRST = "__pw_jfirst"  # the row's first window (rows are counted once)
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,6 +153,59 @@ class JoinSelect:
         return results.select(*out)
 
 
+def why_not_native(job: Job) -> str | None:
+    """Why the native plan cannot compute a batch window join's ``select`` (``None``: it
+    can)."""
+    source, config = job.source, job.config
+    assigner = config.assigner
+    hopping = type(assigner) is HoppingEventTimeWindows
+    refusals = (
+        (source.df.isStreaming, "a streaming query"),
+        (
+            type(assigner) is not TumblingEventTimeWindows and not hopping,
+            f"the assigner {assigner!r}",
+        ),
+        (config.on_error is ErrorPolicy.DEAD_LETTER, "errors go to dead letters"),
+        (
+            config.trigger is not None and type(config.trigger) is not EventTimeTrigger,
+            f"the trigger {config.trigger!r}",
+        ),
+        (config.evictor is not None, f"the evictor {config.evictor!r}"),
+        (source.arrival_order is not None, "rows in arrival order"),
+        (source.processing_time is not None, "a processing_time column"),
+        (config.idle_timeout is not None, "an idle timeout"),
+    )
+    for refused, why in refusals:
+        if refused:
+            return why
+    at_min = "a window ending at the start of time (its rows are late or fire one by one)"
+    if isinstance(assigner, HoppingEventTimeWindows):
+        if assigner.size < assigner.slide:
+            return "hopping windows with gaps between them (rows in no window)"
+        return at_min if HoppingGrid.of(assigner).min_window_start is not None else None
+    assert isinstance(assigner, TumblingEventTimeWindows)
+    if assigner.stagger is not WindowStagger.ALIGNED:
+        return "a stagger: the window operator's assigner draws the offset"
+    return at_min if has_min_window(assigner) else None
+
+
+def describe_native(job: Job) -> str:
+    """How the native plan computes a window join's ``select`` (``explain()``)."""
+    hopping = isinstance(job.config.assigner, HoppingEventTimeWindows)
+    windows = (
+        "hopping event-time windows (each row in each of its windows, found as panes of "
+        "gcd(size, slide))"
+        if hopping
+        else "tumbling event-time windows"
+    )
+    return (
+        f"native Spark plan: a window join of {windows}, select(...); default trigger, no "
+        "evictor, event-time order (nothing is late; each window fires once at the end of "
+        "input): Spark's equi-join of the left and right rows on the key (null equal to "
+        "null) and the window; Python never sees the rows"
+    )
+
+
 def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     """The native plan of a window join's ``select`` (see the module docstring): the tagged
     output of its pairs, metrics and late rows, as the window operator's.
@@ -148,45 +214,41 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     costs Spark an analysis of the plan so far (``docs/design.md``), so the metrics come
     from one aggregate of the rows per key and window (which counts the pairs too: a
     window's left rows times its right rows), one branch."""
-    assigner = job.config.assigner
-    assert isinstance(assigner, TumblingEventTimeWindows)
     source = job.source
     df = source.df
     layout = build_layout(job, None, select.schema, None)
     keys = list(layout.keys)
-    bounds = TumblingBounds(assigner)
     ts = time_millis(df, source.event_time, "event_time", source.event_unit)
-    timed = df.select(*[col(k) for k in keys], col(SIDE), col(LEFT), col(RIGHT), ts.alias(TS))
-    # the window start of each row with an event time (null without one)
-    windowed = timed.withColumn(_WINDOW, F.when(F.col(TS).isNotNull(), bounds.start))
-    in_window = F.col(_WINDOW).isNotNull()
+    windowed, window, bounds = _windowed(df, job, keys, ts)
+    in_window = F.col(window[0]).isNotNull()
     rows = windowed.where(in_window)
 
-    def side(name: str, key_prefix: str, window: str) -> DataFrame:
+    def side(name: str, key_prefix: str, window_prefix: str) -> DataFrame:
         return rows.where(col(SIDE) == F.lit(name)).select(
             *[col(k).alias(f"{key_prefix}{i}") for i, k in enumerate(keys)],
-            col(_WINDOW).alias(window),
+            *[col(w).alias(f"{window_prefix}{i}") for i, w in enumerate(window)],
             col(name),
         )
 
-    on = [F.col(_LW) == F.col(_RW)]
+    on = [F.col(f"{_LW}{i}") == F.col(f"{_RW}{i}") for i in range(len(window))]
     on += [F.col(f"{_LK}{i}").eqNullSafe(F.col(f"{_RK}{i}")) for i in range(len(keys))]
     pairs = side(LEFT, _LK, _LW).join(side(RIGHT, _RK, _RW), functools.reduce(Column.__and__, on))
-    max_ts = max_timestamp_of(bounds.end)
+    start, end = bounds
+    max_ts = max_timestamp_of(end)
     key_types = {f.name: f.dataType for f in df.schema.fields if f.name in keys}
     # the user's columns over the pairs as a select evaluates them (a star gives several),
     # then each by name
     results = (
         pairs.select(
             *[_key_value(F.col(f"{_LK}{i}"), key_types[k]).alias(k) for i, k in enumerate(keys)],
-            F.col(_LW).alias(_WINDOW),
+            *[F.col(f"{_LW}{i}").alias(w) for i, w in enumerate(window)],
             col(LEFT),
             col(RIGHT),
         )
-        .select(*[col(k) for k in keys], col(_WINDOW), *select.columns)
+        .select(*[col(k) for k in keys], *[col(w) for w in window], *select.columns)
         .select(
             *layout.sql.result_branch(
-                (bounds.window_start, bounds.end, max_ts),
+                (start, end, max_ts),
                 [col(name) for name in select.schema.names],
                 (F.lit(0), F.lit(ON_TIME)),
             )
@@ -194,24 +256,26 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     )
 
     def others() -> OtherOutputs:
-        # per key and window (null: the key's rows without event time), the rows of each side;
-        # every window with rows fires once (also without pairs: the join function is then not
+        # per key and window (null: the key's rows without event time), the rows of each side
+        # and the rows in their first window (a row is in several hopping windows); every
+        # window with rows fires once (also without pairs: the join function is then not
         # called); a window whose max timestamp is within the lateness of the end of time is
         # left at the end (rules.py)
-        groups = windowed.groupBy(*[col(k) for k in keys], col(_WINDOW)).agg(
+        groups = windowed.groupBy(*[col(k) for k in keys], *[col(w) for w in window]).agg(
             F.count(F.lit(1)).alias("n"),
             F.count_if(col(SIDE) == F.lit(LEFT)).alias("nl"),
             F.count_if(col(SIDE) == F.lit(RIGHT)).alias("nr"),
+            F.count_if(col(_FIRST)).alias("rows"),
         )
         lateness = job.config.allowed_lateness
         left = left_at_end(max_ts, lateness)
-        n = F.col("n")
+        n, rows = F.col("n"), F.col("rows")
         metrics = groups.agg(
-            F.sum(n).alias("num_input_rows"),
-            F.sum(F.when(in_window, n).otherwise(0)).alias("num_elements"),
+            F.sum(F.when(in_window, rows).otherwise(n)).alias("num_input_rows"),
+            F.sum(F.when(in_window, rows).otherwise(0)).alias("num_elements"),
             F.sum(F.when(in_window, 0).otherwise(n)).alias("num_null_event_time"),
             keys_counter(layout).alias("num_keys"),
-            F.count(F.col(_WINDOW)).alias("num_windows_fired"),
+            F.count(F.col(window[0])).alias("num_windows_fired"),
             F.sum(F.when(in_window, F.col("nl") * F.col("nr")).otherwise(0)).alias("num_results"),
             F.count_if(in_window & left).alias("num_windows_left_at_end"),
         )
@@ -227,6 +291,42 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
         return OtherOutputs((branch,), () if late is None else (late,))
 
     return WindowedResult.of_branches(OutputBranches(results, others), layout, plan, ())
+
+
+def _windowed(
+    df: DataFrame, job: Job, keys: list[str], ts: Column
+) -> tuple[DataFrame, list[str], tuple[Column, Column]]:
+    """The join's rows, each with its window (null without an event time): a tumbling
+    window's start, or each of a row's hopping windows as (block, pane) of the pane grid
+    (:class:`~windowing.spark.native.hopping.HoppingGrid`: nothing overflows at the ends of
+    time), and whether it is the row's first; the window's columns, and its start and end
+    over them (ms, null where the window's bounds leave ``bigint``)."""
+    assigner = job.config.assigner
+    kept = [*[col(k) for k in keys], col(SIDE), col(LEFT), col(RIGHT)]
+    if isinstance(assigner, TumblingEventTimeWindows):
+        bounds = TumblingBounds(assigner)
+        timed = df.select(*kept, ts.alias(TS))
+        start = F.when(F.col(TS).isNotNull(), bounds.start)
+        return (
+            timed.select("*", start.alias(_WINDOW), F.lit(True).alias(_FIRST)),
+            [_WINDOW],
+            (bounds.window_start, bounds.end),
+        )
+    assert isinstance(assigner, HoppingEventTimeWindows)
+    grid = HoppingGrid.of(assigner)
+    block, pane = grid.block_and_pane(ts)
+    timed = df.select(*kept, ts.alias(TS), block.alias(_HB), pane.alias(_HR))
+    # the row's windows start at panes r - n + 1 .. r of its block, every m panes
+    first = grid.first_start(F.col(_HB), F.col(_HR) - F.lit(grid.n - 1))
+    starts = F.sequence(first, F.col(_HR), F.lit(grid.m).cast("long"))
+
+    def window(w: Column, i: Column) -> Column:
+        b, r = grid.normalized(F.col(_HB), w)
+        return F.struct(b.alias(_WB), r.alias(_WR), (i == F.lit(0)).alias(_FIRST))
+
+    windows = F.when(F.col(TS).isNotNull(), F.transform(starts, window))
+    windowed = timed.select(*kept, F.inline_outer(windows))
+    return windowed, [_WB, _WR], grid.bounds(F.col(_WB), F.col(_WR))
 
 
 def _key_value(key: Column, data_type: DataType) -> Column:
