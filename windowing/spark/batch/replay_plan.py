@@ -10,7 +10,8 @@ The plan (see ``docs/spark-internals.md``)::
               (a small input, one key group: coalesce(1), no repartition, mapInArrow)
           ──► one combined output: results, late rows and metrics, tagged
           ──► results / late side output / metrics DataFrames (filters of that output; lazy,
-              like any DataFrame: ``result.persist()`` or ``with result:`` computes it once)
+              like any DataFrame: ``result.persist()`` or ``with result:`` computes it once;
+              read them from the result after persisting it)
 
 ``replay`` (:mod:`windowing.spark.batch.replay`) runs on the executors, once per key group (Flink's
 key groups: a Python call costs about a millisecond, so one call per key would dominate with
@@ -163,8 +164,10 @@ class WindowedResult:
     """The outcome of a terminal call (``reduce``, ``aggregate``, ...) of a
     :class:`~windowing.stream.WindowedStream`.
 
-    All its DataFrames are filters of one operator output (or, for a native plan in arrival
-    order, of its branches: :attr:`branches`). Like any DataFrame they are lazy:
+    All its DataFrames are filters of one operator output (a native plan's: once built, see
+    :attr:`branches`; or, for a native plan with shared parts, of its branches). Read them
+    from the result after persisting it: a native plan's ``results`` taken before are its
+    results branch alone, not cached. Like any DataFrame they are lazy:
     each action runs the replay again, unless the output is persisted. To read several of
     them (results, the late rows, metrics), persist it: :meth:`persist` (release it with
     :meth:`unpersist`), or use the result as a context manager, which persists on entry and
@@ -371,7 +374,8 @@ class WindowedResult:
     @without_call_sites()
     def persist(self, storage_level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> WindowedResult:
         """Persist the operator output, so that the first action on any of the result's
-        DataFrames runs the replay and later ones read it; returns this result. A native
+        DataFrames read from it afterwards runs the replay and later ones read it; returns
+        this result. A native
         plan of tumbling windows in arrival order persists the parts its outputs share
         instead (:meth:`cached_parts`: the windows' arrival cutoffs, the late rows before
         their watermarks, the results and the counters): reading the results then computes
