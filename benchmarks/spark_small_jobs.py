@@ -274,7 +274,8 @@ def main() -> None:
 def native_only_plans(df: DataFrame) -> dict[str, Callable[[], Any]]:
     """The other native routes (built only): count and continuous triggers, a count
     evictor, hopping windows in arrival order and disjoint, processing-time windows,
-    KIP-450 windows joined to their rows, and a window join's ``select``."""
+    KIP-450 windows joined to their rows, and a window join's ``select`` (tumbling and
+    hopping windows)."""
     tumbling, total = TumblingEventTimeWindows(10_000), F.sum("amount").alias("total")
     timed = df.withColumn("p", F.col("t") + 5)
 
@@ -288,10 +289,10 @@ def native_only_plans(df: DataFrame) -> dict[str, Callable[[], Any]]:
         )
         return source.key_by("key")
 
-    def joined() -> Any:
+    def joined(windows: Any = tumbling) -> Any:
         left = WindowedStream.from_dataframe(df, event_time="t")
         right = WindowedStream.from_dataframe(df.withColumnRenamed("key", "k"), event_time="t")
-        both = left.join(right).where("key").equal_to("k").window(tumbling)
+        both = left.join(right).where("key").equal_to("k").window(windows)
         return both.select(F.col("left.amount"))
 
     return {
@@ -328,6 +329,7 @@ def native_only_plans(df: DataFrame) -> dict[str, Callable[[], Any]]:
             .agg(F.count_distinct("amount").alias("n"))
         ),
         "window join .select": joined,
+        "hopping window join .select": lambda: joined(HoppingEventTimeWindows(10_000, 2_000)),
     }
 
 

@@ -76,6 +76,7 @@ _WINDOW = TumblingBounds.column
 _HB, _HR = "__pw_jhb", "__pw_jhr"  # a row's block and pane (hopping windows)
 _WB, _WR = "__pw_jwb", "__pw_jwr"  # a hopping window: its block and its first pane
 _FIRST = "__pw_jfirst"  # the row's first window (rows are counted once)
+_POS = "__pw_jpos"  # a window's position among the row's
 
 
 @dataclass(frozen=True, eq=False)
@@ -315,17 +316,15 @@ def _windowed(
     assert isinstance(assigner, HoppingEventTimeWindows)
     grid = HoppingGrid.of(assigner)
     block, pane = grid.block_and_pane(ts)
-    timed = df.select(*kept, ts.alias(TS), block.alias(_HB), pane.alias(_HR))
-    # the row's windows start at panes r - n + 1 .. r of its block, every m panes
-    first = grid.first_start(F.col(_HB), F.col(_HR) - F.lit(grid.n - 1))
-    starts = F.sequence(first, F.col(_HR), F.lit(grid.m).cast("long"))
-
-    def window(w: Column, i: Column) -> Column:
-        b, r = grid.normalized(F.col(_HB), w)
-        return F.struct(b.alias(_WB), r.alias(_WR), (i == F.lit(0)).alias(_FIRST))
-
-    windows = F.when(F.col(TS).isNotNull(), F.transform(starts, window))
-    windowed = timed.select(*kept, F.inline_outer(windows))
+    # the row's windows start at panes r - n + 1 .. r of its block, every m panes (one row
+    # each, numbered; a generator and columns Spark compiles, no lambda: the copies are
+    # made at Spark's own speed)
+    first = grid.first_start(block, pane - F.lit(grid.n - 1))
+    starts = F.when(ts.isNotNull(), F.sequence(first, pane, F.lit(grid.m).cast("long")))
+    timed = df.select(*kept, ts.alias(TS), F.posexplode_outer(starts).alias(_POS, _WR))
+    b, r = grid.normalized(grid.block_and_pane(F.col(TS))[0], F.col(_WR))
+    first_copy = F.coalesce(F.col(_POS) == F.lit(0), F.lit(True))
+    windowed = timed.select(*kept, b.alias(_WB), r.alias(_WR), first_copy.alias(_FIRST))
     return windowed, [_WB, _WR], grid.bounds(F.col(_WB), F.col(_WR))
 
 
