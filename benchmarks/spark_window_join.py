@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
+from spark_small_jobs import paired_medians
 
 from windowing import WindowedStream
 from windowing.assigners import HoppingEventTimeWindows, TumblingEventTimeWindows
@@ -73,18 +71,6 @@ def noop(df: DataFrame) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def paired(
-    ours_run: Callable[[], Any], theirs: Callable[[], Any], repeat: int
-) -> tuple[float, float]:
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(repeat):
-        for action, out in ((ours_run, times[0]), (theirs, times[1])):
-            start = time.perf_counter()
-            action()
-            out.append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=200_000, help="rows per side")
@@ -118,7 +104,9 @@ def main() -> None:
         mine, theirs = ours(left, right, windows), spark_join(left, right, size, slide)
         pairs = mine.count()
         assert pairs == theirs.count(), (name, pairs, theirs.count())
-        t_ours, t_spark = paired(lambda m=mine: noop(m), lambda t=theirs: noop(t), args.repeat)
+        t_ours, t_spark = paired_medians(
+            lambda m=mine: noop(m), lambda t=theirs: noop(t), args.repeat
+        )
         ratio = t_spark / t_ours
         print(f"{name:24s} {pairs:12,d} {t_ours:8.2f} {t_spark:8.2f} {ratio:9.2f}x")
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
