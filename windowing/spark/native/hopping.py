@@ -545,7 +545,6 @@ def sweep(
     keys: list[Column],
     partials: Partials,
     probes: DataFrame | None = None,
-    entering: Column | None = None,
 ) -> DataFrame:
     """Running sums in window-start order, per key: a group of rows enters at ``pane - n +
     1`` of its pane ``(HBX, HRX)`` (its partials added) and leaves after its pane ``(HB,
@@ -553,8 +552,7 @@ def sweep(
     run up to the next one (``HFIRST``, ``HNEXT``: window starts as panes of block ``HEB``;
     the next event counted from this block), holding ``HIN`` groups and the running sums.
     ``probes`` (keys, ``HEB``, ``HER``, ``HPROBE`` true and columns of their own) read the
-    sums at their position, after the groups' events there. ``entering``: the groups that
-    enter windows (default: all; the others have no events)."""
+    sums at their position, after the groups' events there."""
     n = grid.n
     flat = partials.flat
 
@@ -573,9 +571,7 @@ def sweep(
     leave = event(F.col(HB), F.col(HR), -1, False)
     # (one select per step: Spark analyzes each DataFrame operation as it is made)
     flag = [] if probes is None else [F.lit(False).alias(HPROBE)]
-    both = F.array(enter, leave)  # (inline of null: no events)
-    inlined = F.inline(both if entering is None else F.when(entering, both))
-    events = groups.select(*keys, inlined, *flag)
+    events = groups.select(*keys, F.inline(F.array(enter, leave)), *flag)
     order_by = [F.col(HEB), F.col(HER)]
     if probes is not None:  # (flagged true: HPROBE)
         events = events.unionByName(probes, allowMissingColumns=True)

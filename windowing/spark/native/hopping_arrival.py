@@ -129,12 +129,10 @@ def arrival_parts(
     )
     on_time = x_rel.isNotNull() & (x_rel - F.lit(n) < F.col(HR))  # a window ends after wm
     partials = Partials.of(compiled.calls)
-    # (whether a group's rows are on time is a function of its grouping columns: the sweep
-    # gives the others no events, one filter fewer to analyze)
-    groups = positioned.groupBy(*keys, HB, HR, HBX, HRX).agg(*partials.rows())
+    groups = positioned.where(on_time).groupBy(*keys, HB, HR, HBX, HRX).agg(*partials.rows())
     partials = partials.typed(groups)
     probes = _late_copies(grid, positioned, keys, partials, x_rel, lateness) if lateness else None
-    swept = sweep(grid, groups, keys, partials, probes, entering=on_time)
+    swept = sweep(grid, groups, keys, partials, probes)
     # One row per firing, its window normalized to a block and a pane: a run's on-time
     # windows, and a probe's late firing (its window already normalized). (Each window's
     # columns made in the select that makes its row: an expression built on another one
