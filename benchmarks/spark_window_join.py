@@ -5,8 +5,9 @@ Two sides of ``--rows`` rows each (default 200,000) over ``--keys`` keys (defaul
 event times spread over one hour; for tumbling windows of 10 s and hopping windows of 10 s
 every 2 s:
 
-* ours: ``left.join(right).where("key").equal_to("key").window(...).select("left.amount",
-  "right.amount")`` (route ``native-window-join``);
+* ours: ``left.join(right).where("key").equal_to("key").window(...).select(
+  F.col("left.amount").alias("a"), F.col("right.amount").alias("b"))`` (route
+  ``native-window-join``);
 * Spark: each side with ``window(ts, size[, slide])`` (a hopping window copies each row into
   its ``size / slide`` windows), joined on the key and the window.
 

@@ -261,3 +261,26 @@ def test_stars_and_float_keys_as_the_operator_gives_them(spark: SparkSession) ->
     assert got[2] == want[2]
     keys = sorted(repr(r[0]) for r in got[0])
     assert keys == sorted(["0.0"] * 4 + ["nan"])  # 2 x 2 pairs of zeros, one of NaN
+
+
+def test_hopping_windows_of_huge_sizes_join_as_in_the_operator(spark: SparkSession) -> None:
+    """Windows longer than half of time, their size and slide coprime (panes of 1 ms): the
+    first window start of a row is found without overflowing a long (a row's first pane,
+    relative to its block, is far below 0 there)."""
+    assigner = HoppingEventTimeWindows(5_000_000_000_000_000_001, 4_999_999_999_999_999_999)
+    times = [5_046_409_699_864_790_775, MIN_TIMESTAMP, MAX_TIMESTAMP, 0, -7, None]
+    left = spark.createDataFrame([("a", t, i, i) for i, t in enumerate(times)], LEFT_SCHEMA)
+    right = spark.createDataFrame([("a", t, i, i) for i, t in enumerate(times)], RIGHT_SCHEMA)
+
+    def window() -> Any:
+        def stream(df: DataFrame, ts: str) -> Any:
+            return WindowedStream.from_dataframe(df, event_time=ts)
+
+        joined = stream(left, "ts").join(stream(right, "t")).where("k").equal_to("key")
+        return joined.window(assigner).side_output_late_data(LATE)
+
+    native = window().select(*selected())
+    assert native.plan.route is Route.NATIVE_WINDOW_JOIN
+    got = outputs(native)
+    assert got == outputs(window().apply(pair, output_schema=PAIR_SCHEMA))
+    assert (0, 0, 0) in {r[3:6] for r in got[0]}  # the row at 5.05e18 with itself

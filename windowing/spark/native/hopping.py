@@ -155,8 +155,9 @@ class HoppingGrid:
                 self.n
             ).cast("decimal(38,0)")
             at = F.pmod(exact, F.lit(m).cast("decimal(38,0)")).cast("long")
-        # `at`: the first window start of the block
-        return pane + F.pmod(at - pane, F.lit(m))
+        # `at`: the first window start of the block (at - pmod(pane, m) fits a long where
+        # at - pane would not, for a pane below 0 and huge n and m)
+        return pane + F.pmod(at - F.pmod(pane, F.lit(m)), F.lit(m))
 
     def bounds(self, block: Column, pane: Column) -> tuple[Column, Column]:
         """Start and end (ms) of the window starting at ``pane`` of ``block``: null below

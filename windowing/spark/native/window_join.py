@@ -15,7 +15,8 @@ tagged union's: :mod:`windowing.spark.joins`) and the key columns. Two ways comp
 
       rows with an event time ──► window start (TumblingBounds), or each of the row's
                                   hopping windows as (block, pane) of the pane grid
-                                  (HoppingGrid: size / slide copies of the row)
+                                  (HoppingGrid: a copy of the row per window, at
+                                  most ceil(size / slide))
                               ──► left rows ⋈ right rows on keys <=> and window
       rows without one        ──► the late side output (reason null_event_time), a metric
 
@@ -317,8 +318,7 @@ def _windowed(
     grid = HoppingGrid.of(assigner)
     block, pane = grid.block_and_pane(ts)
     # the row's windows start at panes r - n + 1 .. r of its block, every m panes (one row
-    # each, numbered; a generator and columns Spark compiles, no lambda: the copies are
-    # made at Spark's own speed)
+    # each, numbered)
     first = grid.first_start(block, pane - F.lit(grid.n - 1))
     starts = F.when(ts.isNotNull(), F.sequence(first, pane, F.lit(grid.m).cast("long")))
     timed = df.select(*kept, ts.alias(TS), F.posexplode_outer(starts).alias(_POS, _WR))
