@@ -159,6 +159,14 @@ class HoppingGrid:
         # at - pane would not, for a pane below 0 and huge n and m)
         return pane + F.pmod(at - F.pmod(pane, F.lit(m)), F.lit(m))
 
+    def starts_of(self, block: Column, pane: Column, last: Column | None = None) -> Column:
+        """The starts (panes of ``block``, every ``m``) of the windows holding pane ``pane``
+        of ``block``: from pane ``pane - n + 1`` up to ``last`` (default ``pane``); null
+        when there are none."""
+        last = pane if last is None else last
+        first = self.first_start(block, pane - F.lit(self.n - 1))
+        return F.when(first <= last, F.sequence(first, last, F.lit(self.m).cast("long")))
+
     def bounds(self, block: Column, pane: Column) -> tuple[Column, Column]:
         """Start and end (ms) of the window starting at ``pane`` of ``block``: null below
         ``MIN_TIMESTAMP`` / past ``MAX_TIMESTAMP`` (an end clamped at the end of time)."""

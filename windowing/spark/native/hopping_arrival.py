@@ -250,8 +250,7 @@ def _late_copies(
     # the row's windows start at panes r - n + 1 .. r of its block; those ending at or
     # before the watermark (last pane < pane of x) start before x_rel - n + 1
     high = F.least(F.col(HR), F.coalesce(x_rel - F.lit(n), F.col(HR)))
-    first = grid.first_start(F.col(HB), F.col(HR) - F.lit(n - 1))
-    starts = F.when(first <= high, F.sequence(first, high, F.lit(grid.m).cast("long")))
+    starts = grid.starts_of(F.col(HB), F.col(HR), high)
     windows = F.transform(starts, lambda w: _firing(grid, F.col(HB), w, late=True))
     copies = rows.select("*", F.inline(windows))  # (none without late windows: null)
     _, end = grid.bounds(F.col(_FB), F.col(_FR))

@@ -74,7 +74,6 @@ __all__ = ["JoinSelect", "describe_native", "run_window_join", "why_not_native"]
 _LK, _RK = "__pw_jl", "__pw_jr"  # a side's key columns in the join
 _LW, _RW = "__pw_jlw", "__pw_jrw"  # a side's window columns in the join
 _WINDOW = TumblingBounds.column
-_HB, _HR = "__pw_jhb", "__pw_jhr"  # a row's block and pane (hopping windows)
 _WB, _WR = "__pw_jwb", "__pw_jwr"  # a hopping window: its block and its first pane
 _FIRST = "__pw_jfirst"  # the row's first window (rows are counted once)
 _POS = "__pw_jpos"  # a window's position among the row's
@@ -319,8 +318,7 @@ def _windowed(
     block, pane = grid.block_and_pane(ts)
     # the row's windows start at panes r - n + 1 .. r of its block, every m panes (one row
     # each, numbered)
-    first = grid.first_start(block, pane - F.lit(grid.n - 1))
-    starts = F.when(ts.isNotNull(), F.sequence(first, pane, F.lit(grid.m).cast("long")))
+    starts = grid.starts_of(block, pane)  # (null without an event time)
     timed = df.select(*kept, ts.alias(TS), F.posexplode_outer(starts).alias(_POS, _WR))
     b, r = grid.normalized(grid.block_and_pane(F.col(TS))[0], F.col(_WR))
     first_copy = F.coalesce(F.col(_POS) == F.lit(0), F.lit(True))
