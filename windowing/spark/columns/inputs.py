@@ -37,6 +37,7 @@ __all__ = [
     "key_columns",
     "replay_order",
     "time_millis",
+    "time_millis_sql",
 ]
 
 # Internal input columns (the prefix is reserved, see schema.INTERNAL_PREFIX).
@@ -80,10 +81,20 @@ def time_millis(
     seconds times 1,000 saturating at the ends of ``long``; microseconds and nanoseconds
     floored, so a sub-millisecond part is dropped toward the past, as Flink's millisecond
     clock would)."""
+    return F.expr(time_millis_sql(df, name, parameter, unit))
+
+
+def time_millis_sql(
+    df: DataFrame,
+    name: str,
+    parameter: str = "time column",
+    unit: TimeUnit = TimeUnit.MILLISECONDS,
+) -> str:
+    """:func:`time_millis` as SQL text."""
     kind = column_time_kind(df, name, parameter)
     if kind == "timestamp":
-        return F.unix_millis(col(name))
-    return F.expr(millis_sql(quoted(name), unit))
+        return f"unix_millis({quoted(name)})"
+    return millis_sql(quoted(name), unit)
 
 
 def arrival_micros(df: DataFrame, name: str) -> Column:

@@ -55,7 +55,7 @@ from windowing.spark.columns.schema import (
     make_row_encoder,
 )
 from windowing.spark.columns.side_outputs import no_side_output
-from windowing.spark.columns.sql import cast_as, col, quoted
+from windowing.spark.columns.sql import cast_as, col, quoted, type_sql
 from windowing.spark.columns.units import unit_sql
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, TimeUnit
 from windowing.windows import window_text
@@ -677,7 +677,7 @@ class SqlBranches:
         columns a branch leaves out null: an output read from its own branches has the
         schema it has in the union; the optimizer folds ``IF(true, c, NULL)`` back to
         ``c``). SQL text where it can be (a call to the JVM each: plans have dozens)."""
-        out = []
+        out, never = [], None
         for f in self.layout.schema.fields:
             value = values.get(f.name) if f.name != KIND else str(kind)
             if value is None:
@@ -685,9 +685,9 @@ class SqlBranches:
             if f.name == KIND:
                 out.append(F.expr(f"CAST({value} AS {f.dataType.simpleString()}) AS {KIND}"))
             elif isinstance(value, Column):
-                # (not CASE WHEN true: Spark takes its value's nullability)
-                maybe = F.when(F.lit(False), F.lit(None)).otherwise(cast_as(value, f.dataType))
-                out.append(maybe.alias(f.name))
+                # (not CASE WHEN true: Spark takes its value's nullability; made once)
+                never = F.when(F.lit(False), F.lit(None)) if never is None else never
+                out.append(never.otherwise(cast_as(value, f.dataType)).alias(f.name))
             else:
                 cast = f"CAST({value} AS {f.dataType.simpleString()})"
                 out.append(F.expr(f"IF(true, {cast}, NULL) AS {quoted(f.name)}"))
@@ -708,11 +708,11 @@ class SqlBranches:
         of ``long`` here, as :func:`~windowing.spark.columns.failures.window_bounds` clamps the
         operator's."""
         ws, we, mt = bounds
-        named: dict[str, Column | str] = {k: col(k) for k in self.layout.keys}
+        named = self._keys()
         named.update(
             {
-                _WS: F.coalesce(ws, F.lit(MIN_TIMESTAMP).cast("long")),
-                _WE: F.coalesce(we, F.lit(MAX_TIMESTAMP).cast("long")),
+                _WS: F.coalesce(ws, F.expr(f"{MIN_TIMESTAMP}L")),
+                _WE: F.coalesce(we, F.expr(f"{MAX_TIMESTAMP}L")),
                 _MT: mt,
             }
         )
@@ -726,13 +726,18 @@ class SqlBranches:
         """The columns of late rows read from the input (by name); ``reason`` a value or a
         column."""
         layout = self.layout
-        named = {k: col(k) for k in layout.keys}
+        named = self._keys()
         fields = layout.input_schema.fields
         named.update({c: col(f.name) for c, f in zip(layout.late_cols, fields, strict=True)})
         named.update(
             {_LWM: watermark, _LREASON: F.lit(reason) if isinstance(reason, str) else reason}
         )
         return self._branch(_LATE, named)
+
+    def _keys(self) -> dict[str, Column | str]:
+        """The key columns by name: SQL text where their type's name reads back."""
+        types = {f.name: type_sql(f.dataType) for f in self.layout.schema.fields}
+        return {k: quoted(k) if types.get(k) else col(k) for k in self.layout.keys}
 
     def metrics_branch(self, counters: Mapping[str, str]) -> list[Column]:
         """The columns of a metrics row: each counter from the column named in ``counters``,

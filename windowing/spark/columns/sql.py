@@ -24,7 +24,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-__all__ = ["cast_as", "col", "quoted", "type_sql"]
+__all__ = ["cast_as", "col", "int_sql", "quoted", "type_sql"]
 
 #: The types whose ``simpleString()`` Spark's SQL parser reads back as the same type.
 _NAMED_TYPES = (
@@ -46,6 +46,14 @@ _NAMED_TYPES = (
 def quoted(name: str) -> str:
     """A column name as SQL text (backticks doubled)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def int_sql(value: int) -> str:
+    """An integer literal as SQL text, typed as ``F.lit(value)`` types it: ``int`` where it
+    fits, else ``bigint`` (negative values in parentheses, so that any operator may precede
+    them)."""
+    text = str(value) if -(2**31) <= value < 2**31 else f"{value}L"
+    return f"({text})" if value < 0 else text
 
 
 def col(name: str) -> Column:

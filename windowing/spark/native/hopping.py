@@ -52,6 +52,7 @@ from windowing.job import Job
 from windowing.spark.columns.aggregates import AggregateCall, CompiledAggregates
 from windowing.spark.columns.inputs import TS
 from windowing.spark.columns.output import REASON_LATE, REASON_NULL_EVENT_TIME, OutputLayout, col
+from windowing.spark.columns.sql import int_sql
 from windowing.spark.native.parts import (
     NativeParts,
     NativeRest,
@@ -130,73 +131,86 @@ class HoppingGrid:
         start = MIN_TIMESTAMP + 1 - self.size
         return start if (start - self.offset) % self.slide == 0 else None
 
-    def block_and_pane(self, ts: Column) -> tuple[Column, Column]:
-        """Block ``floor((ts - o_g) / size)`` and pane in block ``floor(((ts - o_g) mod
-        size) / g)`` of the event times ``ts``, without overflow."""
-        size, o_g = self.size, self.o_g
-        rem = F.pmod(ts, F.lit(size))  # ts = size * q + rem
-        q = _div(ts, size) - F.when(ts % F.lit(size) < 0, 1).otherwise(0)
-        block = q - F.when(rem < F.lit(o_g), 1).otherwise(0)
-        pane = _div(F.pmod(rem - F.lit(o_g), F.lit(size)), self.g)
+    def block_and_pane(self, ts: str) -> tuple[str, str]:
+        """SQL text: block ``floor((ts - o_g) / size)`` and pane in block ``floor(((ts -
+        o_g) mod size) / g)`` of the event times ``ts`` (SQL text), without overflow."""
+        size, o_g, ts = int_sql(self.size), int_sql(self.o_g), f"({ts})"
+        rem = f"pmod({ts}, {size})"  # ts = size * q + rem
+        q = f"div({ts}, {size}) - CASE WHEN {ts} % {size} < 0 THEN 1 ELSE 0 END"
+        block = f"({q} - CASE WHEN {rem} < {o_g} THEN 1 ELSE 0 END)"
+        pane = f"div(pmod({rem} - {o_g}, {size}), {int_sql(self.g)})"
         return block, pane
 
-    def first_start(self, block: Column, pane: Column) -> Column:
-        """The first window start at or after ``pane`` of ``block`` (as a pane of the block,
-        possibly ``n`` or more: then in a later block); window starts are every ``m`` panes,
-        at pane ``c`` modulo ``m`` (``offset = o_g + c * g``)."""
-        m = self.m
+    def first_start(self, block: str, pane: str) -> str:
+        """SQL text: the first window start at or after ``pane`` of ``block`` (as a pane of
+        the block, possibly ``n`` or more: then in a later block); window starts are every
+        ``m`` panes, at pane ``c`` modulo ``m`` (``offset = o_g + c * g``)."""
+        m, block, pane = self.m, f"({block})", f"({pane})"
         if m == 1:
             return pane
         c = (self.offset - self.o_g) // self.g
+        ms = int_sql(m)
         if m < 2**31:  # (block mod m) * (n mod m) fits a long
-            at = F.pmod(F.lit(c % m) - F.pmod(block, F.lit(m)) * F.lit(self.n % m), F.lit(m))
+            at = f"pmod({int_sql(c % m)} - pmod({block}, {ms}) * {int_sql(self.n % m)}, {ms})"
         else:
-            exact = F.lit(c).cast("decimal(38,0)") - block.cast("decimal(38,0)") * F.lit(
-                self.n
-            ).cast("decimal(38,0)")
-            at = F.pmod(exact, F.lit(m).cast("decimal(38,0)")).cast("long")
+            exact = (
+                f"CAST({int_sql(c)} AS DECIMAL(38,0)) - CAST({block} AS DECIMAL(38,0)) "
+                f"* CAST({int_sql(self.n)} AS DECIMAL(38,0))"
+            )
+            at = f"CAST(pmod({exact}, CAST({ms} AS DECIMAL(38,0))) AS BIGINT)"
         # `at`: the first window start of the block (at - pmod(pane, m) fits a long where
         # at - pane would not, for a pane below 0 and huge n and m)
-        return pane + F.pmod(at - F.pmod(pane, F.lit(m)), F.lit(m))
+        return f"({pane} + pmod({at} - pmod({pane}, {ms}), {ms}))"
 
-    def starts_of(self, block: Column, pane: Column, last: Column | None = None) -> Column:
-        """The starts (panes of ``block``, every ``m``) of the windows holding pane ``pane``
-        of ``block``: from pane ``pane - n + 1`` up to ``last`` (default ``pane``); null
-        when there are none."""
-        last = pane if last is None else last
-        first = self.first_start(block, pane - F.lit(self.n - 1))
-        return F.when(first <= last, F.sequence(first, last, F.lit(self.m).cast("long")))
+    def starts_of(self, block: str, pane: str, last: str | None = None) -> str:
+        """SQL text: the starts (panes of ``block``, every ``m``) of the windows holding
+        pane ``pane`` of ``block``: from pane ``pane - n + 1`` up to ``last`` (default
+        ``pane``); null when there are none."""
+        last = f"({pane})" if last is None else f"({last})"
+        first = self.first_start(block, f"({pane}) - {int_sql(self.n - 1)}")
+        return f"CASE WHEN {first} <= {last} THEN {self.starts_between(first, last)} END"
 
-    def bounds(self, block: Column, pane: Column) -> tuple[Column, Column]:
-        """Start and end (ms) of the window starting at ``pane`` of ``block``: null below
-        ``MIN_TIMESTAMP`` / past ``MAX_TIMESTAMP`` (an end clamped at the end of time)."""
-        size, g, o_g = self.size, self.g, self.o_g
+    def bounds(self, block: str, pane: str) -> tuple[str, str]:
+        """SQL text: start and end (ms) of the window starting at ``pane`` of ``block``: null
+        below ``MIN_TIMESTAMP`` / past ``MAX_TIMESTAMP`` (an end clamped at the end of
+        time)."""
+        size, g, o_g, block, pane = self.size, self.g, self.o_g, f"({block})", f"({pane})"
         lo = -((MIN_TIMESTAMP + size) // -size)  # from here to hi, longs do not overflow
         hi = (MAX_TIMESTAMP - 3 * size) // size
-        safe = block.between(F.lit(lo), F.lit(hi)) if lo <= hi else F.lit(False)
-        start = block * F.lit(size) + (pane * F.lit(g) + F.lit(o_g))
-        exact = block.cast("decimal(20,0)") * F.lit(size).cast("decimal(20,0)") + (
-            pane * F.lit(g) + F.lit(o_g)
-        ).cast("decimal(20,0)")
-        end_exact = exact + F.lit(size).cast("decimal(20,0)")
-        window_start = F.when(safe, start).when(
-            exact >= F.lit(MIN_TIMESTAMP).cast("decimal(20,0)"), exact.cast("long")
+        safe = f"{block} BETWEEN {int_sql(lo)} AND {int_sql(hi)}" if lo <= hi else "false"
+        offset = f"{pane} * {int_sql(g)} + {int_sql(o_g)}"
+        start = f"{block} * {int_sql(size)} + ({offset})"
+        exact = (
+            f"CAST({block} AS DECIMAL(20,0)) * CAST({int_sql(size)} AS DECIMAL(20,0)) "
+            f"+ CAST({offset} AS DECIMAL(20,0))"
         )
-        window_end = F.when(safe, start + F.lit(size)).when(
-            end_exact <= F.lit(MAX_TIMESTAMP).cast("decimal(20,0)"), end_exact.cast("long")
+        end_exact = f"{exact} + CAST({int_sql(size)} AS DECIMAL(20,0))"
+        window_start = (
+            f"CASE WHEN {safe} THEN {start} WHEN {exact} >= "
+            f"CAST({int_sql(MIN_TIMESTAMP)} AS DECIMAL(20,0)) THEN CAST({exact} AS BIGINT) END"
+        )
+        window_end = (
+            f"CASE WHEN {safe} THEN {start} + {int_sql(size)} WHEN {end_exact} <= "
+            f"CAST({int_sql(MAX_TIMESTAMP)} AS DECIMAL(20,0)) THEN CAST({end_exact} AS BIGINT) "
+            "END"
         )
         return window_start, window_end
 
-    def window_starts(self, first: Column, end: Column) -> Column:
-        """Every window start from pane ``first`` (a window start) to before pane ``end``,
-        one per row (``explode``)."""
-        return F.explode(F.sequence(first, end - F.lit(1), F.lit(self.m).cast("long")))
+    def window_starts(self, first: str, end: str) -> str:
+        """SQL text: every window start from pane ``first`` (a window start) to before pane
+        ``end``, one per row (``explode``)."""
+        return f"explode({self.starts_between(first, f'({end}) - 1')})"
 
-    def normalized(self, block: Column, pane: Column) -> tuple[Column, Column]:
-        """``pane`` of ``block`` (``-n < pane < 2n``) as a block and a pane in it."""
-        n = self.n
-        shift = F.when(pane >= F.lit(n), 1).when(pane < F.lit(0), -1).otherwise(0)
-        return block + shift, pane - shift * F.lit(n)
+    def normalized(self, block: str, pane: str) -> tuple[str, str]:
+        """SQL text: ``pane`` of ``block`` (``-n < pane < 2n``) as a block and a pane in
+        it."""
+        n, block, pane = int_sql(self.n), f"({block})", f"({pane})"
+        shift = f"CASE WHEN {pane} >= {n} THEN 1 WHEN {pane} < 0 THEN -1 ELSE 0 END"
+        return f"({block} + {shift})", f"({pane} - {shift} * {n})"
+
+    def starts_between(self, first: str, last: str) -> str:
+        """SQL text: the panes from ``first`` to ``last`` (SQL text), every ``m``."""
+        return f"sequence({first}, {last}, CAST({int_sql(self.m)} AS BIGINT))"
 
     def position(self, start: int) -> tuple[int, int]:
         """The (block, pane in block) of the window starting at ``start`` (ms)."""
@@ -510,9 +524,11 @@ def _overlapping(
     valid = prepared.where(ts.isNotNull())
     # One shuffle, by key: panes, blocks and events of a key stay in its partition.
     rows = valid.repartition(*keys) if keys else valid
-    block, pane = grid.block_and_pane(ts)
+    block, pane = grid.block_and_pane(TS)
     partials = Partials.of(compiled.calls)
-    panes = rows.groupBy(*keys, block.alias(HB), pane.alias(HR)).agg(*partials.rows())
+    panes = rows.groupBy(*keys, F.expr(block).alias(HB), F.expr(pane).alias(HR)).agg(
+        *partials.rows()
+    )
     partials = partials.typed(panes)
     if partials.invertible:
         groups = panes.withColumn(HBX, F.col(HB)).withColumn(HRX, F.col(HR))
@@ -527,18 +543,21 @@ def _overlapping(
         )
     else:
         runs = _blocks(grid, panes, keys, partials)
-    shift = grid.window_starts(F.col(HFIRST), F.col(HNEXT))
+    shift = grid.window_starts(HFIRST, HNEXT)
     windows = runs.select(
-        *keys, F.col(HEB), shift.alias(_W), *[col(c.name) for c in compiled.calls]
+        *keys, col(HEB), F.expr(shift).alias(_W), *[col(c.name) for c in compiled.calls]
     )
-    eb, w = grid.normalized(F.col(HEB), F.col(_W))
+    eb, w = grid.normalized(HEB, _W)
     min_start = grid.min_window_start
     if min_start is not None:  # behind the first watermark: late, or fired per row
         mb, mr = grid.position(min_start)
-        windows = windows.where((eb != F.lit(mb)) | (w != F.lit(mr)))
+        windows = windows.where(f"{eb} != {int_sql(mb)} OR {w} != {int_sql(mr)}")
     start, end = grid.bounds(eb, w)
     results = windows.select(
-        *keys, start.alias(HSTART), end.alias(HEND), *[col(c.name) for c in compiled.calls]
+        *keys,
+        F.expr(start).alias(HSTART),
+        F.expr(end).alias(HEND),
+        *[col(c.name) for c in compiled.calls],
     )
     counters = prepared.agg(*input_counters(layout), F.lit(0).alias(late_counter(layout)))
     late = _firings(grid, job, valid, keys, compiled, layout)
@@ -565,38 +584,37 @@ def sweep(
     n = grid.n
     flat = partials.flat
 
-    def event(block: Column, pane: Column, sign: int, enter: bool) -> Column:
-        last = pane == F.lit(n - 1)  # the next pane is the next block's first
+    def event(block: str, pane: str, sign: int, enter: bool) -> str:
+        last = f"{pane} = {int_sql(n - 1)}"  # the next pane is the next block's first
         if enter:  # at pane - n + 1: the previous block's pane + 1, or this block's 0
-            eb = F.when(last, block).otherwise(block - F.lit(1))
+            eb = f"CASE WHEN {last} THEN {block} ELSE {block} - 1 END"
         else:  # after the pane
-            eb = F.when(last, block + F.lit(1)).otherwise(block)
-        er = F.when(last, F.lit(0)).otherwise(pane + F.lit(1))
-        values = [F.col(x) if sign > 0 else -F.col(x) for x in flat]
-        fields = [eb.alias(HEB), er.alias(HER), F.lit(sign).alias(HIN)]
-        return F.struct(*fields, *[v.alias(x) for v, x in zip(values, flat, strict=True)])
+            eb = f"CASE WHEN {last} THEN {block} + 1 ELSE {block} END"
+        er = f"CASE WHEN {last} THEN 0 ELSE {pane} + 1 END"
+        values = [f"{x} AS {x}" if sign > 0 else f"(-{x}) AS {x}" for x in flat]
+        return f"struct({eb} AS {HEB}, {er} AS {HER}, {sign} AS {HIN}, {', '.join(values)})"
 
-    enter = event(F.col(HBX), F.col(HRX), 1, True)
-    leave = event(F.col(HB), F.col(HR), -1, False)
+    enter = event(HBX, HRX, 1, True)
+    leave = event(HB, HR, -1, False)
     # (one select per step: Spark analyzes each DataFrame operation as it is made)
-    flag = [] if probes is None else [F.lit(False).alias(HPROBE)]
-    events = groups.select(*keys, F.inline(F.array(enter, leave)), *flag)
-    order_by = [F.col(HEB), F.col(HER)]
+    flag = [] if probes is None else [F.expr(f"false AS {HPROBE}")]
+    events = groups.select(*keys, F.expr(f"inline(array({enter}, {leave}))"), *flag)
+    order_by = [col(HEB), col(HER)]
     if probes is not None:  # (flagged true: HPROBE)
         events = events.unionByName(probes, allowMissingColumns=True)
-        order_by.append(F.col(HPROBE))
+        order_by.append(col(HPROBE))
     order = Window.partitionBy(*(keys or [F.lit(0)])).orderBy(*order_by)
     so_far = order.rowsBetween(Window.unboundedPreceding, 0)
-    eb, er = F.col(HEB), F.col(HER)
+    eb, er = col(HEB), col(HER)
     next_b, next_r = F.lead(eb).over(order), F.lead(er).over(order)
-    running = [F.sum(F.col(HIN)).over(so_far).alias(HIN)]
+    running = [F.sum(col(HIN)).over(so_far).alias(HIN)]
     running += [c.over(so_far).alias(x) for c, x in zip(partials.merged(F.col), flat, strict=True)]
     others = [c for c in events.columns if c not in (*flat, HIN, HEB, HER)]
     return events.select(
-        *[F.col(c) for c in others],
+        *[col(c) for c in others],
         eb,
         er,
-        grid.first_start(eb, er).alias(HFIRST),
+        F.expr(grid.first_start(HEB, HER)).alias(HFIRST),
         # a non-empty run is at most n long: it ends in this block or the next
         F.when(next_b == eb, next_r).when(next_b == eb + F.lit(1), next_r + F.lit(n)).alias(HNEXT),
         *running,
@@ -662,7 +680,7 @@ def _blocks(
         *keys,
         F.col(HEB),
         er,
-        grid.first_start(F.col(HEB), er).alias(HFIRST),
+        F.expr(grid.first_start(HEB, HER)).alias(HFIRST),
         F.coalesce(F.lead(er).over(order), F.lit(n)).alias(HNEXT),
         F.last(F.when(is_suffix, suffix_state), ignorenulls=True).over(so_far).alias(_S),
         F.count(F.when(kind == F.lit(1), 1)).over(so_far).alias(HIN),
@@ -683,8 +701,3 @@ def _blocks(
         F.col(HNEXT),
         *partials.results(lambda x: F.when(s_in, F.col(f"{_S}.{x}")), F.col),
     )
-
-
-def _div(column: Column, d: int) -> Column:
-    """Integer division truncated toward zero (Spark's ``div``) by the constant ``d``."""
-    return F.call_function("div", column, F.lit(d))

@@ -44,7 +44,8 @@ from windowing.spark.columns.output import (
     REASON_NULL_EVENT_TIME,
     OutputLayout,
 )
-from windowing.spark.columns.watermark import add_prefix_max, watermark_of
+from windowing.spark.columns.sql import col, int_sql
+from windowing.spark.columns.watermark import add_prefix_max, watermark_sql
 from windowing.spark.jobs import shuffle_partitions
 from windowing.spark.native.hopping import (
     HB,
@@ -77,13 +78,17 @@ _WM, _LATE_ROW, _FIRST_LATE = "__pw_hwm", "__pw_hlate", "__pw_hfirstlate"
 _PANE = "__pw_hpane"
 _FB, _FR, _FLATE = "__pw_hfb", "__pw_hfr", "__pw_hflate"  # a firing's window, and late
 _FIRINGS = f"array<struct<{_FB}:bigint,{_FR}:bigint,{_FLATE}:boolean>>"
+_NO_FIRINGS = f"CAST(array() AS {_FIRINGS})"
+_START = "__pw_hlw"  # a window start (pane), the variable of a lambda
 
 
-def _cleanup_after(max_ts: Column, lateness: int, watermark: Column) -> Column:
-    """Whether a window ending at ``max_ts`` is not late at ``watermark``: its cleanup time
-    (saturating at the end of time, which no watermark of the replay reaches) is after it."""
-    return F.when(max_ts >= F.lit(MAX_TIMESTAMP - lateness), F.lit(True)).otherwise(
-        max_ts + F.lit(lateness) > watermark
+def _cleanup_after(max_ts: str, lateness: int, watermark: str) -> str:
+    """SQL text: whether a window ending at ``max_ts`` is not late at ``watermark``: its
+    cleanup time (saturating at the end of time, which no watermark of the replay reaches)
+    is after it."""
+    return (
+        f"CASE WHEN ({max_ts}) >= {int_sql(MAX_TIMESTAMP - lateness)} THEN true "
+        f"ELSE ({max_ts}) + {int_sql(lateness)} > ({watermark}) END"
     )
 
 
@@ -95,39 +100,41 @@ def arrival_parts(
     compiled: CompiledAggregates,
     layout: OutputLayout,
 ) -> NativeParts:
-    """Hopping windows (``size > slide``) in arrival order (see the module docstring)."""
+    """Hopping windows (``size > slide``) in arrival order (see the module docstring).
+    Written as SQL text: a ``Column`` costs a few calls to the JVM per function, operator
+    and literal (``docs/design.md``, "Small jobs and ``.agg``")."""
     n, size, slide = grid.n, grid.size, grid.slide
     lateness = job.config.allowed_lateness
-    has_arrival, has_time = F.col(ARR).isNotNull(), F.col(TS).isNotNull()
-    ts, wm = F.col(TS), F.col(_WM)
-    seen_watermark = watermark_of(WMAX, job.source.watermark.delay)
+    has_both = f"{ARR} IS NOT NULL AND {TS} IS NOT NULL"
+    seen = f"({watermark_sql(WMAX, job.source.watermark.delay)})"
     # the last window holding ts ends at ts + size - 1 - ((ts - offset) mod slide)
-    back = F.pmod(F.pmod(ts, F.lit(slide)) - F.lit(grid.offset % slide), F.lit(slide))
-    span = F.lit(size - 1) - back  # >= 0: size > slide
-    last_max = F.when(ts > F.lit(MAX_TIMESTAMP) - span, F.lit(MAX_TIMESTAMP)).otherwise(ts + span)
-    block, pane = grid.block_and_pane(ts)
-    x_block, x_pane = grid.block_and_pane(F.greatest(ts, seen_watermark + F.lit(1)))  # wm < MAX
+    back = f"pmod(pmod({TS}, {int_sql(slide)}) - {int_sql(grid.offset % slide)}, {int_sql(slide)})"
+    span = f"({int_sql(size - 1)} - {back})"  # >= 0: size > slide
+    end = int_sql(MAX_TIMESTAMP)
+    last_max = f"CASE WHEN {TS} > {end} - {span} THEN {end} ELSE {TS} + {span} END"
+    block, pane = grid.block_and_pane(TS)
+    x_block, x_pane = grid.block_and_pane(f"greatest({TS}, {seen} + 1)")  # wm < MAX
     # every row with the watermark it saw, whether it is late, and its panes (in the prefix
     # maximum's last select: Spark analyzes each DataFrame operation as it is made)
     marked = _with_prefix_max(
         prepared,
         layout,
-        seen_watermark.alias(_WM),
-        (~_cleanup_after(last_max, lateness, seen_watermark)).alias(_LATE_ROW),
-        block.alias(HB),
-        pane.alias(HR),
-        x_block.alias(HBX),
-        x_pane.alias(HRX),
+        f"{seen} AS {_WM}",
+        f"NOT ({_cleanup_after(last_max, lateness, seen)}) AS {_LATE_ROW}",
+        f"{block} AS {HB}",
+        f"{pane} AS {HR}",
+        f"{x_block} AS {HBX}",
+        f"{x_pane} AS {HRX}",
     )
-    late_row = has_arrival & has_time & F.col(_LATE_ROW)
+    late_row = f"{has_both} AND {_LATE_ROW}"
     # One shuffle, by key: groups, late copies and the sweep of a key stay in its partition.
-    positioned = marked.where(has_arrival & has_time & ~F.col(_LATE_ROW))
+    positioned = marked.where(f"{has_both} AND NOT {_LATE_ROW}")
     positioned = positioned.repartition(*keys) if keys else positioned
     # The pane of x relative to the row's block (x >= ts: the same block or a later one).
-    x_rel = F.when(F.col(HBX) == F.col(HB), F.col(HRX)).when(
-        F.col(HBX) == F.col(HB) + F.lit(1), F.col(HRX) + F.lit(n)
+    x_rel = (
+        f"(CASE WHEN {HBX} = {HB} THEN {HRX} WHEN {HBX} = {HB} + 1 THEN {HRX} + {int_sql(n)} END)"
     )
-    on_time = x_rel.isNotNull() & (x_rel - F.lit(n) < F.col(HR))  # a window ends after wm
+    on_time = f"{x_rel} - {int_sql(n)} < {HR}"  # a window ends after wm (null: x_rel null)
     partials = Partials.of(compiled.calls)
     groups = positioned.where(on_time).groupBy(*keys, HB, HR, HBX, HRX).agg(*partials.rows())
     partials = partials.typed(groups)
@@ -137,45 +144,36 @@ def arrival_parts(
     # windows, and a probe's late firing (its window already normalized). (Each window's
     # columns made in the select that makes its row: an expression built on another one
     # repeats it, and Spark analyzes every copy.)
-    runs = (F.col(HIN) > F.lit(0)) & (F.col(HFIRST) < F.col(HNEXT))
-    starts = F.sequence(F.col(HFIRST), F.col(HNEXT) - F.lit(1), F.lit(grid.m).cast("long"))
-    firings = F.when(runs, F.transform(starts, lambda w: _firing(grid, F.col(HEB), w))).otherwise(
-        F.array().cast(_FIRINGS)
+    starts = grid.starts_between(HFIRST, f"{HNEXT} - 1")
+    firings = (
+        f"CASE WHEN {HIN} > 0 AND {HFIRST} < {HNEXT} THEN "
+        f"transform({starts}, {_START} -> {_firing(grid, HEB, _START)}) ELSE {_NO_FIRINGS} END"
     )
     if probes is not None:
-        probe = F.struct(F.col(HEB).alias(_FB), F.col(HER).alias(_FR), F.lit(True).alias(_FLATE))
-        firings = F.concat(
-            firings,
-            F.when(F.coalesce(F.col(HPROBE), F.lit(False)), F.array(probe)).otherwise(
-                F.array().cast(_FIRINGS)
-            ),
+        probe = f"struct({HEB} AS {_FB}, {HER} AS {_FR}, true AS {_FLATE})"
+        firings = (
+            f"concat({firings}, CASE WHEN coalesce({HPROBE}, false) THEN array({probe}) "
+            f"ELSE {_NO_FIRINGS} END)"
         )
-    fired = swept.select("*", F.inline(firings))
-    is_late = F.col(_FLATE)
-    start, end = grid.bounds(F.col(_FB), F.col(_FR))
-    on_time_values = partials.results(lambda x: None, F.col)
-    late_values = (
-        partials.results(F.col, lambda x: F.col(f"{x}_late")) if probes is not None else []
-    )
+    fired = swept.selectExpr("*", f"inline({firings})")
+    start, end = grid.bounds(_FB, _FR)
+    is_late = col(_FLATE)
+    on_time_values = partials.results(lambda x: None, col)
+    late_values = partials.results(col, lambda x: col(f"{x}_late")) if probes is not None else []
     values = [
         F.when(is_late, late).otherwise(now).alias(call.name) if late_values else now
         for call, now, late in zip(
             compiled.calls, on_time_values, late_values or on_time_values, strict=True
         )
     ]
-    pane_index = (
-        F.lit(0)
-        if probes is None
-        else F.when(
-            is_late, F.col(_PANE) + F.when(F.col(HIN) > F.lit(0), 1).otherwise(0)
-        ).otherwise(F.lit(0))
-    )
-    new_window = (
-        F.lit(True)
-        if probes is None
-        else ~is_late | (F.col(_FIRST_LATE) & (F.col(HIN) == F.lit(0)))
-    )
-    pane = (pane_index, F.when(is_late, F.lit(LATE)).otherwise(F.lit(ON_TIME)))
+    if probes is None:
+        pane_index, new_window = "0", "true"
+    else:
+        pane_index = (
+            f"CASE WHEN {_FLATE} THEN {_PANE} + CASE WHEN {HIN} > 0 THEN 1 ELSE 0 END ELSE 0 END"
+        )
+        new_window = f"NOT {_FLATE} OR ({_FIRST_LATE} AND {HIN} = 0)"
+    timing = f"CASE WHEN {_FLATE} THEN '{LATE}' ELSE '{ON_TIME}' END"
     # the results' columns in the plan's select of its results (one select fewer), unless
     # the job's outputs read the values as columns by name
     fired_values: tuple[Column, ...] | None = tuple(values)
@@ -184,22 +182,28 @@ def arrival_parts(
 
     def rest() -> NativeRest:
         counters = marked.agg(
-            F.count(F.lit(1)).alias("num_input_rows"),
-            F.count(F.when(has_arrival & has_time, 1)).alias("num_elements"),
-            F.count(F.when(has_arrival & ~has_time, 1)).alias("num_null_event_time"),
-            F.count(F.when(~has_arrival, 1)).alias("num_null_arrival_order"),
+            *[
+                F.expr(text)
+                for text in (
+                    "count(1) AS num_input_rows",
+                    f"count(CASE WHEN {has_both} THEN 1 END) AS num_elements",
+                    f"count(CASE WHEN {ARR} IS NOT NULL AND {TS} IS NULL THEN 1 END) "
+                    "AS num_null_event_time",
+                    f"count(CASE WHEN {ARR} IS NULL THEN 1 END) AS num_null_arrival_order",
+                    f"count(CASE WHEN {late_row} THEN 1 END) AS {late_counter(layout)}",
+                )
+            ],
             keys_counter(layout).alias("num_keys"),
-            F.count(F.when(late_row, 1)).alias(late_counter(layout)),
         )
         if not layout.has_late:
             return NativeRest(counters)
-        seen = F.when(wm != F.lit(MIN_TIMESTAMP), wm)
+        wm = F.expr(f"CASE WHEN {_WM} != {int_sql(MIN_TIMESTAMP)} THEN {_WM} END")
         late = [
-            marked.where(late_row).select(*layout.sql.late_branch(seen, REASON_LATE)),
-            marked.where(has_arrival & ~has_time).select(
-                *layout.sql.late_branch(seen, REASON_NULL_EVENT_TIME)
+            marked.where(late_row).select(*layout.sql.late_branch(wm, REASON_LATE)),
+            marked.where(f"{ARR} IS NOT NULL AND {TS} IS NULL").select(
+                *layout.sql.late_branch(wm, REASON_NULL_EVENT_TIME)
             ),
-            marked.where(~has_arrival).select(
+            marked.where(f"{ARR} IS NULL").select(
                 *layout.sql.late_branch(F.lit(None), REASON_NULL_ARRIVAL_ORDER)
             ),
         ]
@@ -208,19 +212,27 @@ def arrival_parts(
     # Every output reads the rows with their prefix maximum (three shuffles), and those rows
     # are the whole input: a persisted result caches its tagged output (its outputs computed
     # in one job, the shuffles reused), not them (no shared parts).
-    return NativeParts(fired, start, end, new_window, rest, pane, values=fired_values)
+    return NativeParts(
+        fired,
+        F.expr(start),
+        F.expr(end),
+        F.expr(new_window),
+        rest,
+        (F.expr(pane_index), F.expr(timing)),
+        values=fired_values,
+    )
 
 
-def _with_prefix_max(prepared: DataFrame, layout: OutputLayout, *also: Column) -> DataFrame:
+def _with_prefix_max(prepared: DataFrame, layout: OutputLayout, *also: str) -> DataFrame:
     """``prepared`` with the prefix maximum of event time over earlier arrivals (``WMAX``,
     :func:`~windowing.spark.columns.watermark.add_prefix_max`, as the batch replay computes it),
     its summaries sent to key groups of the keys (``KEY_GROUP``; one without keys), and the
-    columns ``also`` computed from them."""
+    SQL select items ``also`` computed from them."""
     spark = prepared.sparkSession
     groups = shuffle_partitions(spark) if layout.keys else 1
     # (+ pmod(content hash, 1), always 0: without keys the group is no constant, which
     # Spark would drop from the prefix maximum's window partition, warning that it has none)
-    kg = key_group(layout.keys, groups) + F.pmod(F.col(TB), F.lit(1))
+    kg = key_group(layout.keys, groups) + F.expr(f"pmod({TB}, 1)")
     grouped = prepared.withColumn(KEY_GROUP, kg)
     return add_prefix_max(
         grouped,
@@ -239,44 +251,42 @@ def _late_copies(
     rows: DataFrame,
     keys: list[Column],
     partials: Partials,
-    x_rel: Column,
+    x_rel: str,
     lateness: int,
 ) -> DataFrame:
     """Probes for the late firings: each row copied into its windows that end at or before
     its watermark and are not past their cleanup time, with the running partials of the
     window's late rows in replay order (``<partial>_late``), its rank among them (``_PANE``,
     from 0) and whether it is the first (``_FIRST_LATE``)."""
-    n = grid.n
     # the row's windows start at panes r - n + 1 .. r of its block; those ending at or
     # before the watermark (last pane < pane of x) start before x_rel - n + 1
-    high = F.least(F.col(HR), F.coalesce(x_rel - F.lit(n), F.col(HR)))
-    starts = grid.starts_of(F.col(HB), F.col(HR), high)
-    windows = F.transform(starts, lambda w: _firing(grid, F.col(HB), w, late=True))
-    copies = rows.select("*", F.inline(windows))  # (none without late windows: null)
-    _, end = grid.bounds(F.col(_FB), F.col(_FR))
-    max_ts = F.coalesce(end - F.lit(1), F.lit(MAX_TIMESTAMP))
-    copies = copies.where(_cleanup_after(max_ts, lateness, F.col(_WM)))
-    order = Window.partitionBy(*keys, F.col(_FB), F.col(_FR)).orderBy(
-        F.col(ARR), F.col(TS), F.col(TB)
-    )
+    high = f"least({HR}, coalesce({x_rel} - {int_sql(grid.n)}, {HR}))"
+    starts = grid.starts_of(HB, HR, high)
+    windows = f"transform({starts}, {_START} -> {_firing(grid, HB, _START, late=True)})"
+    copies = rows.selectExpr("*", f"inline({windows})")  # (none without late windows: null)
+    _, end = grid.bounds(_FB, _FR)
+    max_ts = f"coalesce(({end}) - 1, {int_sql(MAX_TIMESTAMP)})"
+    copies = copies.where(_cleanup_after(max_ts, lateness, _WM))
+    order = Window.partitionBy(*keys, col(_FB), col(_FR)).orderBy(col(ARR), col(TS), col(TB))
     running = order.rowsBetween(Window.unboundedPreceding, 0)
     rank = F.row_number().over(order) - F.lit(1)
     return copies.select(
         *keys,
-        F.col(_FB).alias(HEB),
-        F.col(_FR).alias(HER),
+        col(_FB).alias(HEB),
+        col(_FR).alias(HER),
         *[
             c.over(running).alias(f"{x}_late")
             for c, x in zip(partials.expressions(), partials.flat, strict=True)
         ],
         rank.alias(_PANE),
         (rank == F.lit(0)).alias(_FIRST_LATE),
-        F.lit(True).alias(HPROBE),
+        F.expr(f"true AS {HPROBE}"),
     )
 
 
-def _firing(grid: HoppingGrid, block: Column, pane: Column, late: bool = False) -> Column:
-    """The window starting at ``pane`` of ``block`` (``-n < pane < 2n``) normalized to a
-    block and a pane in it, and whether its firing is late: a struct to ``inline``."""
+def _firing(grid: HoppingGrid, block: str, pane: str, late: bool = False) -> str:
+    """SQL text: the window starting at ``pane`` of ``block`` (``-n < pane < 2n``)
+    normalized to a block and a pane in it, and whether its firing is late: a struct to
+    ``inline``."""
     b, r = grid.normalized(block, pane)
-    return F.struct(b.alias(_FB), r.alias(_FR), F.lit(late).alias(_FLATE))
+    return f"struct({b} AS {_FB}, {r} AS {_FR}, {str(late).lower()} AS {_FLATE})"

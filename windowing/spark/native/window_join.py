@@ -56,8 +56,9 @@ from windowing.spark.batch.replay_plan import (
     build_layout,
     result_names,
 )
-from windowing.spark.columns.inputs import TS, time_millis
+from windowing.spark.columns.inputs import TS, time_millis_sql
 from windowing.spark.columns.output import REASON_NULL_EVENT_TIME, col
+from windowing.spark.columns.sql import quoted
 from windowing.spark.native.hopping import HoppingGrid
 from windowing.spark.native.parts import (
     ON_TIME,
@@ -219,7 +220,7 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     df = source.df
     layout = build_layout(job, None, select.schema, None)
     keys = list(layout.keys)
-    ts = time_millis(df, source.event_time, "event_time", source.event_unit)
+    ts = time_millis_sql(df, source.event_time, "event_time", source.event_unit)
     windowed, window, bounds = _windowed(df, job, keys, ts)
     in_window = F.col(window[0]).isNotNull()
     rows = windowed.where(in_window)
@@ -295,7 +296,7 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
 
 
 def _windowed(
-    df: DataFrame, job: Job, keys: list[str], ts: Column
+    df: DataFrame, job: Job, keys: list[str], ts: str
 ) -> tuple[DataFrame, list[str], tuple[Column, Column]]:
     """The join's rows, each with its window (null without an event time): a tumbling
     window's start, or each of a row's hopping windows as (block, pane) of the pane grid
@@ -306,7 +307,7 @@ def _windowed(
     kept = [*[col(k) for k in keys], col(SIDE), col(LEFT), col(RIGHT)]
     if isinstance(assigner, TumblingEventTimeWindows):
         bounds = TumblingBounds(assigner)
-        timed = df.select(*kept, ts.alias(TS))
+        timed = df.select(*kept, F.expr(ts).alias(TS))
         start = F.when(F.col(TS).isNotNull(), bounds.start)
         return (
             timed.select("*", start.alias(_WINDOW), F.lit(True).alias(_FIRST)),
@@ -319,11 +320,18 @@ def _windowed(
     # the row's windows start at panes r - n + 1 .. r of its block, every m panes (one row
     # each, numbered)
     starts = grid.starts_of(block, pane)  # (null without an event time)
-    timed = df.select(*kept, ts.alias(TS), F.posexplode_outer(starts).alias(_POS, _WR))
-    b, r = grid.normalized(grid.block_and_pane(F.col(TS))[0], F.col(_WR))
-    first_copy = F.coalesce(F.col(_POS) == F.lit(0), F.lit(True))
-    windowed = timed.select(*kept, b.alias(_WB), r.alias(_WR), first_copy.alias(_FIRST))
-    return windowed, [_WB, _WR], grid.bounds(F.col(_WB), F.col(_WR))
+    timed = df.select(
+        *kept, F.expr(ts).alias(TS), F.expr(f"posexplode_outer({starts}) AS ({_POS}, {_WR})")
+    )
+    b, r = grid.normalized(grid.block_and_pane(TS)[0], _WR)
+    windowed = timed.selectExpr(
+        *[quoted(c) for c in (*keys, SIDE, LEFT, RIGHT)],
+        f"{b} AS {_WB}",
+        f"{r} AS {_WR}",
+        f"coalesce({_POS} = 0, true) AS {_FIRST}",
+    )
+    start, end = grid.bounds(_WB, _WR)
+    return windowed, [_WB, _WR], (F.expr(start), F.expr(end))
 
 
 def _key_value(key: Column, data_type: DataType) -> Column:
