@@ -13,7 +13,10 @@ reduce in arrival order):
   side output) of N rows (default 1,000) over 10 keys, the median of ``--repeat`` runs;
 * jobs: the Spark jobs of one end-to-end run, ours and native;
 * native plans: the build of each ``.agg`` as the native plan a larger input gets
-  (``spark.windowing.smallInputBytes`` at 0), with its calls to the JVM;
+  (``spark.windowing.smallInputBytes`` at 0), with its calls to the JVM and its CPU time
+  on the two threads that build it (this Python thread and the JVM thread py4j pins to it):
+  the build's time on a quiet machine, where wall time on a loaded one also counts the
+  waits for a core;
 * native: Spark's ``groupBy(key, window(...) | session_window(...)).agg(sum)`` on the same
   rows, built and collected the same way, run in turns with ours, and the ratio
   ``native / ours`` (1.0 is as fast).
@@ -196,6 +199,21 @@ def median_seconds(action: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
+def median_cpu_seconds(spark: SparkSession, action: Callable[[], Any], repeat: int) -> float:
+    """The median CPU time of ``action`` on this thread and the JVM thread serving its calls
+    (py4j pins one to each Python thread): a build runs on one of them at a time."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    threads = jvm.java.lang.management.ManagementFactory.getThreadMXBean()
+    times = []
+    for _ in range(repeat):
+        jvm_start, start = threads.getCurrentThreadCpuTime(), time.thread_time()
+        action()
+        jvm_ns = threads.getCurrentThreadCpuTime() - jvm_start
+        times.append(time.thread_time() - start + jvm_ns / 1e9)
+    return statistics.median(times)
+
+
 def paired_medians(
     ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int
 ) -> tuple[float, float]:
@@ -339,7 +357,7 @@ def native_plan_builds(spark: SparkSession, df: DataFrame, calls: Calls, args: A
     the other native routes (:func:`native_only_plans`)."""
     print()
     print("native plans (an input above spark.windowing.smallInputBytes), build only")
-    header = f"{'plan':48s} {'build s':>8s} {'JVM calls':>9s}  route"
+    header = f"{'plan':48s} {'build s':>8s} {'CPU s':>6s} {'JVM calls':>9s}  route"
     print(header)
     print("-" * (len(header) + 20))
     spark.conf.set("spark.windowing.smallInputBytes", "0")
@@ -351,9 +369,10 @@ def native_plan_builds(spark: SparkSession, df: DataFrame, calls: Calls, args: A
                 continue
             ours()
             build = median_seconds(ours, args.repeat)
+            cpu = median_cpu_seconds(spark, ours, args.repeat)
             before = calls.n
             route = ours().plan.route.value
-            print(f"{name:48s} {build:8.3f} {calls.n - before:9d}  {route}")
+            print(f"{name:48s} {build:8.3f} {cpu:6.3f} {calls.n - before:9d}  {route}")
     finally:
         spark.conf.unset("spark.windowing.smallInputBytes")
 
