@@ -44,6 +44,7 @@ Examples
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
@@ -71,11 +72,21 @@ class AggKind(enum.Enum):
     COUNT_IF = "count_if"
     BOOL_AND = "bool_and"
     BOOL_OR = "bool_or"
+    PANDAS_UDF = "pandas_udf"
+    """A grouped-aggregate ``pandas_udf``: :attr:`ColumnAggregate.udf` called once per
+    firing with the window's argument rows, in the replay order."""
 
     @property
     def ordered(self) -> bool:
-        """Whether the result depends on which row comes first (the order key decides)."""
+        """Whether the result is one row's value, picked by which row comes first (the order
+        key decides)."""
         return self in (AggKind.FIRST, AggKind.LAST, AggKind.MIN_BY, AggKind.MAX_BY)
+
+    @property
+    def needs_order(self) -> bool:
+        """Whether the aggregate reads the order key: a pick, or a pandas UDF (which sees
+        the rows in the replay order)."""
+        return self.ordered or self is AggKind.PANDAS_UDF
 
 
 class ValueKind(enum.Enum):
@@ -97,7 +108,9 @@ class ColumnAggregate:
 
     ``scale`` / ``precision`` are the result's for a decimal ``sum`` / ``avg``; ``ansi`` makes
     an integer or decimal overflow raise (else an integer sum wraps and a decimal one is
-    null). ``name`` is the output column, for error messages.
+    null). ``name`` is the output column, for error messages. ``udf`` (``PANDAS_UDF`` only):
+    the function of the window's argument rows (tuples of the ``inputs`` fields, in the
+    replay order; none when an evictor removed every row) giving the value.
 
     Examples
     --------
@@ -114,12 +127,21 @@ class ColumnAggregate:
     scale: int | None = None
     ansi: bool = True
     name: str = ""
+    udf: Callable[[list[tuple[Any, ...]]], Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, AggKind):
             msg = f"kind must be an AggKind, got {type(self.kind).__name__} {self.kind!r}"
             raise ValueError(msg)
-        arity = {AggKind.COUNT: None, AggKind.MIN_BY: 2, AggKind.MAX_BY: 2}.get(self.kind, 1)
+        if (self.udf is not None) != (self.kind is AggKind.PANDAS_UDF):
+            msg = f"udf: a function for pandas_udf aggregates only, got {self.udf!r}"
+            raise ValueError(msg)
+        arity = {
+            AggKind.COUNT: None,
+            AggKind.PANDAS_UDF: None,
+            AggKind.MIN_BY: 2,
+            AggKind.MAX_BY: 2,
+        }.get(self.kind, 1)
         if arity is not None and len(self.inputs) != arity:
             msg = (
                 f"{self.kind.value} takes {arity} argument(s), got {len(self.inputs)} "
@@ -199,8 +221,8 @@ class ColumnAggregates(AggregateFunction[Any, list[Any], Any]):
         if self.names is not None and len(self.names) != len(self.aggregates):
             msg = f"names: {len(self.names)} names for {len(self.aggregates)} aggregates"
             raise ValueError(msg)
-        if self.order is None and any(a.kind.ordered for a in self.aggregates):
-            kinds = [a.kind.value for a in self.aggregates if a.kind.ordered]
+        if self.order is None and any(a.kind.needs_order for a in self.aggregates):
+            kinds = [a.kind.value for a in self.aggregates if a.kind.needs_order]
             msg = f"{kinds} need the order key field (order=None)"
             raise ValueError(msg)
 
@@ -233,6 +255,8 @@ def _initial(a: ColumnAggregate) -> Any:
         return set() if a.distinct else 0
     if kind is AggKind.COUNT_IF:
         return 0
+    if kind is AggKind.PANDAS_UDF:
+        return []  # (order key, argument values) of each row
     if kind is AggKind.AVG:
         return [None, 0]
     return _NO_VALUE
@@ -259,6 +283,9 @@ def _add(a: ColumnAggregate, state: Any, row: Any, order: Any) -> Any:
             state.add(tuple(_distinct_value(v) for v in values))
             return state
         return state + 1
+    if kind is AggKind.PANDAS_UDF:  # (every row: Spark hands a pandas UDF its nulls too)
+        state.append((order, tuple(row[i] for i in a.inputs)))
+        return state
     v = row[a.inputs[0]]
     if kind is AggKind.FIRST or kind is AggKind.LAST:
         if v is None and a.ignore_nulls:
@@ -327,8 +354,8 @@ def _merge(a: ColumnAggregate, x: Any, y: Any) -> Any:
     kind = a.kind
     if kind is AggKind.COUNT:
         return x | y if a.distinct else x + y
-    if kind is AggKind.COUNT_IF:
-        return x + y
+    if kind is AggKind.COUNT_IF or kind is AggKind.PANDAS_UDF:
+        return x + y  # (a new list: panes' accumulators are merged into several windows)
     if kind is AggKind.AVG:
         if x[0] is None:
             return [y[0], y[1]]
@@ -360,6 +387,9 @@ def _result(a: ColumnAggregate, state: Any) -> Any:
         return None if state is None else state[1]
     if kind is AggKind.MIN_BY or kind is AggKind.MAX_BY:
         return None if state is None else state[2]
+    if kind is AggKind.PANDAS_UDF:
+        assert a.udf is not None
+        return a.udf([values for _, values in sorted(state, key=lambda item: item[0])])
     if kind is AggKind.SUM:
         if state is None:
             return None

@@ -697,7 +697,7 @@ class WindowedStream:
         ``processing_time`` column: docs/spark.md) Spark computes it natively and no
         row reaches Python (``explain()`` names the plan); anywhere else the window operator
         computes the aggregates of ``docs/spark.md`` (count, sum, avg, min, max, first, last,
-        min_by, max_by, count_if, bool_and, bool_or; ``first``/``last`` by event time)::
+        min_by, max_by, count_if, bool_and, bool_or, grouped-aggregate pandas UDFs)::
 
             from pyspark.sql import functions as F
 

@@ -255,3 +255,53 @@ def test_timestamps_compare_as_instants_in_a_repeated_hour() -> None:
     hi, lo, n = run(aggs, [(est,), (edt,), (same_wall,)])
     assert (hi, lo, n) == (same_wall, edt, 3)
     assert hi.fold == 1 and lo.fold == 0
+
+
+# -- pandas UDF aggregates -----------------------------------------------------------------------
+def _rows_seen(rows: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...], ...]:
+    return tuple(rows)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(-3, 3) | st.none(), st.integers(0, 5), st.integers(0, 99)),
+        max_size=12,
+    ),
+    st.integers(0, 12),
+)
+def test_a_pandas_udf_sees_every_row_in_the_replay_order_whatever_the_merges(
+    rows: list[tuple[Any, ...]], cut: int
+) -> None:
+    """Rows (value, event time, content) reach the UDF sorted by the order key, nulls
+    included; merging two accumulators gives the UDF what one accumulator over all rows
+    gives, and leaves both parts as they were (a pane merges into several windows)."""
+    udf = ColumnAggregate(AggKind.PANDAS_UDF, (0,), udf=_rows_seen)
+    f = ColumnAggregates((udf,), order=3)
+    keyed = [(v, t, c, (t, c)) for v, t, c in rows]
+    expected = tuple((r[0],) for r in sorted(keyed, key=lambda r: r[3]))
+    assert run([udf], keyed, order=3) == (expected,)
+    left, right = f.create_accumulator(), f.create_accumulator()
+    for r in keyed[:cut]:
+        left = f.add(r, left)
+    for r in keyed[cut:]:
+        right = f.add(r, right)
+    before = (list(left[0]), list(right[0]))
+    assert f.get_result(f.merge(left, right)) == (expected,)
+    assert (left[0], right[0]) == before
+
+
+def test_a_pandas_udf_needs_the_order_key_and_a_function() -> None:
+    with pytest.raises(ValueError, match="order key"):
+        ColumnAggregates((ColumnAggregate(AggKind.PANDAS_UDF, (0,), udf=_rows_seen),))
+    with pytest.raises(ValueError, match="udf"):
+        ColumnAggregate(AggKind.PANDAS_UDF, (0,))
+    with pytest.raises(ValueError, match="udf"):
+        ColumnAggregate(AggKind.SUM, (0,), udf=_rows_seen)
+    assert AggKind.PANDAS_UDF.needs_order and not AggKind.PANDAS_UDF.ordered
+
+
+def test_an_emptied_window_calls_the_pandas_udf_with_no_rows() -> None:
+    """An evictor may leave a window no rows: the function is called with none (Flink calls
+    a window function with the contents there are)."""
+    udf = ColumnAggregate(AggKind.PANDAS_UDF, (0, 1), udf=_rows_seen)
+    assert run([udf], [], order=2) == ((),)

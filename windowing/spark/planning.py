@@ -232,7 +232,7 @@ def plan_spark(
     if calls is not None and not job.source.df.isStreaming:
         native = _native(native_job or job, calls)
         if native is None:
-            why_operator = _why_not_native(native_job or job)
+            why_operator = _why_not_native(native_job or job) + _why_udfs_not_native(calls)
         if native is not None and computes is not None:
             native = native[0], native[1].replace(_AGG, computes, 1)
             assert spec is not None  # (a built-in is a reduce)
@@ -382,6 +382,9 @@ def _native(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | Non
     hopping = job.config.assigner
     job = as_tumbling(job)
     native = _native_route(job, calls)
+    udfs = [call.python_udf for call in calls]
+    if native is not None and any(udfs) and (not all(udfs) or native[0] not in _GROUPED):
+        return None  # (see _why_udfs_not_native)
     if native is None or job.config.assigner is hopping:
         return native
     route, text = native
@@ -485,6 +488,21 @@ def _tumbling_processing(job: Job) -> tuple[Route, str] | str:
         "window is left); nothing is late; Python never sees the rows"
     )
     return Route.NATIVE_TUMBLING_PROCESSING, text
+
+
+#: The native routes that run the user's aggregate columns alone in one ``groupBy().agg()``.
+_GROUPED = (Route.NATIVE_TUMBLING, Route.NATIVE_HOPPING_DISJOINT)
+
+
+def _why_udfs_not_native(calls: Sequence[AggregateCall]) -> str:
+    """Why a batch ``.agg`` with pandas UDFs runs in the window operator (empty without)."""
+    if not any(call.python_udf for call in calls):
+        return ""
+    return (
+        "; pandas UDF aggregates run natively only alone (Spark runs no other aggregate "
+        "beside them), over tumbling or non-overlapping hopping event-time windows with the "
+        "default trigger: the window operator calls each once per firing"
+    )
 
 
 def _why_not_native(job: Job) -> str:

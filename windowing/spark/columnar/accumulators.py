@@ -324,6 +324,8 @@ def _exact(kind: AggKind, value: ValueKind, types: Sequence[pa.DataType]) -> boo
     in any order of rows."""
     if kind is AggKind.COUNT:
         return True
+    if kind is AggKind.PANDAS_UDF:
+        return False  # (the window operator calls it per firing)
     dtype = types[0]
     if kind in (AggKind.COUNT_IF, AggKind.BOOL_AND, AggKind.BOOL_OR):
         return bool(pa.types.is_boolean(dtype))

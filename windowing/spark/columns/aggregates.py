@@ -16,12 +16,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from pyspark import SparkContext
 from pyspark.errors import PySparkException
+from pyspark.serializers import CloudPickleSerializer
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from pyspark.sql.types import (
@@ -48,6 +49,12 @@ from windowing.functions.spec import Aggregate
 from windowing.job import Job
 from windowing.spark.columns.inputs import arrival_micros, content_hash, time_millis
 from windowing.spark.columns.output import col
+from windowing.spark.columns.pandas_udfs import (
+    CONVERTS,
+    GROUPED_AGG,
+    PandasAggregate,
+    PandasConf,
+)
 from windowing.spark.columns.schema import INTERNAL_PREFIX
 
 __all__ = [
@@ -142,6 +149,8 @@ class AggregateCall:
     kind: AggKind | None = None
     expression: Column | None = None  # the column without its alias (for ``over``)
     value_pick: ValuePick | None = None
+    udf: Callable[..., Any] | None = None  # a grouped-aggregate pandas UDF's function
+    python_udf: bool = False  # a Python aggregate UDF (Spark runs it alone in an ``agg``)
 
     def __post_init__(self) -> None:
         if self.expression is None:
@@ -201,6 +210,48 @@ class _Node:
     literals: tuple[Any, ...]
     distinct: bool
     expression: Column | None = None
+    udf: Callable[..., Any] | None = None
+    python_udf: bool = False
+
+
+def _read_pandas_udf(column: Column, node: Any, expression: Column) -> _Node:
+    """A classic column node that is not a function call: a Python aggregate UDF's (a
+    grouped-aggregate pandas UDF with its function unpickled as Spark ships it to the
+    workers and its arguments as columns; any other only flagged), or an unknown
+    expression."""
+    unknown = _Node(None, (), (), False, expression)
+    if node.getClass().getSimpleName() != "ExpressionColumnNode":
+        return unknown
+    aggregate = node.expression()
+    if aggregate.getClass().getSimpleName() != "AggregateExpression":
+        return unknown
+    udf = aggregate.aggregateFunction()
+    if udf.getClass().getSimpleName() != "PythonUDAF":
+        return unknown
+    name = f"pandas_udf {udf.name()}"
+    python = udf.func()
+    children = udf.children()
+    named = any(
+        children.apply(i).getClass().getSimpleName() == "NamedArgumentExpression"
+        for i in range(children.size())
+    )
+    if (
+        udf.evalType() != GROUPED_AGG
+        or named
+        or not python.broadcastVars().isEmpty()
+        or not CONVERTS
+    ):
+        # (another kind of Python aggregate, keyword arguments, a function pickled over
+        # 1 MB, which Spark broadcasts, or a pyspark without its worker's conversions)
+        return _Node(name, (), (), False, expression, python_udf=True)
+    function, _ = CloudPickleSerializer().loads(bytes(python.command().unsafeArray()))
+    jvm = SparkContext._jvm
+    assert jvm is not None
+    args = tuple(
+        type(column)(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(children.apply(i)))
+        for i in range(children.size())
+    )
+    return _Node(name, args, (None,) * len(args), False, expression, function, True)
 
 
 def _read_classic(column: Column) -> _Node | None:
@@ -213,7 +264,7 @@ def _read_classic(column: Column) -> _Node | None:
     jvm_column = SparkContext._jvm.org.apache.spark.sql.Column  # type: ignore[union-attr]
     expression = type(column)(jvm_column(node))
     if node.getClass().getSimpleName() != "UnresolvedFunction":
-        return _Node(None, (), (), False, expression)
+        return _read_pandas_udf(column, node, expression)
     args: list[Column | None] = []
     literals: list[Any] = []
     arguments = node.arguments()
@@ -242,6 +293,9 @@ def _read_connect(column: Column) -> _Node | None:
     while type(expr).__name__ == "ColumnAlias":
         expr = getattr(expr, "_child", None) or expr._parent
     expression = type(column)(expr)
+    if type(expr).__name__ == "CommonInlineUserDefinedFunction":  # (its function unread)
+        name = f"pandas_udf {expr._function_name}"
+        return _Node(name, (), (), False, expression, python_udf=True)
     if type(expr).__name__ != "UnresolvedFunction":
         return _Node(None, (), (), False, expression)
     args: list[Column | None] = []
@@ -297,6 +351,14 @@ def _why_not(
     label = f"aggregate column {call.name!r} ({call.column!r})"
     if call.function is None:
         return f"{label} is not one aggregate function call"
+    if call.udf is not None:
+        return None  # (any arguments: Spark's analyzer took them)
+    if call.python_udf:
+        return (
+            f"{label}: the window operator runs grouped-aggregate pandas UDFs (pandas Series "
+            "in, a scalar out) called with positional arguments, whose function is pickled in "
+            "under 1 MB and read from a classic (not Spark Connect) session"
+        )
     kind = SUPPORTED.get(call.function)
     if kind is not None and any(a is None for a in call.args):
         star = kind is AggKind.COUNT and not call.distinct and call.literals == (_STAR,)
@@ -387,6 +449,8 @@ def compile_aggregates(job: Job, columns: Sequence[Any]) -> CompiledAggregates:
             node.literals,
             node.distinct,
             expression=node.expression,
+            udf=node.udf,
+            python_udf=node.python_udf,
         )
         args = [a for a in node.args if a is not None]
         try:
@@ -404,16 +468,20 @@ def compile_aggregates(job: Job, columns: Sequence[Any]) -> CompiledAggregates:
             why_not = why_not or reason
             calls.append(call)
             continue
-        kind = SUPPORTED[node.function]  # type: ignore[index]
+        kind = AggKind.PANDAS_UDF if node.udf else SUPPORTED[node.function]  # type: ignore[index]
         calls.append(dataclasses.replace(call, kind=kind))
+        runner = None
+        if node.udf is not None:
+            conf = PandasConf.of(df.sparkSession)
+            runner = PandasAggregate(node.udf, tuple(arg_types), field.dataType, conf)
         aggregate, used = _aggregate(
-            call, kind, arg_kinds, len(df.columns) + len(arg_columns), ansi
+            call, kind, arg_kinds, len(df.columns) + len(arg_columns), ansi, runner
         )
         arg_columns.extend(used)
         aggregates.append(aggregate)
     if why_not is not None:
         return CompiledAggregates(tuple(calls), schema, job, None, why_not)
-    ordered = any(a.kind.ordered for a in aggregates)
+    ordered = any(a.kind.needs_order for a in aggregates)
     extra = [c.alias(f"{_ARG}{i}") for i, c in enumerate(arg_columns)]
     if ordered:
         extra.append(order_key(df, job).alias(ORDER))
@@ -432,6 +500,7 @@ def _aggregate(
     arg_kinds: Sequence[ValueKind],
     first_position: int,
     ansi: bool,
+    udf: PandasAggregate | None = None,
 ) -> tuple[ColumnAggregate, list[Column]]:
     """The operator's aggregate for ``call``, and the argument columns it reads (placed
     from ``first_position`` on)."""
@@ -459,6 +528,7 @@ def _aggregate(
         scale=scale,
         ansi=ansi,
         name=call.name,
+        udf=udf,
     )
     return aggregate, used
 

@@ -122,8 +122,9 @@ def left_at_end(max_ts: Column, lateness: int, *, at_max: bool = False) -> Colum
 
 def windowable(calls: Sequence[AggregateCall]) -> bool:
     """Whether every aggregate runs as a Spark window function (running aggregates): one
-    function the window operator knows, without DISTINCT."""
-    return all(call.kind is not None and not call.distinct for call in calls)
+    function the window operator knows, without DISTINCT (a pandas UDF is none: Spark runs
+    it in a ``groupBy`` alone)."""
+    return all(call.kind not in (None, AggKind.PANDAS_UDF) and not call.distinct for call in calls)
 
 
 #: The largest KIP-450 size range frames take: event times are shifted by ``2**62`` towards 0
