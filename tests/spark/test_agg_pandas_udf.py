@@ -206,3 +206,37 @@ def test_a_udf_that_raises_names_itself(spark: SparkSession) -> None:
     result = stream.window(HoppingEventTimeWindows(20, 5)).agg(broken("d").alias("b"))
     with pytest.raises(Exception, match="broken on purpose"):
         result.results.collect()
+
+
+def test_a_firing_whose_udf_raises_is_a_dead_letter_and_the_others_fire_with_pane_info(
+    spark: SparkSession,
+) -> None:
+    """Under ``on_error("dead_letter")`` a firing whose UDF raises is a dead letter naming
+    its window; the other firings are results, with their pane (early firings of a count
+    trigger, then the last)."""
+
+    @F.pandas_udf(DoubleType())  # type: ignore[call-overload]
+    def picky(v: pd.Series) -> float:
+        if v.max() > 25:
+            raise ValueError("too big")
+        return float(v.sum())
+
+    df = spark.range(30).select(
+        (F.col("id") % 3).alias("k"), (F.col("id") * 1.0).alias("v"), (F.col("id") * 100).alias("t")
+    )
+    result = (
+        WindowedStream.from_dataframe(df, event_time="t")
+        .key_by("k")
+        .window(TumblingEventTimeWindows(1000))
+        .trigger(CountTrigger(2))
+        .pane_info()
+        .on_error("dead_letter")
+        .agg(picky("v").alias("s"))
+    )
+    dead = result.dead_letters.select("k", "error_class", "error_message", "window_start")
+    # window [2000, 3000): key 2 holds 20, 23, 26, 29 (its second firing sees 29); keys 0
+    # and 1 fire once there, over 21, 24 and 22, 25
+    assert [tuple(r) for r in dead.collect()] == [(2, "ValueError", "too big", 2000)]
+    rows = result.results.where("window_start = 0 AND k = 0").orderBy("pane_index").collect()
+    # key 0's rows at 0, 300, 600, 900 ms (values 0, 3, 6, 9): fired after 2 and 4 rows
+    assert [(r.s, r.pane_index) for r in rows] == [(3.0, 0), (18.0, 1)]
