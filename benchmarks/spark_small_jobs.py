@@ -228,20 +228,26 @@ def paired_medians(
     return statistics.median(times[0]), statistics.median(times[1])
 
 
+def local_spark(**conf: str) -> SparkSession:
+    """The benchmarks' session: ``local[2]``, no UI or progress bars, errors only in the log,
+    the workers on this Python; ``conf``: more settings."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", default=None, help="plans whose name contains this text")
     args = parser.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark()
     n = args.rows
     df = spark.range(n).select(
         F.col("id").alias("seq"),

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
-from spark_small_jobs import paired_medians
+from spark_small_jobs import local_spark, paired_medians
 
 from windowing import WindowedStream
 from windowing.assigners import HoppingEventTimeWindows, TumblingEventTimeWindows
@@ -78,15 +77,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark(**{"spark.sql.session.timeZone": "UTC"})
     left, right = sides(spark, args.rows, args.keys)
     cases = [
         ("tumbling 10 s", TumblingEventTimeWindows(10_000), "10 seconds", None),
