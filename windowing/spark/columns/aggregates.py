@@ -434,6 +434,7 @@ def compile_aggregates(job: Job, columns: Sequence[Any]) -> CompiledAggregates:
             )
             raise ValueError(msg)
     ansi = ansi_enabled(df.sparkSession)
+    conf: PandasConf | None = None  # (the session's pandas settings, read for a first UDF)
     calls: list[AggregateCall] = []
     arg_columns: list[Column] = []
     aggregates: list[ColumnAggregate] = []
@@ -472,7 +473,7 @@ def compile_aggregates(job: Job, columns: Sequence[Any]) -> CompiledAggregates:
         calls.append(dataclasses.replace(call, kind=kind))
         runner = None
         if node.udf is not None:
-            conf = PandasConf.of(df.sparkSession)
+            conf = conf or PandasConf.of(df.sparkSession)
             runner = PandasAggregate(node.udf, tuple(arg_types), field.dataType, conf)
         aggregate, used = _aggregate(
             call, kind, arg_kinds, len(df.columns) + len(arg_columns), ansi, runner
