@@ -46,6 +46,7 @@ from windowing.engine.encoding import (
     legacy_pickle_allowed,
 )
 from windowing.engine.exchange import (
+    ReducedPanes,
     ReducedWindows,
     WindowSummary,
     export_reduced,
@@ -388,6 +389,21 @@ class WindowOperator:
         timers and their cleanup timers (:func:`~windowing.engine.exchange.import_reduced`)."""
         ks = self.new_key_state()
         import_reduced(ks, reduced, lateness=self.job.allowed_lateness)
+        return ks
+
+    def export_reduced_panes(self, ks: KeyState) -> ReducedPanes | None:
+        """The panes of the key state ``ks`` when this operator keeps hopping windows as panes
+        (``slicing``) and ``ks`` holds nothing else, else ``None``: for a runtime that
+        computes the panes on whole columns."""
+        return self.strategy.export_panes(ks)
+
+    def import_reduced_panes(self, reduced: ReducedPanes) -> KeyState:
+        """A new key state holding the panes of ``reduced``, with the key's timer as the
+        operator leaves it after firing up to ``reduced.upto``."""
+        ks = self.new_key_state()
+        if not self.strategy.import_panes(ks, reduced):
+            msg = "import_reduced_panes: this operator keeps no panes (slicing is off)"
+            raise TypeError(msg)
         return ks
 
     def window_summaries(self, ks: KeyState) -> list[WindowSummary]:

@@ -598,6 +598,40 @@ def test_agg_columns_of_session_windows(spark: SparkSession, tmp_path: Path) -> 
     assert streamed["late"] and any(r[3] > 1 for r in streamed["results"])
 
 
+@pytest.mark.differential(Route.STREAMING, ColumnarShape.HOPPING)
+def test_agg_columns_of_hopping_windows(spark: SparkSession, tmp_path: Path) -> None:
+    """Streaming computes ``.agg`` of hopping windows on accumulator columns of panes while a
+    call allows it and with the operator's panes otherwise (rows that fire a window on
+    arrival within the allowed lateness), converting the key's panes each way: the outputs
+    equal the batch replay's, nulls and late rows included."""
+
+    def finish(keyed: Any) -> Any:
+        stream = (
+            keyed.window(HoppingEventTimeWindows(6_000, 2_000))
+            .allowed_lateness(3_000)
+            .side_output_late_data(LATE)
+        )
+        return stream.agg(
+            F.count("*").alias("n"),
+            F.sum("amount").alias("total"),
+            F.min("amount").alias("low"),
+            F.max(F.col("amount") / 2).alias("high"),
+            F.count_if(F.col("amount") > 3).alias("big"),
+            F.bool_and(F.col("amount") > 1).alias("all_big"),
+        )
+
+    batches = with_band_rows(make_batches(seed=5))
+    df = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    plan = finish(WindowedStream.from_dataframe(df, event_time="ts").key_by("user")).plan
+    assert plan.columnar_shape is ColumnarShape.HOPPING and "pane of 2000 ms" in str(plan)
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
+    assert streamed == replayed
+    assert streamed["late"] and any(r[3] > 2 for r in streamed["results"])
+    # a row fires its ended windows on arrival: windows of "a" fire twice
+    starts = [r[1] for r in streamed["results"] if r[0] == "a"]
+    assert len(starts) > len(set(starts))
+
+
 @pytest.mark.differential(Route.STREAMING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)
 @pytest.mark.parametrize(
     ("windows", "aggregation", "lateness"),

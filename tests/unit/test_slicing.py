@@ -301,3 +301,48 @@ def test_default_uses_panes_only_for_declared_functions(function: Any, sliced: b
 def test_slicing_must_be_a_bool_or_none() -> None:
     with pytest.raises(ValueError, match="slicing must be a bool or None, got str 'yes'"):
         WindowOperatorHarness(HoppingEventTimeWindows(10, 2), SumCount(), slicing="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("lateness", [0, 4])
+def test_panes_export_and_import_mid_stream(lateness: int) -> None:
+    """A key's panes exported from one operator and imported into another (as a runtime that
+    keeps panes on whole columns hands a key back and forth): the same timer, and the same
+    later firings, late firings and late rows as the operator that kept them."""
+    first = harness(SumCount(), slicing=True, lateness=lateness)
+    for ts in (0, 3, 8, 13, 2, 21):
+        first.process_element(ts, ts, "k")
+    first.process_watermark(9)
+    first.extract_output()
+    op = first.operator
+    ks = op.backend.get("k")
+    reduced = op.export_reduced_panes(ks)
+    assert reduced is not None and reduced.starts == tuple(sorted(reduced.starts))
+    assert reduced.upto == 9 and len(reduced.partials) == len(reduced.starts)
+    second = harness(SumCount(), slicing=True, lateness=lateness)
+    imported = second.operator.import_reduced_panes(reduced)
+    assert imported.next_event_time() == ks.next_event_time()
+    second.operator.backend.put("k", imported)
+    for h in (first, second):
+        h.operator.set_clocks(watermark=9)
+        h.process_element(100, 7, "k")  # within the lateness: fires on arrival, else late
+        o = h.operator
+        for wm in (12, 17, 30):
+            o.set_clocks(watermark=wm)
+            o.fire_timers("k", o.backend.get("k"))
+    assert first.extract_output() == second.extract_output()
+    assert first.extract_side_output(LATE) == second.extract_side_output(LATE)
+
+
+def test_panes_export_only_panes_and_import_only_into_panes() -> None:
+    """A key state that is not panes exports nothing; an operator that keeps windows, not
+    panes, refuses panes."""
+    windows = harness(SumCount(), slicing=False)
+    windows.process_element(1, 3, "k")
+    op = windows.operator
+    assert op.export_reduced_panes(op.backend.get("k")) is None
+    sliced = harness(SumCount(), slicing=True)
+    sliced.process_element(1, 3, "k")
+    reduced = sliced.operator.export_reduced_panes(sliced.operator.backend.get("k"))
+    assert reduced is not None
+    with pytest.raises(TypeError, match="keeps no panes"):
+        op.import_reduced_panes(reduced)

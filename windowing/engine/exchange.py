@@ -26,12 +26,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowing.engine.keystate import KeyState, register_timer
+from windowing.engine.keystate import KeyState, Slices, register_timer
 from windowing.plan import StateForm
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
-__all__ = ["ReducedWindows", "WindowSummary", "export_reduced", "import_reduced", "summaries"]
+__all__ = [
+    "ReducedPanes",
+    "ReducedWindows",
+    "WindowSummary",
+    "export_panes",
+    "export_reduced",
+    "import_panes",
+    "import_reduced",
+    "summaries",
+]
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,17 @@ class ReducedWindows:
     windows: tuple[TimeWindow, ...]
     records: tuple[Any, ...]
     fired_upto: int
+
+
+@dataclass(frozen=True)
+class ReducedPanes:
+    """A key's hopping windows kept as panes (:mod:`windowing.engine.panes`): the pane
+    ``starts`` (ascending), each pane's partial (``partials``), and the watermark up to which
+    the key's windows have fired (``upto``)."""
+
+    starts: tuple[int, ...]
+    partials: tuple[Any, ...]
+    upto: int
 
 
 @dataclass(frozen=True)
@@ -122,6 +142,31 @@ def import_reduced(ks: KeyState, reduced: ReducedWindows, *, lateness: int) -> N
         if end > reduced.fired_upto:
             register_timer(ks.evt_timers, ks.evt_heap, ks, end, window)
         register_timer(ks.evt_timers, ks.evt_heap, ks, end + lateness, window)
+
+
+def export_panes(ks: KeyState) -> ReducedPanes | None:
+    """The panes of ``ks`` when it holds nothing but pane partials and its slicing timer;
+    ``None`` otherwise (no panes, other timers, trigger or function state)."""
+    sl = ks.slices
+    if sl is None or not sl.starts or sl.due is None:
+        return None
+    if ks.proc_timers or ks.evt_timers or ks.timeline is not None or ks.kafka is not None:
+        return None
+    if ks.merging or ks.panes or ks.num_state_entries() != len(ks.contents):
+        return None
+    if len(ks.contents) != len(sl.starts) or any(p not in ks.contents for p in sl.starts):
+        return None
+    return ReducedPanes(tuple(sl.starts), tuple(ks.contents[p] for p in sl.starts), sl.upto)
+
+
+def import_panes(ks: KeyState, reduced: ReducedPanes) -> None:
+    """Put the panes of ``reduced`` into the new key state ``ks`` (the key's timer is the
+    pane strategy's to set: :meth:`~windowing.engine.panes.HoppingPanes.import_panes`)."""
+    sl = Slices(reduced.upto)
+    sl.starts = list(reduced.starts)
+    for p, partial in zip(reduced.starts, reduced.partials, strict=True):
+        ks.contents[p] = partial
+    ks.slices = sl
 
 
 def summaries(

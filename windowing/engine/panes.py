@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from windowing.due import put_back, take_due
+from windowing.engine.exchange import ReducedPanes, export_panes, import_panes
 from windowing.engine.keystate import KeyState, Slices, count_row
 from windowing.engine.notes import note_element, note_window
 from windowing.engine.strategy import Element, Engine, WindowStrategy
@@ -441,19 +442,7 @@ class HoppingPanes:
                 if upto == max_timestamp:
                     sl.due = None  # fired everything; what is left is never cleaned up
                     continue
-                s = upto - size + 2
-                s += (offset - s) % slide
-                i = bisect_left(starts, s)
-                if i < n:
-                    s2 = starts[i] - size + 1
-                    s2 += (offset - s2) % slide
-                    if s2 > s:
-                        s = s2
-                    end = s + size
-                    if end > end_of_time:
-                        end = end_of_time
-                    if end - 1 < drop:
-                        drop = end - 1
+                drop = self._next_due(starts, upto, drop)
                 sl.due = drop
                 sched[key] = drop
                 engine.scheduler.seq += 1
@@ -466,6 +455,37 @@ class HoppingPanes:
         finally:
             put_back(due_heap, rest)  # the keys not visited, if interrupted
             engine.outputs.metrics.num_windows_fired += fired
+
+    def _next_due(self, starts: list[int], upto: int, drop: int) -> int:
+        """The key's timer after a firing up to ``upto``: the end of its next window with
+        contents (``starts``: its pane starts) or ``drop`` (its first pane's drop time),
+        whichever is earlier."""
+        size, slide, offset = self.size, self.slide, self.offset
+        s = upto - size + 2
+        s += (offset - s) % slide  # the first window ending after upto
+        i = bisect_left(starts, s)
+        if i < len(starts):
+            s2 = starts[i] - size + 1
+            s2 += (offset - s2) % slide
+            if s2 > s:
+                s = s2
+            end = min(s + size, _END_OF_TIME)
+            if end - 1 < drop:
+                drop = end - 1
+        return drop
+
+    def _drop_time(self, p: int) -> int:
+        """When the pane at ``p`` is dropped: the cleanup time of its last window."""
+        end = min(p - (p - self.offset) % self.slide + self.size, _END_OF_TIME)
+        return min(end - 1 + self.lateness, MAX_TIMESTAMP)
+
+    # ------------------------------------------------------------------ exchange
+    def import_panes(self, ks: KeyState, reduced: ReducedPanes) -> None:
+        """Put ``reduced`` into the new ``ks``, its timer as a firing up to its upto left it."""
+        import_panes(ks, reduced)
+        sl = ks.slices
+        if sl is not None and sl.starts and reduced.upto < MAX_TIMESTAMP:
+            sl.due = self._next_due(sl.starts, reduced.upto, self._drop_time(sl.starts[0]))
 
     def _decide_copies(self, ks: KeyState | None) -> None:
         """Accumulators that are immutable values (numbers, strings, tuples of those) cannot
@@ -595,6 +615,13 @@ class PanesStrategy(WindowStrategy):
 
     def live_windows(self, ks: KeyState) -> list[Any] | None:
         return self.hopping.live_windows(ks, self.engine.clocks.watermark)
+
+    def export_panes(self, ks: KeyState) -> ReducedPanes | None:
+        return export_panes(ks)
+
+    def import_panes(self, ks: KeyState, reduced: ReducedPanes) -> bool:
+        self.hopping.import_panes(ks, reduced)
+        return True
 
     def rows_in(self, ks: KeyState, window: Any, namespace: Any) -> int | None:
         """The rows of the window's panes (0 without any), ``None`` when one of them took

@@ -16,6 +16,7 @@ import abc
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from windowing.engine.exchange import ReducedPanes
 from windowing.engine.keystate import KeyState
 from windowing.engine.services import Engine
 
@@ -76,6 +77,16 @@ class WindowStrategy(abc.ABC):
     def live_windows(self, ks: KeyState) -> list[Any] | None:
         """The key's windows with contents when they are not ``ks.contents``' keys."""
         return None
+
+    def export_panes(self, ks: KeyState) -> ReducedPanes | None:
+        """The key's windows as pane partials, for a strategy that keeps panes and a key
+        state holding nothing else; ``None`` otherwise."""
+        return None
+
+    def import_panes(self, ks: KeyState, reduced: ReducedPanes) -> bool:
+        """Put pane partials into the new key state ``ks``; ``False`` for a strategy that
+        keeps no panes."""
+        return False
 
     def rows_in(self, ks: KeyState, window: Any, namespace: Any) -> int | None:
         """The rows ``window`` (its contents in ``namespace``) took in since its contents

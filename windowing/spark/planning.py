@@ -61,7 +61,7 @@ from windowing.assigners.tumbling import (
     WindowStagger,
 )
 from windowing.errors import ErrorPolicy
-from windowing.functions.spec import WindowFunctionSpec
+from windowing.functions.spec import Aggregate, WindowFunctionSpec
 from windowing.job import (
     BoundedOutOfOrderness,
     Job,
@@ -79,6 +79,7 @@ from windowing.spark.columnar.core import (
     field_aggregation_of,
 )
 from windowing.spark.columnar.hopping import HoppingAggregation
+from windowing.spark.columnar.hopping_accumulators import HoppingAccumulators
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation, tumbling_size
 from windowing.spark.columnar.vectorized import VectorizedWindows, vectorized_plan
@@ -706,12 +707,20 @@ def columnar_shape(
         return vectorized
     assigner, lateness = config.assigner, config.allowed_lateness
     tumbling = tumbling_size(assigner)
-    # .agg columns: tumbling windows, sessions (a hopping assigner's operator may keep panes)
+    # .agg columns: tumbling windows, sessions, hopping windows where the operator keeps
+    # panes (an avg adds doubles: the operator keeps windows, unless slicing=True)
     aggregates = aggregate_items(config, spec, keys, input_arrow) if streaming else None
     if aggregates and tumbling and type(assigner) is TumblingEventTimeWindows:
         return TumblingAggregation(aggregates, *tumbling, lateness)
     if aggregates is not None and type(assigner) is EventTimeSessionWindows:
         return SessionAggregation(aggregates, assigner.gap, lateness)
+    if aggregates is not None and type(assigner) is HoppingEventTimeWindows:
+        size, slide, offset = assigner.size, assigner.slide, assigner.offset
+        panes = config.slicing
+        if panes is None:
+            panes = isinstance(spec, Aggregate) and spec.order_insensitive
+        if slide < size and panes:
+            return HoppingAccumulators(aggregates, size, slide, offset, lateness)
     fn = field_aggregation_of(spec, config.trigger, config.evictor, lateness, input_arrow)
     if fn is None:
         return None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +43,7 @@ from windowing.spark.columnar.core import (
     unordered_floats,
     window_groups,
 )
+from windowing.spark.columnar.ranges import range_reduce
 
 __all__ = ["AggregateItems", "aggregate_items", "aggregate_items_of"]
 
@@ -130,10 +131,24 @@ class AggregateItems:
         """The items of each window (``group``: their window starts; ``codes``: their keys)
         reduced to one, or ``None`` when the columns could give another result than the
         operator."""
-        n = len(group)
         perm, first_rows = window_groups(group, codes)
         starts = (group if perm is None else group[perm])[first_rows]
         carriers = first_rows if perm is None else perm[first_rows]
+        reduced = self._reduced(items, perm, _Groups(first_rows), carriers)
+        return None if reduced is None else (starts, carriers, reduced)
+
+    def reduce_ranges(self, items: pa.Table, lo: _Array, hi: _Array) -> pa.Table | None:
+        """The items ``[lo[i], hi[i])`` (non-empty ranges of one key's items each) reduced to
+        one per range, or ``None`` when the columns could give another result than the
+        operator: the windows of hopping panes, each a range of a key's panes."""
+        return self._reduced(items, None, _Ranges(lo, hi), lo)
+
+    def _reduced(
+        self, items: pa.Table, perm: _Array | None, spans: _Spans, carriers: _Array
+    ) -> pa.Table | None:
+        """The items of each of ``spans`` (over the items permuted by ``perm``) reduced to
+        one; the key columns are those of the items ``carriers``."""
+        n = items.num_rows
         take = pa.array(carriers, pa.int64())
         names = list(self.keys)
         arrays = [items.column(k).take(take) for k in self.keys]  # none for window_all
@@ -150,14 +165,13 @@ class AggregateItems:
             if kind in _COUNTS:
                 v, _ = numbers(column, 0)
                 names.append(name)
-                arrays.append(pa.array(np.add.reduceat(v, first_rows)))
+                arrays.append(pa.array(spans.total(v)))
             elif kind is AggKind.SUM:
                 v, valid = numbers(column, 0)
                 if n and max(abs(int(v.min())), abs(int(v.max()))) * n >= _INT_LIMIT:
                     return None  # the sum could leave 64 bits: the operator decides
-                sums = np.add.reduceat(v, first_rows)
                 names.append(name)
-                arrays.append(pa.array(sums, mask=~_has_value(valid, first_rows)))
+                arrays.append(pa.array(spans.total(v), mask=~spans.any(valid)))
             elif kind is AggKind.AVG:
                 v, valid = numbers(column, 0.0)
                 if not _whole_numbers(v):
@@ -165,26 +179,25 @@ class AggregateItems:
                 if float(np.abs(v).sum()) >= _FLOAT_LIMIT:
                     return None  # a sum of doubles that could round: the order matters
                 counts, _ = numbers(items.column(f"{name}_n"), 0)
-                count = np.add.reduceat(counts, first_rows)
-                sums = np.add.reduceat(v, first_rows)
+                count = spans.total(counts)
                 names += [name, f"{name}_n"]
-                arrays += [pa.array(sums, mask=count == 0), pa.array(count)]
+                arrays += [pa.array(spans.total(v), mask=count == 0), pa.array(count)]
             else:
-                found = self._extreme(kind, column, numbers, first_rows)
+                found = self._extreme(kind, column, numbers, spans)
                 if found is None:
                     return None
                 names.append(name)
                 arrays.append(found)
-        return starts, carriers, pa.Table.from_arrays(arrays, names=names)
+        return pa.Table.from_arrays(arrays, names=names)
 
     @staticmethod
     def _extreme(
         kind: AggKind,
         column: pa.ChunkedArray,
         numbers: Any,
-        first_rows: _Array,
+        spans: _Spans,
     ) -> pa.Array | None:
-        """Per window the smallest (``min``, ``bool_and``) or largest value of ``column``,
+        """Per span the smallest (``min``, ``bool_and``) or largest value of ``column``,
         null without one; ``None`` for floats holding NaN or ``-0.0``."""
         dtype = column.type
         lowest = kind in (AggKind.MIN, AggKind.BOOL_AND)
@@ -197,8 +210,8 @@ class AggregateItems:
         else:
             info = np.iinfo(column.type.to_pandas_dtype())
             v, valid = numbers(column, info.max if lowest else info.min)
-        extreme = (np.minimum if lowest else np.maximum).reduceat(v, first_rows)
-        return pa.array(extreme, mask=~_has_value(valid, first_rows)).cast(dtype)
+        extreme = spans.extreme(v, np.minimum if lowest else np.maximum)
+        return pa.array(extreme, mask=~spans.any(valid)).cast(dtype)
 
     def usable_state(self, items: pa.Table) -> bool:
         """Whether no float extreme is NaN or ``-0.0`` and every ``avg`` sum is a whole
@@ -273,9 +286,56 @@ class AggregateItems:
         return f".agg columns ({kinds}) as accumulator columns"
 
 
-def _has_value(valid: _Array, first_rows: _Array) -> _Array:
-    """Per window (its first row in ``first_rows``) whether one of its items is ``valid``."""
-    return np.add.reduceat(valid.astype(np.int64), first_rows) > 0  # type: ignore[no-any-return]
+class _Spans(Protocol):
+    """Spans of items to reduce: contiguous groups, or ranges that may overlap."""
+
+    def total(self, v: _Array) -> _Array:
+        """The sum of each span's values."""
+        ...
+
+    def extreme(self, v: _Array, ufunc: np.ufunc) -> _Array:
+        """``ufunc`` (``np.minimum`` / ``np.maximum``) over each span's values."""
+        ...
+
+    def any(self, valid: _Array) -> _Array:
+        """Whether one of each span's items is ``valid``."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Consecutive groups of items, starting at ``first_rows``."""
+
+    first_rows: _Array
+
+    def total(self, v: _Array) -> _Array:
+        return np.add.reduceat(v, self.first_rows)  # type: ignore[no-any-return]
+
+    def extreme(self, v: _Array, ufunc: np.ufunc) -> _Array:
+        return ufunc.reduceat(v, self.first_rows)  # type: ignore[no-any-return]
+
+    def any(self, valid: _Array) -> _Array:
+        return self.total(valid.astype(np.int64)) > 0  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class _Ranges:
+    """Non-empty ranges ``[lo, hi)`` of items: sums are differences of prefix sums (exact
+    for integers, and for doubles of whole numbers whose total is below ``2**53``), extremes
+    come from a sparse table (:func:`~windowing.spark.columnar.ranges.range_reduce`)."""
+
+    lo: _Array
+    hi: _Array
+
+    def total(self, v: _Array) -> _Array:
+        prefix = np.concatenate((np.zeros(1, v.dtype), np.cumsum(v)))
+        return prefix[self.hi] - prefix[self.lo]  # type: ignore[no-any-return]
+
+    def extreme(self, v: _Array, ufunc: np.ufunc) -> _Array:
+        return range_reduce(v, ufunc, self.lo, self.hi)
+
+    def any(self, valid: _Array) -> _Array:
+        return self.total(valid.astype(np.int64)) > 0  # type: ignore[no-any-return]
 
 
 def _whole_numbers(v: _Array) -> bool:

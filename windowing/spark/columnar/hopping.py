@@ -69,7 +69,7 @@ from windowing.spark.columns.schema import table_rows
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
-__all__ = ["HoppingAggregation"]
+__all__ = ["HoppingAggregation", "PaneWindows"]
 
 _Array = np.ndarray[Any, Any]
 _LOW = MIN_TIMESTAMP // 2  # bounds of window-start ranges, far from any kept time
@@ -119,9 +119,12 @@ class _Items:
         )
 
 
-class _PaneWindows:
+class PaneWindows:
     """Window arithmetic of hopping windows and the windows a state's items hold (mixed into
-    :class:`HoppingAggregation`, which provides the fields)."""
+    :class:`HoppingAggregation` and
+    :class:`~windowing.spark.columnar.hopping_accumulators.HoppingAccumulators`, which
+    provide the fields). A state without ``extra["base"]`` / ``extra["seq"]`` holds panes
+    only, in no order of arrival."""
 
     size: int
     slide: int
@@ -183,10 +186,36 @@ class _PaneWindows:
         distinct = np.concatenate(([True], (codes[1:] != codes[:-1]) | (starts[1:] != starts[:-1])))
         return codes[distinct], starts[distinct]
 
+    @staticmethod
+    def _bases(state: OpenWindows) -> _Array:
+        """Which items are whole windows taken over from the operator."""
+        base = state.extra.get("base")
+        return np.zeros(len(state), np.bool_) if base is None else base.astype(np.bool_)
+
+    @staticmethod
+    def _seqs(state: OpenWindows) -> _Array:
+        """The arrival sequence of each item's carrier (zeros for a state without one)."""
+        seq = state.extra.get("seq")
+        return np.zeros(len(state), np.int64) if seq is None else seq
+
+    def _split(
+        self, state: OpenWindows, codes: _Array | None, numbers: _Array | None = None
+    ) -> tuple[_Items, _Items]:
+        """The state's panes and whole windows, each sorted by (code, start), with the
+        values ``numbers`` (``None``: zeros)."""
+        n = len(state)
+        numbers = np.zeros(n, np.int64) if numbers is None else numbers
+        codes = np.zeros(n, np.int64) if codes is None else codes
+        order = np.lexsort((state.starts, codes))
+        base = self._bases(state)[order]
+        seqs = self._seqs(state)[order]
+        items = _Items(codes[order], state.starts[order], numbers[order], seqs, order)
+        return items.take(~base), items.take(base)
+
     def _earliest(self, state: OpenWindows, lo: int) -> int | None:
         """The earliest window start ``>= lo`` of a window holding an item, if any."""
         lo = self._align_up(lo)
-        base = state.extra["base"].astype(np.bool_)
+        base = self._bases(state)
         starts = state.starts
         found = []
         if base.any():
@@ -206,8 +235,8 @@ class _PaneWindows:
         """Per window the operator would hold: its start and its items (positions in the
         state) in the order of their carriers' arrival."""
         n = len(state)
-        base = state.extra["base"].astype(np.bool_)
-        seqs = state.extra["seq"]
+        base = self._bases(state)
+        seqs = self._seqs(state)
         panes = np.flatnonzero(~base)
         panes = panes[np.argsort(state.starts[panes], kind="stable")]
         pane_starts = state.starts[panes]
@@ -225,9 +254,67 @@ class _PaneWindows:
             members += [i for i in range(n) if base[i] and state.starts[i] == s]
             yield s, sorted(members, key=lambda i: int(seqs[i]))
 
+    # ------------------------------------------------------------------ shared calls
+    @property
+    def pane(self) -> int:
+        return math.gcd(self.size, self.slide)
+
+    @property
+    def margin(self) -> int:
+        """Times within this distance of the ends of time are left to the operator (window
+        bounds and cleanup times are clamped there)."""
+        return 2 * (self.size + self.slide) + abs(self.offset) + self.allowed_lateness
+
+    def keys_needing_the_operator(
+        self,
+        state: OpenWindows | None,
+        state_codes: _Array,
+        watermark: int,
+        times: _Array,
+        row_codes: _Array,
+    ) -> _Array:
+        return np.zeros(len(times), np.bool_)
+
+    def carried_from(self, t: _Array, lo: int) -> int:
+        """All of the rows ``lo:``: hopping windows overlap, any may share one with later rows."""
+        return lo
+
+    def next_event_time(self, state: OpenWindows) -> int | None:
+        """The earliest operator timer of the windows the state holds: a window's end while
+        it has not fired, then its cleanup time."""
+        fired_upto = state.fired_upto
+        live = self._earliest(state, self._live_from(fired_upto))
+        if live is None:
+            return None
+        last = self.size - 1
+        if live + last > fired_upto:  # the earliest window has not fired: its end is first
+            return live + last
+        due = live + last + self.allowed_lateness  # its cleanup, or a window's end
+        pending = self._earliest(state, max(fired_upto - self.size + 2, _LOW))
+        return due if pending is None else min(due, pending + last)
+
+    def window_count(self, state: OpenWindows, codes: _Array | None) -> int:
+        """The windows the operator would hold: those with an item whose cleanup time is
+        after the state's watermark, counted per key (``codes``; ``None``: one key)."""
+        panes, bases = self._split(state, codes)
+        lo = self._align_up(self._live_from(state.fired_upto))
+        if len(bases.starts):
+            return len(self._windows_between(panes, bases, lo, _HIGH)[1])
+        first = np.maximum(self._first_start(panes.starts), lo)
+        return window_count_of(panes.codes, first, self._last_start(panes.starts), self.slide)
+
+    def listing(self, state: OpenWindows) -> Iterator[tuple[int, int, int, list[int]]]:
+        lateness = self.allowed_lateness
+        for start, members in self._members(state):
+            max_ts = start + self.size - 1
+            pending = [max_ts] if max_ts > state.fired_upto else []
+            if lateness:
+                pending.append(max_ts + lateness)
+            yield members[0], start, start + self.size, pending
+
 
 @dataclass(frozen=True)
-class HoppingAggregation(_PaneWindows):
+class HoppingAggregation(PaneWindows):
     """A built-in aggregation of hopping event-time windows (``size``, ``slide < size``,
     ``offset`` in ms) with the default trigger and no evictor."""
 
@@ -240,16 +327,6 @@ class HoppingAggregation(_PaneWindows):
     allowed_lateness: int = 0
     kind: ClassVar[str] = "hopping"
     shape: ClassVar[ColumnarShape] = ColumnarShape.HOPPING
-
-    @property
-    def pane(self) -> int:
-        return math.gcd(self.size, self.slide)
-
-    @property
-    def margin(self) -> int:
-        """Times within this distance of the ends of time are left to the operator (window
-        bounds and cleanup times are clamped there)."""
-        return 2 * (self.size + self.slide) + abs(self.offset) + self.allowed_lateness
 
     # ------------------------------------------------------------------ batch
     def results(
@@ -318,23 +395,12 @@ class HoppingAggregation(_PaneWindows):
         fires = self._fires_on_arrival(watermark, np.where(mask, 0, t))
         return mask | fires
 
-    def keys_needing_the_operator(
-        self,
-        state: OpenWindows | None,
-        state_codes: _Array,
-        watermark: int,
-        times: _Array,
-        row_codes: _Array,
-    ) -> _Array:
-        return np.zeros(len(times), np.bool_)
-
     def _items(
         self, state: OpenWindows, codes: _Array | None, values: bool = True
     ) -> tuple[_Items, _Items] | None:
         """The state's panes and whole windows, each sorted by (code, start); ``None`` when
         a value is null or a float NaN / ``-0.0`` (state converted from the operator).
         Without ``values`` the items' values are not read (all zero)."""
-        n = len(state)
         if values:
             column = state.rows.column(self.field)
             if column.null_count:
@@ -344,13 +410,8 @@ class HoppingAggregation(_PaneWindows):
             if floats and (self.aggregation is AggregationType.SUM or not ordered_floats(numbers)):
                 return None  # a float sum depends on the order of additions
         else:
-            numbers = np.zeros(n, np.int64)
-        codes = np.zeros(n, np.int64) if codes is None else codes
-        order = np.lexsort((state.starts, codes))
-        base = state.extra["base"][order].astype(np.bool_)
-        seqs = state.extra["seq"][order]
-        items = _Items(codes[order], state.starts[order], numbers[order], seqs, order)
-        return items.take(~base), items.take(base)
+            numbers = None
+        return self._split(state, codes, numbers)
 
     def _window_records(
         self, panes: _Items, bases: _Items, wcodes: _Array, wstarts: _Array
@@ -605,45 +666,6 @@ class HoppingAggregation(_PaneWindows):
         starts = np.array([w.start for w in reduced.windows], np.int64)
         extra = {"base": np.ones(n, np.int64), "seq": np.full(n, -1, np.int64)}
         return OpenWindows(starts, table, reduced.fired_upto, self.kind, extra)
-
-    def carried_from(self, t: _Array, lo: int) -> int:
-        """All of the rows ``lo:``: hopping windows overlap, any may share one with later rows."""
-        return lo
-
-    def next_event_time(self, state: OpenWindows) -> int | None:
-        """The earliest operator timer of the windows the state holds: a window's end while
-        it has not fired, then its cleanup time."""
-        fired_upto = state.fired_upto
-        live = self._earliest(state, self._live_from(fired_upto))
-        if live is None:
-            return None
-        last = self.size - 1
-        if live + last > fired_upto:  # the earliest window has not fired: its end is first
-            return live + last
-        due = live + last + self.allowed_lateness  # its cleanup, or a window's end
-        pending = self._earliest(state, max(fired_upto - self.size + 2, _LOW))
-        return due if pending is None else min(due, pending + last)
-
-    def window_count(self, state: OpenWindows, codes: _Array | None) -> int:
-        """The windows the operator would hold: those with an item whose cleanup time is
-        after the state's watermark, counted per key (``codes``; ``None``: one key)."""
-        split = self._items(state, codes, values=False)
-        assert split is not None
-        panes, bases = split
-        lo = self._align_up(self._live_from(state.fired_upto))
-        if len(bases.starts):
-            return len(self._windows_between(panes, bases, lo, _HIGH)[1])
-        first = np.maximum(self._first_start(panes.starts), lo)
-        return window_count_of(panes.codes, first, self._last_start(panes.starts), self.slide)
-
-    def listing(self, state: OpenWindows) -> Iterator[tuple[int, int, int, list[int]]]:
-        lateness = self.allowed_lateness
-        for start, members in self._members(state):
-            max_ts = start + self.size - 1
-            pending = [max_ts] if max_ts > state.fired_upto else []
-            if lateness:
-                pending.append(max_ts + lateness)
-            yield members[0], start, start + self.size, pending
 
     def describe(self) -> str:
         return (
