@@ -24,7 +24,7 @@ from windowing.assigners import (
     TumblingEventTimeWindows,
 )
 from windowing.engine.encoding import open_state
-from windowing.functions import Aggregate
+from windowing.functions import Aggregate, AggregationType, FieldAggregation, Reduce
 from windowing.functions.columns import AggKind, ColumnAggregate, ColumnAggregates, ValueKind
 from windowing.operator import KeyState, WindowOperator
 from windowing.spark.columnar.accumulators import AggregateItems
@@ -37,6 +37,7 @@ from windowing.spark.columnar.core import (
     rows_needing_the_operator,
     step_open_windows,
 )
+from windowing.time import MAX_TIMESTAMP
 
 
 class Rec(NamedTuple):
@@ -459,3 +460,38 @@ def test_states_of_two_argument_types_concatenate() -> None:
     joined = OpenWindows.concat([narrow, wide])
     assert joined.rows.column("__pw_acc_0").type == pa.int64()
     assert joined.rows.column("__pw_acc_0").to_pylist() == [1, 2**40]
+
+
+@pytest.mark.parametrize("t", [6 * 10**18, -6 * 10**18, 4 * 10**18])
+def test_hopping_times_beyond_the_pane_grid_go_to_the_operator(t: int) -> None:
+    """Hopping windows (``.agg`` columns and a built-in sum) fire window starts within
+    ``±MAX_TIMESTAMP / 2``: a row whose windows reach beyond, or the margin of it, runs the
+    operator, which fires its windows; a row well inside takes the columns."""
+    hopping = SlidingEventTimeWindows(10, 5)
+    fn = function_of([0, 4])
+    plans = [
+        columnar_plan(hopping, Aggregate(fn), None, None, 0, SCHEMA, streaming=True),
+        columnar_plan(
+            hopping,
+            Reduce(FieldAggregation(AggregationType.SUM, "v")),
+            None,
+            None,
+            0,
+            SCHEMA,
+            streaming=True,
+        ),
+    ]
+    rows = pa.Table.from_pylist([Rec("a", 0, 7, None, None)._asdict()], schema=SCHEMA)
+    times = np.array([t], np.int64)
+    far = abs(t) > MAX_TIMESTAMP // 2 - 100
+    for plan in plans:
+        assert plan is not None
+        needs = rows_needing_the_operator(plan, t - 100, rows, pa.chunked_array([times]))
+        assert needs.tolist() == [far]
+        step = step_open_windows(plan, None, t - 100, rows, times)
+        if far:
+            assert step is None
+            continue
+        assert step is not None and step.state is not None
+        fired = step_open_windows(plan, step.state, t + 100, None, None)
+        assert fired is not None and len(fired.fired_starts) == 2  # both windows of the row

@@ -146,7 +146,8 @@ def import_reduced(ks: KeyState, reduced: ReducedWindows, *, lateness: int) -> N
 
 def export_panes(ks: KeyState) -> ReducedPanes | None:
     """The panes of ``ks`` when it holds nothing but pane partials and its slicing timer;
-    ``None`` otherwise (no panes, other timers, trigger or function state)."""
+    ``None`` otherwise (no panes, other timers, trigger or function state). The partials are
+    the key state's own objects: a runtime copies them (or stops using ``ks``)."""
     sl = ks.slices
     if sl is None or not sl.starts or sl.due is None:
         return None

@@ -153,6 +153,10 @@ class PaneWindows:
         """The first window start whose cleanup time is after ``fired_upto``."""
         return max(fired_upto - self.allowed_lateness - self.size + 2, _LOW)
 
+    def _ending_between(self, fired_upto: int, watermark: int) -> tuple[int, int]:
+        """The range of starts of the windows ending in ``(fired_upto, watermark]``."""
+        return max(fired_upto - self.size + 2, _LOW), min(watermark - self.size + 1, _HIGH)
+
     def _fires_on_arrival(self, watermark: int, t: _Array) -> _Array:
         """Whether a window of each time has ended by ``watermark`` but is not cleaned up."""
         lateness = self.allowed_lateness
@@ -264,6 +268,18 @@ class PaneWindows:
         """Times within this distance of the ends of time are left to the operator (window
         bounds and cleanup times are clamped there)."""
         return 2 * (self.size + self.slide) + abs(self.offset) + self.allowed_lateness
+
+    def _near_ends(self, lo: int, hi: int) -> bool:
+        """Whether streaming times from ``lo`` to ``hi`` are left to the operator: within
+        the margin of the range of window starts a call fires (``_LOW`` .. ``_HIGH``, which
+        keeps the ends of time, where the operator clamps, out too)."""
+        margin = self.margin
+        return lo <= _LOW + margin or hi >= _HIGH - margin
+
+    def _far(self, t: _Array) -> _Array:
+        """:meth:`_near_ends` of each time."""
+        margin = self.margin
+        return (t <= _LOW + margin) | (t >= _HIGH - margin)  # type: ignore[no-any-return]
 
     def keys_needing_the_operator(
         self,
@@ -390,8 +406,7 @@ class HoppingAggregation(PaneWindows):
         mask, t = value_rows_needing_the_operator(self.aggregation, self.field, rows, times)
         if mask.all():
             return mask
-        margin = self.margin
-        mask |= (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)
+        mask |= self._far(t)
         fires = self._fires_on_arrival(watermark, np.where(mask, 0, t))
         return mask | fires
 
@@ -502,8 +517,7 @@ class HoppingAggregation(PaneWindows):
                 return None
             panes, bases = split
             if watermark > state.fired_upto:
-                lo = max(state.fired_upto - size + 2, _LOW)
-                hi = min(watermark - size + 1, _HIGH)
+                lo, hi = self._ending_between(state.fired_upto, watermark)
                 if lo <= hi:
                     wcodes, wstarts = self._windows_between(panes, bases, lo, hi)
                     if len(wstarts):
@@ -532,7 +546,7 @@ class HoppingAggregation(PaneWindows):
 
         if rows is None or times is None or len(times) == 0:
             return done(empty, kept)
-        if near_ends_of_time(self.margin, int(times.min()), int(times.max())):
+        if self._near_ends(int(times.min()), int(times.max())):
             return None
         late_mask = self._cleanup(self._last_start(times)) <= watermark
         if bool(self._fires_on_arrival(watermark, times).any()):
@@ -657,7 +671,7 @@ class HoppingAggregation(PaneWindows):
         for w in reduced.windows:
             if w.end - w.start != self.size or (w.start - self.offset) % self.slide:
                 return None
-            if near_ends_of_time(self.margin, w.start, w.end):
+            if self._near_ends(w.start, w.end):
                 return None
         table = encode(list(reduced.records))
         if table is None:

@@ -19,7 +19,8 @@ key's state converts each way without loss
 * adds the rows to their panes (rows whose every window is cleaned up are late).
 
 The calls the columns leave to the operator are those of the tumbling and session shapes:
-rows near the ends of time, a row that fires a window on arrival (allowed lateness), sums
+rows near the ends of time (within the pane grid's margin of ``±MAX_TIMESTAMP / 2``, the
+range of window starts a call fires), a row that fires a window on arrival (allowed lateness), sums
 that could leave 64 bits, float extremes meeting NaN or ``-0.0``.
 """
 
@@ -42,17 +43,13 @@ from windowing.spark.columnar.core import (
     ColumnarStep,
     ItemsOfAField,
     OpenWindows,
-    near_ends_of_time,
 )
 from windowing.spark.columnar.hopping import PaneWindows
 from windowing.spark.columnar.ranges import window_ranges
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = ["HoppingAccumulators"]
 
 _Array = np.ndarray[Any, Any]
-_LOW = MIN_TIMESTAMP // 2  # bounds of window-start ranges, far from any kept time
-_HIGH = MAX_TIMESTAMP // 2
 
 
 @dataclass(frozen=True)
@@ -89,8 +86,7 @@ class HoppingAccumulators(PaneWindows, ItemsOfAField):
         mask, t = self.items.rows_needing_the_operator(rows, times)
         if mask.all():
             return mask
-        margin = self.margin
-        mask |= (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)
+        mask |= self._far(t)
         return mask | self._fires_on_arrival(watermark, np.where(mask, 0, t))
 
     def step(
@@ -115,8 +111,7 @@ class HoppingAccumulators(PaneWindows, ItemsOfAField):
         kept_codes = None
         if state is not None and len(state):
             fired_upto = max(state.fired_upto, watermark)
-            lo = max(state.fired_upto - size + 2, _LOW)
-            hi = min(watermark - size + 1, _HIGH)
+            lo, hi = self._ending_between(state.fired_upto, watermark)
             if watermark > state.fired_upto and lo <= hi:
                 found = self._fire(state, state_codes, lo, hi)
                 if found is None:
@@ -136,7 +131,7 @@ class HoppingAccumulators(PaneWindows, ItemsOfAField):
 
         if rows is None or times is None or len(times) == 0:
             return done(empty, kept)
-        if near_ends_of_time(self.margin, int(times.min()), int(times.max())):
+        if self._near_ends(int(times.min()), int(times.max())):
             return None
         if bool(self._fires_on_arrival(watermark, times).any()):
             return None  # an element fires a window on arrival (EventTimeTrigger)
@@ -212,7 +207,7 @@ class HoppingAccumulators(PaneWindows, ItemsOfAField):
         if reduced is None:
             return None
         starts = np.array(reduced.starts, np.int64)
-        if near_ends_of_time(self.margin, int(starts.min()), int(starts.max()) + self.pane):
+        if self._near_ends(int(starts.min()), int(starts.max()) + self.pane):
             return None
         table = encode(list(reduced.partials))
         if table is None:
