@@ -1,6 +1,6 @@
 """A windowed job run through Spark Connect (``SparkSession.builder.remote("local[2]")``):
-batch (native ``.agg``, the window operator with late rows, dead letters) and a streaming
-query. Run as a script by ``test_spark_connect.py`` (its own process, so that the suite's
+batch (native ``.agg``, the window operator with late rows, a pandas UDF in ``.agg``) and a
+streaming query. Run as a script by ``test_spark_connect.py`` (its own process, so that the suite's
 classic session is untouched); prints one JSON line of results."""
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ import json
 import sys
 from typing import Any
 
+import pandas as pd
 from job_streams import run_stream  # a script next to this one
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.types import DoubleType
 
 from windowing import OutputTag
 from windowing.assigners import TumblingEventTimeWindows
@@ -25,6 +27,11 @@ def add(a: Row, b: Row) -> Row:
     d = a.asDict()
     d["amount"] = a.amount + b.amount
     return Row(**d)
+
+
+def mean_of(v: pd.Series) -> float:
+    """A grouped-aggregate pandas UDF's function (a Series in, a scalar out)."""
+    return float(v.mean())
 
 
 def main() -> dict[str, Any]:
@@ -46,6 +53,12 @@ def main() -> dict[str, Any]:
     result = stream.reduce(add)
     out["reduce"] = sorted([r.user, r.window_start, r.amount] for r in result.results.collect())
     out["late"] = sorted([r.user, r.seq] for r in result.get_side_output(late).collect())
+
+    # a grouped-aggregate pandas UDF beside another aggregate: the window operator calls it
+    mean = F.pandas_udf(mean_of, DoubleType())
+    both = stream.agg(mean("amount").alias("mean"), F.count("*").alias("n"))
+    out["pandas_udf"] = sorted([r.user, r.mean, r.n] for r in both.results.collect())
+    out["pandas_udf_late"] = sorted([r.user, r.seq] for r in both.get_side_output(late).collect())
 
     rows = run_stream(
         spark,

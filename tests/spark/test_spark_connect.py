@@ -30,6 +30,9 @@ def test_jobs_through_spark_connect() -> None:
     assert out["agg"] == [["a", 0, 3], ["b", 10_000, 3]]
     assert out["reduce"] == out["agg"]
     assert out["late"] == [["a", 3]]
+    # the pandas UDF's function, read from the Connect column, over each window's rows
+    assert out["pandas_udf"] == [["a", 1.5, 2], ["b", 3.0, 1]]
+    assert out["pandas_udf_late"] == [["a", 3]]
     # streaming: the four rows are one micro-batch, read before any watermark; the next
     # (watermark 11_999) fires a's window, b's stays open (no end of input in streaming)
     assert out["streaming"] == [["a", 0, 7]]

@@ -254,6 +254,25 @@ def _read_pandas_udf(column: Column, node: Any, expression: Column) -> _Node:
     return _Node(name, args, (None,) * len(args), False, expression, function, True)
 
 
+def _read_connect_udf(column: Column, expr: Any, expression: Column) -> _Node:
+    """A Spark Connect Python UDF: a grouped-aggregate pandas UDF with its function (the one
+    Connect pickles for the server) and its arguments as columns; any other only flagged."""
+    name = f"pandas_udf {expr._function_name}"
+    python = expr._function
+    arguments = list(expr._arguments)
+    if (
+        type(python).__name__ != "PythonUDF"
+        or python._eval_type != GROUPED_AGG
+        or any(type(a).__name__ == "NamedArgumentExpression" for a in arguments)
+        or not CONVERTS
+    ):
+        # (a Java UDF, another kind of Python aggregate, keyword arguments, or a pyspark
+        # without its worker's conversions)
+        return _Node(name, (), (), False, expression, python_udf=True)
+    args = tuple(type(column)(a) for a in arguments)
+    return _Node(name, args, (None,) * len(args), False, expression, python._func, True)
+
+
 def _read_classic(column: Column) -> _Node | None:
     # (a Column's unknown attributes are fields: look at its class, not its attributes)
     if not type(column).__module__.startswith("pyspark.sql.classic"):
@@ -293,9 +312,8 @@ def _read_connect(column: Column) -> _Node | None:
     while type(expr).__name__ == "ColumnAlias":
         expr = getattr(expr, "_child", None) or expr._parent
     expression = type(column)(expr)
-    if type(expr).__name__ == "CommonInlineUserDefinedFunction":  # (its function unread)
-        name = f"pandas_udf {expr._function_name}"
-        return _Node(name, (), (), False, expression, python_udf=True)
+    if type(expr).__name__ == "CommonInlineUserDefinedFunction":
+        return _read_connect_udf(column, expr, expression)
     if type(expr).__name__ != "UnresolvedFunction":
         return _Node(None, (), (), False, expression)
     args: list[Column | None] = []
@@ -357,7 +375,7 @@ def _why_not(
         return (
             f"{label}: the window operator runs grouped-aggregate pandas UDFs (pandas Series "
             "in, a scalar out) called with positional arguments, whose function is pickled in "
-            "under 1 MB and read from a classic (not Spark Connect) session"
+            "under 1 MB"
         )
     kind = SUPPORTED.get(call.function)
     if kind is not None and any(a is None for a in call.args):

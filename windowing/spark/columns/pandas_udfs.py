@@ -14,8 +14,8 @@ Spark (``PythonEvalType.SQL_GROUPED_AGG_PANDAS_UDF``). In ``.agg`` it runs:
   in the session time zone, ...), and its value converted back the same way.
 
 ``windowing.spark.columns.aggregates`` reads such a UDF out of a classic PySpark column (its
-pickled function, as Spark ships it to the workers). Spark Connect's columns do not carry
-it: there ``.agg`` with a pandas UDF runs natively or not at all.
+pickled function, as Spark ships it to the workers) or a Spark Connect column (the function
+the client pickles for the server).
 """
 
 from __future__ import annotations
