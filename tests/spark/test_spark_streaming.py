@@ -266,6 +266,8 @@ def built_in_sum(
         .max_parallelism(key_groups)
     )
     if agg:
+        if isinstance(windows, HoppingEventTimeWindows):
+            stream = stream.slicing(True)  # panes for the avg too (a sum of doubles)
         return stream.agg(F.sum("amount"), F.count("*").alias("n"), F.avg("amount"))
     return stream.sum("amount")
 
@@ -276,16 +278,17 @@ def built_in_sum(
         (None, False),
         (None, True),
         pytest.param(HoppingEventTimeWindows(SIZE, 2_000), False, marks=pytest.mark.slow),
+        (HoppingEventTimeWindows(SIZE, 2_000), True),
         (EventTimeSessionWindows(2_500), False),
         pytest.param(EventTimeSessionWindows(2_500), True, marks=pytest.mark.slow),
     ],
-    ids=["tumbling", "tumbling-agg", "hopping", "session", "session-agg"],
+    ids=["tumbling", "tumbling-agg", "hopping", "hopping-agg", "session", "session-agg"],
 )
 def test_restart_with_state_on_whole_columns(
     spark: SparkSession, tmp_path: Path, windows: Any, agg: bool
 ) -> None:
     """The column path's state (OpenWindows in the state store: windows, panes, sessions or
-    the accumulators of ``.agg``) survives a restart from the checkpoint: the results equal
+    the accumulators of ``.agg``, hopping ones per pane) survives a restart from the checkpoint: the results equal
     those of one uninterrupted query."""
     batches = make_batches(11)
     whole, parts = tmp_path / "whole", tmp_path / "parts"
