@@ -38,6 +38,9 @@ the whole result: a ``noop`` write of the result DataFrame):
   row), and ``ContinuousEventTimeTrigger(1 s)`` (``tumbling-continuous``,
   ``windowing/spark/native/continuous.py``: ten firings a window); their native row is Spark's
   tumbling ``groupBy(window())`` (other output: no agreement check), the target 0.5x;
+* ours, hopping 10 s / 1 s with the count trigger, its subclass and the count evictor above
+  (``hopping-count-trigger``, ``hopping-count-trigger-op``, ``hopping-count-evictor``: each
+  row copied into its windows, then ranks), next to Spark's hopping ``groupBy(window())``;
 * ours, hopping ``.agg`` (``hopping-agg``, ``hopping-agg4``): ``SlidingEventTimeWindows(10 s,
   1 s)`` with ``.agg(F.sum("amount"))`` and the four aggregates, the native plan of panes
   (``windowing/spark/native/hopping.py``: no row copied per window); and (``hopping-arrival``)
@@ -553,6 +556,30 @@ BATCH: list[BatchConfig] = [
         SlidingEventTimeWindows("10 seconds", "1 second"),
         lambda df: native_window(df, F.window("ts", "10 seconds", "1 second")),
         agg=sum_total,
+    ),
+    BatchConfig(
+        "hopping-count-trigger",
+        "hopping 10 s / 1 s, .agg(F.sum('amount')), CountTrigger(100) (native plan)",
+        SlidingEventTimeWindows("10 seconds", "1 second"),
+        lambda df: native_window(df, F.window("ts", "10 seconds", "1 second")),
+        agg=sum_total,
+        trigger=lambda: CountTrigger(100),
+    ),
+    BatchConfig(
+        "hopping-count-trigger-op",
+        "hopping 10 s / 1 s, .agg(F.sum('amount')), a CountTrigger(100) subclass (operator)",
+        SlidingEventTimeWindows("10 seconds", "1 second"),
+        lambda df: native_window(df, F.window("ts", "10 seconds", "1 second")),
+        agg=sum_total,
+        trigger=lambda: OwnCountTrigger(100),
+    ),
+    BatchConfig(
+        "hopping-count-evictor",
+        "hopping 10 s / 1 s, .agg(F.sum('amount')), CountEvictor(10) (native plan)",
+        SlidingEventTimeWindows("10 seconds", "1 second"),
+        lambda df: native_window(df, F.window("ts", "10 seconds", "1 second")),
+        agg=sum_total,
+        evictor=lambda: CountEvictor(10),
     ),
     BatchConfig(
         "hopping-agg4",
@@ -1307,7 +1334,7 @@ def main() -> None:
         help="comma-separated names: tumbling, tumbling-sum, tumbling-agg, tumbling-agg4, "
         "tumbling-arrival, tumbling-arrival-l0, tumbling-arrival-op, tumbling-count-trigger, "
         "tumbling-count-trigger-op, tumbling-count-evictor, tumbling-continuous, hopping, "
-        "hopping-sum, "
+        "hopping-sum, hopping-count-trigger, hopping-count-trigger-op, hopping-count-evictor, "
         "hopping-agg, hopping-agg4, hopping-arrival, session, session-sum, session-agg, "
         "sliding-distinct, sliding-distinct-agg, sliding-distinct-join, hopping-sweep, streaming",
     )

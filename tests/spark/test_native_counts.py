@@ -21,7 +21,12 @@ from tests.spark.test_agg import (
     random_rows,
     rows_of,
 )
-from windowing import BoundedOutOfOrderness, TumblingEventTimeWindows, WindowedStream
+from windowing import (
+    BoundedOutOfOrderness,
+    HoppingEventTimeWindows,
+    TumblingEventTimeWindows,
+    WindowedStream,
+)
 from windowing.evictors import CountEvictor, TimeEvictor
 from windowing.spark.planning import Route
 from windowing.time import MAX_TIMESTAMP
@@ -165,6 +170,71 @@ def test_count_firings_equal_the_window_operator(
     assert len(windows) > 3
 
 
+HOPPING_CASES = [
+    # (trigger, evictor, keyed, lateness, extreme, pane info)
+    (CountTrigger(3), None, True, 5, False, True),
+    (PurgingTrigger(CountTrigger(3)), CountEvictor(2), True, 2**62, True, False),
+    (CountTrigger(2), CountEvictor(3, do_evict_after=True), False, 0, False, False),
+    (None, CountEvictor(3), True, 5, True, True),
+    (None, TimeEvictor(4), True, 0, False, False),
+]
+
+
+@pytest.mark.differential(Route.NATIVE_HOPPING_COUNTS)
+@pytest.mark.parametrize(
+    ("trigger", "evictor", "keyed", "lateness", "extreme", "panes"),
+    HOPPING_CASES,
+    ids=[
+        "count",
+        "purging count, evictor, ends of time",
+        "count, evictor after, window_all",
+        "event time, evictor, ends of time",
+        "event time, time evictor",
+    ],
+)
+def test_count_firings_of_hopping_windows_equal_the_window_operator(
+    spark: SparkSession,
+    trigger: Any,
+    evictor: Any,
+    keyed: bool,
+    lateness: int,
+    extreme: bool,
+    panes: bool,
+) -> None:
+    """Hopping windows (10 every 4, offset 1): each row copied into its windows, then the
+    firings of tumbling windows; the results, pane info, late rows and metrics equal the
+    window operator's, at the ends of time too."""
+    df = spark.createDataFrame(random_rows(7, extreme=extreme), SCHEMA)
+    source = WindowedStream.from_dataframe(df, event_time="t")
+    assigner = HoppingEventTimeWindows(10, 4, 1)
+
+    def stream(trigger: Any, evictor: Any) -> Any:
+        windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
+        windowed = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
+        if trigger is not None:
+            windowed = windowed.trigger(trigger)
+        if evictor is not None:
+            windowed = windowed.evictor(evictor)
+        return windowed.pane_info() if panes else windowed
+
+    running = evictor is None and not isinstance(trigger, PurgingTrigger)
+    columns = [c for c in aggregates() if not running or "distinct" not in repr(c)]
+    native = stream(trigger, evictor).agg(*columns)
+    operator = stream(*_operator_twin(trigger, evictor)).agg(*columns)
+    assert native.plan.route is Route.NATIVE_HOPPING_COUNTS, native.plan.reason
+    assert "copied into the windows holding it (up to 3" in native.plan.reason
+    assert not operator.plan.native
+    with native, operator:
+        assert native.results.schema == operator.results.schema
+        got, want = rows_of(native.results), rows_of(operator.results)
+        assert_same_rows(got, want)
+        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
+        assert native.collect_metrics() == operator.collect_metrics()
+    windows = {r[:3] if keyed else r[:2] for r in want}
+    assert len(want) > len(windows) or evictor is not None
+    assert len(windows) > 3
+
+
 def test_count_plans_name_their_firings_and_leave_the_rest_to_the_operator(
     spark: SparkSession,
 ) -> None:
@@ -203,34 +273,55 @@ def test_count_plans_name_their_firings_and_leave_the_rest_to_the_operator(
     assert in_arrival.trigger(CountTrigger(3)).agg(F.sum("i")).plan.native
     # the event-time trigger's firings in arrival order (on time, then per late row)
     assert not in_arrival.evictor(CountEvictor(3)).agg(F.sum("i")).plan.native
+    # hopping windows: in event-time order, overlapping or not, without gaps or a window
+    # behind the first watermark
+    hopping = windowed.window(HoppingEventTimeWindows(10, 5)).trigger(CountTrigger(3))
+    assert hopping.agg(F.sum("i")).plan.route is Route.NATIVE_HOPPING_COUNTS
+    gaps = windowed.window(HoppingEventTimeWindows(5, 10)).trigger(CountTrigger(3))
+    assert not gaps.agg(F.sum("i")).plan.native
+    at_min = windowed.window(HoppingEventTimeWindows(9, 4)).trigger(CountTrigger(3))
+    assert not at_min.agg(F.sum("i")).plan.native  # a window ends at MIN_TIMESTAMP + 1
+    in_order = arrival.window(HoppingEventTimeWindows(10, 5)).trigger(CountTrigger(3))
+    assert not in_order.agg(F.sum("i")).plan.native
 
 
-@pytest.mark.differential(Route.NATIVE_TUMBLING_COUNTS, Route.NATIVE_TUMBLING_CONTINUOUS)
+@pytest.mark.differential(
+    Route.NATIVE_TUMBLING_COUNTS, Route.NATIVE_TUMBLING_CONTINUOUS, Route.NATIVE_HOPPING_COUNTS
+)
 @pytest.mark.parametrize(
     ("trigger", "evictor"),
     [
         (CountTrigger(3), None),
         (PurgingTrigger(CountTrigger(2)), CountEvictor(1)),
         (ContinuousEventTimeTrigger(4), None),
+        (CountTrigger(2), CountEvictor(3)),
     ],
-    ids=["count", "purging count, evictor", "continuous"],
+    ids=["count", "purging count, evictor", "continuous", "hopping, count, evictor"],
 )
 def test_built_in_aggregations_with_counts_equal_the_window_operator(
     spark: SparkSession, trigger: Any, evictor: Any
 ) -> None:
     """Flink's rows: the first row of what fired, with the field replaced (``sum``), or the
-    row holding the largest value (``max_by``)."""
+    row holding the largest value (``max_by``); tumbling windows, and hopping ones (the
+    last case)."""
     df = spark.createDataFrame(random_rows(21), SCHEMA).drop("d")
     source = WindowedStream.from_dataframe(df, event_time="t")
+    hopping = isinstance(evictor, CountEvictor) and evictor.max_count == 3
+    assigner = HoppingEventTimeWindows(10, 5) if hopping else TumblingEventTimeWindows(10)
 
     def stream(trigger: Any, evictor: Any) -> Any:
-        windowed = source.key_by("k").window(TumblingEventTimeWindows(10)).trigger(trigger)
+        windowed = source.key_by("k").window(assigner).trigger(trigger)
         return windowed if evictor is None else windowed.evictor(evictor)
 
+    routes = (
+        Route.NATIVE_TUMBLING_COUNTS,
+        Route.NATIVE_TUMBLING_CONTINUOUS,
+        Route.NATIVE_HOPPING_COUNTS,
+    )
     for built_in in ("sum", "max_by"):
         native = getattr(stream(trigger, evictor), built_in)("i")
         operator = getattr(stream(*_operator_twin(trigger, evictor)), built_in)("i")
-        assert native.plan.route in (Route.NATIVE_TUMBLING_COUNTS, Route.NATIVE_TUMBLING_CONTINUOUS)
+        assert native.plan.route in routes
         assert not operator.plan.native
         want = rows_of(operator.results)
         assert rows_of(native.results) == want

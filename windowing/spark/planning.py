@@ -20,6 +20,8 @@ route                      when
                            trigger (purging or not), a count evictor or (default trigger) a
                            time evictor: firings are ranks in each window's sorted rows (a
                            count trigger in arrival order too)
+``NATIVE_HOPPING_COUNTS``  the same of hopping windows in event-time order, each row
+                           copied into its windows
 ``NATIVE_TUMBLING_CONTINUOUS`` the same in event-time order with a
                            ``ContinuousEventTimeTrigger``: each window's firings from its rows
 ``NATIVE_SESSIONS``        batch ``.agg`` of event-time sessions, event-time order
@@ -127,6 +129,7 @@ class Route(enum.Enum):
     NATIVE_TUMBLING_ARRIVAL = "native-tumbling-arrival"
     NATIVE_TUMBLING_PROCESSING = "native-tumbling-processing"
     NATIVE_TUMBLING_COUNTS = "native-tumbling-counts"
+    NATIVE_HOPPING_COUNTS = "native-hopping-counts"
     NATIVE_TUMBLING_CONTINUOUS = "native-tumbling-continuous"
     NATIVE_SESSIONS = "native-sessions"
     NATIVE_HOPPING = "native-hopping"
@@ -347,7 +350,7 @@ def _builtin_path(
         "by hash aggregates in steps after one shuffle (no sort)"
         if _hashed(route, calls)
         else "Spark sorts every row of a window (firings by rank)"
-        if route is Route.NATIVE_TUMBLING_COUNTS
+        if route in (Route.NATIVE_TUMBLING_COUNTS, Route.NATIVE_HOPPING_COUNTS)
         else "Spark sorts every row for it (a pick by a struct key)"
     )
     if path == "native":
@@ -559,6 +562,10 @@ def _tumbling_firings(
     :mod:`windowing.spark.native.counts`) or a ``ContinuousEventTimeTrigger`` of
     ``interval`` (:mod:`windowing.spark.native.continuous`), or ``None``."""
     source, assigner = job.source, job.config.assigner
+    if type(assigner) is HoppingEventTimeWindows and counts is not None:
+        arrival = source.arrival_order is not None
+        text = counts.hopping(HoppingGrid.of(assigner), windowable(calls), arrival)
+        return None if text is None else (Route.NATIVE_HOPPING_COUNTS, text + _NATIVE_TAIL)
     if type(assigner) is not TumblingEventTimeWindows:
         return None
     if assigner.stagger is not WindowStagger.ALIGNED or has_min_window(assigner):

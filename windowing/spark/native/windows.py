@@ -140,6 +140,7 @@ __all__ = [
 ]
 
 _WINDOW = "__pw_nw"
+_WR = "__pw_nwr"  # a hopping window's start as a pane of its row's block (hopping_windows)
 _MT = "__pw_nmt"
 _FIRST = "__pw_nfirst"
 _LAST = "__pw_nlast"
@@ -221,7 +222,9 @@ def event_time_parts(
     tumbling window; a session unless a row at MIN + 1 merges it into a later one)."""
     assigner = job.config.assigner
     lateness = job.config.allowed_lateness
-    assert isinstance(assigner, TumblingEventTimeWindows | EventTimeSessionWindows)
+    assert isinstance(
+        assigner, TumblingEventTimeWindows | EventTimeSessionWindows | HoppingEventTimeWindows
+    )
     ts = F.col(TS)
     min_window = has_min_window(assigner)
     at_min = ts == F.lit(MIN_TIMESTAMP)
@@ -236,7 +239,21 @@ def event_time_parts(
         extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
     pane = fired = None
     first = F.lit(True)
-    if isinstance(assigner, TumblingEventTimeWindows):
+    if isinstance(assigner, HoppingEventTimeWindows):
+        # count triggers and evictors: each row once per window, then as for tumbling ones
+        counts = CountFirings.of(job.config.trigger, job.config.evictor)
+        assert counts is not None  # (the planner: hopping windows natively with counts)
+        rows, window_start, end = hopping_windows(HoppingGrid.of(assigner), valid)
+        counted = counts.firings(
+            rows,
+            keys,
+            _WINDOW,
+            [ts, F.col(TB)],
+            compiled,
+            left_at_end(max_timestamp_of(end), lateness, at_max=counts.no_timer),
+        )
+        grouped, pane, fired = counted.results, counted.pane, counted.fired
+    elif isinstance(assigner, TumblingEventTimeWindows):
         bounds = TumblingBounds(assigner)
         rows = valid.where(~at_min) if min_window else valid
         counts = CountFirings.of(job.config.trigger, job.config.evictor)
@@ -279,6 +296,18 @@ def event_time_parts(
         grouped, window_start, end, first, lambda: NativeRest(counters, late, fired)
     )
     return parts if pane is None else replace(parts, pane=pane)
+
+
+def hopping_windows(grid: HoppingGrid, rows: DataFrame) -> tuple[DataFrame, Column, Column]:
+    """``rows`` (each with an event time) once per hopping window holding it, the window as
+    ``(block, pane)`` of the pane grid in the column ``__pw_nw`` (nothing overflows at the
+    ends of time), and the window's start and end over it (null past the ends of time)."""
+    block, pane = grid.block_and_pane(TS)
+    every = rows.select("*", F.expr(f"explode({grid.starts_of(block, pane)}) AS {_WR}"))
+    b, r = grid.normalized(block, _WR)
+    windowed = every.withColumn(_WINDOW, F.expr(f"named_struct('b', {b}, 'r', {r})")).drop(_WR)
+    start, end = grid.bounds(f"{_WINDOW}.b", f"{_WINDOW}.r")
+    return windowed, F.expr(start), F.expr(end)
 
 
 def count_parts(
