@@ -288,8 +288,8 @@ def test_restart_with_state_on_whole_columns(
     spark: SparkSession, tmp_path: Path, windows: Any, agg: bool
 ) -> None:
     """The column path's state (OpenWindows in the state store: windows, panes, sessions or
-    the accumulators of ``.agg``, hopping ones per pane) survives a restart from the checkpoint: the results equal
-    those of one uninterrupted query."""
+    the accumulators of ``.agg``, hopping ones per pane) survives a restart from the
+    checkpoint: the results equal those of one uninterrupted query."""
     batches = make_batches(11)
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     write_files(whole / "src", batches)
