@@ -1078,7 +1078,8 @@ def batch_section(df: DataFrame, cfgs: list[BatchConfig], timer: Timer, o: Optio
             print(f"batch {ours.name.split(': ')[0]} / native tumbling: {vs}")
         elif "Count" in ours.name or "Continuous" in ours.name:
             what = ours.name.split(", ")[2].split(" (")[0]
-            print(f"batch tumbling .agg(F.sum) with {what} >= 0.5x native tumbling: {vs}")
+            shape = "hopping" if hops else "tumbling"
+            print(f"batch {shape} .agg(F.sum) with {what} >= 0.5x native {shape}: {vs}")
         elif ".agg(F.sum" in ours.name and hops:
             print(f"batch hopping 10 s / 1 s .agg(F.sum) >= 2x Spark native: {vs}")
         elif ".agg(F.sum" in ours.name:

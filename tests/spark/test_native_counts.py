@@ -5,6 +5,7 @@ operator on random data: results, pane info, late rows and metrics."""
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -140,23 +141,48 @@ def test_count_firings_equal_the_window_operator(
     panes: bool,
 ) -> None:
     df = spark.createDataFrame(random_rows(seed, extreme=extreme), SCHEMA)
-    source = WindowedStream.from_dataframe(df, event_time="t")
     assigner = TumblingEventTimeWindows(size, 2 if keyed else -5)
+    setup = Setup(assigner, trigger, evictor, keyed, lateness, panes)
+    native = native_equals_the_operator(df, setup, Route.NATIVE_TUMBLING_COUNTS)
+    assert native.plan.route is Route.NATIVE_TUMBLING_COUNTS
 
-    def stream(trigger: Any, evictor: Any) -> Any:
-        windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
-        windowed = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
+
+@dataclass(frozen=True)
+class Setup:
+    """A windowed ``.agg`` job: its assigner, trigger, evictor, keys, lateness, pane info."""
+
+    assigner: Any
+    trigger: Any
+    evictor: Any
+    keyed: bool
+    lateness: int
+    panes: bool
+
+    def agg(self, df: Any, trigger: Any, evictor: Any, columns: list[Any]) -> Any:
+        source = WindowedStream.from_dataframe(df, event_time="t")
+        assigner = self.assigner
+        windowed = (
+            source.key_by("k").window(assigner) if self.keyed else source.window_all(assigner)
+        )
+        windowed = windowed.allowed_lateness(self.lateness).side_output_late_data(LATE)
         if trigger is not None:
             windowed = windowed.trigger(trigger)
         if evictor is not None:
             windowed = windowed.evictor(evictor)
-        return windowed.pane_info() if panes else windowed
+        return (windowed.pane_info() if self.panes else windowed).agg(*columns)
 
+
+def native_equals_the_operator(df: Any, setup: Setup, route: Route) -> Any:
+    """The native plan of ``setup`` on ``df`` (route ``route``) against the window operator
+    running the same trigger and evictor as classes of the user's own: results, pane info,
+    late rows and metrics; each window fires several times (counts) or over fewer rows than
+    it has (evictors). Returns the native result."""
+    trigger, evictor = setup.trigger, setup.evictor
     running = evictor is None and not isinstance(trigger, PurgingTrigger)
     columns = [c for c in aggregates() if not running or "distinct" not in repr(c)]
-    native = stream(trigger, evictor).agg(*columns)
-    operator = stream(*_operator_twin(trigger, evictor)).agg(*columns)
-    assert native.plan.route is Route.NATIVE_TUMBLING_COUNTS, native.plan.reason
+    native = setup.agg(df, trigger, evictor, columns)
+    operator = setup.agg(df, *_operator_twin(trigger, evictor), columns)
+    assert native.plan.route is route, native.plan.reason
     assert not operator.plan.native
     with native, operator:
         assert native.results.schema == operator.results.schema
@@ -164,10 +190,10 @@ def test_count_firings_equal_the_window_operator(
         assert_same_rows(got, want)
         assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
         assert native.collect_metrics() == operator.collect_metrics()
-    # each window fires several times (counts) or over fewer rows than it has (evictors)
-    windows = {r[:3] if keyed else r[:2] for r in want}
+    windows = {r[:3] if setup.keyed else r[:2] for r in want}
     assert len(want) > len(windows) or evictor is not None
     assert len(windows) > 3
+    return native
 
 
 HOPPING_CASES = [
@@ -205,34 +231,9 @@ def test_count_firings_of_hopping_windows_equal_the_window_operator(
     firings of tumbling windows; the results, pane info, late rows and metrics equal the
     window operator's, at the ends of time too."""
     df = spark.createDataFrame(random_rows(7, extreme=extreme), SCHEMA)
-    source = WindowedStream.from_dataframe(df, event_time="t")
-    assigner = HoppingEventTimeWindows(10, 4, 1)
-
-    def stream(trigger: Any, evictor: Any) -> Any:
-        windowed = source.key_by("k").window(assigner) if keyed else source.window_all(assigner)
-        windowed = windowed.allowed_lateness(lateness).side_output_late_data(LATE)
-        if trigger is not None:
-            windowed = windowed.trigger(trigger)
-        if evictor is not None:
-            windowed = windowed.evictor(evictor)
-        return windowed.pane_info() if panes else windowed
-
-    running = evictor is None and not isinstance(trigger, PurgingTrigger)
-    columns = [c for c in aggregates() if not running or "distinct" not in repr(c)]
-    native = stream(trigger, evictor).agg(*columns)
-    operator = stream(*_operator_twin(trigger, evictor)).agg(*columns)
-    assert native.plan.route is Route.NATIVE_HOPPING_COUNTS, native.plan.reason
+    setup = Setup(HoppingEventTimeWindows(10, 4, 1), trigger, evictor, keyed, lateness, panes)
+    native = native_equals_the_operator(df, setup, Route.NATIVE_HOPPING_COUNTS)
     assert "copied into the windows holding it (up to 3" in native.plan.reason
-    assert not operator.plan.native
-    with native, operator:
-        assert native.results.schema == operator.results.schema
-        got, want = rows_of(native.results), rows_of(operator.results)
-        assert_same_rows(got, want)
-        assert rows_of(native.get_side_output(LATE)) == rows_of(operator.get_side_output(LATE))
-        assert native.collect_metrics() == operator.collect_metrics()
-    windows = {r[:3] if keyed else r[:2] for r in want}
-    assert len(want) > len(windows) or evictor is not None
-    assert len(windows) > 3
 
 
 def test_count_plans_name_their_firings_and_leave_the_rest_to_the_operator(
