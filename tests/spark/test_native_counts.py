@@ -402,29 +402,52 @@ def test_a_window_a_purging_trigger_emptied_is_not_left_at_the_end(spark: SparkS
     assert sorted(r[-2] for r in native.results.collect()) == [3, 3]
 
 
-@pytest.mark.differential(Route.NATIVE_TUMBLING_CONTINUOUS)
+@pytest.mark.differential(Route.NATIVE_TUMBLING_CONTINUOUS, Route.NATIVE_HOPPING_CONTINUOUS)
 @pytest.mark.parametrize(
-    ("seed", "size", "interval", "lateness", "extreme"),
-    [(41, 10, 3, 5, False), (42, 25, 7, 2**62, True), (43, 10, 20, 0, True)],
-    ids=["interval 3", "interval 7, ends of time", "interval past the window"],
+    ("seed", "size", "interval", "lateness", "extreme", "slide"),
+    [
+        (41, 10, 3, 5, False, None),
+        (42, 25, 7, 2**62, True, None),
+        (43, 10, 20, 0, True, None),
+        (44, 10, 3, 5, True, 4),
+    ],
+    ids=[
+        "interval 3",
+        "interval 7, ends of time",
+        "interval past the window",
+        "hopping, interval 3, ends of time",
+    ],
 )
 def test_continuous_event_time_firings_equal_the_window_operator(
-    spark: SparkSession, seed: int, size: int, interval: int, lateness: int, extreme: bool
+    spark: SparkSession,
+    seed: int,
+    size: int,
+    interval: int,
+    lateness: int,
+    extreme: bool,
+    slide: int | None,
 ) -> None:
     """Every timer fires at the end of input, each time over all the window's rows: EARLY at
     the interval boundaries from the first after its earliest row (Java's %: negative times
-    round toward zero), ON_TIME at its max timestamp."""
+    round toward zero), ON_TIME at its max timestamp; tumbling windows, and hopping ones
+    (``slide``: each row first copied into its windows)."""
     df = spark.createDataFrame(random_rows(seed, extreme=extreme), SCHEMA)
+    assigner: Any = (
+        TumblingEventTimeWindows(size, 2)
+        if slide is None
+        else HoppingEventTimeWindows(size, slide, 1)
+    )
 
     def result(trigger: Any) -> Any:
         windowed = WindowedStream.from_dataframe(df, event_time="t").key_by("k")
-        tumbling = windowed.window(TumblingEventTimeWindows(size, 2)).allowed_lateness(lateness)
-        stream = tumbling.side_output_late_data(LATE).pane_info().trigger(trigger)
+        windows = windowed.window(assigner).allowed_lateness(lateness)
+        stream = windows.side_output_late_data(LATE).pane_info().trigger(trigger)
         return stream.agg(*aggregates())
 
     native = result(ContinuousEventTimeTrigger(interval))
     operator = result(OwnContinuous(interval))
-    assert native.plan.route is Route.NATIVE_TUMBLING_CONTINUOUS, native.plan.reason
+    route = Route.NATIVE_TUMBLING_CONTINUOUS if slide is None else Route.NATIVE_HOPPING_CONTINUOUS
+    assert native.plan.route is route, native.plan.reason
     with native, operator:
         want = rows_of(operator.results)
         assert_same_rows(rows_of(native.results), want)

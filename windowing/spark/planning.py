@@ -20,10 +20,10 @@ route                      when
                            trigger (purging or not), a count evictor or (default trigger) a
                            time evictor: firings are ranks in each window's sorted rows (a
                            count trigger in arrival order too)
-``NATIVE_HOPPING_COUNTS``  the same of hopping windows in event-time order, each row
-                           copied into its windows
 ``NATIVE_TUMBLING_CONTINUOUS`` the same in event-time order with a
                            ``ContinuousEventTimeTrigger``: each window's firings from its rows
+``NATIVE_HOPPING_COUNTS``, ``NATIVE_HOPPING_CONTINUOUS``: the two above of hopping windows in
+                           event-time order, each row first copied into its windows
 ``NATIVE_SESSIONS``        batch ``.agg`` of event-time sessions, event-time order
 ``NATIVE_HOPPING``         batch ``.agg`` of hopping windows from pane partials
 ``NATIVE_HOPPING_DISJOINT`` hopping windows no longer than their slide (one window a row)
@@ -103,7 +103,7 @@ from windowing.spark.native.hopping import HoppingGrid, exact_running_sums, inve
 from windowing.spark.native.parts import by_event_time, framed, has_min_window, windowable
 from windowing.spark.native.window_join import describe_native as describe_native_join
 from windowing.spark.native.window_join import why_not_native as why_not_native_join
-from windowing.spark.native.windows import describe_sessions
+from windowing.spark.native.windows import describe_hopping_firings, describe_sessions
 from windowing.spark.streaming.stages import plan_facts
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
@@ -130,6 +130,7 @@ class Route(enum.Enum):
     NATIVE_TUMBLING_PROCESSING = "native-tumbling-processing"
     NATIVE_TUMBLING_COUNTS = "native-tumbling-counts"
     NATIVE_HOPPING_COUNTS = "native-hopping-counts"
+    NATIVE_HOPPING_CONTINUOUS = "native-hopping-continuous"
     NATIVE_TUMBLING_CONTINUOUS = "native-tumbling-continuous"
     NATIVE_SESSIONS = "native-sessions"
     NATIVE_HOPPING = "native-hopping"
@@ -562,10 +563,10 @@ def _tumbling_firings(
     :mod:`windowing.spark.native.counts`) or a ``ContinuousEventTimeTrigger`` of
     ``interval`` (:mod:`windowing.spark.native.continuous`), or ``None``."""
     source, assigner = job.source, job.config.assigner
-    if type(assigner) is HoppingEventTimeWindows and counts is not None:
-        arrival = source.arrival_order is not None
-        text = counts.hopping(HoppingGrid.of(assigner), windowable(calls), arrival)
-        return None if text is None else (Route.NATIVE_HOPPING_COUNTS, text + _NATIVE_TAIL)
+    if type(assigner) is HoppingEventTimeWindows:
+        text = describe_hopping_firings(job, counts, interval, windowable(calls))
+        route = Route.NATIVE_HOPPING_COUNTS if counts else Route.NATIVE_HOPPING_CONTINUOUS
+        return None if text is None else (route, text + _NATIVE_TAIL)
     if type(assigner) is not TumblingEventTimeWindows:
         return None
     if assigner.stagger is not WindowStagger.ALIGNED or has_min_window(assigner):

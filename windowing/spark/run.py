@@ -146,6 +146,7 @@ RUNNERS: dict[Route, Callable[[SparkPlan, Terminal], Any]] = {
     Route.NATIVE_TUMBLING_PROCESSING: _native(processing_time_parts),
     Route.NATIVE_TUMBLING_COUNTS: _native(count_parts),
     Route.NATIVE_HOPPING_COUNTS: _native(count_parts),
+    Route.NATIVE_HOPPING_CONTINUOUS: _native(event_time_parts),
     Route.NATIVE_TUMBLING_CONTINUOUS: _native(event_time_parts),
     Route.NATIVE_SESSIONS: _native(event_time_parts),
     Route.NATIVE_HOPPING: _native(hopping_parts),

@@ -56,7 +56,6 @@ from windowing.evictors.time import TimeEvictor
 from windowing.records import Timing
 from windowing.spark.columns.aggregates import CompiledAggregates
 from windowing.spark.columns.inputs import TS
-from windowing.spark.native.hopping import HoppingGrid
 from windowing.spark.native.parts import aggregate_columns, native_column
 from windowing.triggers.count import CountTrigger
 from windowing.triggers.event_time import EventTimeTrigger
@@ -173,22 +172,6 @@ class CountFirings:
     def running(self) -> bool:
         """Whether every firing starts at the window's first row (running aggregates)."""
         return self.every is not None and not self.purge and self.keep is None
-
-    def hopping(self, grid: HoppingGrid, windowable: bool, arrival: bool) -> str | None:
-        """The plan of these firings over the hopping windows of ``grid``, in words, or
-        ``None`` when the native plan does not compute them: in event-time order
-        (:meth:`native`), each row once per window, then as tumbling windows' firings; not
-        with gaps between windows (rows in none) nor a window ending at ``MIN_TIMESTAMP + 1``
-        (behind the first watermark: it fires per row)."""
-        if arrival or not self.native(windowable, arrival=False):
-            return None
-        if grid.slide > grid.size or grid.min_window_start is not None:
-            return None
-        windows = -(-grid.size // grid.slide)
-        return (
-            f"hopping event-time windows with {self.describe()}; each row first copied into "
-            f"the windows holding it (up to {windows}, as Spark's own hopping windows)"
-        )
 
     def describe(self) -> str:
         """The firings in words, for the plan's reason."""

@@ -99,7 +99,12 @@ from windowing.spark.columns.watermark import (
     watermark_of,
 )
 from windowing.spark.native.continuous import FIRST as CONTINUOUS_FIRST
-from windowing.spark.native.continuous import continuous_firings, continuous_interval
+from windowing.spark.native.continuous import (
+    continuous_firings,
+    continuous_interval,
+    describe_continuous,
+    planned,
+)
 from windowing.spark.native.counts import CountFirings
 from windowing.spark.native.firings import running_aggregate
 from windowing.spark.native.hopping import HoppingGrid
@@ -239,43 +244,34 @@ def event_time_parts(
         extra = firings_at_min(valid.where(at_min), keys, compiled, layout, start)
     pane = fired = None
     first = F.lit(True)
-    if isinstance(assigner, HoppingEventTimeWindows):
-        # count triggers and evictors: each row once per window, then as for tumbling ones
-        counts = CountFirings.of(job.config.trigger, job.config.evictor)
-        assert counts is not None  # (the planner: hopping windows natively with counts)
-        rows, window_start, end = hopping_windows(HoppingGrid.of(assigner), valid)
-        counted = counts.firings(
-            rows,
-            keys,
-            _WINDOW,
-            [ts, F.col(TB)],
-            compiled,
-            left_at_end(max_timestamp_of(end), lateness, at_max=counts.no_timer),
-        )
-        grouped, pane, fired = counted.results, counted.pane, counted.fired
-    elif isinstance(assigner, TumblingEventTimeWindows):
-        bounds = TumblingBounds(assigner)
-        rows = valid.where(~at_min) if min_window else valid
+    if isinstance(assigner, TumblingEventTimeWindows | HoppingEventTimeWindows):
+        hopping = isinstance(assigner, HoppingEventTimeWindows)
+        if hopping:  # (count and continuous triggers) each row once per window, as tumbling
+            rows, window_start, end = hopping_windows(HoppingGrid.of(assigner), valid)
+            window = F.col(_WINDOW)
+        else:
+            bounds = TumblingBounds(assigner)
+            rows = valid.where(~at_min) if min_window else valid
+            window, window_start, end = bounds.start, bounds.window_start, bounds.end
         counts = CountFirings.of(job.config.trigger, job.config.evictor)
         interval = continuous_interval(job.config.trigger, job.config.evictor)
         if interval is not None:  # (the planner leaves a window at MIN to the operator)
             earliest = [F.min(ts).alias(CONTINUOUS_FIRST)]
-            grouped = grouped_aggregates(rows, keys, bounds.start, _WINDOW, compiled, earliest)
-            max_ts = max_timestamp_of(bounds.end)
+            grouped = grouped_aggregates(rows, keys, window, _WINDOW, compiled, earliest)
+            max_ts = max_timestamp_of(end)
             grouped, first, pane = continuous_firings(grouped, interval, max_ts)
         elif counts is None:
-            grouped = grouped_aggregates(rows, keys, bounds.start, _WINDOW, compiled)
+            grouped = grouped_aggregates(rows, keys, window, _WINDOW, compiled)
         else:  # (the planner leaves a window at MIN to the operator)
             counted = counts.firings(
-                rows.withColumn(_WINDOW, bounds.start),
+                rows if hopping else rows.withColumn(_WINDOW, window),
                 keys,
                 _WINDOW,
                 [ts, F.col(TB)],
                 compiled,
-                left_at_end(max_timestamp_of(bounds.end), lateness, at_max=counts.no_timer),
+                left_at_end(max_timestamp_of(end), lateness, at_max=counts.no_timer),
             )
             grouped, pane, fired = counted.results, counted.pane, counted.fired
-        window_start, end = bounds.window_start, bounds.end
     else:
         grouped, window_start, end = _sessions(assigner.gap, valid, keys, compiled)
         if min_window:
@@ -308,6 +304,38 @@ def hopping_windows(grid: HoppingGrid, rows: DataFrame) -> tuple[DataFrame, Colu
     windowed = every.withColumn(_WINDOW, F.expr(f"named_struct('b', {b}, 'r', {r})")).drop(_WR)
     start, end = grid.bounds(f"{_WINDOW}.b", f"{_WINDOW}.r")
     return windowed, F.expr(start), F.expr(end)
+
+
+def describe_hopping_firings(
+    job: Job, counts: CountFirings | None, interval: int | None, windowable: bool
+) -> str | None:
+    """The native plan of the job's hopping windows with count firings ``counts`` or a
+    ``ContinuousEventTimeTrigger`` of ``interval``, in words, or ``None`` when the window
+    operator runs them: in arrival order (late rows would need every overlapping window's
+    cutoffs), with gaps between windows (rows in none), with a window ending at
+    ``MIN_TIMESTAMP + 1`` (behind the first watermark: it fires per row), or where the
+    tumbling windows' plans would not take the firings (``windowable``: the aggregates
+    have a window-function form)."""
+    assigner = job.config.assigner
+    assert isinstance(assigner, HoppingEventTimeWindows)
+    grid = HoppingGrid.of(assigner)
+    if job.source.arrival_order is not None:
+        return None
+    if grid.slide > grid.size or grid.min_window_start is not None:
+        return None
+    if counts is not None:
+        if not counts.native(windowable, arrival=False):
+            return None
+        firings = counts.describe()
+    elif interval is not None and planned(grid.size, interval):
+        firings = describe_continuous(interval)
+    else:
+        return None
+    windows = -(-grid.size // grid.slide)
+    return (
+        f"hopping event-time windows with {firings}; each row first copied into the windows "
+        f"holding it (up to {windows}, as Spark's own hopping windows), event-time order"
+    )
 
 
 def count_parts(
