@@ -284,6 +284,10 @@ def test_count_plans_name_their_firings_and_leave_the_rest_to_the_operator(
     assert not at_min.agg(F.sum("i")).plan.native  # a window ends at MIN_TIMESTAMP + 1
     in_order = arrival.window(HoppingEventTimeWindows(10, 5)).trigger(CountTrigger(3))
     assert not in_order.agg(F.sum("i")).plan.native
+    # a size past a bigint (the pane grid's arithmetic is in bigint): the operator
+    huge = windowed.window(HoppingEventTimeWindows(2**63, 2**62))
+    assert not huge.trigger(CountTrigger(3)).agg(F.sum("i")).plan.native
+    assert not huge.agg(F.sum("i")).plan.native
 
 
 @pytest.mark.differential(

@@ -317,6 +317,7 @@ _HASHED_ROUTES = (
     Route.NATIVE_TUMBLING,
     Route.NATIVE_HOPPING_DISJOINT,
     Route.NATIVE_TUMBLING_CONTINUOUS,
+    Route.NATIVE_HOPPING_CONTINUOUS,
 )
 
 
@@ -626,7 +627,7 @@ def _hopping(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | No
         return Route.NATIVE_HOPPING_DISJOINT, _native_text(shape, _EVENT_TIME_ORDER)
     if not windowable(calls) or not exact:
         return None  # DISTINCT or a column the window operator cannot read: no partials
-    if grid.m >= 2**61:
+    if grid.m >= 2**61 or grid.size > MAX_TIMESTAMP:
         return None  # pane arithmetic would overflow a long (a slide of 2**61 ms and more)
     shape = (
         f"hopping event-time windows from panes of gcd(size, slide) = {grid.g} ms: partial "
@@ -715,8 +716,7 @@ def columnar_shape(
         return vectorized
     assigner, lateness = config.assigner, config.allowed_lateness
     tumbling = tumbling_size(assigner)
-    # .agg columns: tumbling windows, sessions, hopping windows where the operator keeps
-    # panes (an avg adds doubles: the operator keeps windows, unless slicing=True)
+    # .agg columns: tumbling windows, sessions, hopping windows where the operator has panes
     aggregates = aggregate_items(config, spec, keys, input_arrow) if streaming else None
     if aggregates and tumbling and type(assigner) is TumblingEventTimeWindows:
         return TumblingAggregation(aggregates, *tumbling, lateness)

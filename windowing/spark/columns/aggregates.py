@@ -374,8 +374,8 @@ def _why_not(
     if call.python_udf:
         return (
             f"{label}: the window operator runs grouped-aggregate pandas UDFs (pandas Series "
-            "in, a scalar out) called with positional arguments, whose function is pickled in "
-            "under 1 MB"
+            "in, a scalar out) called with positional arguments (in a classic session, "
+            "with a function pickled in under 1 MB)"
         )
     kind = SUPPORTED.get(call.function)
     if kind is not None and any(a is None for a in call.args):

@@ -55,7 +55,7 @@ def continuous_interval(trigger: Any, evictor: Any) -> int | None:
 
 
 def planned(size: int, interval: int) -> bool:
-    """Whether tumbling windows of ``size`` fire natively every ``interval``: at most
+    """Whether windows of ``size`` (tumbling or hopping) fire natively every ``interval``: at most
     :data:`MAX_FIRINGS` firings a window, and ``size + interval`` far from ``bigint``'s end
     (the first firing is computed in ``bigint``)."""
     return size // interval + 2 <= MAX_FIRINGS and size + interval < 2**62

@@ -219,7 +219,9 @@ def event_time_parts(
     compiled: CompiledAggregates,
     layout: OutputLayout,
 ) -> NativeParts:
-    """Tumbling windows or sessions replayed in event-time order; see the module docstring.
+    """Tumbling windows or sessions replayed in event-time order, and hopping windows with
+    count or continuous triggers (each row copied into its windows); see the module
+    docstring.
 
     The window ending at MIN_TIMESTAMP + 1 (tumbling; a session of gap 1 at MIN) is behind
     the first watermark (MIN): without lateness its rows are late; with lateness each row
@@ -319,8 +321,8 @@ def describe_hopping_firings(
     assigner = job.config.assigner
     assert isinstance(assigner, HoppingEventTimeWindows)
     grid = HoppingGrid.of(assigner)
-    if job.source.arrival_order is not None:
-        return None
+    if job.source.arrival_order is not None or grid.size > MAX_TIMESTAMP:
+        return None  # (a size past a bigint: the pane grid's arithmetic is in bigint)
     if grid.slide > grid.size or grid.min_window_start is not None:
         return None
     if counts is not None:
