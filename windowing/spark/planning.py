@@ -63,7 +63,7 @@ from windowing.assigners.tumbling import (
     WindowStagger,
 )
 from windowing.errors import ErrorPolicy
-from windowing.functions.spec import Aggregate, WindowFunctionSpec
+from windowing.functions.spec import WindowFunctionSpec
 from windowing.job import (
     BoundedOutOfOrderness,
     Job,
@@ -71,7 +71,7 @@ from windowing.job import (
     StreamSource,
     WindowConfig,
 )
-from windowing.plan import Plan, plan_operator
+from windowing.plan import Plan, Strategy, plan_operator
 from windowing.spark.columnar.accumulators import aggregate_items
 from windowing.spark.columnar.core import (
     ColumnarPlan,
@@ -723,11 +723,9 @@ def columnar_shape(
     if aggregates is not None and type(assigner) is EventTimeSessionWindows:
         return SessionAggregation(aggregates, assigner.gap, lateness)
     if aggregates is not None and type(assigner) is HoppingEventTimeWindows:
-        size, slide, offset = assigner.size, assigner.slide, assigner.offset
-        panes = config.slicing
-        if panes is None:
-            panes = isinstance(spec, Aggregate) and spec.order_insensitive
-        if slide < size and panes:
+        kept = plan_operator(assigner, config.trigger, None, spec, lateness, config.slicing)
+        if kept.strategy is Strategy.PANES:  # (no evictor here) the operator's state converts
+            size, slide, offset = assigner.size, assigner.slide, assigner.offset
             return HoppingAccumulators(aggregates, size, slide, offset, lateness)
     fn = field_aggregation_of(spec, config.trigger, config.evictor, lateness, input_arrow)
     if fn is None:

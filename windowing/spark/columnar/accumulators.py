@@ -25,9 +25,10 @@ operator's whatever the order in which a micro-batch's rows reach the window.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -286,24 +287,24 @@ class AggregateItems:
         return f".agg columns ({kinds}) as accumulator columns"
 
 
-class _Spans(Protocol):
+class _Spans(ABC):
     """Spans of items to reduce: contiguous groups, or ranges that may overlap."""
 
+    @abstractmethod
     def total(self, v: _Array) -> _Array:
         """The sum of each span's values."""
-        ...
 
+    @abstractmethod
     def extreme(self, v: _Array, ufunc: np.ufunc) -> _Array:
         """``ufunc`` (``np.minimum`` / ``np.maximum``) over each span's values."""
-        ...
 
     def any(self, valid: _Array) -> _Array:
         """Whether one of each span's items is ``valid``."""
-        ...
+        return self.total(valid.astype(np.int64)) > 0  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
-class _Groups:
+class _Groups(_Spans):
     """Consecutive groups of items, starting at ``first_rows``."""
 
     first_rows: _Array
@@ -314,12 +315,9 @@ class _Groups:
     def extreme(self, v: _Array, ufunc: np.ufunc) -> _Array:
         return ufunc.reduceat(v, self.first_rows)  # type: ignore[no-any-return]
 
-    def any(self, valid: _Array) -> _Array:
-        return self.total(valid.astype(np.int64)) > 0  # type: ignore[no-any-return]
-
 
 @dataclass(frozen=True)
-class _Ranges:
+class _Ranges(_Spans):
     """Non-empty ranges ``[lo, hi)`` of items: sums are differences of prefix sums (exact
     for integers, and for doubles of whole numbers whose total is below ``2**53``), extremes
     come from a sparse table (:func:`~windowing.spark.columnar.ranges.range_reduce`)."""
@@ -333,9 +331,6 @@ class _Ranges:
 
     def extreme(self, v: _Array, ufunc: np.ufunc) -> _Array:
         return range_reduce(v, ufunc, self.lo, self.hi)
-
-    def any(self, valid: _Array) -> _Array:
-        return self.total(valid.astype(np.int64)) > 0  # type: ignore[no-any-return]
 
 
 def _whole_numbers(v: _Array) -> bool:

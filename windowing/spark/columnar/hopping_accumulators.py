@@ -151,8 +151,8 @@ class HoppingAccumulators(PaneWindows, ItemsOfAField):
             new_items = pa.concat_tables([kept.rows, new_items])
             group = np.concatenate((kept.starts, group))
             if new_codes is not None:
-                held = np.zeros(len(kept), np.int64) if kept_codes is None else kept_codes
-                new_codes = np.concatenate((held, new_codes))
+                assert kept_codes is not None  # (codes come for the state and the rows alike)
+                new_codes = np.concatenate((kept_codes, new_codes))
         found = self.items.reduce(group, new_items, new_codes)
         if found is None:
             return None
