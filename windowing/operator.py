@@ -46,6 +46,7 @@ from windowing.engine.encoding import (
     legacy_pickle_allowed,
 )
 from windowing.engine.exchange import (
+    KafkaWindows,
     ReducedPanes,
     ReducedWindows,
     WindowSummary,
@@ -403,6 +404,21 @@ class WindowOperator:
         ks = self.new_key_state()
         if not self.strategy.import_panes(ks, reduced):
             msg = "import_reduced_panes: this operator keeps no panes (slicing is off)"
+            raise TypeError(msg)
+        return ks
+
+    def export_kafka_windows(self, ks: KeyState) -> KafkaWindows | None:
+        """The KIP-450 windows of the key state ``ks`` when this operator runs Kafka's
+        algorithm (``SlidingDistinctAssigner``, the default trigger) and ``ks`` holds nothing
+        else, else ``None``: for a runtime that computes the windows on whole columns."""
+        return self.strategy.export_kafka(ks)
+
+    def import_kafka_windows(self, windows: KafkaWindows) -> KeyState:
+        """A new key state holding the KIP-450 windows of ``windows``, with the timers the
+        operator leaves after firing up to ``windows.fired_upto``."""
+        ks = self.new_key_state()
+        if not self.strategy.import_kafka(ks, windows):
+            msg = "import_kafka_windows: this operator does not run Kafka's algorithm"
             raise TypeError(msg)
         return ks
 

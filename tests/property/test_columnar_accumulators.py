@@ -1,9 +1,9 @@
-"""Streaming ``.agg`` columns of tumbling windows, sessions and hopping windows on whole
-columns (:mod:`windowing.spark.columnar.accumulators`,
-:mod:`windowing.spark.columnar.hopping_accumulators`) against the window operator running
-``ColumnAggregates``: a key group's micro-batches, each advancing the watermark and then
-adding rows of several keys; calls the columns leave go through the operator, the state
-converted to its accumulator lists and back."""
+"""Streaming ``.agg`` columns of tumbling windows, sessions, hopping windows and KIP-450
+windows on whole columns (:mod:`windowing.spark.columnar.accumulators`,
+:mod:`windowing.spark.columnar.hopping_accumulators`, :mod:`windowing.spark.columnar.kip450`)
+against the window operator running ``ColumnAggregates``: a key group's micro-batches, each
+advancing the watermark and then adding rows of several keys; calls the columns leave go
+through the operator, the state converted to its accumulator lists and back."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tests.columnar_plans import columnar_plan
 from windowing import OutputTag
 from windowing.assigners import (
     EventTimeSessionWindows,
+    SlidingDistinctAssigner,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
@@ -85,10 +86,13 @@ def function_of(picks: list[int], ansi: bool = True) -> ColumnAggregates:
 
 
 def assigner_of(shape: str, size: int, offset: int, slide: int = 1) -> Any:
-    """Sessions of gap ``size``, tumbling windows of ``size``, or hopping windows of
-    ``size + slide`` every ``slide`` (``offset`` within the slide)."""
+    """Sessions of gap ``size``, tumbling windows of ``size``, hopping windows of
+    ``size + slide`` every ``slide`` (``offset`` within the slide), or KIP-450 windows of
+    ``size``."""
     if shape == "session":
         return EventTimeSessionWindows(size)
+    if shape == "kip450":
+        return SlidingDistinctAssigner(size, grace=0)
     if shape == "hopping":
         return SlidingEventTimeWindows(size + slide, slide, offset % slide)
     return TumblingEventTimeWindows(size, offset % size)
@@ -219,8 +223,23 @@ rows_strategy = st.lists(
     shape="hopping",
     slide=2,
 )
+@example(  # KIP-450: in-order rows on columns over two calls, then a key out of order
+    picks=[0, 4, 7],
+    size=3,
+    offset=0,
+    lateness=2,
+    ansi=True,
+    calls=[
+        (0, [("a", 7, 1, None, None), ("a", 9, 2, None, None), ("b", 8, 5, None, None)]),
+        (1, [("a", 10, 3, None, None), ("a", 14, 4, None, None), ("b", 11, 6, None, None)]),
+        (4, [("a", 15, 1, None, None), ("b", 10, 7, None, None)]),
+        (30, []),
+    ],
+    shape="kip450",
+    slide=1,
+)
 @given(
-    shape=st.sampled_from(["tumbling", "session", "hopping"]),
+    shape=st.sampled_from(["tumbling", "session", "hopping", "kip450"]),
     slide=st.integers(1, 4),
     picks=st.lists(st.integers(0, len(MENU) - 1), min_size=1, max_size=5),
     size=st.integers(1, 6),
@@ -239,9 +258,74 @@ def test_streaming_agg_calls_equal_the_operator(
     ansi: bool,
     calls: list[tuple[int, list[tuple[Any, ...]]]],
 ) -> None:
-    """Tumbling windows, sessions or hopping windows, every call: the fired windows' results,
-    the late rows and the open windows equal the operator's, whichever of the columns and
-    the operator computes the call, and the state survives its checkpoint encoding."""
+    """Tumbling windows, sessions, hopping windows or KIP-450 windows, every call: the fired
+    windows' results, the late rows and the open windows equal the operator's, whichever of
+    the columns and the operator computes the call, and the state survives its checkpoint
+    encoding."""
+    if shape == "kip450":
+        size *= 3  # windows spanning calls
+    check_calls(shape, slide, picks, size, offset, lateness, ansi, calls)
+
+
+kip450_calls = st.lists(
+    st.tuples(
+        st.integers(0, 40),
+        st.lists(
+            st.tuples(
+                st.sampled_from("abc"),
+                # within the call's 25 ms, one in ten anywhere from 40 ms before to after
+                st.tuples(st.integers(0, 9), st.integers(0, 24), st.integers(-40, 40)).map(
+                    lambda x: x[2] if x[0] == 0 else x[1]
+                ),
+                values,
+                floats,
+                st.one_of(st.booleans(), st.none()),
+            ),
+            max_size=14,
+        ),
+    ),
+    min_size=2,
+    max_size=10,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, len(MENU) - 1), min_size=1, max_size=4),
+    size=st.integers(0, 24),
+    lateness=st.sampled_from([0, 0, 3, 10, 40]),
+    calls=kip450_calls,
+)
+@example(  # a record exactly size after the key's latest: its left window seeded from the
+    # latest's left window, which starts exactly size before it
+    picks=[0, 4],
+    size=10,
+    lateness=0,
+    calls=[(0, []), (0, [("a", 20, 1, None, None)]), (0, [("a", 5, 2, None, None)]), (90, [])],
+)
+def test_kip450_streams_equal_kafkas_algorithm(
+    picks: list[int], size: int, lateness: int, calls: list[tuple[int, list[tuple[Any, ...]]]]
+) -> None:
+    """KIP-450 windows over longer streams whose calls mostly follow each other in time (rows
+    of a call 25 ms after the last call's, give or take): each call on columns where every
+    key's rows come after its store and the watermark, else in the operator (the state
+    converting each way), equals Kafka's algorithm in the operator."""
+    check_calls("kip450", 1, picks, size, 0, lateness, True, calls)
+
+
+def check_calls(
+    shape: str,
+    slide: int,
+    picks: list[int],
+    size: int,
+    offset: int,
+    lateness: int,
+    ansi: bool,
+    calls: list[tuple[int, list[tuple[Any, ...]]]],
+) -> None:
+    """Run ``calls`` (each: the watermark's advance, then rows ``(key, time, v, f, b)``)
+    through the operator and through the columns (the operator where they cannot), and
+    compare every call."""
     fn = function_of(picks, ansi)
     plan = plan_of(fn, size, offset, lateness, shape, slide)
     items: AggregateItems = plan.items
@@ -278,8 +362,10 @@ def test_streaming_agg_calls_equal_the_operator(
     schema = items.items_schema(SCHEMA)
     watermark = -20
     n = 0
-    for advance, raw in calls:
+    for call, (advance, raw) in enumerate(calls):
         watermark += advance
+        if shape == "kip450":  # calls mostly in time order, a key's rows at times not
+            raw = [(k, 25 * call + t, *r) for k, t, *r in raw]
         raw = sorted(raw, key=lambda r: (r[0], r[1]))  # each key's rows in event-time order
         records = [(Rec(k, n + j, v, f, b), t) for j, (k, t, v, f, b) in enumerate(raw)]
         n += len(records)
@@ -311,7 +397,7 @@ def test_streaming_agg_calls_equal_the_operator(
                     plan, state, watermark, rows, times, (state_codes, row_codes)
                 )
         if step is not None:
-            event(f"{shape}: columns")
+            event(f"{shape}: columns" + (", rows" if records and state is not None else ""))
             fired = step.fired_rows
             got = []
             if fired is not None:

@@ -281,15 +281,25 @@ def built_in_sum(
         (HoppingEventTimeWindows(SIZE, 2_000), True),
         (EventTimeSessionWindows(2_500), False),
         pytest.param(EventTimeSessionWindows(2_500), True, marks=pytest.mark.slow),
+        (SlidingDistinctAssigner(SIZE, grace=1_000), True),
     ],
-    ids=["tumbling", "tumbling-agg", "hopping", "hopping-agg", "session", "session-agg"],
+    ids=[
+        "tumbling",
+        "tumbling-agg",
+        "hopping",
+        "hopping-agg",
+        "session",
+        "session-agg",
+        "kip450-agg",
+    ],
 )
 def test_restart_with_state_on_whole_columns(
     spark: SparkSession, tmp_path: Path, windows: Any, agg: bool
 ) -> None:
     """The column path's state (OpenWindows in the state store: windows, panes, sessions or
-    the accumulators of ``.agg``, hopping ones per pane) survives a restart from the
-    checkpoint: the results equal those of one uninterrupted query."""
+    the accumulators of ``.agg``, hopping ones per pane, KIP-450 ones per window of Kafka's
+    store) survives a restart from the checkpoint: the results equal those of one
+    uninterrupted query."""
     batches = make_batches(11)
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     write_files(whole / "src", batches)
@@ -633,6 +643,32 @@ def test_agg_columns_of_hopping_windows(spark: SparkSession, tmp_path: Path) -> 
     # a row fires its ended windows on arrival: windows of "a" fire twice
     starts = [r[1] for r in streamed["results"] if r[0] == "a"]
     assert len(starts) > len(set(starts))
+
+
+def test_agg_columns_of_kip450_windows(spark: SparkSession, tmp_path: Path) -> None:
+    """Streaming computes ``.agg`` of KIP-450 windows on accumulator columns of Kafka's store
+    while a key's rows come after its store and the watermark, and with Kafka's algorithm in
+    the operator otherwise (rows out of order across micro-batches, within the grace, late),
+    converting the key's store each way: the outputs equal the batch replay's, which runs
+    Kafka's algorithm in the micro-batches' order."""
+
+    def finish(keyed: Any) -> Any:
+        stream = keyed.window(SlidingDistinctAssigner(4_000, grace=3_000))
+        return stream.side_output_late_data(LATE).agg(
+            F.count("*").alias("n"),
+            F.sum("amount").alias("total"),
+            F.min("amount").alias("low"),
+            F.avg("amount").alias("mean"),
+            F.bool_or(F.col("amount") > 8).alias("any_big"),
+        )
+
+    batches = with_band_rows(make_batches(seed=8))
+    df = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    plan = finish(WindowedStream.from_dataframe(df, event_time="ts").key_by("user")).plan
+    assert plan.columnar_shape is ColumnarShape.KIP450 and "Kafka's window store" in str(plan)
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
+    assert streamed == replayed
+    assert streamed["late"] and any(r[3] > 2 for r in streamed["results"])
 
 
 @pytest.mark.differential(Route.STREAMING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)

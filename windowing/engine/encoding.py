@@ -60,6 +60,7 @@ from windowing.engine.keystate import KeyState
 from windowing.engine.panes import Slices
 from windowing.sliding import _EMPTY, _MISSING, RangeCursor, Timeline, TimelineExpiry
 from windowing.state import _DESCRIPTOR_TYPES, StateTable
+from windowing.time import MIN_TIMESTAMP
 from windowing.windows import GLOBAL_WINDOW, GlobalWindow, TimestampedValue, TimeWindow
 
 __all__ = [
@@ -488,6 +489,7 @@ class StateWriter:
                 [(s, self.value(v)) for s, v in kafka.values.items()],
                 list(kafka.max_ts.items()),
                 kafka.expiry_at,
+                kafka.irregular_upto,
             ),
             None if slices is None else (list(slices.starts), slices.upto, slices.due),
         )
@@ -637,12 +639,15 @@ class StateReader:
         if timeline is not None:
             ks.timeline = self.timeline(timeline)
         if kafka is not None:
-            starts, values, max_ts, expiry_at = kafka
+            starts, values, max_ts, expiry_at = kafka[:4]
             store = KafkaWindowStore()
             store.starts = list(starts)
             store.values = {s: self.value(v) for s, v in values}
             store.max_ts = dict(max_ts)
             store.expiry_at = expiry_at
+            # a state of an earlier version: any window may differ from the definition
+            latest = max(store.max_ts.values(), default=MIN_TIMESTAMP - 1)
+            store.irregular_upto = kafka[4] if len(kafka) > 4 else latest + 1
             ks.kafka = store
         if slices is not None:
             starts, upto, due = slices

@@ -26,17 +26,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowing.engine.keystate import KeyState, Slices, register_timer
+from windowing.engine.keystate import KafkaWindowStore, KeyState, Slices, register_timer
 from windowing.plan import StateForm
+from windowing.sliding import TIMELINE_EXPIRY
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
 __all__ = [
+    "KafkaWindows",
     "ReducedPanes",
     "ReducedWindows",
     "WindowSummary",
+    "export_kafka",
     "export_panes",
     "export_reduced",
+    "import_kafka",
     "import_panes",
     "import_reduced",
     "summaries",
@@ -65,6 +69,24 @@ class ReducedPanes:
     starts: tuple[int, ...]
     partials: tuple[Any, ...]
     upto: int
+
+
+@dataclass(frozen=True)
+class KafkaWindows:
+    """A key's KIP-450 windows in Kafka's window store (:mod:`windowing.engine.kafka`) with
+    the default trigger: per window its ``start`` (ascending; the window is
+    ``[start; start + size]``), its aggregate (``values``) and its largest record timestamp
+    (``max_ts``); the key's store-expiry timer (``expiry_at``), the store's
+    ``irregular_upto``, and the watermark up to which the windows have fired
+    (``fired_upto``). A window that fired is kept in the store; its contents only for its
+    allowed lateness."""
+
+    starts: tuple[int, ...]
+    values: tuple[Any, ...]
+    max_ts: tuple[int, ...]
+    expiry_at: int | None
+    irregular_upto: int
+    fired_upto: int
 
 
 @dataclass(frozen=True)
@@ -170,6 +192,76 @@ def import_panes(ks: KeyState, reduced: ReducedPanes) -> None:
     ks.slices = sl
 
 
+def export_kafka(ks: KeyState, *, size: int, lateness: int) -> KafkaWindows | None:
+    """The KIP-450 windows of ``ks`` when it holds nothing but Kafka's window store, each
+    window's contents equal to its aggregate until its cleanup, the default trigger's timers,
+    the cleanup timers and the store-expiry timer; ``None`` otherwise. The values are the
+    key state's own objects: a runtime copies them (or stops using ``ks``)."""
+    store = ks.kafka
+    if store is None or not store.starts or ks.merging is not None:
+        return None
+    if not _windows_only(ks, kafka=True):
+        return None
+    timers = ks.evt_timers
+    windows = [TimeWindow(s, s + size + 1) for s in store.starts]
+    fired_upto = MIN_TIMESTAMP
+    pending_from = MAX_TIMESTAMP
+    expected = 0 if store.expiry_at is None else 1
+    if store.expiry_at is not None and (store.expiry_at, TIMELINE_EXPIRY) not in timers:
+        return None
+    for s, w in zip(store.starts, windows, strict=True):
+        end = s + size
+        has_contents = w in ks.contents
+        if has_contents and ks.contents[w] != store.values[s]:
+            return None  # contents that restarted apart from Kafka's aggregate
+        if (end, w) in timers:  # not fired: the trigger's timer, contents, cleanup timer
+            pending_from = min(pending_from, end)
+            if not has_contents or (lateness and (end + lateness, w) not in timers):
+                return None
+            expected += 2 if lateness else 1
+        else:
+            fired_upto = max(fired_upto, end)
+            if has_contents != ((end + lateness, w) in timers) or (has_contents and not lateness):
+                return None
+            expected += has_contents
+    if len(timers) != expected or fired_upto >= pending_from:
+        return None
+    if len(ks.contents) != sum(w in ks.contents for w in windows):
+        return None  # contents of a window the store no longer holds
+    return KafkaWindows(
+        tuple(store.starts),
+        tuple(store.values[s] for s in store.starts),
+        tuple(store.max_ts[s] for s in store.starts),
+        store.expiry_at,
+        store.irregular_upto,
+        fired_upto,
+    )
+
+
+def import_kafka(ks: KeyState, windows: KafkaWindows, *, size: int, lateness: int) -> None:
+    """Put the KIP-450 windows of ``windows`` into the new key state ``ks``: Kafka's store,
+    each window's contents (the store's aggregate) and its cleanup timer until its cleanup,
+    its end-of-window timer until it fires, the store-expiry timer."""
+    store = KafkaWindowStore()
+    store.starts = list(windows.starts)
+    store.expiry_at = windows.expiry_at
+    store.irregular_upto = windows.irregular_upto
+    upto = windows.fired_upto
+    for s, value, max_ts in zip(windows.starts, windows.values, windows.max_ts, strict=True):
+        store.values[s] = value
+        store.max_ts[s] = max_ts
+        w = TimeWindow(s, s + size + 1)
+        end = s + size
+        if end > upto:
+            register_timer(ks.evt_timers, ks.evt_heap, ks, end, w)
+        if end + lateness > upto:
+            ks.contents[w] = value
+            register_timer(ks.evt_timers, ks.evt_heap, ks, end + lateness, w)
+    if windows.expiry_at is not None:
+        register_timer(ks.evt_timers, ks.evt_heap, ks, windows.expiry_at, TIMELINE_EXPIRY)
+    ks.kafka = store
+
+
 def summaries(
     ks: KeyState,
     windows: Sequence[Any],
@@ -200,16 +292,18 @@ def summaries(
     return out
 
 
-def _windows_only(ks: KeyState) -> bool:
+def _windows_only(ks: KeyState, *, kafka: bool = False) -> bool:
     """Whether ``ks`` holds nothing but window contents and event-time timers (no
-    processing-time timers, KIP-450 or pane state, trigger or function state)."""
+    processing-time timers, KIP-450 (unless ``kafka``: Kafka's store) or pane state, trigger
+    or function state)."""
     return not (
         ks.proc_timers
         or ks.timeline is not None
-        or ks.kafka is not None
+        or (ks.kafka is not None and not kafka)
         or ks.slices is not None
         or ks.panes
-        or ks.num_state_entries() != len(ks.contents)
+        or ks.num_state_entries()
+        != len(ks.contents) + (0 if ks.kafka is None or not kafka else len(ks.kafka))
     )
 
 

@@ -94,6 +94,8 @@ class KafkaSliding:
             store = ks.kafka = KafkaWindowStore()
         elif store.starts and store.starts[0] <= self.horizon(wm):
             store.expire(self.horizon(wm))
+        if self.irregular(ts, wm, store):
+            store.irregular_upto = max(store.irregular_upto, ts + 1)
         run = _Run(self, engine, key, ks, store, value, ts)
         if 0 <= ts < size:
             run.process_early()
@@ -101,6 +103,15 @@ class KafkaSliding:
             run.process_reverse()
         self._schedule_expiry(engine, ks, store)
         return run.added
+
+    def irregular(self, ts: int, wm: int, store: KafkaWindowStore) -> bool:
+        """Whether the record at ``ts`` may leave windows that differ from KIP-450's
+        definition (each window: the records of its range): one of its windows is closed
+        (``ts + grace <= wm``), it is near 0 (Kafka's shared early window, its fetch range cut
+        at 0), or it reads windows that may already differ (``ts - 2 * size`` at or before
+        ``store.irregular_upto``). Every window it touches starts at or before ``ts + 1``."""
+        size = self.size
+        return ts + self.grace <= wm or 0 <= ts <= 2 * size or ts - 2 * size <= store.irregular_upto
 
     def _schedule_expiry(self, engine: Engine, ks: KeyState, store: KafkaWindowStore) -> None:
         """One timer per key forgets its store once no record can fetch from it."""

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from windowing.sliding import Timeline
 from windowing.state import StateTable
+from windowing.time import MIN_TIMESTAMP
 
 __all__ = [
     "InMemoryStateBackend",
@@ -262,15 +263,21 @@ class Slices:
 
 class KafkaWindowStore:
     """One key's windows as Kafka's window store holds them: by start, the aggregate and the
-    largest record timestamp (Kafka's ``ValueAndTimestamp``)."""
+    largest record timestamp (Kafka's ``ValueAndTimestamp``).
 
-    __slots__ = ("expiry_at", "max_ts", "starts", "values")
+    ``irregular_upto``: windows starting at or before it may hold what only Kafka's edge cases
+    give (a record some of whose windows were closed, records near 0); the windows above it
+    hold exactly the records of their range, as KIP-450 defines them
+    (:meth:`~windowing.engine.kafka.KafkaSliding.add` keeps it)."""
+
+    __slots__ = ("expiry_at", "irregular_upto", "max_ts", "starts", "values")
 
     def __init__(self) -> None:
         self.starts: list[int] = []  # ascending
         self.values: dict[int, Any] = {}
         self.max_ts: dict[int, int] = {}
         self.expiry_at: int | None = None  # the key's store-expiry timer, when registered
+        self.irregular_upto = MIN_TIMESTAMP
 
     def __len__(self) -> int:
         return len(self.starts)

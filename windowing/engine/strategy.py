@@ -16,7 +16,7 @@ import abc
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from windowing.engine.exchange import ReducedPanes
+from windowing.engine.exchange import KafkaWindows, ReducedPanes
 from windowing.engine.keystate import KeyState
 from windowing.engine.services import Engine
 
@@ -86,6 +86,16 @@ class WindowStrategy(abc.ABC):
     def import_panes(self, ks: KeyState, reduced: ReducedPanes) -> bool:
         """Put pane partials into the new key state ``ks``; ``False`` for a strategy that
         keeps no panes."""
+        return False
+
+    def export_kafka(self, ks: KeyState) -> KafkaWindows | None:
+        """The key's KIP-450 windows as Kafka's store holds them, for a strategy that runs
+        Kafka's algorithm and a key state holding nothing else; ``None`` otherwise."""
+        return None
+
+    def import_kafka(self, ks: KeyState, windows: KafkaWindows) -> bool:
+        """Put Kafka's store of KIP-450 windows into the new key state ``ks``; ``False`` for
+        a strategy that does not run Kafka's algorithm."""
         return False
 
     def rows_in(self, ks: KeyState, window: Any, namespace: Any) -> int | None:

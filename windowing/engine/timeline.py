@@ -23,6 +23,7 @@ from typing import Any
 import windowing.sliding as sliding_module
 from windowing.assigners.sliding_distinct import left_window, right_window
 from windowing.engine.evaluation import MISSING
+from windowing.engine.exchange import KafkaWindows, export_kafka, import_kafka
 from windowing.engine.generic import GenericStrategy
 from windowing.engine.kafka import KafkaSliding
 from windowing.engine.keystate import KeyState, register_timer
@@ -73,6 +74,13 @@ class KafkaSlidingStrategy(GenericStrategy):
 
     def rows_in(self, ks: KeyState, window: Any, namespace: Any) -> int | None:
         return None  # a window's aggregate starts from its neighbours': not counted
+
+    def export_kafka(self, ks: KeyState) -> KafkaWindows | None:
+        return export_kafka(ks, size=self.size, lateness=self.kafka.grace)
+
+    def import_kafka(self, ks: KeyState, windows: KafkaWindows) -> bool:
+        import_kafka(ks, windows, size=self.size, lateness=self.kafka.grace)
+        return True
 
     def add_element(self, key: Any, ks: KeyState, value: Any, ts: int | None) -> bool:
         if ts is None:

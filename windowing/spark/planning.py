@@ -36,12 +36,11 @@ route                      when
 ``STREAMING``              a streaming job: the operator in ``transformWithStateInPandas``
 =========================  ============================================================
 
-The native routes need the default trigger and no evictor (but the two above), no
-idle timeout, no dead letters, and no ``processing_time`` column but for tumbling
-processing-time windows; each native reason
-below says what else. A built-in aggregation (``.sum`` / ``.min`` / ``.max`` / ``.min_by`` /
-``.max_by``) takes them as the ``.agg`` of its aggregate calls
-(:mod:`windowing.spark.columns.field_aggregates`).
+The native routes need the default trigger and no evictor (but the two above), no idle
+timeout, no dead letters, and no ``processing_time`` column but for tumbling processing-time
+windows; each native reason below says what else. A built-in aggregation (``.sum`` /
+``.min`` / ``.max`` / ``.min_by`` / ``.max_by``) takes them as the ``.agg`` of its aggregate
+calls (:mod:`windowing.spark.columns.field_aggregates`).
 """
 
 from __future__ import annotations
@@ -82,6 +81,7 @@ from windowing.spark.columnar.core import (
 )
 from windowing.spark.columnar.hopping import HoppingAggregation
 from windowing.spark.columnar.hopping_accumulators import HoppingAccumulators
+from windowing.spark.columnar.kip450 import KafkaAccumulators
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation, tumbling_size
 from windowing.spark.columnar.vectorized import VectorizedWindows, vectorized_plan
@@ -678,14 +678,11 @@ def _kip450(job: Job, calls: Sequence[AggregateCall]) -> tuple[Route, str] | Non
 def _columnar(
     job: Job, spec: WindowFunctionSpec, input_arrow: pa.Schema
 ) -> ColumnarPlan | VectorizedWindows | None:
-    """The aggregation the runtime computes on whole columns, if any: a built-in aggregation
-    (:func:`~windowing.spark.columnar.core.field_aggregation_of`) of tumbling windows, hopping
-    windows (``slide <= size``; in streaming not with ``slicing=True``: the operator then
-    combines panes in time order) or event-time sessions (static gap), when the rows are not
-    replayed by a processing-time column, nor in arrival order (batch), nor on the wall clock
-    (streaming), errors are not dead-lettered (every element goes through the guarded
-    operator), keys have no idle clock of their own and firings are not counted
-    (``pane_info``)."""
+    """The aggregation the runtime computes on whole columns, if any
+    (:func:`columnar_shape`), when the rows are not replayed by a processing-time column, nor
+    in arrival order (batch), nor on the wall clock (streaming), errors are not dead-lettered
+    (every element goes through the guarded operator), keys have no idle clock of their own
+    and firings are not counted (``pane_info``)."""
     source, config = job.source, job.config
     streaming = source.df.isStreaming
     if source.processing_time is not None or config.on_error is ErrorPolicy.DEAD_LETTER:
@@ -710,23 +707,28 @@ def columnar_shape(
     Arrow schema ``input_arrow``, when known, rules out fields numpy cannot reduce as the
     function does; a vectorized function: :func:`~windowing.spark.columnar.vectorized.
     vectorized_plan`), or ``None``; the part of the columnar decision that does not depend on
-    the order of rows (:func:`plan_spark` checks that)."""
+    the order of rows (:func:`plan_spark` checks that): a built-in aggregation of tumbling,
+    hopping (``slide <= size``) or session windows; in streaming, ``.agg`` columns of those
+    and of KIP-450 windows."""
     vectorized = vectorized_plan(config, spec, streaming=streaming)
     if vectorized is not None:
         return vectorized
     assigner, lateness = config.assigner, config.allowed_lateness
     tumbling = tumbling_size(assigner)
-    # .agg columns: tumbling windows, sessions, hopping windows where the operator has panes
+    # .agg columns: tumbling windows, sessions, and where the operator's state converts,
+    # hopping windows kept as panes and KIP-450 windows in Kafka's store
     aggregates = aggregate_items(config, spec, keys, input_arrow) if streaming else None
     if aggregates and tumbling and type(assigner) is TumblingEventTimeWindows:
         return TumblingAggregation(aggregates, *tumbling, lateness)
     if aggregates is not None and type(assigner) is EventTimeSessionWindows:
         return SessionAggregation(aggregates, assigner.gap, lateness)
-    if aggregates is not None and type(assigner) is HoppingEventTimeWindows:
+    if aggregates is not None:  # (no evictor here)
         kept = plan_operator(assigner, config.trigger, None, spec, lateness, config.slicing)
-        if kept.strategy is Strategy.PANES:  # (no evictor here) the operator's state converts
+        if kept.strategy is Strategy.PANES and type(assigner) is HoppingEventTimeWindows:
             size, slide, offset = assigner.size, assigner.slide, assigner.offset
             return HoppingAccumulators(aggregates, size, slide, offset, lateness)
+        if kept.strategy is Strategy.KAFKA_SLIDING and type(assigner) is SlidingDistinctAssigner:
+            return KafkaAccumulators(aggregates, assigner.size, assigner.lateness(lateness))
     fn = field_aggregation_of(spec, config.trigger, config.evictor, lateness, input_arrow)
     if fn is None:
         return None

@@ -86,6 +86,7 @@ class ColumnarShape(enum.Enum):
     TUMBLING = "tumbling"
     HOPPING = "hopping"
     SESSIONS = "sessions"
+    KIP450 = "kip450"
 
 
 class WindowShape(Protocol):
