@@ -645,6 +645,7 @@ def test_agg_columns_of_hopping_windows(spark: SparkSession, tmp_path: Path) -> 
     assert len(starts) > len(set(starts))
 
 
+@pytest.mark.differential(ColumnarShape.KIP450)
 def test_agg_columns_of_kip450_windows(spark: SparkSession, tmp_path: Path) -> None:
     """Streaming computes ``.agg`` of KIP-450 windows on accumulator columns of Kafka's store
     while a key's rows come after its store and the watermark, and with Kafka's algorithm in
