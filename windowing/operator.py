@@ -426,7 +426,9 @@ class WindowOperator:
         """The open windows of the key state ``ks`` (as :meth:`windows_of`): how they hold
         their contents (:attr:`state_form`), the rows they took in (with ``count_rows``),
         the elements they keep, their pending timers."""
-        return summaries(ks, self.windows_of(ks), self.state_form, self.strategy.rows_in)
+        strategy = self.strategy
+        windows = self.windows_of(ks)
+        return summaries(ks, windows, self.state_form, strategy.rows_in, strategy.window_timers)
 
     def output_mark(self) -> OutputMark:
         """Where the outputs and counters stand now (:meth:`rewind_outputs` goes back to it)."""

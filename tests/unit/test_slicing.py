@@ -346,3 +346,23 @@ def test_panes_export_only_panes_and_import_only_into_panes() -> None:
     assert reduced is not None
     with pytest.raises(TypeError, match="keeps no panes"):
         op.import_reduced_panes(reduced)
+
+
+@pytest.mark.parametrize("lateness", [0, 4])
+def test_panes_list_each_windows_timers_as_windows_do(lateness: int) -> None:
+    """``window_summaries`` of panes lists, per window, the timers Flink's per-window layout
+    holds: the same windows and timers as the operator keeping each window's contents."""
+    listed = []
+    for slicing in (True, False):
+        h = harness(SumCount(), slicing=slicing, lateness=lateness)
+        for ts in (0, 3, 8, 13, 21):
+            h.process_element(ts, ts, "k")
+        h.process_watermark(12)
+        op = h.operator
+        listed.append(
+            [(s.window, s.event_timers) for s in op.window_summaries(op.backend.get("k"))]
+        )
+    panes, windows = listed
+    assert panes == windows
+    assert any(len(timers) == 2 for _, timers in panes) == bool(lateness)
+    assert all(timers for _, timers in panes)

@@ -267,13 +267,18 @@ def summaries(
     windows: Sequence[Any],
     form: StateForm,
     rows_in: Callable[[KeyState, Any, Any], int | None],
+    event_timers: Callable[[KeyState, Any], tuple[int, ...] | None] = lambda ks, w: None,
 ) -> list[WindowSummary]:
     """A summary of each of ``windows`` (a key's open windows) of ``ks``, whose job keeps
     its windows' contents in ``form``; ``rows_in(ks, window, namespace)``: the rows a window
-    took in (the strategy's)."""
+    took in (the strategy's); ``event_timers(ks, window)``: a window's event-time timers
+    where the key state keeps others (``None``: those of ``ks``)."""
     out = []
     elements = form is StateForm.ELEMENTS
     for window in windows:
+        timers = event_timers(ks, window)
+        if timers is None:
+            timers = tuple(sorted(t for t, w in ks.evt_timers if w == window))
         namespace = ks.merging.get(window, window) if ks.merging is not None else window
         stored = None
         if elements:
@@ -285,7 +290,7 @@ def summaries(
                 form,
                 rows_in(ks, window, namespace),
                 stored,
-                tuple(sorted(t for t, w in ks.evt_timers if w == window)),
+                timers,
                 tuple(sorted(t for t, w in ks.proc_timers if w == window)),
             )
         )

@@ -543,12 +543,16 @@ class HoppingPanes:
         """The event-time timers Flink would hold for the key: an end-of-window timer per
         live window not yet past its end, and a cleanup timer per live window whose cleanup
         time differs from its end (and is not the end of time)."""
-        count = 0
-        for w in self.live_windows(ks, watermark):
-            max_ts = w.end - 1
-            cleanup = self._cleanup(w.start)
-            count += (max_ts > watermark) + (cleanup != max_ts and has_cleanup_timer(cleanup))
-        return count
+        return sum(len(self.window_timers(w, watermark)) for w in self.live_windows(ks, watermark))
+
+    def window_timers(self, window: TimeWindow, watermark: int) -> tuple[int, ...]:
+        """The event-time timers Flink would hold for a live ``window``: its end-of-window
+        timer until the watermark passes it, its cleanup timer where that differs from its
+        end (and is not the end of time)."""
+        max_ts = window.end - 1
+        cleanup = self._cleanup(window.start)
+        end = (max_ts,) if max_ts > watermark else ()
+        return (*end, cleanup) if cleanup != max_ts and has_cleanup_timer(cleanup) else end
 
 
 class _Windows(dict[int, TimeWindow]):
@@ -615,6 +619,9 @@ class PanesStrategy(WindowStrategy):
 
     def live_windows(self, ks: KeyState) -> list[Any] | None:
         return self.hopping.live_windows(ks, self.engine.clocks.watermark)
+
+    def window_timers(self, ks: KeyState, window: Any) -> tuple[int, ...] | None:
+        return self.hopping.window_timers(window, self.engine.clocks.watermark)
 
     def export_panes(self, ks: KeyState) -> ReducedPanes | None:
         return export_panes(ks)

@@ -88,6 +88,11 @@ class WindowStrategy(abc.ABC):
         keeps no panes."""
         return False
 
+    def window_timers(self, ks: KeyState, window: Any) -> tuple[int, ...] | None:
+        """The event-time timers of ``window`` as Flink's per-window layout would hold them,
+        for a strategy whose key state keeps other timers; ``None``: the key state's own."""
+        return None
+
     def export_kafka(self, ks: KeyState) -> KafkaWindows | None:
         """The key's KIP-450 windows as Kafka's store holds them, for a strategy that runs
         Kafka's algorithm and a key state holding nothing else; ``None`` otherwise."""
