@@ -10,9 +10,12 @@ from typing import Any
 from windowing.state import ReducingStateDescriptor
 from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
 
-__all__ = ["CountTrigger"]
+__all__ = ["COUNT_STATE", "CountTrigger"]
 
-_COUNT: ReducingStateDescriptor[int] = ReducingStateDescriptor("count", operator.add)
+#: The count of a window's elements since it last fired (a runtime that keeps windows itself
+#: reads and writes it: :mod:`windowing.engine.exchange`).
+COUNT_STATE: ReducingStateDescriptor[int] = ReducingStateDescriptor("count", operator.add)
+_COUNT = COUNT_STATE
 
 
 @dataclass(frozen=True, repr=False)

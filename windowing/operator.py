@@ -46,11 +46,14 @@ from windowing.engine.encoding import (
     legacy_pickle_allowed,
 )
 from windowing.engine.exchange import (
+    CountedWindows,
     KafkaWindows,
     ReducedPanes,
     ReducedWindows,
     WindowSummary,
+    export_counted,
     export_reduced,
+    import_counted,
     import_reduced,
     summaries,
 )
@@ -68,12 +71,14 @@ from windowing.engine.sessions import SessionStrategy
 from windowing.engine.strategies import make_strategy
 from windowing.errors import DeadLetter, ErrorPolicy
 from windowing.evictors.base import Evictor
-from windowing.functions.spec import Fold, WindowFunctionSpec, as_spec
+from windowing.functions.spec import Aggregate, Fold, Reduce, WindowFunctionSpec, as_spec
 from windowing.plan import Plan, plan_operator, state_form
 from windowing.records import OutputTag, WindowResult
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, to_millis
 from windowing.triggers.base import Trigger
+from windowing.triggers.count import CountTrigger
 from windowing.triggers.event_time import EventTimeTrigger
+from windowing.triggers.purging import PurgingTrigger
 
 __all__ = [
     "END_OF_INPUT_NOTE",
@@ -405,6 +410,39 @@ class WindowOperator:
         if not self.strategy.import_panes(ks, reduced):
             msg = "import_reduced_panes: this operator keeps no panes (slicing is off)"
             raise TypeError(msg)
+        return ks
+
+    def export_counted_windows(self, ks: KeyState) -> CountedWindows | None:
+        """The windows of the key state ``ks`` when it holds nothing but one reduced value
+        per window, a count trigger's counts and the cleanup timers, else ``None``
+        (:func:`~windowing.engine.exchange.export_counted`); only for a job of a count
+        trigger, no evictor and a reduce or aggregate function."""
+        if not self._counted():
+            return None
+        return export_counted(ks, lateness=self.job.allowed_lateness)
+
+    def _counted(self) -> bool:
+        """Whether the job fires by ``CountTrigger`` (also in ``PurgingTrigger``), without an
+        evictor, each window one reduced value."""
+        job = self.job
+        trigger = job.trigger
+        if type(trigger) is PurgingTrigger:
+            trigger = trigger.trigger
+        return (
+            type(trigger) is CountTrigger
+            and job.evictor is None
+            and isinstance(job.spec, Reduce | Aggregate)
+            and job.spec.window_function is None
+        )
+
+    def import_counted_windows(self, windows: CountedWindows) -> KeyState:
+        """A new key state holding the windows of ``windows``, their counts and cleanup
+        timers (:func:`~windowing.engine.exchange.import_counted`)."""
+        if not self._counted():
+            msg = "import_counted_windows: this operator's job fires by no count trigger"
+            raise TypeError(msg)
+        ks = self.new_key_state()
+        import_counted(ks, windows, lateness=self.job.allowed_lateness)
         return ks
 
     def export_kafka_windows(self, ks: KeyState) -> KafkaWindows | None:

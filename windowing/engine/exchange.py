@@ -29,17 +29,22 @@ from typing import Any
 from windowing.engine.keystate import KafkaWindowStore, KeyState, Slices, register_timer
 from windowing.plan import StateForm
 from windowing.sliding import TIMELINE_EXPIRY
+from windowing.state import ReducingStateDescriptor
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers.count import COUNT_STATE
 from windowing.windows import TimeWindow
 
 __all__ = [
+    "CountedWindows",
     "KafkaWindows",
     "ReducedPanes",
     "ReducedWindows",
     "WindowSummary",
+    "export_counted",
     "export_kafka",
     "export_panes",
     "export_reduced",
+    "import_counted",
     "import_kafka",
     "import_panes",
     "import_reduced",
@@ -69,6 +74,18 @@ class ReducedPanes:
     starts: tuple[int, ...]
     partials: tuple[Any, ...]
     upto: int
+
+
+@dataclass(frozen=True)
+class CountedWindows:
+    """A key's windows under a count trigger (``CountTrigger``, also in a
+    ``PurgingTrigger``): per window (``windows``) its contents, one reduced value
+    (``records``), and the trigger's count of elements since its last firing (``counts``);
+    each window has its cleanup timer and no other."""
+
+    windows: tuple[TimeWindow, ...]
+    records: tuple[Any, ...]
+    counts: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -192,6 +209,42 @@ def import_panes(ks: KeyState, reduced: ReducedPanes) -> None:
     ks.slices = sl
 
 
+def export_counted(ks: KeyState, *, lateness: int) -> CountedWindows | None:
+    """The windows of ``ks`` when it holds nothing but one reduced value per window, a count
+    trigger's counts and cleanup timers (a window a purging trigger emptied keeps only its
+    cleanup timer, which changes nothing: it is left out); ``None`` otherwise."""
+    if ks.merging is not None or not _windows_only(ks, trigger=True):
+        return None
+    trigger = ks.trigger_state
+    if set(trigger.tables) - {COUNT_STATE.name}:
+        return None
+    if trigger.kinds.get(COUNT_STATE.name, ReducingStateDescriptor) is not ReducingStateDescriptor:
+        return None
+    counts = trigger.tables.get(COUNT_STATE.name, {})
+    windows = sorted(ks.contents)
+    if any(type(w) is not TimeWindow for w in windows) or any(w not in ks.contents for w in counts):
+        return None
+    if any(type(w) is not TimeWindow or t != w.end - 1 + lateness for t, w in ks.evt_timers):
+        return None
+    if any((w.end - 1 + lateness, w) not in ks.evt_timers for w in windows):
+        return None
+    return CountedWindows(
+        tuple(windows),
+        tuple(ks.contents[w] for w in windows),
+        tuple(counts.get(w, 0) for w in windows),
+    )
+
+
+def import_counted(ks: KeyState, windows: CountedWindows, *, lateness: int) -> None:
+    """Put the windows of ``windows`` into the new key state ``ks``: each one's reduced
+    value, its count (when not 0) and its cleanup timer."""
+    for w, record, count in zip(windows.windows, windows.records, windows.counts, strict=True):
+        ks.contents[w] = record
+        if count:
+            ks.trigger_state.state(COUNT_STATE, w).add(count)
+        register_timer(ks.evt_timers, ks.evt_heap, ks, w.end - 1 + lateness, w)
+
+
 def export_kafka(ks: KeyState, *, size: int, lateness: int) -> KafkaWindows | None:
     """The KIP-450 windows of ``ks`` when it holds nothing but Kafka's window store, each
     window's contents equal to its aggregate until its cleanup, the default trigger's timers,
@@ -219,8 +272,8 @@ def export_kafka(ks: KeyState, *, size: int, lateness: int) -> KafkaWindows | No
             if not has_contents or (lateness and (end + lateness, w) not in timers):
                 return None
             expected += 2 if lateness else 1
-        else:
-            fired_upto = max(fired_upto, end)
+        else:  # fired; without contents, cleaned up too
+            fired_upto = max(fired_upto, end if has_contents else end + lateness)
             if has_contents != ((end + lateness, w) in timers) or (has_contents and not lateness):
                 return None
             expected += has_contents
@@ -297,10 +350,10 @@ def summaries(
     return out
 
 
-def _windows_only(ks: KeyState, *, kafka: bool = False) -> bool:
+def _windows_only(ks: KeyState, *, kafka: bool = False, trigger: bool = False) -> bool:
     """Whether ``ks`` holds nothing but window contents and event-time timers (no
     processing-time timers, KIP-450 (unless ``kafka``: Kafka's store) or pane state, trigger
-    or function state)."""
+    (unless ``trigger``) or function state)."""
     return not (
         ks.proc_timers
         or ks.timeline is not None
@@ -308,7 +361,9 @@ def _windows_only(ks: KeyState, *, kafka: bool = False) -> bool:
         or ks.slices is not None
         or ks.panes
         or ks.num_state_entries()
-        != len(ks.contents) + (0 if ks.kafka is None or not kafka else len(ks.kafka))
+        != len(ks.contents)
+        + (0 if ks.kafka is None or not kafka else len(ks.kafka))
+        + (ks.trigger_state.num_entries() if trigger else 0)
     )
 
 

@@ -543,16 +543,18 @@ class HoppingPanes:
         """The event-time timers Flink would hold for the key: an end-of-window timer per
         live window not yet past its end, and a cleanup timer per live window whose cleanup
         time differs from its end (and is not the end of time)."""
-        return sum(len(self.window_timers(w, watermark)) for w in self.live_windows(ks, watermark))
+        windows = self.live_windows(ks, watermark)
+        return sum(
+            len(window_timers(w.end - 1, self._cleanup(w.start), watermark)) for w in windows
+        )
 
-    def window_timers(self, window: TimeWindow, watermark: int) -> tuple[int, ...]:
-        """The event-time timers Flink would hold for a live ``window``: its end-of-window
-        timer until the watermark passes it, its cleanup timer where that differs from its
-        end (and is not the end of time)."""
-        max_ts = window.end - 1
-        cleanup = self._cleanup(window.start)
-        end = (max_ts,) if max_ts > watermark else ()
-        return (*end, cleanup) if cleanup != max_ts and has_cleanup_timer(cleanup) else end
+
+def window_timers(max_ts: int, cleanup: int, watermark: int) -> tuple[int, ...]:
+    """The event-time timers Flink would hold for a live window (its max timestamp, its
+    cleanup time): its end-of-window timer until the watermark passes it, its cleanup timer
+    where that differs from its end (and is not the end of time)."""
+    end = (max_ts,) if max_ts > watermark else ()
+    return (*end, cleanup) if cleanup != max_ts and has_cleanup_timer(cleanup) else end
 
 
 class _Windows(dict[int, TimeWindow]):
@@ -621,7 +623,8 @@ class PanesStrategy(WindowStrategy):
         return self.hopping.live_windows(ks, self.engine.clocks.watermark)
 
     def window_timers(self, ks: KeyState, window: Any) -> tuple[int, ...] | None:
-        return self.hopping.window_timers(window, self.engine.clocks.watermark)
+        cleanup = self.hopping._cleanup(window.start)
+        return window_timers(window.end - 1, cleanup, self.engine.clocks.watermark)
 
     def export_panes(self, ks: KeyState) -> ReducedPanes | None:
         return export_panes(ks)
