@@ -39,6 +39,7 @@ from windowing.spark.columnar.core import (
     step_open_windows,
 )
 from windowing.time import MAX_TIMESTAMP
+from windowing.triggers import CountTrigger, PurgingTrigger
 
 
 class Rec(NamedTuple):
@@ -110,7 +111,7 @@ def plan_of(
     plan = columnar_plan(
         assigner,
         Aggregate(fn),
-        None,
+        trigger_of(shape, slide),
         None,
         lateness,
         SCHEMA,
@@ -120,6 +121,16 @@ def plan_of(
     )
     assert plan is not None and isinstance(plan.items, AggregateItems)
     return plan
+
+
+def trigger_of(shape: str, slide: int) -> Any:
+    """A count trigger of ``slide`` elements for the tumbling windows of ``"count"``
+    (``"purging"``: in a ``PurgingTrigger``), else the default trigger."""
+    if shape == "count":
+        return CountTrigger(slide)
+    if shape == "purging":
+        return PurgingTrigger(CountTrigger(slide))
+    return None
 
 
 def slicing_of(shape: str) -> bool | None:
@@ -239,7 +250,7 @@ rows_strategy = st.lists(
     slide=1,
 )
 @given(
-    shape=st.sampled_from(["tumbling", "session", "hopping", "kip450"]),
+    shape=st.sampled_from(["tumbling", "session", "hopping", "kip450", "count", "purging"]),
     slide=st.integers(1, 4),
     picks=st.lists(st.integers(0, len(MENU) - 1), min_size=1, max_size=5),
     size=st.integers(1, 6),
@@ -313,6 +324,48 @@ def test_kip450_streams_equal_kafkas_algorithm(
     check_calls("kip450", 1, picks, size, 0, lateness, True, calls)
 
 
+counted_calls = st.lists(
+    st.tuples(
+        st.integers(0, 8),
+        st.lists(
+            st.tuples(
+                st.sampled_from("ab"),
+                st.integers(-25, 25),
+                values,
+                floats,
+                st.one_of(st.booleans(), st.none()),
+            ),
+            max_size=12,
+        ),
+    ),
+    min_size=2,
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    purging=st.booleans(),
+    every=st.integers(1, 5),
+    picks=st.lists(st.integers(0, len(MENU) - 1), min_size=1, max_size=4),
+    size=st.integers(10, 40),
+    lateness=st.sampled_from([0, 5, 30]),
+    calls=counted_calls,
+)
+def test_count_triggers_over_many_rows_of_few_windows(
+    purging: bool,
+    every: int,
+    picks: list[int],
+    size: int,
+    lateness: int,
+    calls: list[tuple[int, list[tuple[Any, ...]]]],
+) -> None:
+    """Tumbling windows under a count trigger, many rows of two keys in few windows per call
+    (several firings of a window in one call, counts carried from call to call): each call
+    on columns equals the operator's."""
+    check_calls("purging" if purging else "count", every, picks, size, 0, lateness, True, calls)
+
+
 def check_calls(
     shape: str,
     slide: int,
@@ -336,6 +389,7 @@ def check_calls(
         return WindowOperator(
             assigner,
             Aggregate(fn),
+            trigger=trigger_of(shape, slide),
             allowed_lateness=lateness,
             late_output_tag=tag,
             slicing=slicing_of(shape),

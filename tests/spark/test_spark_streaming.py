@@ -48,7 +48,14 @@ from windowing.spark.planning import ColumnarShape, Route
 from windowing.spark.streaming.checkpoint import JobChangedError
 from windowing.spark.streaming.query import METRICS_NAME, WATERMARK_SHIFT_MS, write_results_and_late
 from windowing.stream import BoundedOutOfOrderness, WindowedStream
-from windowing.triggers import AnyOf, CountTrigger, EventTimeTrigger, Trigger, TriggerResult
+from windowing.triggers import (
+    AnyOf,
+    CountTrigger,
+    EventTimeTrigger,
+    PurgingTrigger,
+    Trigger,
+    TriggerResult,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -643,6 +650,42 @@ def test_agg_columns_of_hopping_windows(spark: SparkSession, tmp_path: Path) -> 
     # a row fires its ended windows on arrival: windows of "a" fire twice
     starts = [r[1] for r in streamed["results"] if r[0] == "a"]
     assert len(starts) > len(set(starts))
+
+
+@pytest.mark.differential(ColumnarShape.TUMBLING_COUNTS, Route.NATIVE_TUMBLING_COUNTS)
+@pytest.mark.parametrize("purging", [pytest.param(False, marks=pytest.mark.slow), True])
+def test_agg_columns_under_a_count_trigger(
+    spark: SparkSession, tmp_path: Path, purging: bool
+) -> None:
+    """Streaming computes ``.agg`` of tumbling windows under a count trigger on accumulator
+    columns (each window's accumulators and count, its firings as ranges of its rows) while
+    a call allows it, with the operator otherwise (a null event time), converting a key's
+    windows each way: the outputs equal the batch replay's, late rows included."""
+    trigger: Any = PurgingTrigger(CountTrigger(2)) if purging else CountTrigger(2)
+
+    def finish(keyed: Any) -> Any:
+        stream = keyed.window(TumblingEventTimeWindows(SIZE)).trigger(trigger)
+        return (
+            stream.allowed_lateness(3_000)
+            .side_output_late_data(LATE)
+            .agg(
+                F.count("*").alias("n"),
+                F.sum("amount").alias("total"),
+                F.min("amount").alias("low"),
+                F.avg("amount").alias("mean"),
+            )
+        )
+
+    batches = with_band_rows(make_batches(seed=9))
+    df = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    plan = finish(WindowedStream.from_dataframe(df, event_time="ts").key_by("user")).plan
+    assert plan.columnar_shape is ColumnarShape.TUMBLING_COUNTS
+    assert "CountTrigger(2)" in str(plan)
+    streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
+    assert streamed == replayed
+    assert streamed["late"]
+    starts = [r[1] for r in streamed["results"]]
+    assert len(starts) > len(set(starts))  # windows that fired more than once
 
 
 @pytest.mark.differential(ColumnarShape.KIP450)

@@ -79,6 +79,7 @@ from windowing.spark.columnar.core import (
     describe,
     field_aggregation_of,
 )
+from windowing.spark.columnar.count_trigger import counted_plan
 from windowing.spark.columnar.hopping import HoppingAggregation
 from windowing.spark.columnar.hopping_accumulators import HoppingAccumulators
 from windowing.spark.columnar.kip450 import KafkaAccumulators
@@ -703,16 +704,15 @@ def columnar_shape(
     streaming: bool,
     keys: Sequence[str] = (),
 ) -> ColumnarPlan | VectorizedWindows | None:
-    """The columnar plan of a window configuration with the function ``spec`` (the input's
-    Arrow schema ``input_arrow``, when known, rules out fields numpy cannot reduce as the
-    function does; a vectorized function: :func:`~windowing.spark.columnar.vectorized.
-    vectorized_plan`), or ``None``; the part of the columnar decision that does not depend on
-    the order of rows (:func:`plan_spark` checks that): a built-in aggregation of tumbling,
-    hopping (``slide <= size``) or session windows; in streaming, ``.agg`` columns of those
-    and of KIP-450 windows."""
-    vectorized = vectorized_plan(config, spec, streaming=streaming)
-    if vectorized is not None:
-        return vectorized
+    """The columnar plan of a window configuration with the function ``spec`` (``input_arrow``,
+    the input's Arrow schema when known, rules out fields numpy cannot reduce), or ``None``: a
+    vectorized function's; a built-in aggregation of tumbling, hopping (``slide <= size``) or
+    session windows; in streaming ``.agg`` columns of those, of KIP-450 windows and of tumbling
+    windows under a count trigger. The order of rows is :func:`plan_spark`'s to check."""
+    found = vectorized_plan(config, spec, streaming=streaming)
+    found = found or (counted_plan(config, spec, keys, input_arrow) if streaming else None)
+    if found is not None:
+        return found
     assigner, lateness = config.assigner, config.allowed_lateness
     tumbling = tumbling_size(assigner)
     # .agg columns: tumbling windows, sessions, and where the operator's state converts,

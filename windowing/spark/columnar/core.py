@@ -87,6 +87,7 @@ class ColumnarShape(enum.Enum):
     HOPPING = "hopping"
     SESSIONS = "sessions"
     KIP450 = "kip450"
+    TUMBLING_COUNTS = "tumbling-counts"
 
 
 class WindowShape(Protocol):

@@ -1,0 +1,375 @@
+"""``.agg`` columns of tumbling windows under a count trigger, in streaming: Flink's
+``CountTrigger(n)`` (also in ``PurgingTrigger``) on accumulator columns.
+
+A count trigger fires a window at its ``n``-th element since it last fired, whatever the
+watermark; the window operator then emits the window's accumulators (a purging trigger also
+empties them), and cleans the window up, without firing, when the watermark passes its
+cleanup time. The columnar state keeps what the operator keeps: per window one item of
+accumulators (:class:`~windowing.spark.columnar.accumulators.AggregateItems`) and the
+trigger's count since the last firing, so a key's state converts each way
+(:meth:`~windowing.operator.WindowOperator.export_counted_windows` /
+:meth:`~windowing.operator.WindowOperator.import_counted_windows`). A call
+
+* drops the windows whose cleanup time the watermark reached (no firing);
+* sends rows whose window is past its cleanup time to the late rows;
+* adds the others in the call's order (each key's rows in replay order): the ``j``-th new row
+  of a window with count ``c`` fires it when ``(c + j) % n == 0``, over the window's
+  accumulators and its new rows up to that one (a purging trigger: the rows since the
+  previous firing), reduced as ranges of the window's rows
+  (:meth:`~windowing.spark.columnar.accumulators.AggregateItems.reduce_ranges`).
+
+The calls left to the operator are those of the default trigger's columns: sums that could
+leave 64 bits, float extremes meeting NaN or ``-0.0``, rows near the ends of time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from windowing.assigners.tumbling import TumblingEventTimeWindows
+from windowing.engine.exchange import CountedWindows
+from windowing.engine.keystate import KeyState
+from windowing.functions.columns import ColumnAggregates
+from windowing.functions.spec import Aggregate, WindowFunctionSpec
+from windowing.job import WindowConfig
+from windowing.operator import WindowOperator
+from windowing.spark.columnar.accumulators import AggregateItems, aggregate_items_of
+from windowing.spark.columnar.core import (
+    ColumnarResults,
+    ColumnarShape,
+    ColumnarStep,
+    ItemsOfAField,
+    OpenWindows,
+    near_ends_of_time,
+)
+from windowing.spark.columnar.ranges import keyed_search
+from windowing.spark.columnar.tumbling import tumbling_size, tumbling_starts
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.triggers.count import CountTrigger
+from windowing.triggers.purging import PurgingTrigger
+from windowing.windows import TimeWindow
+
+__all__ = ["CountedTumbling", "counted_plan"]
+
+_Array = np.ndarray[Any, Any]
+
+#: ``extra`` array of the state: per window the trigger's count since its last firing.
+_COUNTS = "counts"
+
+
+def counted_plan(
+    config: WindowConfig,
+    spec: WindowFunctionSpec,
+    keys: Sequence[str],
+    input_arrow: pa.Schema | None,
+) -> CountedTumbling | None:
+    """The columnar plan of a streaming ``.agg`` (``spec``) of aligned tumbling event-time
+    windows with a ``CountTrigger`` (also in a ``PurgingTrigger``) and no evictor, when every
+    aggregate is exact on columns in any order (:func:`aggregate_items_of`), else ``None``."""
+    trigger, purging = config.trigger, False
+    if type(trigger) is PurgingTrigger:
+        trigger, purging = trigger.trigger, True
+    if type(trigger) is not CountTrigger or config.evictor is not None:
+        return None
+    if type(config.assigner) is not TumblingEventTimeWindows or input_arrow is None:
+        return None
+    tumbling = tumbling_size(config.assigner)
+    if tumbling is None or not isinstance(spec, Aggregate) or spec.window_function is not None:
+        return None
+    if type(spec.function) is not ColumnAggregates:
+        return None
+    items = aggregate_items_of(spec.function, keys, input_arrow)
+    if items is None:
+        return None
+    every = max(1, trigger.max_count)  # below 1 Flink's trigger fires on every element
+    return CountedTumbling(items, *tumbling, every, purging, config.allowed_lateness)
+
+
+@dataclass(frozen=True)
+class CountedTumbling(ItemsOfAField):
+    """Tumbling event-time windows (``size``, ``offset`` in ms) of ``.agg`` columns
+    (``items``) under ``CountTrigger(every)`` (``purging``: in a ``PurgingTrigger``), no
+    evictor, in streaming (see the module docstring).
+
+    Example::
+
+        plan = CountedTumbling(items, size=10_000, offset=0, every=100, purging=False)
+        step = plan.step(None, watermark, rows, times, None)  # None: the operator decides
+    """
+
+    items: AggregateItems
+    size: int
+    offset: int
+    every: int
+    purging: bool
+    allowed_lateness: int = 0
+    kind: ClassVar[str] = "tumbling-counts"
+    shape: ClassVar[ColumnarShape] = ColumnarShape.TUMBLING_COUNTS
+
+    @property
+    def margin(self) -> int:
+        """Times within this distance of the ends of time are left to the operator."""
+        return 2 * self.size + abs(self.offset) + self.allowed_lateness
+
+    def results(
+        self, times: pa.ChunkedArray, values: pa.ChunkedArray, codes: _Array | None
+    ) -> ColumnarResults | None:
+        """Streaming only: a batch replay runs count triggers natively or in the operator."""
+        return None
+
+    def carried_from(self, t: _Array, lo: int) -> int:
+        return lo
+
+    def _cleanup(self, starts: _Array) -> _Array:
+        """Each window's cleanup time (its only timer: a count trigger registers none)."""
+        return starts + (self.size - 1 + self.allowed_lateness)  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ which calls
+    def rows_needing_the_operator(
+        self, watermark: int, rows: pa.Table, times: pa.ChunkedArray
+    ) -> _Array:
+        """The rows the items cannot take, and rows near the ends of time."""
+        mask, t = self.items.rows_needing_the_operator(rows, times)
+        if mask.all():
+            return mask
+        return mask | self._far(t)
+
+    def _far(self, t: _Array) -> _Array:
+        margin = self.margin
+        return (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)  # type: ignore[no-any-return]
+
+    def keys_needing_the_operator(
+        self,
+        state: OpenWindows | None,
+        state_codes: _Array,
+        watermark: int,
+        times: _Array,
+        row_codes: _Array,
+    ) -> _Array:
+        """No key: a window's firings depend on its own count only."""
+        return np.zeros(len(times), np.bool_)
+
+    # ------------------------------------------------------------------ a call
+    def step(
+        self,
+        state: OpenWindows | None,
+        watermark: int,
+        rows: pa.Table | None,
+        times: _Array | None,
+        codes: tuple[_Array, _Array] | None,
+    ) -> ColumnarStep | None:
+        """One streaming call on whole columns (see the module docstring)."""
+        n_rows = 0 if times is None else len(times)
+        if codes is None:
+            state_codes = np.zeros(0 if state is None else len(state), np.int64)
+            row_codes = np.zeros(n_rows, np.int64)
+        else:
+            state_codes, row_codes = codes
+        empty = np.empty(0, np.int64)
+        fired_upto = watermark
+        kept: OpenWindows | None = None
+        kept_codes = empty
+        if state is not None and len(state):
+            fired_upto = max(state.fired_upto, watermark)
+            keep = self._cleanup(state.starts) > watermark
+            order = np.lexsort((state.starts, state_codes))
+            order = order[keep[order]]
+            kept, kept_codes = state.take(order), state_codes[order]
+
+        def done(
+            fired: tuple[_Array, pa.Table | None], late: _Array, new: OpenWindows | None
+        ) -> ColumnarStep:
+            if new is not None and len(new):
+                new = OpenWindows(new.starts, new.rows, fired_upto, self.kind, new.extra)
+            else:
+                new = None
+            starts, fired_rows = fired
+            return ColumnarStep(starts, fired_rows, late, new, starts + self.size)
+
+        if rows is None or times is None or n_rows == 0:
+            return done((empty, None), empty, kept)
+        if bool(self._far(times).any()):
+            return None
+        starts = tumbling_starts(times, self.size, self.offset)
+        late_mask = self._cleanup(starts) <= watermark
+        late = np.flatnonzero(late_mask)
+        if len(late) == n_rows:
+            return done((empty, None), late, kept)
+        added = np.flatnonzero(~late_mask)
+        order = added[np.lexsort((starts[added], row_codes[added]))]  # stable: call order
+        new_items = self.items.items_of(rows.take(pa.array(order, pa.int64())))
+        if kept is not None and not kept.rows.schema.equals(new_items.schema):
+            return None  # state written with another schema (e.g. session time zone)
+        found = self._add(kept, kept_codes, new_items, starts[order], row_codes[order])
+        if found is None:
+            return None
+        fired, new = found
+        return done(fired, late, new)
+
+    def _add(
+        self,
+        kept: OpenWindows | None,
+        kept_codes: _Array,
+        items: pa.Table,
+        ws: _Array,
+        rc: _Array,
+    ) -> tuple[tuple[_Array, pa.Table | None], OpenWindows] | None:
+        """Add the rows (``items``, sorted by key code ``rc``, then window start ``ws``,
+        each window's in the call's order) to the windows ``kept`` (sorted the same way)."""
+        every, n = self.every, len(ws)
+        head = np.flatnonzero(np.concatenate(([True], (rc[1:] != rc[:-1]) | (ws[1:] != ws[:-1]))))
+        ends = np.append(head[1:], n)  # each window's rows: [head, ends)
+        w_starts, w_codes = ws[head], rc[head]
+        n_kept = 0 if kept is None else len(kept)
+        held = np.full(len(head), -1, np.int64)  # each window's item in ``kept``
+        count = np.zeros(len(head), np.int64)
+        if kept is not None and n_kept:
+            hit = keyed_search(kept_codes, kept.starts, w_codes, w_starts, "left")
+            if hit is None:
+                return None
+            at = np.minimum(hit, n_kept - 1)
+            found = (hit < n_kept) & (kept_codes[at] == w_codes) & (kept.starts[at] == w_starts)
+            held = np.where(found, at, -1)
+            count = np.where(found, kept.extra[_COUNTS][at], 0)
+        window_of = np.repeat(np.arange(len(head)), ends - head)
+        rank = np.arange(n) - head[window_of] + 1  # 1 for a window's first new row
+        fires = np.flatnonzero((count[window_of] + rank) % every == 0)
+        f_window = window_of[fires]
+        first = np.concatenate(([True], f_window[1:] != f_window[:-1])) if len(fires) else fires
+        # each firing's rows: from the window's first new row, or (purging) after the last
+        lo = head[f_window]
+        if self.purging and len(fires):
+            lo = np.where(first, lo, np.concatenate(([0], fires[:-1] + 1)))
+        with_held = held[f_window] >= 0
+        if self.purging:
+            with_held &= first.astype(np.bool_)
+        fired: tuple[_Array, pa.Table | None] = (np.empty(0, np.int64), None)
+        if len(fires):
+            parts = self.items.reduce_ranges(items, lo, fires + 1)
+            if parts is None:
+                return None
+            firing_ids = np.arange(len(fires))
+            if kept is not None and with_held.any():
+                held_items = kept.rows.take(pa.array(held[f_window][with_held], pa.int64()))
+                parts = pa.concat_tables([held_items, parts])
+                firing_ids = np.concatenate((firing_ids[with_held], firing_ids))
+            reduced = self.items.reduce(firing_ids, parts, None)
+            if reduced is None:
+                return None
+            fired = (ws[fires], self.items.results_of(reduced[2]))
+        # the windows after the call: untouched ones as they were, the others with their
+        # accumulators (emptied at a purging trigger's last firing) and the rows after it
+        last_fire = np.full(len(head), -1, np.int64)
+        if len(fires):
+            last_fire[f_window] = fires  # the last assignment per window wins
+        rest_lo = np.where(self.purging & (last_fire >= 0), last_fire + 1, head)
+        keeps_held = (held >= 0) & ~(self.purging & (last_fire >= 0))
+        touched = np.zeros(n_kept, np.bool_)
+        touched[held[held >= 0]] = True
+        untouched = np.flatnonzero(~touched)
+        new_counts = (count + (ends - head)) % every
+        tables: list[pa.Table] = []
+        groups: list[_Array] = []
+        group_codes: list[_Array] = []
+        if kept is not None and n_kept:
+            tables += [kept.rows.take(pa.array(untouched, pa.int64()))]
+            tables += [kept.rows.take(pa.array(held[keeps_held], pa.int64()))]
+            groups += [kept.starts[untouched], w_starts[keeps_held]]
+            group_codes += [kept_codes[untouched], w_codes[keeps_held]]
+        rest = np.flatnonzero(rest_lo < ends)
+        if len(rest):
+            parts = self.items.reduce_ranges(items, rest_lo[rest], ends[rest])
+            if parts is None:
+                return None
+            tables.append(parts)
+            groups.append(w_starts[rest])
+            group_codes.append(w_codes[rest])
+        # the counts of the windows left, in the order the reduction gives them
+        left = (rest_lo < ends) | keeps_held
+        all_starts = np.concatenate(
+            (np.empty(0, np.int64) if kept is None else kept.starts[untouched], w_starts[left])
+        )
+        all_codes = np.concatenate((kept_codes[untouched] if n_kept else kept_codes, w_codes[left]))
+        all_counts = np.concatenate(
+            (
+                np.empty(0, np.int64) if kept is None else kept.extra[_COUNTS][untouched],
+                new_counts[left],
+            )
+        )
+        by_window = np.lexsort((all_starts, all_codes))
+        group = np.concatenate(groups) if groups else np.empty(0, np.int64)
+        if not len(group):
+            return fired, OpenWindows(np.empty(0, np.int64), items.slice(0, 0), 0, self.kind)
+        reduced = self.items.reduce(group, pa.concat_tables(tables), np.concatenate(group_codes))
+        if reduced is None:
+            return None
+        new_starts, _, new_items = reduced
+        extra = {_COUNTS: all_counts[by_window]}
+        return fired, OpenWindows(new_starts, new_items, 0, self.kind, extra)
+
+    # ------------------------------------------------------------------ timers, listing
+    def next_event_time(self, state: OpenWindows) -> int | None:
+        return int(self._cleanup(state.starts).min())
+
+    def window_count(self, state: OpenWindows, codes: _Array | None) -> int:
+        return len(state)
+
+    def listing(self, state: OpenWindows) -> Iterator[tuple[int, int, int, list[int]]]:
+        cleanup = self._cleanup(state.starts).tolist()
+        for i, (start, c) in enumerate(zip(state.starts.tolist(), cleanup, strict=True)):
+            yield i, start, start + self.size, [c]
+
+    # ------------------------------------------------------------------ the operator's form
+    def records_of(self, items: pa.Table) -> list[Any]:
+        """Each window's accumulator list."""
+        return self.items.records_of(items)
+
+    def usable_state(self, items: pa.Table) -> bool:
+        """Whether the windows' accumulators can be reduced on columns."""
+        return self.items.usable_state(items)
+
+    def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:
+        """The operator's state of one key's windows (``records``: their accumulator
+        lists), with their counts and cleanup timers."""
+        size = self.size
+        windows = tuple(TimeWindow(s, s + size) for s in state.starts.tolist())
+        counts = tuple(state.extra[_COUNTS].tolist())
+        return op.import_counted_windows(CountedWindows(windows, tuple(records), counts))
+
+    def open_windows_of(
+        self, op: WindowOperator, ks: KeyState, encode: Callable[[list[Any]], pa.Table | None]
+    ) -> OpenWindows | None:
+        """One key's columnar windows for the operator's state ``ks``, or ``None`` when ``ks``
+        holds anything else than windows of this size with a count and a cleanup timer (or
+        windows near the ends of time)."""
+        found = op.export_counted_windows(ks)
+        if found is None or not found.windows:
+            return None
+        size = self.size
+        for w in found.windows:
+            if w.end - w.start != size or (w.start - self.offset) % size:
+                return None
+            if near_ends_of_time(self.margin, w.start, w.end):
+                return None
+        table = encode(list(found.records))
+        if table is None:
+            return None
+        starts = np.array([w.start for w in found.windows], np.int64)
+        counts = np.array(found.counts, np.int64)
+        return OpenWindows(starts, table, MIN_TIMESTAMP, self.kind, {_COUNTS: counts})
+
+    def describe(self) -> str:
+        trigger = f"CountTrigger({self.every})"
+        if self.purging:
+            trigger = f"PurgingTrigger({trigger})"
+        return (
+            f"{self.items.describe()} on tumbling windows of {self.size} ms with {trigger} "
+            "computed on whole Arrow columns per key group: each window's accumulators and "
+            "count, its firings as ranges of its rows (keys the columns cannot take, e.g. "
+            "near the ends of time, run through the operator)"
+        )
