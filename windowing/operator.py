@@ -422,14 +422,16 @@ class WindowOperator:
         return export_counted(ks, lateness=self.job.allowed_lateness)
 
     def _counted(self) -> bool:
-        """Whether the job fires by ``CountTrigger`` (also in ``PurgingTrigger``), without an
-        evictor, each window one reduced value."""
+        """Whether the job fires event-time windows that do not merge by ``CountTrigger``
+        (also in ``PurgingTrigger``), without an evictor, each window one reduced value."""
         job = self.job
         trigger = job.trigger
         if type(trigger) is PurgingTrigger:
             trigger = trigger.trigger
         return (
             type(trigger) is CountTrigger
+            and job.is_event_time
+            and not job.is_merging
             and job.evictor is None
             and isinstance(job.spec, Reduce | Aggregate)
             and job.spec.window_function is None

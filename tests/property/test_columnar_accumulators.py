@@ -25,6 +25,7 @@ from windowing.assigners import (
     TumblingEventTimeWindows,
 )
 from windowing.engine.encoding import open_state
+from windowing.engine.exchange import CountedWindows
 from windowing.functions import Aggregate, AggregationType, FieldAggregation, Reduce
 from windowing.functions.columns import AggKind, ColumnAggregate, ColumnAggregates, ValueKind
 from windowing.operator import KeyState, WindowOperator
@@ -40,6 +41,7 @@ from windowing.spark.columnar.core import (
 )
 from windowing.time import MAX_TIMESTAMP
 from windowing.triggers import CountTrigger, PurgingTrigger
+from windowing.windows import TimeWindow
 
 
 class Rec(NamedTuple):
@@ -635,3 +637,43 @@ def test_hopping_times_beyond_the_pane_grid_go_to_the_operator(t: int) -> None:
         assert step is not None and step.state is not None
         fired = step_open_windows(plan, step.state, t + 100, None, None)
         assert fired is not None and len(fired.fired_starts) == 2  # both windows of the row
+
+
+def test_count_firings_come_in_the_order_of_their_rows() -> None:
+    """A key's rows in arrival order, not event-time order (a streaming job with an
+    ``arrival_order``): the columns emit its count firings in the order of the rows that
+    fire them, as the operator does."""
+    fn = function_of([4])
+    plan = plan_of(fn, 10, 0, 0, "count", 2)
+    records = [
+        (Rec("a", 0, 1, None, None), 15),
+        (Rec("a", 1, 2, None, None), 16),  # fires [10, 20)
+        (Rec("a", 2, 3, None, None), 0),
+        (Rec("a", 3, 4, None, None), 1),  # then [0, 10)
+    ]
+    op = WindowOperator(assigner_of("count", 10, 0), Aggregate(fn), trigger=trigger_of("count", 2))
+    op.set_clocks(watermark=-20)
+    op.process_key_elements("a", op.new_key_state(), [(r, t, "a") for r, t in records])
+    rows = pa.Table.from_pylist([r._asdict() for r, _ in records], schema=SCHEMA)
+    step = step_open_windows(plan, None, -20, rows, np.array([t for _, t in records]), None)
+    assert step is not None and step.fired_rows is not None
+    starts, sums = step.fired_starts.tolist(), step.fired_rows.column("a0").to_pylist()
+    got = list(zip(starts, sums, strict=True))
+    assert got == [(w.window.start, w.value["a0"]) for w in op.output] == [(10, 3), (0, 7)]
+
+
+def test_a_count_the_trigger_never_leaves_keeps_the_operator() -> None:
+    """A window whose count is at or above the trigger's (a state of another count) does not
+    move to the columns, which count modulo the trigger's."""
+    fn = function_of([4])
+    plan = plan_of(fn, 10, 0, 0, "count", 3)
+    op = WindowOperator(assigner_of("count", 10, 0), Aggregate(fn), trigger=trigger_of("count", 3))
+    schema = plan.items.items_schema(SCHEMA)
+
+    def encode(accumulators: list[Any]) -> Any:
+        return plan.items.encode(accumulators, [pa.array(["a"] * len(accumulators))], schema)
+
+    for count, converts in ((4, False), (3, False), (2, True)):
+        windows = CountedWindows((TimeWindow(0, 10),), ([5],), (count,))
+        ks = op.import_counted_windows(windows)
+        assert (open_windows_of(plan, op, ks, encode) is not None) == converts

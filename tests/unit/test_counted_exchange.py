@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from windowing import OutputTag
-from windowing.assigners import TumblingEventTimeWindows
+from windowing.assigners import (
+    EventTimeSessionWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+)
 from windowing.evictors import CountEvictor
 from windowing.functions import AggregateFunction
 from windowing.testing import WindowOperatorHarness
@@ -84,3 +88,16 @@ def test_only_count_trigger_state_exports() -> None:
     ):
         h.process_element(1, 100, "k")
         assert h.operator.export_counted_windows(h.operator.backend.get("k")) is None
+
+
+def test_only_event_time_windows_that_do_not_merge_import_counts() -> None:
+    """Sessions (merging) and processing-time windows refuse counted windows: their windows
+    and timers live elsewhere."""
+    plain = harness(CountTrigger(3))
+    plain.process_element(1, 100, "k")
+    exported = plain.operator.export_counted_windows(plain.operator.backend.get("k"))
+    assert exported is not None
+    for assigner in (EventTimeSessionWindows(10), TumblingProcessingTimeWindows(10)):
+        other = WindowOperatorHarness(assigner, SumCount(), trigger=CountTrigger(3))
+        with pytest.raises(TypeError, match="fires by no count trigger"):
+            other.operator.import_counted_windows(exported)

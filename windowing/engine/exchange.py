@@ -212,7 +212,8 @@ def import_panes(ks: KeyState, reduced: ReducedPanes) -> None:
 def export_counted(ks: KeyState, *, lateness: int) -> CountedWindows | None:
     """The windows of ``ks`` when it holds nothing but one reduced value per window, a count
     trigger's counts and cleanup timers (a window a purging trigger emptied keeps only its
-    cleanup timer, which changes nothing: it is left out); ``None`` otherwise."""
+    cleanup timer, which changes nothing: it is left out); ``None`` otherwise. The values are
+    the key state's own objects: a runtime copies them (or stops using ``ks``)."""
     if ks.merging is not None or not _windows_only(ks, trigger=True):
         return None
     trigger = ks.trigger_state
@@ -237,7 +238,8 @@ def export_counted(ks: KeyState, *, lateness: int) -> CountedWindows | None:
 
 def import_counted(ks: KeyState, windows: CountedWindows, *, lateness: int) -> None:
     """Put the windows of ``windows`` into the new key state ``ks``: each one's reduced
-    value, its count (when not 0) and its cleanup timer."""
+    value (the object itself, which the operator then updates: a runtime passes fresh ones),
+    its count (when not 0) and its cleanup timer."""
     for w, record, count in zip(windows.windows, windows.records, windows.counts, strict=True):
         ks.contents[w] = record
         if count:

@@ -205,7 +205,7 @@ class CountedTumbling(ItemsOfAField):
         new_items = self.items.items_of(rows.take(pa.array(order, pa.int64())))
         if kept is not None and not kept.rows.schema.equals(new_items.schema):
             return None  # state written with another schema (e.g. session time zone)
-        found = self._add(kept, kept_codes, new_items, starts[order], row_codes[order])
+        found = self._add(kept, kept_codes, new_items, starts[order], row_codes[order], order)
         if found is None:
             return None
         fired, new = found
@@ -218,9 +218,12 @@ class CountedTumbling(ItemsOfAField):
         items: pa.Table,
         ws: _Array,
         rc: _Array,
+        position: _Array,
     ) -> tuple[tuple[_Array, pa.Table | None], OpenWindows] | None:
         """Add the rows (``items``, sorted by key code ``rc``, then window start ``ws``,
-        each window's in the call's order) to the windows ``kept`` (sorted the same way)."""
+        each window's in the call's order; ``position``: each one's place in the call) to
+        the windows ``kept`` (sorted the same way). A key's firings come in the order of
+        the rows that fire them, as the operator emits them."""
         every, n = self.every, len(ws)
         head = np.flatnonzero(np.concatenate(([True], (rc[1:] != rc[:-1]) | (ws[1:] != ws[:-1]))))
         ends = np.append(head[1:], n)  # each window's rows: [head, ends)
@@ -261,7 +264,9 @@ class CountedTumbling(ItemsOfAField):
             reduced = self.items.reduce(firing_ids, parts, None)
             if reduced is None:
                 return None
-            fired = (ws[fires], self.items.results_of(reduced[2]))
+            by_row = np.lexsort((position[fires], rc[fires]))
+            results = self.items.results_of(reduced[2]).take(pa.array(by_row, pa.int64()))
+            fired = (ws[fires][by_row], results)
         # the windows after the call: untouched ones as they were, the others with their
         # accumulators (emptied at a purging trigger's last firing) and the rows after it
         last_fire = np.full(len(head), -1, np.int64)
@@ -356,11 +361,13 @@ class CountedTumbling(ItemsOfAField):
                 return None
             if near_ends_of_time(self.margin, w.start, w.end):
                 return None
+        counts = np.array(found.counts, np.int64)
+        if bool((counts >= self.every).any()):
+            return None  # a count the trigger never leaves (a state of another count)
         table = encode(list(found.records))
         if table is None:
             return None
         starts = np.array([w.start for w in found.windows], np.int64)
-        counts = np.array(found.counts, np.int64)
         return OpenWindows(starts, table, MIN_TIMESTAMP, self.kind, {_COUNTS: counts})
 
     def describe(self) -> str:
