@@ -50,6 +50,7 @@ __all__ = [
     "FieldItems",
     "ItemsOfAField",
     "OpenWindows",
+    "StreamingItems",
     "WindowItems",
     "WindowShape",
     "columnar_results",
@@ -436,6 +437,32 @@ class ItemsOfAField:
     @property
     def first(self) -> bool:
         return field_items_of(self.items).first
+
+
+class StreamingItems(ItemsOfAField):
+    """What the shapes computed in streaming only share (``.agg`` accumulator columns of
+    hopping, KIP-450 and count-triggered windows): no batch results, each window one item
+    converted by its items (:class:`WindowItems`)."""
+
+    def results(
+        self, times: pa.ChunkedArray, values: pa.ChunkedArray, codes: _Array | None
+    ) -> ColumnarResults | None:
+        """Streaming only: a batch replay runs these jobs natively or in the operator."""
+        return None
+
+    def carried_from(self, t: _Array, lo: int) -> int:
+        return lo  # (no batch results)
+
+    def records_of(self, items: pa.Table) -> list[Any]:
+        """Each item's accumulator list."""
+        return self.items.records_of(items)
+
+    def usable_state(self, items: pa.Table) -> bool:
+        """Whether the items can be reduced on columns."""
+        return self.items.usable_state(items)
+
+    def window_count(self, state: OpenWindows, codes: _Array | None) -> int:
+        return len(state)
 
 
 def null_times(times: pa.ChunkedArray) -> tuple[_Array, _Array]:

@@ -40,11 +40,10 @@ from windowing.job import WindowConfig
 from windowing.operator import WindowOperator
 from windowing.spark.columnar.accumulators import AggregateItems, aggregate_items_of
 from windowing.spark.columnar.core import (
-    ColumnarResults,
     ColumnarShape,
     ColumnarStep,
-    ItemsOfAField,
     OpenWindows,
+    StreamingItems,
     near_ends_of_time,
 )
 from windowing.spark.columnar.ranges import keyed_search
@@ -91,7 +90,7 @@ def counted_plan(
 
 
 @dataclass(frozen=True)
-class CountedTumbling(ItemsOfAField):
+class CountedTumbling(StreamingItems):
     """Tumbling event-time windows (``size``, ``offset`` in ms) of ``.agg`` columns
     (``items``) under ``CountTrigger(every)`` (``purging``: in a ``PurgingTrigger``), no
     evictor, in streaming (see the module docstring).
@@ -115,15 +114,6 @@ class CountedTumbling(ItemsOfAField):
     def margin(self) -> int:
         """Times within this distance of the ends of time are left to the operator."""
         return 2 * self.size + abs(self.offset) + self.allowed_lateness
-
-    def results(
-        self, times: pa.ChunkedArray, values: pa.ChunkedArray, codes: _Array | None
-    ) -> ColumnarResults | None:
-        """Streaming only: a batch replay runs count triggers natively or in the operator."""
-        return None
-
-    def carried_from(self, t: _Array, lo: int) -> int:
-        return lo
 
     def _cleanup(self, starts: _Array) -> _Array:
         """Each window's cleanup time (its only timer: a count trigger registers none)."""
@@ -321,23 +311,12 @@ class CountedTumbling(ItemsOfAField):
     def next_event_time(self, state: OpenWindows) -> int | None:
         return int(self._cleanup(state.starts).min())
 
-    def window_count(self, state: OpenWindows, codes: _Array | None) -> int:
-        return len(state)
-
     def listing(self, state: OpenWindows) -> Iterator[tuple[int, int, int, list[int]]]:
         cleanup = self._cleanup(state.starts).tolist()
         for i, (start, c) in enumerate(zip(state.starts.tolist(), cleanup, strict=True)):
             yield i, start, start + self.size, [c]
 
     # ------------------------------------------------------------------ the operator's form
-    def records_of(self, items: pa.Table) -> list[Any]:
-        """Each window's accumulator list."""
-        return self.items.records_of(items)
-
-    def usable_state(self, items: pa.Table) -> bool:
-        """Whether the windows' accumulators can be reduced on columns."""
-        return self.items.usable_state(items)
-
     def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:
         """The operator's state of one key's windows (``records``: their accumulator
         lists), with their counts and cleanup timers."""

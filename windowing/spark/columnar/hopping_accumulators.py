@@ -38,11 +38,10 @@ from windowing.engine.keystate import KeyState
 from windowing.operator import WindowOperator
 from windowing.spark.columnar.accumulators import AggregateItems
 from windowing.spark.columnar.core import (
-    ColumnarResults,
     ColumnarShape,
     ColumnarStep,
-    ItemsOfAField,
     OpenWindows,
+    StreamingItems,
 )
 from windowing.spark.columnar.hopping import PaneWindows
 from windowing.spark.columnar.ranges import window_ranges
@@ -53,7 +52,7 @@ _Array = np.ndarray[Any, Any]
 
 
 @dataclass(frozen=True)
-class HoppingAccumulators(PaneWindows, ItemsOfAField):
+class HoppingAccumulators(PaneWindows, StreamingItems):
     """Hopping event-time windows (``size``, ``slide < size``, ``offset`` in ms) of ``.agg``
     columns (``items``) with the default trigger and no evictor, in streaming: one item of
     accumulators per pane (see the module docstring).
@@ -71,12 +70,6 @@ class HoppingAccumulators(PaneWindows, ItemsOfAField):
     allowed_lateness: int = 0
     kind: ClassVar[str] = "hopping"
     shape: ClassVar[ColumnarShape] = ColumnarShape.HOPPING
-
-    def results(
-        self, times: pa.ChunkedArray, values: pa.ChunkedArray, codes: _Array | None
-    ) -> ColumnarResults | None:
-        """Streaming only: a batch replay runs ``.agg`` natively or in the operator."""
-        return None
 
     def rows_needing_the_operator(
         self, watermark: int, rows: pa.Table, times: pa.ChunkedArray
@@ -180,14 +173,6 @@ class HoppingAccumulators(PaneWindows, ItemsOfAField):
         return starts, self.items.results_of(reduced)
 
     # ------------------------------------------------------------------ the operator's form
-    def records_of(self, items: pa.Table) -> list[Any]:
-        """Each pane's accumulator list."""
-        return self.items.records_of(items)
-
-    def usable_state(self, items: pa.Table) -> bool:
-        """Whether the panes' accumulators can be reduced on columns."""
-        return self.items.usable_state(items)
-
     def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:
         """The operator's state of one key's panes (``records``: their accumulator lists)."""
         order = np.argsort(state.starts, kind="stable")

@@ -43,11 +43,10 @@ from windowing.engine.keystate import KeyState
 from windowing.operator import WindowOperator
 from windowing.spark.columnar.accumulators import AggregateItems
 from windowing.spark.columnar.core import (
-    ColumnarResults,
     ColumnarShape,
     ColumnarStep,
-    ItemsOfAField,
     OpenWindows,
+    StreamingItems,
     near_ends_of_time,
     window_groups,
 )
@@ -81,7 +80,7 @@ class _Store:
 
 
 @dataclass(frozen=True)
-class KafkaAccumulators(ItemsOfAField):
+class KafkaAccumulators(StreamingItems):
     """KIP-450 sliding windows of ``size`` (ms; grace ``allowed_lateness``) of ``.agg``
     columns (``items``) with the default trigger and no evictor, in streaming, as Kafka's
     algorithm leaves them (see the module docstring).
@@ -108,15 +107,6 @@ class KafkaAccumulators(ItemsOfAField):
     def margin(self) -> int:
         """Times within this distance of the ends of time are left to the operator."""
         return self._retention + 2
-
-    def results(
-        self, times: pa.ChunkedArray, values: pa.ChunkedArray, codes: _Array | None
-    ) -> ColumnarResults | None:
-        """Streaming only: a batch replay runs ``.agg`` natively or in the operator."""
-        return None
-
-    def carried_from(self, t: _Array, lo: int) -> int:
-        return lo
 
     # ------------------------------------------------------------------ which calls
     def _far(self, t: _Array) -> _Array:
@@ -397,9 +387,6 @@ class KafkaAccumulators(ItemsOfAField):
         due = min(int(end.min()), int(cleanup.min()), int(expiry.min()))
         return due if due < np.iinfo(np.int64).max else None
 
-    def window_count(self, state: OpenWindows, codes: _Array | None) -> int:
-        return len(state)
-
     def listing(self, state: OpenWindows) -> Iterator[tuple[int, int, int, list[int]]]:
         never = np.iinfo(np.int64).max
         end, cleanup = self._pending(state)
@@ -409,14 +396,6 @@ class KafkaAccumulators(ItemsOfAField):
             yield i, start, start + self.size + 1, [x for x in dict.fromkeys((e, c)) if x < never]
 
     # ------------------------------------------------------------------ the operator's form
-    def records_of(self, items: pa.Table) -> list[Any]:
-        """Each window's accumulator list."""
-        return self.items.records_of(items)
-
-    def usable_state(self, items: pa.Table) -> bool:
-        """Whether the windows' accumulators can be reduced on columns."""
-        return self.items.usable_state(items)
-
     def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:
         """The operator's state of one key's windows (``records``: their accumulator
         lists)."""
