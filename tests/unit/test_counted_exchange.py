@@ -7,33 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_kafka_exchange import LATE, SumCount
 
-from windowing import OutputTag
 from windowing.assigners import (
     EventTimeSessionWindows,
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
 from windowing.evictors import CountEvictor
-from windowing.functions import AggregateFunction
 from windowing.testing import WindowOperatorHarness
 from windowing.triggers import ContinuousEventTimeTrigger, CountTrigger, PurgingTrigger
-
-LATE = OutputTag("late")
-
-
-class SumCount(AggregateFunction[int, list[int], tuple[int, int]]):
-    def create_accumulator(self) -> list[int]:
-        return [0, 0]
-
-    def add(self, value: int, accumulator: list[int]) -> list[int]:
-        return [accumulator[0] + value, accumulator[1] + 1]
-
-    def get_result(self, accumulator: list[int]) -> tuple[int, int]:
-        return accumulator[0], accumulator[1]
-
-    def merge(self, a: list[int], b: list[int]) -> list[int]:
-        return [a[0] + b[0], a[1] + b[1]]
 
 
 def harness(trigger: Any, lateness: int = 3, **kw: Any) -> WindowOperatorHarness:
