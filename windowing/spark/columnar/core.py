@@ -69,6 +69,7 @@ __all__ = [
     "reduce_groups",
     "rows_needing_the_operator",
     "step_open_windows",
+    "times_near_ends",
     "unordered_floats",
     "usable",
     "value_rows_needing_the_operator",
@@ -482,6 +483,11 @@ def unordered_floats(v: _Array) -> _Array:
 def near_ends_of_time(margin: int, lo: int, hi: int) -> bool:
     """Whether times from ``lo`` to ``hi`` come within ``margin`` of the ends of time."""
     return lo <= MIN_TIMESTAMP + margin or hi >= MAX_TIMESTAMP - margin
+
+
+def times_near_ends(t: _Array, margin: int) -> _Array:
+    """Which of the times ``t`` come within ``margin`` of the ends of time (a mask)."""
+    return (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

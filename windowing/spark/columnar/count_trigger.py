@@ -45,10 +45,11 @@ from windowing.spark.columnar.core import (
     OpenWindows,
     StreamingItems,
     near_ends_of_time,
+    times_near_ends,
 )
 from windowing.spark.columnar.ranges import keyed_search
 from windowing.spark.columnar.tumbling import tumbling_size, tumbling_starts
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.time import MIN_TIMESTAMP
 from windowing.triggers.count import CountTrigger
 from windowing.triggers.purging import PurgingTrigger
 from windowing.windows import TimeWindow
@@ -131,7 +132,7 @@ class CountedTumbling(StreamingItems):
 
     def _far(self, t: _Array) -> _Array:
         margin = self.margin
-        return (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)  # type: ignore[no-any-return]
+        return times_near_ends(t, margin)
 
     def keys_needing_the_operator(
         self,

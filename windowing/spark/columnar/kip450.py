@@ -48,10 +48,11 @@ from windowing.spark.columnar.core import (
     OpenWindows,
     StreamingItems,
     near_ends_of_time,
+    times_near_ends,
     window_groups,
 )
 from windowing.spark.columnar.ranges import keyed_search
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.time import MIN_TIMESTAMP
 
 __all__ = ["KafkaAccumulators"]
 
@@ -114,9 +115,7 @@ class KafkaAccumulators(StreamingItems):
         and fetch ranges cut at 0)."""
         margin = self.margin
         return (  # type: ignore[no-any-return]
-            (t <= MIN_TIMESTAMP + margin)
-            | (t >= MAX_TIMESTAMP - margin)
-            | ((t >= 0) & (t <= 2 * self.size))
+            times_near_ends(t, margin) | ((t >= 0) & (t <= 2 * self.size))
         )
 
     def rows_needing_the_operator(

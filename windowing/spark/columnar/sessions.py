@@ -52,9 +52,10 @@ from windowing.spark.columnar.core import (
     WindowItems,
     near_ends_of_time,
     reduce_groups,
+    times_near_ends,
 )
 from windowing.spark.columnar.ranges import by_code, keyed_search
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from windowing.time import MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
 __all__ = ["SessionAggregation"]
@@ -130,7 +131,7 @@ class SessionAggregation(ItemsOfAField):
         rest (:meth:`keys_needing_the_operator`)."""
         mask, t = self.items.rows_needing_the_operator(rows, times)
         margin = self.margin
-        return mask | (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)
+        return mask | times_near_ends(t, margin)
 
     def keys_needing_the_operator(
         self,

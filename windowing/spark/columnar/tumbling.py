@@ -27,8 +27,8 @@ from windowing.spark.columnar.core import (
     WindowItems,
     near_ends_of_time,
     reduce_groups,
+    times_near_ends,
 )
-from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.windows import TimeWindow
 
 __all__ = ["TumblingAggregation", "last_window_from", "tumbling_size", "tumbling_starts"]
@@ -127,7 +127,7 @@ class TumblingAggregation(ItemsOfAField):
         if mask.all():
             return mask
         margin = self.margin
-        mask |= (t <= MIN_TIMESTAMP + margin) | (t >= MAX_TIMESTAMP - margin)
+        mask |= times_near_ends(t, margin)
         if self.allowed_lateness:
             ends = self.window_starts(np.where(mask, 0, t)) + (self.size - 1)
             mask |= windows_firing_on_arrival(ends, self.allowed_lateness, watermark)
