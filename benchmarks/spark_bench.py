@@ -80,7 +80,10 @@ each micro-batch holds N / files rows; ``trigger(availableNow=True)`` + ``awaitT
   built-in ``.sum("amount")`` (computed on whole columns per key group and micro-batch), and
   the built-in ``.sum("amount")`` of hopping 10 s / 1 s and session 5 s windows, each with
   ``.results`` to a ``noop`` sink (the state is kept per key group, 128 by default: see
-  ``WindowedStream.max_parallelism``); and the built-in sum with ``write_results_and_late`` to
+  ``WindowedStream.max_parallelism``); ``.agg(F.sum("amount"))`` of tumbling, hopping and
+  KIP-450 10 s windows and of tumbling windows under ``CountTrigger(100)`` (accumulator
+  columns; KIP-450 next to Spark's hopping 10 s / 1 s, the count trigger next to Spark's
+  tumbling windows); and the built-in sum with ``write_results_and_late`` to
   parquet (checked against the native batch sums of the windows the final watermark closed);
 * native: Spark's own streaming aggregation of each window shape on the same files,
   ``withWatermark(ts, 1 s).groupBy(key, window(...) | session_window(...)).agg(sum(amount))``
