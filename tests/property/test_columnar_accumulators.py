@@ -96,6 +96,9 @@ def assigner_of(shape: str, size: int, offset: int, slide: int = 1) -> Any:
         return EventTimeSessionWindows(size)
     if shape == "kip450":
         return SlidingDistinctAssigner(size, grace=0)
+    if shape.endswith("-hopping"):  # under a count trigger: windows of size every size / 3
+        every = max(1, size // 3)
+        return SlidingEventTimeWindows(size, every, offset % every)
     if shape == "hopping":
         return SlidingEventTimeWindows(size + slide, slide, offset % slide)
     return TumblingEventTimeWindows(size, offset % size)
@@ -126,11 +129,12 @@ def plan_of(
 
 
 def trigger_of(shape: str, slide: int) -> Any:
-    """A count trigger of ``slide`` elements for the tumbling windows of ``"count"``
-    (``"purging"``: in a ``PurgingTrigger``), else the default trigger."""
-    if shape == "count":
+    """A count trigger of ``slide`` elements for the tumbling windows of ``"count"`` and the
+    hopping ones of ``"count-hopping"`` (``"purging..."``: in a ``PurgingTrigger``), else
+    the default trigger."""
+    if shape.startswith("count"):
         return CountTrigger(slide)
-    if shape == "purging":
+    if shape.startswith("purging"):
         return PurgingTrigger(CountTrigger(slide))
     return None
 
@@ -252,7 +256,9 @@ rows_strategy = st.lists(
     slide=1,
 )
 @given(
-    shape=st.sampled_from(["tumbling", "session", "hopping", "kip450", "count", "purging"]),
+    shape=st.sampled_from(
+        ["tumbling", "session", "hopping", "kip450", "count", "purging", "count-hopping"]
+    ),
     slide=st.integers(1, 4),
     picks=st.lists(st.integers(0, len(MENU) - 1), min_size=1, max_size=5),
     size=st.integers(1, 6),
@@ -348,6 +354,7 @@ counted_calls = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(
     purging=st.booleans(),
+    hopping=st.booleans(),
     every=st.integers(1, 5),
     picks=st.lists(st.integers(0, len(MENU) - 1), min_size=1, max_size=4),
     size=st.integers(10, 40),
@@ -356,16 +363,18 @@ counted_calls = st.lists(
 )
 def test_count_triggers_over_many_rows_of_few_windows(
     purging: bool,
+    hopping: bool,
     every: int,
     picks: list[int],
     size: int,
     lateness: int,
     calls: list[tuple[int, list[tuple[Any, ...]]]],
 ) -> None:
-    """Tumbling windows under a count trigger, many rows of two keys in few windows per call
-    (several firings of a window in one call, counts carried from call to call): each call
-    on columns equals the operator's."""
-    check_calls("purging" if purging else "count", every, picks, size, 0, lateness, True, calls)
+    """Tumbling or hopping windows under a count trigger, many rows of two keys in few
+    windows per call (several firings of a window in one call, counts carried from call to
+    call): each call on columns equals the operator's."""
+    shape = ("purging" if purging else "count") + ("-hopping" if hopping else "")
+    check_calls(shape, every, picks, size, 0, lateness, True, calls)
 
 
 def check_calls(
@@ -677,3 +686,23 @@ def test_a_count_the_trigger_never_leaves_keeps_the_operator() -> None:
         windows = CountedWindows((TimeWindow(0, 10),), ([5],), (count,))
         ks = op.import_counted_windows(windows)
         assert (open_windows_of(plan, op, ks, encode) is not None) == converts
+
+
+def test_a_row_fires_its_hopping_windows_latest_start_first() -> None:
+    """Under ``CountTrigger(1)`` a row fires every hopping window holding it, in the order the
+    assigner gives them (Flink's: the latest start first), on columns as in the operator."""
+    fn = function_of([4])
+    plan = plan_of(fn, 9, 0, 0, "count-hopping", 1)
+    records = [(Rec("a", 0, 1, None, None), 12), (Rec("a", 1, 2, None, None), 13)]
+    op = WindowOperator(
+        assigner_of("count-hopping", 9, 0), Aggregate(fn), trigger=trigger_of("count", 1)
+    )
+    op.set_clocks(watermark=-20)
+    op.process_key_elements("a", op.new_key_state(), [(r, t, "a") for r, t in records])
+    rows = pa.Table.from_pylist([r._asdict() for r, _ in records], schema=SCHEMA)
+    step = step_open_windows(plan, None, -20, rows, np.array([t for _, t in records]), None)
+    assert step is not None and step.fired_rows is not None
+    starts, sums = step.fired_starts.tolist(), step.fired_rows.column("a0").to_pylist()
+    expected = [(w.window.start, w.value["a0"]) for w in op.output]
+    assert list(zip(starts, sums, strict=True)) == expected
+    assert expected == [(12, 1), (9, 1), (6, 1), (12, 3), (9, 3), (6, 3)]

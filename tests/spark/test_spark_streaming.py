@@ -652,19 +652,31 @@ def test_agg_columns_of_hopping_windows(spark: SparkSession, tmp_path: Path) -> 
     assert len(starts) > len(set(starts))
 
 
-@pytest.mark.differential(ColumnarShape.TUMBLING_COUNTS, Route.NATIVE_TUMBLING_COUNTS)
-@pytest.mark.parametrize("purging", [pytest.param(False, marks=pytest.mark.slow), True])
+@pytest.mark.differential(
+    ColumnarShape.COUNT_TRIGGER, Route.NATIVE_TUMBLING_COUNTS, Route.NATIVE_HOPPING_COUNTS
+)
+@pytest.mark.parametrize(
+    ("purging", "hopping"),
+    [
+        pytest.param(False, False, marks=pytest.mark.slow),
+        (True, False),
+        pytest.param(False, True, marks=pytest.mark.slow),
+    ],
+)
 def test_agg_columns_under_a_count_trigger(
-    spark: SparkSession, tmp_path: Path, purging: bool
+    spark: SparkSession, tmp_path: Path, purging: bool, hopping: bool
 ) -> None:
-    """Streaming computes ``.agg`` of tumbling windows under a count trigger on accumulator
-    columns (each window's accumulators and count, its firings as ranges of its rows) while
-    a call allows it, with the operator otherwise (a null event time), converting a key's
-    windows each way: the outputs equal the batch replay's, late rows included."""
+    """Streaming computes ``.agg`` of tumbling (or hopping) windows under a count trigger on
+    accumulator columns (each window's accumulators and count, its firings as ranges of its
+    rows) while a call allows it, with the operator otherwise (a null event time), converting
+    a key's windows each way: the outputs equal the batch replay's, late rows included."""
     trigger: Any = PurgingTrigger(CountTrigger(2)) if purging else CountTrigger(2)
+    assigner: Any = (
+        HoppingEventTimeWindows(SIZE, SIZE // 2) if hopping else TumblingEventTimeWindows(SIZE)
+    )
 
     def finish(keyed: Any) -> Any:
-        stream = keyed.window(TumblingEventTimeWindows(SIZE)).trigger(trigger)
+        stream = keyed.window(assigner).trigger(trigger)
         return (
             stream.allowed_lateness(3_000)
             .side_output_late_data(LATE)
@@ -679,7 +691,7 @@ def test_agg_columns_under_a_count_trigger(
     batches = with_band_rows(make_batches(seed=9))
     df = spark.readStream.schema(SCHEMA).json(str(tmp_path))
     plan = finish(WindowedStream.from_dataframe(df, event_time="ts").key_by("user")).plan
-    assert plan.columnar_shape is ColumnarShape.TUMBLING_COUNTS
+    assert plan.columnar_shape is ColumnarShape.COUNT_TRIGGER
     assert "CountTrigger(2)" in str(plan)
     streamed, replayed = streamed_and_replayed(spark, tmp_path, batches, finish)
     assert streamed == replayed

@@ -39,11 +39,11 @@ def definition(columnar: str | None, *, size: int = 1_000, aggregates: Any = Non
 
 def test_columnar_shapes_have_one_name_each() -> None:
     assert sorted(s.value for s in ColumnarShape) == [
+        "count-trigger",
         "hopping",
         "kip450",
         "sessions",
         "tumbling",
-        "tumbling-counts",
     ]
 
 
@@ -64,7 +64,7 @@ MAX = {"class": "ColumnAggregates", "aggregates": [{"class": "ColumnAggregate", 
 SUM = {"class": "FieldAggregation", "aggregation": "SUM", "field": "amount"}
 
 
-@pytest.mark.parametrize("shape", ["tumbling", "hopping", "sessions", "kip450", "tumbling-counts"])
+@pytest.mark.parametrize("shape", ["tumbling", "hopping", "sessions", "kip450", "count-trigger"])
 def test_an_agg_an_earlier_version_ran_in_the_operator_continues_on_columns(shape: str) -> None:
     """Its accumulators (per window, per session, per pane) convert to the columns: the same
     job, not a new state shape."""

@@ -89,7 +89,7 @@ class ColumnarShape(enum.Enum):
     HOPPING = "hopping"
     SESSIONS = "sessions"
     KIP450 = "kip450"
-    TUMBLING_COUNTS = "tumbling-counts"
+    COUNT_TRIGGER = "count-trigger"
 
 
 class WindowShape(Protocol):

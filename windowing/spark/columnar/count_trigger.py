@@ -1,5 +1,5 @@
-"""``.agg`` columns of tumbling windows under a count trigger, in streaming: Flink's
-``CountTrigger(n)`` (also in ``PurgingTrigger``) on accumulator columns.
+"""``.agg`` columns of tumbling and hopping windows under a count trigger, in streaming:
+Flink's ``CountTrigger(n)`` (also in ``PurgingTrigger``) on accumulator columns.
 
 A count trigger fires a window at its ``n``-th element since it last fired, whatever the
 watermark; the window operator then emits the window's accumulators (a purging trigger also
@@ -11,7 +11,8 @@ trigger's count since the last firing, so a key's state converts each way
 :meth:`~windowing.operator.WindowOperator.import_counted_windows`). A call
 
 * drops the windows whose cleanup time the watermark reached (no firing);
-* sends rows whose window is past its cleanup time to the late rows;
+* copies each row into the windows holding it (hopping windows: ``size / slide`` of them),
+  and sends rows whose every window is past its cleanup time to the late rows;
 * adds the others in the call's order (each key's rows in replay order): the ``j``-th new row
   of a window with count ``c`` fires it when ``(c + j) % n == 0``, over the window's
   accumulators and its new rows up to that one (a purging trigger: the rows since the
@@ -31,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
+from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows
 from windowing.engine.exchange import CountedWindows
 from windowing.engine.keystate import KeyState
@@ -54,7 +56,7 @@ from windowing.triggers.count import CountTrigger
 from windowing.triggers.purging import PurgingTrigger
 from windowing.windows import TimeWindow
 
-__all__ = ["CountedTumbling", "counted_plan"]
+__all__ = ["CountTriggered", "counted_plan"]
 
 _Array = np.ndarray[Any, Any]
 
@@ -67,19 +69,27 @@ def counted_plan(
     spec: WindowFunctionSpec,
     keys: Sequence[str],
     input_arrow: pa.Schema | None,
-) -> CountedTumbling | None:
-    """The columnar plan of a streaming ``.agg`` (``spec``) of aligned tumbling event-time
-    windows with a ``CountTrigger`` (also in a ``PurgingTrigger``) and no evictor, when every
-    aggregate is exact on columns in any order (:func:`aggregate_items_of`), else ``None``."""
+) -> CountTriggered | None:
+    """The columnar plan of a streaming ``.agg`` (``spec``) of aligned tumbling or hopping
+    (``slide <= size``) event-time windows with a ``CountTrigger`` (also in a
+    ``PurgingTrigger``) and no evictor, when every aggregate is exact on columns in any order
+    (:func:`aggregate_items_of`), else ``None``."""
     trigger, purging = config.trigger, False
     if type(trigger) is PurgingTrigger:
         trigger, purging = trigger.trigger, True
     if type(trigger) is not CountTrigger or config.evictor is not None:
         return None
-    if type(config.assigner) is not TumblingEventTimeWindows or input_arrow is None:
+    assigner = config.assigner
+    if type(assigner) is TumblingEventTimeWindows:
+        shape = tumbling_size(assigner)
+        if shape is None:
+            return None
+        size, slide, offset = shape[0], shape[0], shape[1]
+    elif type(assigner) is HoppingEventTimeWindows and assigner.slide <= assigner.size:
+        size, slide, offset = assigner.size, assigner.slide, assigner.offset
+    else:
         return None
-    tumbling = tumbling_size(config.assigner)
-    if tumbling is None or not isinstance(spec, Aggregate) or spec.window_function is not None:
+    if input_arrow is None or not isinstance(spec, Aggregate) or spec.window_function:
         return None
     if type(spec.function) is not ColumnAggregates:
         return None
@@ -87,34 +97,54 @@ def counted_plan(
     if items is None:
         return None
     every = max(1, trigger.max_count)  # below 1 Flink's trigger fires on every element
-    return CountedTumbling(items, *tumbling, every, purging, config.allowed_lateness)
+    lateness = config.allowed_lateness
+    return CountTriggered(items, size, slide, offset, every, purging, lateness)
 
 
 @dataclass(frozen=True)
-class CountedTumbling(StreamingItems):
-    """Tumbling event-time windows (``size``, ``offset`` in ms) of ``.agg`` columns
-    (``items``) under ``CountTrigger(every)`` (``purging``: in a ``PurgingTrigger``), no
-    evictor, in streaming (see the module docstring).
+class CountTriggered(StreamingItems):
+    """Tumbling or hopping event-time windows (``size``, ``slide``, ``offset`` in ms; tumbling:
+    ``slide == size``) of ``.agg`` columns (``items``) under ``CountTrigger(every)``
+    (``purging``: in a ``PurgingTrigger``), no evictor, in streaming (see the module
+    docstring).
 
     Example::
 
-        plan = CountedTumbling(items, size=10_000, offset=0, every=100, purging=False)
+        plan = CountTriggered(items, 10_000, 10_000, 0, every=100, purging=False)
         step = plan.step(None, watermark, rows, times, None)  # None: the operator decides
     """
 
     items: AggregateItems
     size: int
+    slide: int
     offset: int
     every: int
     purging: bool
     allowed_lateness: int = 0
-    kind: ClassVar[str] = "tumbling-counts"
-    shape: ClassVar[ColumnarShape] = ColumnarShape.TUMBLING_COUNTS
+    kind: ClassVar[str] = "count-trigger"
+    shape: ClassVar[ColumnarShape] = ColumnarShape.COUNT_TRIGGER
 
     @property
     def margin(self) -> int:
         """Times within this distance of the ends of time are left to the operator."""
         return 2 * self.size + abs(self.offset) + self.allowed_lateness
+
+    def _windows_of(self, t: _Array) -> tuple[_Array, _Array]:
+        """Each row's windows as pairs (the row's index, the window's start), a row's latest
+        start first: one per row of tumbling windows, ``size / slide`` of hopping ones."""
+        if self.slide == self.size:
+            return np.arange(len(t)), tumbling_starts(t, self.size, self.offset)
+        last = tumbling_starts(t, self.slide, self.offset)
+        per_row = -(-self.size // self.slide)
+        starts = (last[:, None] - self.slide * np.arange(per_row)[None, :]).ravel()
+        row = np.repeat(np.arange(len(t)), per_row)
+        holds = starts > t[row] - self.size
+        return row[holds], starts[holds]
+
+    def _windows_text(self) -> str:
+        if self.slide == self.size:
+            return f"tumbling windows of {self.size} ms"
+        return f"hopping windows of {self.size} ms every {self.slide} ms"
 
     def _cleanup(self, starts: _Array) -> _Array:
         """Each window's cleanup time (its only timer: a count trigger registers none)."""
@@ -186,17 +216,19 @@ class CountedTumbling(StreamingItems):
             return done((empty, None), empty, kept)
         if bool(self._far(times).any()):
             return None
-        starts = tumbling_starts(times, self.size, self.offset)
-        late_mask = self._cleanup(starts) <= watermark
-        late = np.flatnonzero(late_mask)
+        row, starts = self._windows_of(times)  # each row copied into each of its windows
+        open_ = self._cleanup(starts) > watermark
+        late = np.setdiff1d(np.arange(n_rows), row[open_])  # every window of the row closed
         if len(late) == n_rows:
             return done((empty, None), late, kept)
-        added = np.flatnonzero(~late_mask)
-        order = added[np.lexsort((starts[added], row_codes[added]))]  # stable: call order
-        new_items = self.items.items_of(rows.take(pa.array(order, pa.int64())))
+        added = np.flatnonzero(open_)
+        order = added[np.lexsort((starts[added], row_codes[row[added]]))]  # stable: call order
+        new_items = self.items.items_of(rows.take(pa.array(row[order], pa.int64())))
         if kept is not None and not kept.rows.schema.equals(new_items.schema):
             return None  # state written with another schema (e.g. session time zone)
-        found = self._add(kept, kept_codes, new_items, starts[order], row_codes[order], order)
+        found = self._add(
+            kept, kept_codes, new_items, starts[order], row_codes[row[order]], row[order]
+        )
         if found is None:
             return None
         fired, new = found
@@ -255,7 +287,8 @@ class CountedTumbling(StreamingItems):
             reduced = self.items.reduce(firing_ids, parts, None)
             if reduced is None:
                 return None
-            by_row = np.lexsort((position[fires], rc[fires]))
+            # a row fires its windows as the assigner gives them: the latest start first
+            by_row = np.lexsort((-ws[fires], position[fires], rc[fires]))
             results = self.items.results_of(reduced[2]).take(pa.array(by_row, pa.int64()))
             fired = (ws[fires][by_row], results)
         # the windows after the call: untouched ones as they were, the others with their
@@ -337,7 +370,7 @@ class CountedTumbling(StreamingItems):
             return None
         size = self.size
         for w in found.windows:
-            if w.end - w.start != size or (w.start - self.offset) % size:
+            if w.end - w.start != size or (w.start - self.offset) % self.slide:
                 return None
             if near_ends_of_time(self.margin, w.start, w.end):
                 return None
@@ -355,7 +388,7 @@ class CountedTumbling(StreamingItems):
         if self.purging:
             trigger = f"PurgingTrigger({trigger})"
         return (
-            f"{self.items.describe()} on tumbling windows of {self.size} ms with {trigger} "
+            f"{self.items.describe()} on {self._windows_text()} with {trigger} "
             "computed on whole Arrow columns per key group: each window's accumulators and "
             "count, its firings as ranges of its rows (keys the columns cannot take, e.g. "
             "near the ends of time, run through the operator)"

@@ -62,7 +62,7 @@ _EARLIER_COLUMNAR_NAMES = {
 }
 
 #: The columnar shapes of ``.agg`` whose state converts from the window operator's.
-_AGG_COLUMNAR = ("tumbling", "hopping", "sessions", "kip450", "tumbling-counts")
+_AGG_COLUMNAR = ("tumbling", "hopping", "sessions", "kip450", "count-trigger")
 
 _LOG = logging.getLogger(__name__)
 
