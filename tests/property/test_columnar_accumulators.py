@@ -159,16 +159,17 @@ floats = st.one_of(
     st.none(),
     st.sampled_from([math.nan, -0.0, math.inf]),
 )
-rows_strategy = st.lists(
-    st.tuples(
-        st.sampled_from("abc"),
-        st.integers(-30, 40),
-        values,
-        floats,
-        st.one_of(st.booleans(), st.none()),
-    ),
-    max_size=10,
-)
+
+
+def rows_of(keys: str, times: Any, max_rows: int) -> Any:
+    """Up to ``max_rows`` rows ``(key, time, v, f, b)`` of the ``keys``, at ``times``."""
+    row = st.tuples(
+        st.sampled_from(keys), times, values, floats, st.one_of(st.booleans(), st.none())
+    )
+    return st.lists(row, max_size=max_rows)
+
+
+rows_strategy = rows_of("abc", st.integers(-30, 40), 10)
 
 
 @settings(max_examples=800, deadline=None)
@@ -289,18 +290,13 @@ def test_streaming_agg_calls_equal_the_operator(
 kip450_calls = st.lists(
     st.tuples(
         st.integers(0, 40),
-        st.lists(
-            st.tuples(
-                st.sampled_from("abc"),
-                # within the call's 25 ms, one in ten anywhere from 40 ms before to after
-                st.tuples(st.integers(0, 9), st.integers(0, 24), st.integers(-40, 40)).map(
-                    lambda x: x[2] if x[0] == 0 else x[1]
-                ),
-                values,
-                floats,
-                st.one_of(st.booleans(), st.none()),
+        # within the call's 25 ms, one in ten anywhere from 40 ms before to after
+        rows_of(
+            "abc",
+            st.tuples(st.integers(0, 9), st.integers(0, 24), st.integers(-40, 40)).map(
+                lambda x: x[2] if x[0] == 0 else x[1]
             ),
-            max_size=14,
+            14,
         ),
     ),
     min_size=2,
@@ -333,19 +329,7 @@ def test_kip450_streams_equal_kafkas_algorithm(
 
 
 counted_calls = st.lists(
-    st.tuples(
-        st.integers(0, 8),
-        st.lists(
-            st.tuples(
-                st.sampled_from("ab"),
-                st.integers(-25, 25),
-                values,
-                floats,
-                st.one_of(st.booleans(), st.none()),
-            ),
-            max_size=12,
-        ),
-    ),
+    st.tuples(st.integers(0, 8), rows_of("ab", st.integers(-25, 25), 12)),
     min_size=2,
     max_size=8,
 )

@@ -158,11 +158,7 @@ class CountTriggered(StreamingItems):
         mask, t = self.items.rows_needing_the_operator(rows, times)
         if mask.all():
             return mask
-        return mask | self._far(t)
-
-    def _far(self, t: _Array) -> _Array:
-        margin = self.margin
-        return times_near_ends(t, margin)
+        return mask | times_near_ends(t, self.margin)
 
     def keys_needing_the_operator(
         self,
@@ -214,7 +210,7 @@ class CountTriggered(StreamingItems):
 
         if rows is None or times is None or n_rows == 0:
             return done((empty, None), empty, kept)
-        if bool(self._far(times).any()):
+        if bool(times_near_ends(times, self.margin).any()):
             return None
         row, starts = self._windows_of(times)  # each row copied into each of its windows
         open_ = self._cleanup(starts) > watermark
@@ -296,20 +292,24 @@ class CountTriggered(StreamingItems):
         last_fire = np.full(len(head), -1, np.int64)
         if len(fires):
             last_fire[f_window] = fires  # the last assignment per window wins
-        rest_lo = np.where(self.purging & (last_fire >= 0), last_fire + 1, head)
-        keeps_held = (held >= 0) & ~(self.purging & (last_fire >= 0))
+        purged = self.purging & (last_fire >= 0)
+        rest_lo = np.where(purged, last_fire + 1, head)
+        keeps_held = (held >= 0) & ~purged
         touched = np.zeros(n_kept, np.bool_)
         touched[held[held >= 0]] = True
         untouched = np.flatnonzero(~touched)
         new_counts = (count + (ends - head)) % every
+        # per window its items (kept, new rows) with its key and count, reduced to one
         tables: list[pa.Table] = []
         groups: list[_Array] = []
         group_codes: list[_Array] = []
+        counts: list[_Array] = []
         if kept is not None and n_kept:
             tables += [kept.rows.take(pa.array(untouched, pa.int64()))]
             tables += [kept.rows.take(pa.array(held[keeps_held], pa.int64()))]
             groups += [kept.starts[untouched], w_starts[keeps_held]]
             group_codes += [kept_codes[untouched], w_codes[keeps_held]]
+            counts += [kept.extra[_COUNTS][untouched], new_counts[keeps_held]]
         rest = np.flatnonzero(rest_lo < ends)
         if len(rest):
             parts = self.items.reduce_ranges(items, rest_lo[rest], ends[rest])
@@ -318,27 +318,16 @@ class CountTriggered(StreamingItems):
             tables.append(parts)
             groups.append(w_starts[rest])
             group_codes.append(w_codes[rest])
-        # the counts of the windows left, in the order the reduction gives them
-        left = (rest_lo < ends) | keeps_held
-        all_starts = np.concatenate(
-            (np.empty(0, np.int64) if kept is None else kept.starts[untouched], w_starts[left])
-        )
-        all_codes = np.concatenate((kept_codes[untouched] if n_kept else kept_codes, w_codes[left]))
-        all_counts = np.concatenate(
-            (
-                np.empty(0, np.int64) if kept is None else kept.extra[_COUNTS][untouched],
-                new_counts[left],
-            )
-        )
-        by_window = np.lexsort((all_starts, all_codes))
+            counts.append(new_counts[rest])
         group = np.concatenate(groups) if groups else np.empty(0, np.int64)
-        if not len(group):
-            return fired, OpenWindows(np.empty(0, np.int64), items.slice(0, 0), 0, self.kind)
+        if not len(group):  # every window purged, or none left
+            return fired, OpenWindows(group, items.slice(0, 0), 0, self.kind)
         reduced = self.items.reduce(group, pa.concat_tables(tables), np.concatenate(group_codes))
         if reduced is None:
             return None
-        new_starts, _, new_items = reduced
-        extra = {_COUNTS: all_counts[by_window]}
+        new_starts, carriers, new_items = reduced
+        # a window's items all carry its count: the first one's is the window's
+        extra = {_COUNTS: np.concatenate(counts)[carriers]}
         return fired, OpenWindows(new_starts, new_items, 0, self.kind, extra)
 
     # ------------------------------------------------------------------ timers, listing

@@ -290,9 +290,9 @@ class KafkaAccumulators(StreamingItems):
             (u - size, u[follows] + 1, latest[uc[first]][right_of_latest] + 1)
         )
         new_codes = np.concatenate((uc, uc[follows], uc[first][right_of_latest]))
-        fresh = uc[first][~has_latest & (expiry[uc[first]] == MIN_TIMESTAMP)]
-        expiry[fresh] = u[first][~has_latest & (expiry[uc[first]] == MIN_TIMESTAMP)] - size
-        expiry[fresh] += retention
+        # a key without a store sets its expiry timer at its first record's left window
+        fresh = ~has_latest & (expiry[uc[first]] == MIN_TIMESTAMP)
+        expiry[uc[first][fresh]] = u[first][fresh] - size + retention
         # the new windows not in the store, and the store's window Kafka seeds each from
         parts: list[pa.Table] = []
         groups: list[_Array] = []
@@ -351,15 +351,13 @@ class KafkaAccumulators(StreamingItems):
         found = self.items.reduce(group, pa.concat_tables(parts), codes)
         if found is None:
             return None
-        starts, _, items = found
+        starts, carriers, items = found
+        # each window's largest record timestamp: the largest of its items'
         perm, heads = window_groups(group, codes)
-        stamp, codes = np.concatenate(stamps), codes
-        if perm is not None:
-            stamp, codes = stamp[perm], codes[perm]
-        windows = OpenWindows(
-            starts, items, watermark, self.kind, {_MAX_TS: np.maximum.reduceat(stamp, heads)}
-        )
-        return done(_Store(windows, codes[heads], expiry, irregular))
+        stamp = np.concatenate(stamps)
+        latest = np.maximum.reduceat(stamp if perm is None else stamp[perm], heads)
+        windows = OpenWindows(starts, items, watermark, self.kind, {_MAX_TS: latest})
+        return done(_Store(windows, codes[carriers], expiry, irregular))
 
     def _open(self, store: _Store, fired_upto: int) -> OpenWindows:
         """The state of ``store``'s windows, fired up to ``fired_upto``."""
