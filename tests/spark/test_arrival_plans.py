@@ -126,10 +126,14 @@ def test_native_plan_in_arrival_order_runs_three_jobs(spark: SparkSession, laten
     assert result.get_side_output(LATE).count() > 0
 
 
-@pytest.mark.parametrize("one_task", [True, False], ids=["one task", "parallel cutoffs"])
+@pytest.mark.parametrize(
+    ("one_task", "few_rows"),
+    [(True, True), (True, False), (False, False)],
+    ids=["one task", "one task, semi-join", "parallel cutoffs"],
+)
 @pytest.mark.usefixtures("default_partitions")
 def test_a_persisted_result_reads_its_outputs_from_the_shared_parts(
-    spark: SparkSession, one_task: bool, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, one_task: bool, few_rows: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``with result:`` caches the windows' arrival cutoffs and the results, not the tagged
     output (whose branches would each compute the input again). Outputs and metrics are
@@ -137,6 +141,8 @@ def test_a_persisted_result_reads_its_outputs_from_the_shared_parts(
     parallel cutoffs meet the late rows only with the rows of the windows they ask about."""
     if not one_task:
         monkeypatch.setattr("windowing.spark.columns.watermark.ONE_TASK_BYTES", 0)
+    if not few_rows:
+        monkeypatch.setattr("windowing.spark.native.windows.few_rows_enough", lambda df: False)
     df = events(spark, 6_000)
     fresh = windowed(df).agg(F.sum("amount").alias("total"))
     expected = [rows_of(fresh.results), rows_of(fresh.get_side_output(LATE))]
@@ -149,7 +155,14 @@ def test_a_persisted_result_reads_its_outputs_from_the_shared_parts(
     assert len(parts) == 4  # the cutoffs, the results, the counters, the late rows
     with result:
         assert all(df.is_cached for df in parts)
-        got = [rows_of(result.results), rows_of(result.get_side_output(LATE))]
+        results = rows_of(result.results)
+        # the late rows, after the results: their own jobs only, small ones (the windows'
+        # arrival runs, the late rows before their watermarks, cached; the shuffle meeting
+        # them with the input rows: all of them for a small input, else those of the
+        # windows they ask about, after a broadcast of those windows and their runs)
+        late_jobs = jobs_of(spark, lambda: noop(result.get_side_output(LATE)))
+        assert late_jobs == (5 if few_rows else 9)
+        got = [results, rows_of(result.get_side_output(LATE))]
         assert result.metrics.collect() == expected_metrics
     assert not any(df.is_cached for df in parts)
     assert got == expected

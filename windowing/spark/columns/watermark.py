@@ -43,12 +43,14 @@ from windowing.spark.jobs import estimated_bytes
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
+    "FEW_ROWS_BYTES",
     "ONE_TASK_BYTES",
     "WindowCutoffs",
     "add_inputs_watermark",
     "add_prefix_max",
     "add_prefix_max_single_partition",
     "count_below",
+    "few_rows_enough",
     "one_task_enough",
     "shifted_back",
     "watermark_of",
@@ -58,6 +60,9 @@ __all__ = [
 
 #: Inputs Spark estimates at most this large aggregate the arrival cutoffs in one task.
 ONE_TASK_BYTES = 64 << 20
+#: Inputs Spark estimates at most this large meet late rows with all their rows
+#: (:attr:`WindowCutoffs.few_rows`).
+FEW_ROWS_BYTES = 4 << 20
 
 
 def one_task_enough(df: DataFrame) -> bool:
@@ -65,8 +70,18 @@ def one_task_enough(df: DataFrame) -> bool:
     no job) is at most :data:`ONE_TASK_BYTES`: then the arrival cutoffs are aggregated in
     one task, which saves a Spark job; larger inputs (and inputs without an estimate, as in
     Spark Connect) aggregate in parallel."""
+    return _at_most(df, ONE_TASK_BYTES)
+
+
+def few_rows_enough(df: DataFrame) -> bool:
+    """Whether Spark estimates ``df`` at most :data:`FEW_ROWS_BYTES` (as
+    :func:`one_task_enough`): :attr:`WindowCutoffs.few_rows`."""
+    return _at_most(df, FEW_ROWS_BYTES)
+
+
+def _at_most(df: DataFrame, limit: int) -> bool:
     size = estimated_bytes(df)
-    return size is not None and size <= ONE_TASK_BYTES
+    return size is not None and size <= limit
 
 
 def _c(name: str) -> Column:
@@ -143,6 +158,12 @@ class WindowCutoffs:
     one_task
         Aggregate in one task, without a shuffle (one Spark job less; the rows' event time
         and arrival are read by one task): for small inputs.
+    few_rows
+        Few enough rows that :meth:`prefix_max` meets its queries with all of them (a
+        shuffle of every row's arrival and event time) rather than with the rows of the
+        windows they ask about (a Spark job more, a semi-join): for inputs far smaller than
+        ``one_task``'s (``spark_bench.py``: a shuffle of 1,000,000 rows costs 0.5 s, a job
+        about 0.05 s).
     """
 
     elements: DataFrame
@@ -152,6 +173,7 @@ class WindowCutoffs:
     fire_shift: int
     late_shift: int
     one_task: bool
+    few_rows: bool = False
 
     @cached_property
     def _owned(self) -> DataFrame:
@@ -254,9 +276,11 @@ class WindowCutoffs:
             F.expr(f"{quoted(self.ts)} AS t"),
             empty.alias("p"),
         )
-        if not self.one_task:
+        if not self.few_rows:
             # only the windows asked about (late rows are few, their windows fewer): the
-            # other rows never reach the window function's shuffle (a small job more)
+            # other rows never reach the window function's shuffle (a small job more; with
+            # no late row, adaptive execution drops the scan of the rows: the broadcast
+            # side is empty)
             wanted = F.broadcast(asked.select("g").where("g IS NOT NULL").distinct())
             rows = rows.join(wanted, "g", "left_semi")
         both = asked.union(rows)

@@ -95,6 +95,7 @@ from windowing.spark.columns.output import (
 from windowing.spark.columns.units import floor_div_sql
 from windowing.spark.columns.watermark import (
     WindowCutoffs,
+    few_rows_enough,
     one_task_enough,
     watermark_of,
 )
@@ -432,6 +433,7 @@ def arrival_order_parts(
         fire_shift=delay,
         late_shift=lateness + delay,
         one_task=one_task_enough(prepared),
+        few_rows=few_rows_enough(prepared),
     )
     max_ts = max_timestamp_of(bounds.end)
     # The window ending at MIN + 1 (max timestamp MIN) is behind the first watermark: its
