@@ -84,6 +84,11 @@ class KeyState:
         # Rows each namespace's contents took in (count_row), when the operator counts them.
         self.row_counts: dict[Any, int] | None = None
 
+    def __setstate__(self, state: Any) -> None:
+        """A key state pickled by an earlier version (checkpoint layouts 2 and 3): the slots
+        added since take their defaults."""
+        _restore(self, KeyState(), state)
+
     def _table(self, slot: str) -> StateTable:
         table: StateTable | None = getattr(self, slot)
         if table is None:
@@ -279,6 +284,14 @@ class KafkaWindowStore:
         self.expiry_at: int | None = None  # the key's store-expiry timer, when registered
         self.irregular_upto = MIN_TIMESTAMP
 
+    def __setstate__(self, state: Any) -> None:
+        """A store pickled by an earlier version: the slots added since take their defaults;
+        without ``irregular_upto`` any of its windows may differ from the definition (as a
+        store of an earlier encoding reads)."""
+        _restore(self, KafkaWindowStore(), state)
+        if "irregular_upto" not in _slot_values(state):
+            self.irregular_upto = max(self.max_ts.values(), default=MIN_TIMESTAMP - 1) + 1
+
     def __len__(self) -> int:
         return len(self.starts)
 
@@ -301,3 +314,20 @@ class KafkaWindowStore:
             del self.values[s]
             del self.max_ts[s]
         del starts[:n]
+
+
+def _slot_values(state: Any) -> dict[str, Any]:
+    """The slot values of a pickled object's ``state`` (``(dict, slots)`` as pickle writes a
+    slotted object's state, or a plain ``dict``)."""
+    if isinstance(state, tuple):
+        return {**(state[0] or {}), **(state[1] or {})}
+    return dict(state or {})
+
+
+def _restore(obj: object, fresh: object, state: Any) -> None:
+    """Unpickle ``obj``: the slots of ``fresh`` (a new one: the defaults), then the stored
+    ones."""
+    for slot in type(obj).__slots__:  # type: ignore[attr-defined]
+        setattr(obj, slot, getattr(fresh, slot))
+    for slot, value in _slot_values(state).items():
+        setattr(obj, slot, value)
