@@ -636,23 +636,34 @@ def test_count_firings_come_in_the_order_of_their_rows() -> None:
     """A key's rows in arrival order, not event-time order (a streaming job with an
     ``arrival_order``): the columns emit its count firings in the order of the rows that
     fire them, as the operator does."""
-    fn = function_of([4])
-    plan = plan_of(fn, 10, 0, 0, "count", 2)
     records = [
         (Rec("a", 0, 1, None, None), 15),
         (Rec("a", 1, 2, None, None), 16),  # fires [10, 20)
         (Rec("a", 2, 3, None, None), 0),
         (Rec("a", 3, 4, None, None), 1),  # then [0, 10)
     ]
-    op = WindowOperator(assigner_of("count", 10, 0), Aggregate(fn), trigger=trigger_of("count", 2))
+    got, expected = _firings_both_ways("count", 10, 2, records)
+    assert got == expected == [(10, 3), (0, 7)]
+
+
+def _firings_both_ways(
+    kind: str, size: int, count: int, records: list[tuple[Rec, int]]
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Key ``a``'s ``records`` (with their event times) in one call under
+    ``CountTrigger(count)``: the firings (window start, sum of ``a0``) on columns, and the
+    operator's."""
+    fn = function_of([4])
+    plan = plan_of(fn, size, 0, 0, kind, count)
+    trigger = trigger_of("count", count)
+    op = WindowOperator(assigner_of(kind, size, 0), Aggregate(fn), trigger=trigger)
     op.set_clocks(watermark=-20)
     op.process_key_elements("a", op.new_key_state(), [(r, t, "a") for r, t in records])
     rows = pa.Table.from_pylist([r._asdict() for r, _ in records], schema=SCHEMA)
     step = step_open_windows(plan, None, -20, rows, np.array([t for _, t in records]), None)
     assert step is not None and step.fired_rows is not None
     starts, sums = step.fired_starts.tolist(), step.fired_rows.column("a0").to_pylist()
-    got = list(zip(starts, sums, strict=True))
-    assert got == [(w.window.start, w.value["a0"]) for w in op.output] == [(10, 3), (0, 7)]
+    expected = [(w.window.start, w.value["a0"]) for w in op.output]
+    return list(zip(starts, sums, strict=True)), expected
 
 
 def test_a_count_the_trigger_never_leaves_keeps_the_operator() -> None:
@@ -675,18 +686,7 @@ def test_a_count_the_trigger_never_leaves_keeps_the_operator() -> None:
 def test_a_row_fires_its_hopping_windows_latest_start_first() -> None:
     """Under ``CountTrigger(1)`` a row fires every hopping window holding it, in the order the
     assigner gives them (Flink's: the latest start first), on columns as in the operator."""
-    fn = function_of([4])
-    plan = plan_of(fn, 9, 0, 0, "count-hopping", 1)
     records = [(Rec("a", 0, 1, None, None), 12), (Rec("a", 1, 2, None, None), 13)]
-    op = WindowOperator(
-        assigner_of("count-hopping", 9, 0), Aggregate(fn), trigger=trigger_of("count", 1)
-    )
-    op.set_clocks(watermark=-20)
-    op.process_key_elements("a", op.new_key_state(), [(r, t, "a") for r, t in records])
-    rows = pa.Table.from_pylist([r._asdict() for r, _ in records], schema=SCHEMA)
-    step = step_open_windows(plan, None, -20, rows, np.array([t for _, t in records]), None)
-    assert step is not None and step.fired_rows is not None
-    starts, sums = step.fired_starts.tolist(), step.fired_rows.column("a0").to_pylist()
-    expected = [(w.window.start, w.value["a0"]) for w in op.output]
-    assert list(zip(starts, sums, strict=True)) == expected
+    got, expected = _firings_both_ways("count-hopping", 9, 1, records)
+    assert got == expected
     assert expected == [(12, 1), (9, 1), (6, 1), (12, 3), (9, 3), (6, 3)]
