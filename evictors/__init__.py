@@ -9,5 +9,14 @@ from windowing.evictors.base import Evictor, EvictorContext
 from windowing.evictors.count import CountEvictor
 from windowing.evictors.delta import DeltaEvictor
 from windowing.evictors.time import TimeEvictor
+from windowing.evictors.vectorized import VectorizedEvictor, WindowRows
 
-__all__ = ["CountEvictor", "DeltaEvictor", "Evictor", "EvictorContext", "TimeEvictor"]
+__all__ = [
+    "CountEvictor",
+    "DeltaEvictor",
+    "Evictor",
+    "EvictorContext",
+    "TimeEvictor",
+    "VectorizedEvictor",
+    "WindowRows",
+]

@@ -7,14 +7,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowing.evictors.base import OneSidedEvictor, check_after_flag
+import numpy
+
+from windowing.evictors.base import check_after_flag
+from windowing.evictors.vectorized import VectorizedOneSidedEvictor, WindowRows
 from windowing.windows import TimestampedValue
 
 __all__ = ["CountEvictor"]
 
 
 @dataclass(frozen=True, repr=False)
-class CountEvictor(OneSidedEvictor[Any, Any]):
+class CountEvictor(VectorizedOneSidedEvictor[Any, Any]):
     """Keeps at most ``max_count`` elements: the newest ones by arrival, evicting from the
     beginning of the buffer.
 
@@ -80,3 +83,10 @@ class CountEvictor(OneSidedEvictor[Any, Any]):
         if len(elements) <= self.max_count:
             return elements
         return list(elements[len(elements) - self.max_count :])
+
+    def keep(self, rows: WindowRows) -> numpy.ndarray[Any, Any]:
+        """The last ``max_count`` rows of each window."""
+        # position >= size - max_count, as size - position <= max_count: no overflow
+        last = min(self.max_count, 2**62)
+        kept: numpy.ndarray[Any, Any] = rows.per_row(rows.sizes()) - rows.positions() <= last
+        return kept

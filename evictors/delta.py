@@ -8,10 +8,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowing.evictors.base import OneSidedEvictor, check_after_flag
+import numpy
+
+from windowing.evictors.base import check_after_flag
+from windowing.evictors.vectorized import VectorizedOneSidedEvictor, WindowRows
 from windowing.windows import TimestampedValue
 
-__all__ = ["DeltaEvictor", "check_delta_config"]
+__all__ = ["DeltaEvictor", "check_delta_config", "check_vectorized_delta", "column_deltas"]
 
 
 def check_delta_config(threshold: Any, delta_function: Any, owner: str) -> None:
@@ -30,8 +33,39 @@ def check_delta_config(threshold: Any, delta_function: Any, owner: str) -> None:
         raise ValueError(msg)
 
 
+def check_vectorized_delta(vectorized_delta: Any, owner: str) -> None:
+    """A ``vectorized_delta`` is ``None`` or a callable."""
+    if vectorized_delta is not None and not callable(vectorized_delta):
+        msg = (
+            f"{owner}: vectorized_delta must be None or a callable (old, new) -> deltas, "
+            f"got {vectorized_delta!r}"
+        )
+        raise ValueError(msg)
+
+
+def column_deltas(
+    vectorized_delta: Any, rows: WindowRows, other: numpy.ndarray[Any, Any], owner: str
+) -> numpy.ndarray[Any, Any]:
+    """``vectorized_delta(rows, rows other)``: the delta of each row of ``rows`` to the row
+    at its position in ``other``, checked (a float per row)."""
+    if rows.table is None:
+        msg = f"{owner}: vectorized_delta needs the rows' columns (WindowRows.table)"
+        raise ValueError(msg)
+    found = vectorized_delta(rows.table, rows.table.take(other))
+    values = found.to_numpy(zero_copy_only=False) if hasattr(found, "to_numpy") else found
+    try:
+        deltas = numpy.asarray(values, numpy.float64)
+    except (TypeError, ValueError):
+        deltas = None
+    if deltas is None or deltas.shape != (len(rows),):
+        shown = type(found).__name__ + ("" if deltas is None else f" of shape {deltas.shape}")
+        msg = f"{owner}: vectorized_delta must return one number per row ({len(rows)}), got {shown}"
+        raise TypeError(msg)
+    return deltas
+
+
 @dataclass(frozen=True, repr=False)
-class DeltaEvictor(OneSidedEvictor[Any, Any]):
+class DeltaEvictor(VectorizedOneSidedEvictor[Any, Any]):
     """Evicts every element whose delta to the *last* element of the buffer reaches
     ``threshold``.
 
@@ -53,6 +87,13 @@ class DeltaEvictor(OneSidedEvictor[Any, Any]):
         element's value. It must be picklable (lambdas are fine with cloudpickle).
     do_evict_after
         Evict after the window function instead of before it.
+    vectorized_delta
+        Optional: ``delta_function`` on whole columns, ``vectorized_delta(old, new)`` of two
+        ``pyarrow.Table`` objects of the same rows and length (``new``: each row's window's last
+        row) returning the deltas, one number per row (a numpy, Arrow or pandas array). With
+        it, runtimes holding columns evict with one call for many windows
+        (:class:`~windowing.evictors.vectorized.VectorizedEvictor`); it must give what
+        ``delta_function`` gives row by row.
 
     Examples
     --------
@@ -63,15 +104,42 @@ class DeltaEvictor(OneSidedEvictor[Any, Any]):
     >>> evictor = DeltaEvictor(2, lambda old, new: new - old)
     >>> [e.value for e in evictor.evict_before(buffer, None, None)]
     [4, 5]
+
+    The same on columns, for two windows at once (rows ``[0, 4)`` and ``[4, 6)``):
+
+    >>> import numpy as np, pyarrow as pa, pyarrow.compute as pc
+    >>> from windowing.evictors.vectorized import Clocks, WindowRows
+    >>> evictor = DeltaEvictor(
+    ...     2,
+    ...     lambda old, new: new.v - old.v,
+    ...     vectorized_delta=lambda old, new: pc.subtract(new["v"], old["v"]),
+    ... )
+    >>> rows = WindowRows(numpy.array([0, 4, 6]), numpy.arange(6), numpy.array([0, 10]),
+    ...                   numpy.array([10, 20]), pa.table({"v": [1, 4, 3, 5, 3, 7]}))
+    >>> evictor.keep_before(rows, Clocks(0, 0)).tolist()
+    [False, True, False, True, False, True]
     """
 
     threshold: float
     delta_function: Callable[[Any, Any], float]
     do_evict_after: bool = False
+    vectorized_delta: Callable[[Any, Any], Any] | None = None
 
     def __post_init__(self) -> None:
         check_delta_config(self.threshold, self.delta_function, "DeltaEvictor")
         check_after_flag(self.do_evict_after, "DeltaEvictor")
+        check_vectorized_delta(self.vectorized_delta, "DeltaEvictor")
+
+    @property
+    def vectorized(self) -> bool:
+        """On columns only with a ``vectorized_delta``."""
+        return self.vectorized_delta is not None and super().vectorized
+
+    def keep(self, rows: WindowRows) -> numpy.ndarray[Any, Any]:
+        """The rows whose delta to their window's last row is below the threshold (a NaN
+        delta keeps its row, as ``evict`` does)."""
+        deltas = column_deltas(self.vectorized_delta, rows, rows.last_rows(), "DeltaEvictor")
+        return ~(deltas >= self.threshold)
 
     def evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
         if not elements:

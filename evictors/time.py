@@ -7,15 +7,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from windowing.evictors.base import OneSidedEvictor, check_after_flag
+import numpy
+
+from windowing.evictors.base import check_after_flag
+from windowing.evictors.vectorized import VectorizedOneSidedEvictor, WindowRows
 from windowing.time import Duration, to_millis
 from windowing.windows import TimestampedValue
 
 __all__ = ["TimeEvictor"]
 
+_INT64_MAX = 2**63 - 1
+
 
 @dataclass(frozen=True, init=False, repr=False)
-class TimeEvictor(OneSidedEvictor[Any, Any]):
+class TimeEvictor(VectorizedOneSidedEvictor[Any, Any]):
     """Keeps the elements whose timestamp is within ``window_size`` of the newest timestamp
     in the window.
 
@@ -72,3 +77,12 @@ class TimeEvictor(OneSidedEvictor[Any, Any]):
             return elements
         cutoff = max(stamps) - self.window_size
         return [e for e in elements if e.timestamp is None or e.timestamp > cutoff]
+
+    def keep(self, rows: WindowRows) -> numpy.ndarray[Any, Any]:
+        """The rows within ``window_size`` of their window's newest timestamp (every row of
+        columns has one)."""
+        newest = rows.per_row(rows.window_max(rows.timestamps))
+        # t > newest - size, as t - newest > -size: no overflow whatever the size
+        bound = max(min(-self.window_size, _INT64_MAX), -_INT64_MAX)
+        kept: numpy.ndarray[Any, Any] = rows.timestamps - newest > bound
+        return kept

@@ -33,7 +33,14 @@ from windowing.assigners import (
     WindowStagger,
 )
 from windowing.count_windows import CountWindowSpec, count_window
-from windowing.evictors import CountEvictor, DeltaEvictor, Evictor, TimeEvictor
+from windowing.evictors import (
+    CountEvictor,
+    DeltaEvictor,
+    Evictor,
+    TimeEvictor,
+    VectorizedEvictor,
+    WindowRows,
+)
 from windowing.functions import (
     AggregateFunction,
     CoGroupFunction,
@@ -156,11 +163,13 @@ __all__ = [
     "TumblingProcessingTimeWindows",
     "ValueStateDescriptor",
     "VectorizedAggregateFunction",
+    "VectorizedEvictor",
     "VectorizedProcessWindowFunction",
     "WindowAssigner",
     "WindowFunction",
     "WindowOperator",
     "WindowResult",
+    "WindowRows",
     "WindowStagger",
     "WindowedStream",
     "__version__",

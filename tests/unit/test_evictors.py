@@ -15,11 +15,15 @@ from datetime import timedelta
 from typing import Any
 
 import cloudpickle
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute
 import pytest
 
 from windowing import evictors
 from windowing.assigners import GlobalWindows, TumblingEventTimeWindows
 from windowing.evictors import CountEvictor, DeltaEvictor, Evictor, EvictorContext, TimeEvictor
+from windowing.evictors.vectorized import VectorizedEvictor, WindowRows, kept_rows
 from windowing.functions import ProcessWindowFunction
 from windowing.testing import WindowOperatorHarness
 from windowing.triggers import CountTrigger, EventTimeTrigger, PurgingTrigger
@@ -373,6 +377,7 @@ def test_evictors_keep_no_state_on_self(evictor: Evictor[Any, Any]) -> None:
         "threshold",
         "delta_function",
         "do_evict_after",
+        "vectorized_delta",
     }
 
 
@@ -426,3 +431,120 @@ def test_custom_evictor_gets_window_timestamps_watermark_and_processing_time() -
     ]
     assert [r.value for r in h.extract_output()] == [["v16"]]  # 16 > 19 - 5
     assert_clean(h)
+
+
+# ---------------------------------------------------------------------------- columns
+class _EvictLess(CountEvictor):
+    """A subclass changing the per-row rule only: its inherited mask would disagree."""
+
+    def evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:
+        return elements
+
+
+class _EvictLessEverywhere(_EvictLess):
+    def keep(self, rows: WindowRows) -> Any:
+        return np.ones(len(rows), np.bool_)
+
+
+class _KeepFirst(VectorizedEvictor[Any, Any]):
+    def evict_before(self, elements: Any, window: Any, ctx: Any) -> Any:
+        return list(elements[:1])
+
+    def evict_after(self, elements: Any, window: Any, ctx: Any) -> Any:
+        return elements
+
+    def keep_before(self, rows: WindowRows, ctx: Any) -> Any:
+        return rows.positions() == 0
+
+    def keep_after(self, rows: WindowRows, ctx: Any) -> Any:
+        return np.ones(len(rows), np.bool_)
+
+
+class _KeepFirstPerRowChanged(_KeepFirst):
+    def evict_before(self, elements: Any, window: Any, ctx: Any) -> Any:
+        return elements
+
+
+def test_an_evictor_has_a_form_on_columns_when_its_masks_follow_its_per_row_methods() -> None:
+    def same(old: Any, new: Any) -> float:
+        return 0.0
+
+    assert CountEvictor(2).vectorized and TimeEvictor(5, True).vectorized
+    assert DeltaEvictor(
+        1, same, vectorized_delta=lambda old, new: np.zeros(old.num_rows)
+    ).vectorized
+    assert not DeltaEvictor(1, same).vectorized  # no vectorized_delta: per row
+    assert not _EvictLess(2).vectorized  # the mask is CountEvictor's, the rule is not
+    assert _EvictLessEverywhere(2).vectorized
+    assert _KeepFirst().vectorized and not _KeepFirstPerRowChanged().vectorized
+    assert not isinstance(Probe(CountEvictor(1)), VectorizedEvictor)
+
+
+def _rows(sizes: list[int], **columns: Any) -> WindowRows:
+    n = sum(sizes)
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    starts = np.arange(len(sizes), dtype=np.int64) * 10
+    table = pa.table(columns or {"x": list(range(n))})
+    return WindowRows(offsets, np.arange(n, dtype=np.int64), starts, starts + 10, table)
+
+
+@pytest.mark.parametrize(
+    ("mask", "shown"),
+    [
+        (np.ones(3, np.int64), "ndarray of dtype int64 and shape (3,)"),
+        (np.ones(2, np.bool_), "ndarray of dtype bool and shape (2,)"),
+        (pa.array([True, None, False]), "BooleanArray"),
+        (None, "NoneType"),
+    ],
+    ids=["ints", "short", "null", "none"],
+)
+def test_a_mask_of_the_wrong_shape_or_type_names_the_evictor(mask: Any, shown: str) -> None:
+    rows = _rows([1, 2])
+    with pytest.raises(TypeError, match=r"_KeepFirst.keep_before must return a boolean mask") as e:
+        kept_rows(mask, rows, _KeepFirst(), "keep_before")
+    assert f"one per row (3, no null), got {shown}" in str(e.value)
+
+
+def test_masks_as_arrow_or_lists_are_taken() -> None:
+    rows = _rows([1, 2])
+    assert kept_rows(pa.array([True, False, True]), rows, _KeepFirst(), "m").tolist() == [
+        True,
+        False,
+        True,
+    ]
+    assert kept_rows([False, False, True], rows, _KeepFirst(), "m").tolist() == [
+        False,
+        False,
+        True,
+    ]
+
+
+def test_vectorized_deltas_are_checked() -> None:
+    def same(old: Any, new: Any) -> float:
+        return 0.0
+
+    with pytest.raises(ValueError, match="DeltaEvictor: vectorized_delta must be None or a"):
+        DeltaEvictor(1, same, vectorized_delta=3)  # type: ignore[arg-type]
+    short = DeltaEvictor(1, same, vectorized_delta=lambda old, new: [0.0])
+    with pytest.raises(TypeError, match=r"return one number per row \(3\), got list of shape"):
+        short.keep_before(_rows([1, 2]), None)  # type: ignore[arg-type]
+    words = DeltaEvictor(1, same, vectorized_delta=lambda old, new: ["a", "b", "c"])
+    with pytest.raises(TypeError, match=r"one number per row \(3\), got list$"):
+        words.keep_before(_rows([1, 2]), None)  # type: ignore[arg-type]
+    columns = WindowRows(np.array([0, 1]), np.array([5]), np.array([0]), np.array([10]))
+    with pytest.raises(ValueError, match="vectorized_delta needs the rows' columns"):
+        DeltaEvictor(1, same, vectorized_delta=lambda o, n: [0.0]).keep_before(columns, None)  # type: ignore[arg-type]
+
+
+def test_a_delta_evictor_on_columns_compares_each_row_with_its_windows_last() -> None:
+    seen: list[tuple[list[int], list[int]]] = []
+
+    def deltas(old: pa.Table, new: pa.Table) -> Any:
+        seen.append((old["x"].to_pylist(), new["x"].to_pylist()))
+        return pa.compute.subtract(new["x"], old["x"])
+
+    evictor = DeltaEvictor(2, lambda old, new: new - old, vectorized_delta=deltas)
+    rows = _rows([3, 0, 2], x=[1, 4, 3, 2, 6])
+    assert evictor.keep_before(rows, None).tolist() == [False, True, True, False, True]  # type: ignore[arg-type]
+    assert seen == [([1, 4, 3, 2, 6], [3, 3, 3, 6, 6])]
+    assert evictor.keep_after(rows, None).tolist() == [True] * 5  # type: ignore[arg-type]

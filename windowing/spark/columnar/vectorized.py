@@ -33,6 +33,7 @@ import pyarrow as pa
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.evictors.vectorized import VectorizedEvictor, WindowRows, kept_rows
 from windowing.functions.spec import Aggregate, Process, WindowFunctionSpec
 from windowing.functions.vectorized import (
     VectorizedAggregateFunction,
@@ -51,6 +52,7 @@ from windowing.records import OutputTag, WindowResult
 from windowing.spark.columnar.core import ColumnarShape, near_ends_of_time
 from windowing.spark.columnar.tumbling import last_window_from, tumbling_starts
 from windowing.spark.columnar.vectorized_process import (
+    END_OF_INPUT,
     KeyStates,
     encoded_columns,
     process_windows,
@@ -60,6 +62,7 @@ from windowing.time import MAX_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
 __all__ = [
+    "Evicted",
     "Groups",
     "VectorizedHopping",
     "VectorizedResults",
@@ -92,6 +95,15 @@ KeysOf = Callable[[np.ndarray[Any, Any]], tuple[Sequence[Any], Sequence[Any]]]
 
 
 @dataclass(frozen=True)
+class Evicted:
+    """The rows an evictor keeps of groups of rows (``mask``) and where each group begins
+    in them (``offsets``, then their number; a group may be empty)."""
+
+    mask: np.ndarray[Any, Any]
+    offsets: np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True)
 class Groups:
     """The (key, window) groups of rows sorted by key and event time: the rows in group
     order (``take``, positions of the input rows; ``None``: the input as it is), where each
@@ -111,6 +123,8 @@ class VectorizedWindows(ABC):
 
     function: VectorizedAggregateFunction[Any, Any] | VectorizedProcessWindowFunction
     allowed_lateness: int
+    #: An evictor with a form on columns (its masks), or ``None``.
+    evictor: VectorizedEvictor[Any, Any] | None = field(default=None, kw_only=True)
 
     kind: ClassVar[str]
     shape: ClassVar[ColumnarShape]
@@ -161,13 +175,20 @@ class VectorizedWindows(ABC):
         grouped = rows if found.take is None else rows.take(found.take)
         first = found.offsets[:-1]
         first_rows = first if found.take is None else found.take[first]
+        offsets = found.offsets
+        if self.evictor is not None:
+            stamps = t if found.take is None else t[found.take]
+            kept = self.evicted(WindowRows(offsets, stamps, found.starts, found.ends, grouped))
+            if kept is None:
+                return None
+            grouped, offsets = grouped.filter(pa.array(kept.mask)), kept.offsets
         if isinstance(fn, VectorizedProcessWindowFunction):
             assert keys_of is not None and states is not None
             keys, skeys = keys_of(first_rows)
             done = process_windows(
                 fn,
                 grouped,
-                found.offsets,
+                offsets,
                 (found.starts, found.ends),
                 keys,
                 skeys,
@@ -189,11 +210,33 @@ class VectorizedWindows(ABC):
                 sides,
             )
         batch = in_format(grouped, fn.batch_format)
-        results = group_results(fn, group_accumulators(fn, batch, found.offsets))
+        results = group_results(fn, group_accumulators(fn, batch, offsets))
         columns = result_columns(fn, results, layout)
         if columns is None:
             return None
         return VectorizedResults(found.starts, found.ends, first_rows, columns, len(first))
+
+    def evicted(self, rows: WindowRows) -> Evicted | None:
+        """The rows the evictor keeps for the window function (its ``keep_before`` at the end
+        of input), or ``None`` when an
+        aggregate's window keeps no row (the operator evaluates those: ``add_groups`` takes
+        no empty group). ``keep_after`` is not called: it keeps rows for later firings, and
+        a window fires once here."""
+        evictor = self.evictor
+        assert evictor is not None
+        try:
+            mask = kept_rows(evictor.keep_before(rows, END_OF_INPUT), rows, evictor, "keep_before")
+        except Exception as exc:
+            exc.add_note(f"while evicting with {evictor!r} on columns in the Spark batch replay")
+            raise
+        counts = np.add.reduceat(mask.astype(np.int64), rows.offsets[:-1])
+        if isinstance(self.function, VectorizedAggregateFunction) and not counts.all():
+            return None
+        return Evicted(mask, np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
+
+    def _evicting(self) -> str:
+        evictor = self.evictor
+        return "" if evictor is None else f", evicting with {evictor!r} on columns (its masks)"
 
     @property
     def clears(self) -> bool:
@@ -206,13 +249,14 @@ class VectorizedWindows(ABC):
         fn = self.function
         if isinstance(fn, VectorizedProcessWindowFunction):
             return (
-                f"{describe_process(fn)} on {self.windows()}: one process call per window on "
+                f"{describe_process(fn)} on {self.windows()}{self._evicting()}: one process "
+                "call per window on "
                 "a slice of the Arrow record batch holding its rows, at the end of input "
                 "(keys the columns cannot take, e.g. near the ends of time, run through the "
                 "operator, which hands process each window's rows)"
             )
         return (
-            f"{describe(fn)} on {self.windows()}: one add_groups and one "
+            f"{describe(fn)} on {self.windows()}{self._evicting()}: one add_groups and one "
             "get_results per Arrow record batch for all its (key, window) groups (keys the "
             "columns cannot take, e.g. near the ends of time, run through the operator, which "
             "hands add_batch each window's rows)"
@@ -373,12 +417,16 @@ def vectorized_plan(
 ) -> VectorizedWindows | None:
     """The plan of a vectorized function computed a record batch at a time, or ``None``:
     batch; tumbling or hopping (``slide <= size``) event-time windows, aligned, or
-    event-time sessions of a static gap; the default trigger; no evictor, no window
+    event-time sessions of a static gap; the default trigger; no evictor or one with a form
+    on columns (:class:`~windowing.evictors.vectorized.VectorizedEvictor`); no window
     function; a lateness that lets windows be cleaned up (and none for a window function
     with a ``clear`` of its own). The caller checks the order of rows (event-time order)."""
     if streaming or not isinstance(spec, Aggregate | Process) or spec.vectorized is None:
         return None
-    if getattr(spec, "window_function", None) is not None or config.evictor is not None:
+    evictor = config.evictor
+    if evictor is not None and not (isinstance(evictor, VectorizedEvictor) and evictor.vectorized):
+        return None  # the operator calls its per-row methods
+    if getattr(spec, "window_function", None) is not None:
         return None
     trigger = config.trigger
     if trigger is not None and type(trigger) is not EventTimeTrigger:
@@ -390,12 +438,12 @@ def vectorized_plan(
     if isinstance(fn, VectorizedProcessWindowFunction) and overrides_clear(fn) and lateness:
         return None  # cleanups interleave with other windows' firings: the operator's timers
     if type(assigner) is TumblingEventTimeWindows and assigner.stagger is WindowStagger.ALIGNED:
-        return VectorizedTumbling(fn, lateness, assigner.size, assigner.offset)
+        return VectorizedTumbling(fn, lateness, assigner.size, assigner.offset, evictor=evictor)
     if type(assigner) is HoppingEventTimeWindows and assigner.slide <= assigner.size:
         size, slide, offset = assigner.size, assigner.slide, assigner.offset
         if slide == size:
-            return VectorizedTumbling(fn, lateness, size, offset)
-        return VectorizedHopping(fn, lateness, size, slide, offset)
+            return VectorizedTumbling(fn, lateness, size, offset, evictor=evictor)
+        return VectorizedHopping(fn, lateness, size, slide, offset, evictor=evictor)
     if type(assigner) is EventTimeSessionWindows:
-        return VectorizedSessions(fn, lateness, assigner.gap)
+        return VectorizedSessions(fn, lateness, assigner.gap, evictor=evictor)
     return None

@@ -44,6 +44,7 @@ from pyspark.sql.types import (
 
 from windowing.engine.context import DeferredStateContext, ProcessContext
 from windowing.engine.keystate import KeyState
+from windowing.evictors.vectorized import Clocks
 from windowing.functions.vectorized import in_format, slice_batch
 from windowing.functions.vectorized_process import (
     VectorizedProcessWindowFunction,
@@ -57,7 +58,7 @@ from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimeWindow, window_text
 
 __all__ = [
-    "EndOfInput",
+    "END_OF_INPUT",
     "KeyStates",
     "ProcessedWindows",
     "encoded_columns",
@@ -65,11 +66,8 @@ __all__ = [
 ]
 
 
-class EndOfInput:
-    """The clocks a window fired at the end of the input sees (no processing-time column)."""
-
-    watermark = MAX_TIMESTAMP
-    processing_time = 0
+#: The clocks a window fired at the end of the input sees (no processing-time column).
+END_OF_INPUT = Clocks(MAX_TIMESTAMP, 0)
 
 
 class KeyStates:
@@ -137,7 +135,7 @@ def process_windows(
     outputs = _Outputs(function, out_schema, where)
     side_outputs: dict[OutputTag, list[WindowResult]] = {}
     ctx = DeferredStateContext(
-        EndOfInput(), side_outputs, is_merging=states.is_merging, late_tag=late_tag
+        END_OF_INPUT, side_outputs, is_merging=states.is_merging, late_tag=late_tag
     )
     ctx.key_state = states.of
     pctx = ProcessContext(ctx)
