@@ -44,22 +44,22 @@ def check_vectorized_delta(vectorized_delta: Any, owner: str) -> None:
 
 
 def column_deltas(
-    vectorized_delta: Any, rows: WindowRows, other: numpy.ndarray[Any, Any], owner: str
+    vectorized_delta: Any, rows: WindowRows, old: Any, new: Any, owner: str
 ) -> numpy.ndarray[Any, Any]:
-    """``vectorized_delta(rows, rows other)``: the delta of each row of ``rows`` to the row
-    at its position in ``other``, checked (a float per row)."""
+    """``vectorized_delta`` of the rows ``old`` and ``new`` of ``rows`` (positions, the same
+    number), checked: a float per pair."""
     if rows.table is None:
         msg = f"{owner}: vectorized_delta needs the rows' columns (WindowRows.table)"
         raise ValueError(msg)
-    found = vectorized_delta(rows.table, rows.table.take(other))
+    found = vectorized_delta(rows.table.take(old), rows.table.take(new))
     values = found.to_numpy(zero_copy_only=False) if hasattr(found, "to_numpy") else found
     try:
         deltas = numpy.asarray(values, numpy.float64)
     except (TypeError, ValueError):
         deltas = None
-    if deltas is None or deltas.shape != (len(rows),):
+    if deltas is None or deltas.shape != (len(old),):
         shown = type(found).__name__ + ("" if deltas is None else f" of shape {deltas.shape}")
-        msg = f"{owner}: vectorized_delta must return one number per row ({len(rows)}), got {shown}"
+        msg = f"{owner}: vectorized_delta must return one number per row ({len(old)}), got {shown}"
         raise TypeError(msg)
     return deltas
 
@@ -138,7 +138,8 @@ class DeltaEvictor(VectorizedOneSidedEvictor[Any, Any]):
     def keep(self, rows: WindowRows) -> numpy.ndarray[Any, Any]:
         """The rows whose delta to their window's last row is below the threshold (a NaN
         delta keeps its row, as ``evict`` does)."""
-        deltas = column_deltas(self.vectorized_delta, rows, rows.last_rows(), "DeltaEvictor")
+        every = numpy.arange(len(rows))
+        deltas = column_deltas(self.vectorized_delta, rows, every, rows.last_rows(), "DeltaEvictor")
         return ~(deltas >= self.threshold)
 
     def evict(self, elements: Sequence[TimestampedValue[Any]]) -> Sequence[TimestampedValue[Any]]:

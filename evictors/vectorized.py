@@ -32,6 +32,7 @@ __all__ = [
     "VectorizedEvictor",
     "VectorizedOneSidedEvictor",
     "WindowRows",
+    "defining_class",
     "kept_rows",
 ]
 
@@ -169,7 +170,7 @@ class VectorizedEvictor(Evictor[T, W]):
         """The masks give what the per-row methods give: each mask is defined by the class
         defining its per-row method, or a subclass of it."""
         return all(
-            issubclass(_owner(type(self), mask), _owner(type(self), method))
+            issubclass(defining_class(type(self), mask), defining_class(type(self), method))
             for method, mask in self._pairs
         )
 
@@ -201,7 +202,7 @@ def _lowest(dtype: numpy.dtype[Any]) -> Any:
     return numpy.iinfo(dtype).min if dtype.kind in "iu" else -numpy.inf
 
 
-def _owner(cls: type, name: str) -> type:
+def defining_class(cls: type, name: str) -> type:
     """The class of ``cls``'s MRO defining ``name``."""
     return next(c for c in cls.__mro__ if name in c.__dict__)
 

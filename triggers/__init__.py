@@ -19,6 +19,7 @@ from windowing.triggers.never import NeverTrigger
 from windowing.triggers.processing_time import ProcessingTimeTrigger
 from windowing.triggers.purging import PurgingTrigger
 from windowing.triggers.timeout import ProcessingTimeoutTrigger
+from windowing.triggers.vectorized import EndFirings, VectorizedTrigger
 
 __all__ = [
     "AfterWatermark",
@@ -28,6 +29,7 @@ __all__ = [
     "ContinuousProcessingTimeTrigger",
     "CountTrigger",
     "DeltaTrigger",
+    "EndFirings",
     "EventTimeTrigger",
     "NeverTrigger",
     "OnMergeContext",
@@ -41,4 +43,5 @@ __all__ = [
     "Trigger",
     "TriggerContext",
     "TriggerResult",
+    "VectorizedTrigger",
 ]

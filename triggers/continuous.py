@@ -5,9 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy
+
+from windowing.evictors.base import EvictorContext
+from windowing.evictors.vectorized import WindowRows
 from windowing.state import ReducingStateDescriptor
 from windowing.time import Duration, java_remainder, to_millis
 from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from windowing.triggers.vectorized import CODES, EndFirings, VectorizedTrigger
 
 __all__ = ["ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger", "positive_millis"]
 
@@ -37,7 +42,7 @@ def _first_fire(time: int, interval: int, window: Any) -> int:
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class ContinuousEventTimeTrigger(Trigger[Any, Any]):
+class ContinuousEventTimeTrigger(VectorizedTrigger[Any, Any]):
     """Fires every ``interval`` of event time while the window is open, and at its end.
 
     Rules (Flink's current ``ContinuousEventTimeTrigger``):
@@ -127,6 +132,25 @@ class ContinuousEventTimeTrigger(Trigger[Any, Any]):
 
     def on_processing_time(self, time: int, window: Any, ctx: TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
+
+    def on_elements(self, rows: WindowRows, ctx: EvictorContext) -> numpy.ndarray[Any, Any]:
+        """No row fires: the watermark is behind every window while rows arrive."""
+        return numpy.zeros(len(rows), numpy.int8)
+
+    def on_end_of_input(self, rows: WindowRows, ctx: EvictorContext) -> EndFirings | None:
+        """Each window's timers: from the boundary after its first row's timestamp (capped at
+        its last timestamp) every ``interval`` while before its last timestamp, then at it; a
+        window's firings in time order (``None`` for an interval beyond ``2**61`` ms)."""
+        if self.interval > 2**61:
+            return None
+        filled = numpy.flatnonzero(rows.sizes() > 0)
+        first = rows.timestamps[rows.offsets[:-1][filled]]
+        last = rows.ends[filled] - 1
+        interval = self.interval
+        fire = numpy.minimum(first - numpy.fmod(first, interval) + interval, last)
+        count = numpy.where(fire < last, -((fire - last) // interval), 0) + 1
+        windows = numpy.repeat(filled, count)
+        return EndFirings(windows, numpy.full(len(windows), CODES[TriggerResult.FIRE], numpy.int8))
 
     def can_merge(self) -> bool:
         return True

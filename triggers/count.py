@@ -7,8 +7,13 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import numpy
+
+from windowing.evictors.base import EvictorContext
+from windowing.evictors.vectorized import WindowRows
 from windowing.state import ReducingStateDescriptor
-from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from windowing.triggers.base import OnMergeContext, TriggerContext, TriggerResult
+from windowing.triggers.vectorized import CODES, EndFirings, VectorizedTrigger
 
 __all__ = ["COUNT_STATE", "CountTrigger"]
 
@@ -19,7 +24,7 @@ _COUNT = COUNT_STATE
 
 
 @dataclass(frozen=True, repr=False)
-class CountTrigger(Trigger[Any, Any]):
+class CountTrigger(VectorizedTrigger[Any, Any]):
     """Fires when the window has received ``max_count`` elements since it last fired, then
     starts counting again. Never purges (wrap it in :class:`PurgingTrigger` for that).
 
@@ -74,3 +79,18 @@ class CountTrigger(Trigger[Any, Any]):
 
     def clear(self, window: Any, ctx: TriggerContext) -> None:
         ctx.get_partitioned_state(_COUNT).clear()
+
+    def on_elements(self, rows: WindowRows, ctx: EvictorContext) -> numpy.ndarray[Any, Any]:
+        """Each window's ``max_count``-th, ``2 * max_count``-th, ... row fires (every row for a
+        ``max_count`` below 1); a session's rows count as they merged into it."""
+        every = max(min(self.max_count, 2**62), 1)
+        fire = CODES[TriggerResult.FIRE]
+        return numpy.where((rows.positions() + 1) % every == 0, fire, 0).astype(numpy.int8)
+
+    def on_end_of_input(self, rows: WindowRows, ctx: EvictorContext) -> EndFirings:
+        """No timer fires."""
+        return EndFirings.none()
+
+    @property
+    def vectorized_on_sessions(self) -> bool:
+        return True

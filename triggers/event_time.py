@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+import numpy
+
+from windowing.evictors.base import EvictorContext
+from windowing.evictors.vectorized import WindowRows
+from windowing.triggers.base import OnMergeContext, TriggerContext, TriggerResult
+from windowing.triggers.vectorized import EndFirings, VectorizedTrigger
 
 __all__ = ["EventTimeTrigger"]
 
 
-class EventTimeTrigger(Trigger[Any, Any]):
+class EventTimeTrigger(VectorizedTrigger[Any, Any]):
     """Fires once the watermark passes ``window.max_timestamp()``; the default of event-time
     assigners.
 
@@ -57,3 +62,15 @@ class EventTimeTrigger(Trigger[Any, Any]):
 
     def clear(self, window: Any, ctx: TriggerContext) -> None:
         ctx.delete_event_time_timer(window.max_timestamp())
+
+    def on_elements(self, rows: WindowRows, ctx: EvictorContext) -> numpy.ndarray[Any, Any]:
+        """No row fires: the watermark is behind every window while rows arrive."""
+        return numpy.zeros(len(rows), numpy.int8)
+
+    def on_end_of_input(self, rows: WindowRows, ctx: EvictorContext) -> EndFirings:
+        """Each window fires once, at its end."""
+        return EndFirings.once_each(rows, TriggerResult.FIRE)
+
+    @property
+    def vectorized_on_sessions(self) -> bool:
+        return True

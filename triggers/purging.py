@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy
+
+from windowing.evictors.base import EvictorContext
+from windowing.evictors.vectorized import WindowRows
 from windowing.triggers.base import OnMergeContext, Trigger, TriggerContext, TriggerResult
+from windowing.triggers.vectorized import EndFirings, VectorizedTrigger
 
 __all__ = ["PurgingTrigger"]
 
@@ -15,7 +20,7 @@ def _purging(result: TriggerResult) -> TriggerResult:
 
 
 @dataclass(frozen=True, repr=False)
-class PurgingTrigger(Trigger[Any, Any]):
+class PurgingTrigger(VectorizedTrigger[Any, Any]):
     """Wraps ``trigger`` so that its firings also purge the window contents.
 
     Known elsewhere as: Flink ``PurgingTrigger.of(trigger)``; Beam's discarding accumulation.
@@ -56,3 +61,33 @@ class PurgingTrigger(Trigger[Any, Any]):
 
     def clear(self, window: Any, ctx: TriggerContext) -> None:
         self.trigger.clear(window, ctx)
+
+    @property
+    def vectorized(self) -> bool:
+        """On columns when the wrapped trigger is."""
+        nested = self.trigger
+        return isinstance(nested, VectorizedTrigger) and nested.vectorized and super().vectorized
+
+    @property
+    def vectorized_on_sessions(self) -> bool:
+        nested = self.trigger
+        return isinstance(nested, VectorizedTrigger) and nested.vectorized_on_sessions
+
+    def on_elements(self, rows: WindowRows, ctx: EvictorContext) -> Any:
+        """The wrapped trigger's results, each firing purging too."""
+        assert isinstance(self.trigger, VectorizedTrigger)
+        found = self.trigger.on_elements(rows, ctx)
+        return None if found is None else _purging_codes(numpy.asarray(found))
+
+    def on_end_of_input(self, rows: WindowRows, ctx: EvictorContext) -> EndFirings | None:
+        assert isinstance(self.trigger, VectorizedTrigger)
+        found = self.trigger.on_end_of_input(rows, ctx)
+        if found is None:
+            return None
+        return EndFirings(found.windows, _purging_codes(numpy.asarray(found.results)))
+
+
+def _purging_codes(codes: numpy.ndarray[Any, Any]) -> numpy.ndarray[Any, Any]:
+    """``FIRE`` as ``FIRE_AND_PURGE`` (code 1 as 3)."""
+    purged: numpy.ndarray[Any, Any] = numpy.where(codes & 1, codes | 2, codes)
+    return purged

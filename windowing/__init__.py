@@ -91,6 +91,7 @@ from windowing.triggers import (
     Repeatedly,
     Trigger,
     TriggerResult,
+    VectorizedTrigger,
 )
 from windowing.windows import GLOBAL_WINDOW, GlobalWindow, TimestampedValue, TimeWindow
 
@@ -165,6 +166,7 @@ __all__ = [
     "VectorizedAggregateFunction",
     "VectorizedEvictor",
     "VectorizedProcessWindowFunction",
+    "VectorizedTrigger",
     "WindowAssigner",
     "WindowFunction",
     "WindowOperator",

@@ -114,7 +114,11 @@ class Collect(VectorizedAggregateFunction[Any, Any]):
 
 
 class OperatorTrigger(EventTimeTrigger):
-    """``EventTimeTrigger``'s behaviour, which only the window operator runs."""
+    """``EventTimeTrigger``'s behaviour, which only the window operator runs (its
+    ``on_element`` is its own, without a form on columns)."""
+
+    def on_element(self, element: Any, timestamp: int | None, window: Any, ctx: Any) -> Any:
+        return super().on_element(element, timestamp, window, ctx)
 
 
 def events(spark: SparkSession, n: int = 3_000, keys: int = 7) -> DataFrame:

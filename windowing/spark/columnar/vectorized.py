@@ -33,7 +33,7 @@ import pyarrow as pa
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
-from windowing.evictors.vectorized import VectorizedEvictor, WindowRows, kept_rows
+from windowing.evictors.vectorized import Clocks, VectorizedEvictor, WindowRows, kept_rows
 from windowing.functions.spec import Aggregate, Process, WindowFunctionSpec
 from windowing.functions.vectorized import (
     VectorizedAggregateFunction,
@@ -58,8 +58,16 @@ from windowing.spark.columnar.vectorized_process import (
     process_windows,
 )
 from windowing.spark.columns.output import OutputLayout
-from windowing.time import MAX_TIMESTAMP
+from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
+from windowing.triggers.vectorized import (
+    Firings,
+    VectorizedTrigger,
+    checked_end_firings,
+    checked_results,
+    firings,
+    on_sessions,
+)
 
 __all__ = [
     "Evicted",
@@ -94,6 +102,14 @@ class VectorizedResults:
 KeysOf = Callable[[np.ndarray[Any, Any]], tuple[Sequence[Any], Sequence[Any]]]
 
 
+#: The clocks of rows arriving in the replay in event-time order (Flink's batch mode): no
+#: watermark yet, the replay's processing time.
+BEFORE_END_OF_INPUT = Clocks(MIN_TIMESTAMP, 0)
+
+#: A trigger's firings may copy each row into at most this many firings on average.
+MAX_COPIES = 64
+
+
 @dataclass(frozen=True)
 class Evicted:
     """The rows an evictor keeps of groups of rows (``mask``) and where each group begins
@@ -125,6 +141,9 @@ class VectorizedWindows(ABC):
     allowed_lateness: int
     #: An evictor with a form on columns (its masks), or ``None``.
     evictor: VectorizedEvictor[Any, Any] | None = field(default=None, kw_only=True)
+    #: A trigger other than the default one with a form on columns (an aggregate's), or
+    #: ``None``.
+    trigger: VectorizedTrigger[Any, Any] | None = field(default=None, kw_only=True)
 
     kind: ClassVar[str]
     shape: ClassVar[ColumnarShape]
@@ -176,8 +195,15 @@ class VectorizedWindows(ABC):
         first = found.offsets[:-1]
         first_rows = first if found.take is None else found.take[first]
         offsets = found.offsets
+        stamps = t if found.take is None else t[found.take]
+        if self.trigger is not None:
+            assert isinstance(fn, VectorizedAggregateFunction)
+            fired = self.fired(WindowRows(offsets, stamps, found.starts, found.ends, grouped))
+            if fired is None:
+                return None
+            windows = self.firing_windows(found, fired, stamps)
+            return self.fired_results(grouped, fired, windows, first_rows, layout)
         if self.evictor is not None:
-            stamps = t if found.take is None else t[found.take]
             kept = self.evicted(WindowRows(offsets, stamps, found.starts, found.ends, grouped))
             if kept is None:
                 return None
@@ -216,6 +242,54 @@ class VectorizedWindows(ABC):
             return None
         return VectorizedResults(found.starts, found.ends, first_rows, columns, len(first))
 
+    def fired(self, rows: WindowRows) -> Firings | None:
+        """The firings of the trigger's form on columns, or ``None`` when it has none for
+        these rows or they would copy more than 64 times the rows (the operator then)."""
+        trigger = self.trigger
+        assert trigger is not None
+        try:
+            codes = trigger.on_elements(rows, BEFORE_END_OF_INPUT)
+            end = None if codes is None else trigger.on_end_of_input(rows, END_OF_INPUT)
+            if codes is None or end is None:
+                return None
+            codes = checked_results(codes, rows, trigger)
+            found = firings(rows, codes, checked_end_firings(end, rows, trigger))
+        except Exception as exc:
+            exc.add_note(f"while firing by {trigger!r} on columns in the Spark batch replay")
+            raise
+        return None if len(found.rows) > MAX_COPIES * len(rows) else found
+
+    def firing_windows(
+        self, found: Groups, fired: Firings, stamps: np.ndarray[Any, Any]
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The window (start, end) of each firing of ``fired``: the fired group's."""
+        return found.starts[fired.windows], found.ends[fired.windows]
+
+    def fired_results(
+        self,
+        grouped: pa.Table,
+        fired: Firings,
+        windows: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+        first_rows: np.ndarray[Any, Any],
+        layout: OutputLayout,
+    ) -> VectorizedResults | None:
+        """The results of the firings ``fired`` of groups of rows ``grouped`` (their first
+        rows ``first_rows``), of the windows ``windows``: one ``add_groups`` over all the
+        firings' rows, one ``get_results``."""
+        fn = self.function
+        assert isinstance(fn, VectorizedAggregateFunction)
+        w = fired.windows
+        if not len(w):
+            columns = encoded_columns([], layout.out_schema)
+        else:
+            batch = in_format(grouped.take(fired.rows), fn.batch_format)
+            results = group_results(fn, group_accumulators(fn, batch, fired.offsets))
+            found_columns = result_columns(fn, results, layout)
+            if found_columns is None:
+                return None
+            columns = found_columns
+        return VectorizedResults(windows[0], windows[1], first_rows[w], columns, len(w))
+
     def evicted(self, rows: WindowRows) -> Evicted | None:
         """The rows the evictor keeps for the window function (its ``keep_before`` at the end
         of input), or ``None`` when an
@@ -235,8 +309,9 @@ class VectorizedWindows(ABC):
         return Evicted(mask, np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
 
     def _evicting(self) -> str:
-        evictor = self.evictor
-        return "" if evictor is None else f", evicting with {evictor!r} on columns (its masks)"
+        evictor, trigger = self.evictor, self.trigger
+        firing = "" if trigger is None else f", firing by {trigger!r} on columns"
+        return firing + ("" if evictor is None else f", evicting with {evictor!r} on columns")
 
     @property
     def clears(self) -> bool:
@@ -366,6 +441,14 @@ class VectorizedSessions(VectorizedWindows):
         offsets = _offsets((np.diff(t) > self.gap) | _key_changes(codes, n), n)
         return Groups(None, offsets, t[offsets[:-1]], t[offsets[1:] - 1] + self.gap)
 
+    def firing_windows(
+        self, found: Groups, fired: Firings, stamps: np.ndarray[Any, Any]
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """A session fires as it was merged up to the firing's last row (a row fires the
+        session it has just joined; the end of input, the whole session)."""
+        last = fired.rows[fired.offsets[1:] - 1]
+        return found.starts[fired.windows], stamps[last] + self.gap
+
     def windows(self) -> str:
         return f"event-time sessions of gap {self.gap} ms"
 
@@ -423,27 +506,39 @@ def vectorized_plan(
     with a ``clear`` of its own). The caller checks the order of rows (event-time order)."""
     if streaming or not isinstance(spec, Aggregate | Process) or spec.vectorized is None:
         return None
-    evictor = config.evictor
+    evictor, trigger = config.evictor, config.trigger
     if evictor is not None and not (isinstance(evictor, VectorizedEvictor) and evictor.vectorized):
         return None  # the operator calls its per-row methods
     if getattr(spec, "window_function", None) is not None:
         return None
-    trigger = config.trigger
-    if trigger is not None and type(trigger) is not EventTimeTrigger:
-        return None
+    if trigger is not None and type(trigger) is EventTimeTrigger:
+        trigger = None  # the default: each window fires once, at its end
+    fn = spec.vectorized
+    if trigger is not None and not (
+        isinstance(trigger, VectorizedTrigger)
+        and trigger.vectorized
+        and isinstance(fn, VectorizedAggregateFunction)
+        and evictor is None
+        and (on_sessions(trigger) or type(config.assigner) is not EventTimeSessionWindows)
+    ):
+        return None  # the operator: its timers, a window function's state, evictions per firing
     lateness = config.allowed_lateness
     if lateness > MAX_TIMESTAMP // 4:
         return None  # cleanup at the end of time: the operator keeps the windows (a metric)
-    fn, assigner = spec.vectorized, config.assigner
+    assigner = config.assigner
     if isinstance(fn, VectorizedProcessWindowFunction) and overrides_clear(fn) and lateness:
         return None  # cleanups interleave with other windows' firings: the operator's timers
     if type(assigner) is TumblingEventTimeWindows and assigner.stagger is WindowStagger.ALIGNED:
-        return VectorizedTumbling(fn, lateness, assigner.size, assigner.offset, evictor=evictor)
+        return VectorizedTumbling(
+            fn, lateness, assigner.size, assigner.offset, evictor=evictor, trigger=trigger
+        )
     if type(assigner) is HoppingEventTimeWindows and assigner.slide <= assigner.size:
         size, slide, offset = assigner.size, assigner.slide, assigner.offset
         if slide == size:
-            return VectorizedTumbling(fn, lateness, size, offset, evictor=evictor)
-        return VectorizedHopping(fn, lateness, size, slide, offset, evictor=evictor)
+            return VectorizedTumbling(fn, lateness, size, offset, evictor=evictor, trigger=trigger)
+        return VectorizedHopping(
+            fn, lateness, size, slide, offset, evictor=evictor, trigger=trigger
+        )
     if type(assigner) is EventTimeSessionWindows:
-        return VectorizedSessions(fn, lateness, assigner.gap, evictor=evictor)
+        return VectorizedSessions(fn, lateness, assigner.gap, evictor=evictor, trigger=trigger)
     return None

@@ -1,0 +1,255 @@
+"""Triggers on whole columns: the firings of many windows of a bounded input replayed in
+event-time order, as arrays.
+
+In that replay (Flink's batch execution mode; the Spark batch replay without arrival order)
+the watermark stays at ``MIN_TIMESTAMP`` while the rows arrive, each key's in event-time
+order, and goes to ``MAX_TIMESTAMP`` at the end of input. So a window's firings are those its
+rows cause when they arrive (``on_element``), in their order, then those its timers cause at
+the end of input (``on_event_time``), and then it is cleaned up. A :class:`VectorizedTrigger`
+gives both for the rows of many windows at once
+(:class:`~windowing.evictors.vectorized.WindowRows`): :meth:`~VectorizedTrigger.on_elements`,
+what ``on_element`` returns for each row, and :meth:`~VectorizedTrigger.on_end_of_input`,
+the firings at the end (:class:`EndFirings`). Results are
+:class:`~windowing.triggers.base.TriggerResult` codes (:data:`CODES`). A runtime holding
+columns (the Spark batch replay of a vectorized aggregate function) evaluates the window
+function over each firing's rows (:func:`firings`).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy
+
+from windowing.evictors.base import EvictorContext
+from windowing.evictors.vectorized import WindowRows, defining_class
+from windowing.triggers.base import Trigger, TriggerResult
+
+__all__ = [
+    "CODES",
+    "EndFirings",
+    "Firings",
+    "VectorizedTrigger",
+    "checked_end_firings",
+    "checked_results",
+    "code",
+    "firings",
+    "on_sessions",
+]
+
+T = TypeVar("T")
+W = TypeVar("W")
+
+#: The code of each trigger result in the arrays of :class:`VectorizedTrigger`: ``1`` fires,
+#: ``2`` purges (``FIRE_AND_PURGE``: ``3``).
+CODES = {
+    TriggerResult.CONTINUE: 0,
+    TriggerResult.FIRE: 1,
+    TriggerResult.PURGE: 2,
+    TriggerResult.FIRE_AND_PURGE: 3,
+}
+
+
+def code(result: TriggerResult) -> int:
+    """The code of ``result``.
+
+    >>> code(TriggerResult.FIRE_AND_PURGE)
+    3
+    """
+    return CODES[result]
+
+
+@dataclass(frozen=True, eq=False)
+class EndFirings:
+    """The firings of windows at the end of input, in the order they happen: firing ``i``
+    is of window ``windows[i]`` (its index in the
+    :class:`~windowing.evictors.vectorized.WindowRows`) with the result code ``results[i]``.
+
+    >>> import numpy as np
+    >>> rows = WindowRows(np.array([0, 2, 2, 3]), np.arange(3), np.zeros(3), np.ones(3))
+    >>> EndFirings.once_each(rows, TriggerResult.FIRE).windows.tolist()  # window 1 is empty
+    [0, 2]
+    """
+
+    windows: numpy.ndarray[Any, Any]
+    results: numpy.ndarray[Any, Any]
+
+    @classmethod
+    def once_each(cls, rows: WindowRows, result: TriggerResult) -> EndFirings:
+        """Each window of ``rows`` that has a row once, with ``result`` (the end-of-window
+        timer: a window without rows has none)."""
+        windows = numpy.flatnonzero(rows.sizes() > 0)
+        return cls(windows, numpy.full(len(windows), code(result), numpy.int8))
+
+    @classmethod
+    def none(cls) -> EndFirings:
+        """No firing at the end of input."""
+        return cls(numpy.zeros(0, numpy.int64), numpy.zeros(0, numpy.int8))
+
+
+class VectorizedTrigger(Trigger[T, W]):
+    """A trigger with a form on whole columns for windows of a bounded input replayed in
+    event-time order (see the module docstring): :meth:`on_elements` and
+    :meth:`on_end_of_input` give, for the rows of many windows (each window's rows in the
+    order they arrive, in event-time order), what its per-row methods give as the rows arrive
+    one by one and the watermark then jumps to the end of time. Write both forms; a runtime
+    holding columns calls the arrays, the window operator the per-row methods. A subclass
+    overriding a per-row method without its form on columns runs per row (:attr:`vectorized`
+    is false).
+
+    For session windows the rows of a window are the session's; the form must give what the
+    per-row methods give as the session grows row by row (each row's window merged into the
+    session before ``on_element``): say so with :attr:`vectorized_on_sessions`.
+
+    Examples
+    --------
+    Fire (and purge) at every row whose ``amount`` exceeds 100, and at the window's end:
+
+    >>> import numpy as np
+    >>> from windowing.triggers import EventTimeTrigger
+    >>> class Alert(EventTimeTrigger, VectorizedTrigger):
+    ...     def on_element(self, element, timestamp, window, ctx):
+    ...         if element.amount > 100:
+    ...             return TriggerResult.FIRE_AND_PURGE
+    ...         return super().on_element(element, timestamp, window, ctx)
+    ...     def on_elements(self, rows, ctx):
+    ...         big = rows.table.column("amount").to_numpy() > 100
+    ...         return np.where(big, code(TriggerResult.FIRE_AND_PURGE), 0)
+    ...     def on_end_of_input(self, rows, ctx):
+    ...         return EndFirings.once_each(rows, TriggerResult.FIRE)
+    >>> Alert().vectorized
+    True
+    """
+
+    @abstractmethod
+    def on_elements(self, rows: WindowRows, ctx: EvictorContext) -> Any:
+        """The result code (:data:`CODES`) ``on_element`` gives for each row of ``rows`` as
+        it arrives (an integer array, one per row), or ``None`` when these rows have no form
+        on columns (the window operator then takes them)."""
+
+    @abstractmethod
+    def on_end_of_input(self, rows: WindowRows, ctx: EvictorContext) -> EndFirings | None:
+        """The firings of the windows' timers at the end of input, in order, or ``None`` as
+        for :meth:`on_elements`. ``ctx``'s watermark is ``MAX_TIMESTAMP``."""
+
+    @property
+    def vectorized(self) -> bool:
+        """The forms on columns give what the per-row methods give: each is defined by the
+        class defining the per-row method it stands for, or a subclass of it."""
+        cls = type(self)
+        return all(
+            issubclass(defining_class(cls, form), defining_class(cls, method))
+            for method, form in (
+                ("on_element", "on_elements"),
+                ("on_event_time", "on_end_of_input"),
+                ("on_merge", "on_elements"),
+            )
+        )
+
+    @property
+    def vectorized_on_sessions(self) -> bool:
+        """The forms on columns hold for session windows too (see the class docstring). Only
+        read where the class defining it is the one defining :meth:`on_elements` or a
+        subclass of it (:func:`~windowing.triggers.vectorized.on_sessions`): a subclass
+        changing the form says it again."""
+        return False
+
+
+def on_sessions(trigger: VectorizedTrigger[Any, Any]) -> bool:
+    """Whether ``trigger``'s forms on columns hold for session windows: its
+    :attr:`~VectorizedTrigger.vectorized_on_sessions`, said by the class of its form."""
+    cls = type(trigger)
+    said = defining_class(cls, "vectorized_on_sessions")
+    return issubclass(said, defining_class(cls, "on_elements")) and trigger.vectorized_on_sessions
+
+
+def checked_results(values: Any, rows: WindowRows, trigger: Any) -> numpy.ndarray[Any, Any]:
+    """``trigger.on_elements``' codes for ``rows``, checked: an integer code per row."""
+    array = numpy.asarray(values)
+    if array.shape != (len(rows),) or array.dtype.kind not in "iu" or not _codes(array):
+        msg = (
+            f"{type(trigger).__name__}.on_elements must return a result code (0 to 3) per "
+            f"row ({len(rows)}), got {type(values).__name__} of dtype {array.dtype} and "
+            f"shape {array.shape}"
+        )
+        raise TypeError(msg)
+    return array.astype(numpy.int8, copy=False)
+
+
+def checked_end_firings(found: Any, rows: WindowRows, trigger: Any) -> EndFirings:
+    """``trigger.on_end_of_input``'s firings for ``rows``, checked."""
+    if isinstance(found, EndFirings):
+        windows, results = numpy.asarray(found.windows), numpy.asarray(found.results)
+        if (
+            windows.shape == results.shape
+            and windows.ndim == 1
+            and windows.dtype.kind in "iu"
+            and results.dtype.kind in "iu"
+            and _codes(results)
+            and (len(windows) == 0 or (windows.min() >= 0 and windows.max() < rows.num_windows))
+        ):
+            return EndFirings(windows.astype(numpy.int64), results.astype(numpy.int8))
+    msg = (
+        f"{type(trigger).__name__}.on_end_of_input must return EndFirings of windows "
+        f"(0 to {rows.num_windows - 1}) and result codes (0 to 3) of the same length, "
+        f"got {found!r}"
+    )
+    raise TypeError(msg)
+
+
+def _codes(array: numpy.ndarray[Any, Any]) -> bool:
+    return len(array) == 0 or bool(array.min() >= 0 and array.max() <= 3)
+
+
+@dataclass(frozen=True, eq=False)
+class Firings:
+    """The firings of windows that emit (see :func:`firings`): firing ``i`` is of window
+    ``windows[i]`` and evaluates the rows ``rows[offsets[i]:offsets[i + 1]]`` (positions in
+    the :class:`~windowing.evictors.vectorized.WindowRows`, at least one)."""
+
+    windows: numpy.ndarray[Any, Any]
+    rows: numpy.ndarray[Any, Any]
+    offsets: numpy.ndarray[Any, Any]
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+
+def firings(rows: WindowRows, results: numpy.ndarray[Any, Any], end: EndFirings) -> Firings:
+    """The firings that emit, with the rows each evaluates, of windows whose rows arrive with
+    the ``results`` codes (one per row) and whose timers fire ``end`` at the end of input (a
+    window's in order): a window's firings in order, its element firings first. A firing
+    evaluates the window's rows from the last purge before it (or its first row) to its row
+    (an end firing: to its last row); one over no row (after a purge) emits nothing, as in
+    Flink's operator. No evictor: a window's contents are all its rows since the purge.
+
+    >>> import numpy as np
+    >>> rows = WindowRows(np.array([0, 4, 6]), np.arange(6), np.zeros(2), np.ones(2))
+    >>> fire, purge, both = (code(r) for r in (TriggerResult.FIRE, TriggerResult.PURGE,
+    ...                                        TriggerResult.FIRE_AND_PURGE))
+    >>> found = firings(rows, np.array([0, fire, purge, both, 0, 0]),
+    ...                 EndFirings(np.array([0, 1, 1]), np.array([fire, both, fire])))
+    >>> found.windows.tolist(), np.split(found.rows, found.offsets[1:-1])
+    ([0, 0, 1], [array([0, 1]), array([3]), array([4, 5])])
+    """
+    element = numpy.flatnonzero(results)
+    window = numpy.concatenate((rows.window_of_rows()[element], end.windows))
+    sequence = numpy.concatenate((element, len(rows) + numpy.arange(len(end.windows))))
+    codes = numpy.concatenate((results[element], end.results)).astype(numpy.int8)
+    last = numpy.concatenate((element, rows.offsets[1:][end.windows] - 1))
+    order = numpy.lexsort((sequence, window))
+    window, codes, last = window[order], codes[order], last[order]
+    # rows from the last purge of the window (positions of earlier windows are below its
+    # first row), else its first row, up to the firing's row
+    after_purge = numpy.where(codes & 2, last + 1, -1)
+    before = numpy.concatenate(([-1], numpy.maximum.accumulate(after_purge)[:-1]))
+    start = numpy.maximum(before, rows.offsets[:-1][window]) if len(window) else before[:0]
+    stop = last + 1
+    emits = ((codes & 1) == 1) & (stop > start)
+    start, stop, window = start[emits], stop[emits], window[emits]
+    lengths = stop - start
+    offsets = numpy.concatenate(([0], numpy.cumsum(lengths))).astype(numpy.int64)
+    taken = numpy.repeat(start - offsets[:-1], lengths) + numpy.arange(offsets[-1])
+    return Firings(window.astype(numpy.int64), taken.astype(numpy.int64), offsets)
