@@ -19,7 +19,11 @@ Batch (input read once and cached; each run is one action, a ``noop`` write of t
   ``VectorizedAggregateFunction`` (numpy), with ``add_groups`` / ``get_results``
   (``np.add.reduceat``: a few numpy calls per record batch) or with only ``add_batch`` (a
   call per window), and with a ``VectorizedProcessWindowFunction`` (a ``process`` call per
-  window); their ratios are to native ``.agg(avg, var_pop)``. Beside the last, up to
+  window); their ratios are to native ``.agg(avg, var_pop)``. The same ``add_groups``
+  function with Flink's early firings ``CountTrigger(100)`` and with ``CountEvictor(10)``
+  (``vectorized-count-trigger``, ``vectorized-count-evictor``: the firings and the evictions
+  on whole columns), each beside the same job on the window operator (``...-per-row``: the
+  trigger or evictor as a subclass without a form on columns). Beside the process run, up to
   100,000 keys, Spark's own way to run a Python function per window
   (``groupBy(key, window).applyInArrow``), and ours / that.
 
@@ -56,6 +60,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 from windowing.assigners import TumblingEventTimeWindows
+from windowing.evictors import CountEvictor
 from windowing.functions import (
     AggregateFunction,
     VectorizedAggregateFunction,
@@ -63,6 +68,7 @@ from windowing.functions import (
 )
 from windowing.spark.planning import BUILTIN_PATH_CONF
 from windowing.stream import BoundedOutOfOrderness, DataStream
+from windowing.triggers import CountTrigger
 
 T0_MS = 1_714_521_600_000  # 2024-05-01 00:00 UTC
 HOUR_MS = 3_600_000
@@ -136,6 +142,29 @@ class MeanVarWindows(VectorizedProcessWindowFunction):
     def process(self, key: Any, context: Any, batch: Any) -> Any:
         x = batch["amount"].astype(float)
         return {"mean": [x.mean()], "var": [x.var()]}
+
+
+class CountTriggerPerRow(CountTrigger):
+    """``CountTrigger``, but only per row (its own ``on_element``: no form on columns)."""
+
+    def on_element(self, element: Any, timestamp: Any, window: Any, ctx: Any) -> Any:
+        return super().on_element(element, timestamp, window, ctx)
+
+
+class CountEvictorPerRow(CountEvictor):
+    """``CountEvictor``, but only per row (its own ``evict``: no mask)."""
+
+    def evict(self, elements: Any) -> Any:
+        return super().evict(elements)
+
+
+#: The vectorized runs' trigger or evictor: how -> (what, on columns or per row).
+FIRINGS: dict[str, tuple[str, bool]] = {
+    "count-trigger": ("trigger", True),
+    "count-trigger-per-row": ("trigger", False),
+    "count-evictor": ("evictor", True),
+    "count-evictor-per-row": ("evictor", False),
+}
 
 
 def session(partitions: int) -> SparkSession:
@@ -218,6 +247,7 @@ BATCH_RUNS: dict[str, tuple[str, str | None]] = {
     "vectorized-groups": ("groups", None),
     "vectorized-batches": ("batches", None),
     "vectorized-process": ("process", None),
+    **{f"vectorized-{how}": (how, None) for how in FIRINGS},
 }
 
 
@@ -235,6 +265,13 @@ def ours_batch(df: DataFrame, how: str, path: str | None = None) -> DataFrame:
     if how in ("groups", "batches"):
         function = MeanVarGroups() if how == "groups" else MeanVarBatches()
         return windowed.aggregate(function, output_schema="mean double, var double").results
+    if how in FIRINGS:
+        what, columns = FIRINGS[how]
+        if what == "trigger":
+            windowed = windowed.trigger(CountTrigger(100) if columns else CountTriggerPerRow(100))
+        else:
+            windowed = windowed.evictor(CountEvictor(10) if columns else CountEvictorPerRow(10))
+        return windowed.aggregate(MeanVarGroups(), output_schema="mean double, var double").results
     if how == "process":
         schema = "mean double, var double"
         return windowed.process(MeanVarWindows(), output_schema=schema).results
@@ -261,7 +298,7 @@ def batch_sweep(
     spark: SparkSession, n: int, key_counts: list[int], runs: int, tmp: Path, names: list[str]
 ) -> None:
     print(f"batch: {n:,} events, tumbling 10 s per key, best of {runs} rounds, load {load()}")
-    header = f"{'keys':>10} {'run':<28} {'s':>8} {'us/event':>9} {'vs native':>10} {'vs 1st':>7}"
+    header = f"{'keys':>10} {'run':<40} {'s':>8} {'us/event':>9} {'vs native':>10} {'vs 1st':>7}"
     print(header)
     first: dict[str, float] = {}
     for keys in key_counts:
@@ -272,9 +309,7 @@ def batch_sweep(
         actions: dict[str, Callable[[], Any]] = {
             "native groupBy(window)": lambda df=df: noop(native_batch(df))
         }
-        mean_var = [
-            name for name in names if BATCH_RUNS[name][0] in ("groups", "batches", "process")
-        ]
+        mean_var = [name for name in names if name.startswith("vectorized")]
         if mean_var:
             actions["native avg, var_pop"] = lambda df=df: noop(native_mean_var(df))
         if "vectorized-process" in names and keys <= APPLY_IN_ARROW_KEYS:
@@ -287,7 +322,7 @@ def batch_sweep(
                 "groups": "vectorized add_groups",
                 "batches": "vectorized add_batch",
                 "process": "vectorized process",
-            }.get(how, f".{how}")
+            }.get(how, f"vectorized {how}" if how in FIRINGS else f".{how}")
             label = f"ours {label}" + (f" ({forced})" if forced else "")
             actions[label] = lambda df=df, h=how, f=forced: noop(ours_batch(df, h, f))
         # the best of ``runs`` rounds, each running every action once: a burst of load on a
@@ -302,7 +337,7 @@ def batch_sweep(
             ours = not name.startswith("native") or "Arrow" in name
             ratio = f"{baseline / seconds:.2f}x" if ours else ""
             print(
-                f"{keys:>10,} {name:<28} {seconds:>8.2f} {per_event:>9.2f} {ratio:>10} "
+                f"{keys:>10,} {name:<40} {seconds:>8.2f} {per_event:>9.2f} {ratio:>10} "
                 f"{per_event / first[name]:>6.2f}x"
             )
         if "native applyInArrow" in times:
