@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F  # noqa: N812
 
 from tests.spark.test_vectorized_evictors import FIRST_LAST, Amounts, FirstLast, events
 from windowing import (
@@ -178,3 +179,52 @@ def test_wrong_codes_fail_naming_the_trigger(spark: SparkSession) -> None:
     result = job(events(spark), TUMBLING, WrongCodes())
     with pytest.raises(Exception, match=r"WrongCodes.on_elements must return a result code"):
         result.results.collect()
+
+
+class CountEvictorPerRow(CountEvictor):
+    """``CountEvictor``, only per row (its own ``evict``, without a mask)."""
+
+    def evict(self, elements: Any) -> Any:
+        return super().evict(elements)
+
+
+AGG_CASES: dict[str, tuple[Any, Any, Any]] = {
+    "count, sessions": (SESSIONS, CountTrigger(3), None),
+    "purging count, sessions": (SESSIONS, PurgingTrigger(CountTrigger(4)), None),
+    "delta, tumbling": (TUMBLING, DeltaTrigger(4, _rise, _rise_columns), None),
+    "count evictor, sessions": (SESSIONS, None, CountEvictor(3)),
+}
+
+
+@pytest.mark.differential(ColumnarShape.TUMBLING, ColumnarShape.SESSIONS)
+def test_agg_columns_with_triggers_and_evictors_on_columns(
+    spark: SparkSession, small_batches: None
+) -> None:
+    """``.agg`` columns (sum, count, max of a double with a NaN, avg) under triggers and
+    evictors no native plan takes: the accumulator columns, a key whose windows meet the NaN
+    on the operator, the operator's outcome."""
+    df = events(spark).withColumn(
+        "price", F.when(F.col("amount") == 17, F.lit(float("nan"))).otherwise(F.col("amount") / 4)
+    )
+    aggs = [
+        F.sum("amount").alias("total"),
+        F.count("*").alias("n"),
+        F.max("price").alias("top"),
+        F.avg("amount").alias("mean"),
+    ]
+    for case, (assigner, trigger, evictor) in AGG_CASES.items():
+
+        def run(per_row: bool, a: Any = assigner, t: Any = trigger, e: Any = evictor) -> Any:
+            w = DataStream.from_dataframe(df, event_time="ts").key_by("key").window(a)
+            if t is not None:
+                w = w.trigger(PerRow(t) if per_row else t)
+            if e is not None:
+                w = w.evictor(CountEvictorPerRow(e.max_count) if per_row else e)
+            return w.agg(*aggs)
+
+        fast, operator = run(False), run(True)
+        assert fast.plan.columnar is not None and operator.plan.columnar is None, case
+        assert ".agg columns (sum, count, max, avg) as accumulator columns" in str(fast.plan)
+        results = sorted(map(repr, fast.results.collect()))
+        assert results == sorted(map(repr, operator.results.collect())), case
+        assert len(results) > 100 and any("nan" in r for r in results), case

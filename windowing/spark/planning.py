@@ -709,7 +709,7 @@ def columnar_shape(
     vectorized function's; a built-in aggregation of tumbling, hopping (``slide <= size``) or
     session windows; in streaming ``.agg`` columns of those, of KIP-450 windows and of tumbling
     windows under a count trigger. The order of rows is :func:`plan_spark`'s to check."""
-    found = vectorized_plan(config, spec, streaming=streaming)
+    found = vectorized_plan(config, spec, streaming=streaming, keys=keys, input_arrow=input_arrow)
     found = found or (counted_plan(config, spec, keys, input_arrow) if streaming else None)
     if found is not None:
         return found

@@ -29,11 +29,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.evictors.vectorized import Clocks, VectorizedEvictor, WindowRows, kept_rows
+from windowing.functions.columns import ColumnAggregates
 from windowing.functions.spec import Aggregate, Process, WindowFunctionSpec
 from windowing.functions.vectorized import (
     VectorizedAggregateFunction,
@@ -49,6 +51,7 @@ from windowing.functions.vectorized_process import (
 from windowing.functions.vectorized_process import describe as describe_process
 from windowing.job import WindowConfig
 from windowing.records import OutputTag, WindowResult
+from windowing.spark.columnar.accumulators import AggregateItems, aggregate_items_of
 from windowing.spark.columnar.core import ColumnarShape, near_ends_of_time
 from windowing.spark.columnar.tumbling import last_window_from, tumbling_starts
 from windowing.spark.columnar.vectorized_process import (
@@ -137,13 +140,17 @@ class VectorizedWindows(ABC):
     record batch at a time, in event-time order (see the module docstring); a subclass per
     window shape says which rows form a window."""
 
-    function: VectorizedAggregateFunction[Any, Any] | VectorizedProcessWindowFunction
+    function: (
+        VectorizedAggregateFunction[Any, Any] | VectorizedProcessWindowFunction | ColumnAggregates
+    )
     allowed_lateness: int
     #: An evictor with a form on columns (its masks), or ``None``.
     evictor: VectorizedEvictor[Any, Any] | None = field(default=None, kw_only=True)
     #: A trigger other than the default one with a form on columns (an aggregate's), or
     #: ``None``.
     trigger: VectorizedTrigger[Any, Any] | None = field(default=None, kw_only=True)
+    #: The accumulator columns of ``.agg`` columns (``function``), or ``None``.
+    items: AggregateItems | None = field(default=None, kw_only=True)
 
     kind: ClassVar[str]
     shape: ClassVar[ColumnarShape]
@@ -197,7 +204,7 @@ class VectorizedWindows(ABC):
         offsets = found.offsets
         stamps = t if found.take is None else t[found.take]
         if self.trigger is not None:
-            assert isinstance(fn, VectorizedAggregateFunction)
+            assert not isinstance(fn, VectorizedProcessWindowFunction)
             fired = self.fired(WindowRows(offsets, stamps, found.starts, found.ends, grouped))
             if fired is None:
                 return None
@@ -235,12 +242,25 @@ class VectorizedWindows(ABC):
                 len(first),
                 sides,
             )
-        batch = in_format(grouped, fn.batch_format)
-        results = group_results(fn, group_accumulators(fn, batch, offsets))
-        columns = result_columns(fn, results, layout)
+        columns = self.aggregated(grouped, offsets, layout)
         if columns is None:
             return None
         return VectorizedResults(found.starts, found.ends, first_rows, columns, len(first))
+
+    def aggregated(
+        self, rows: pa.Table, offsets: np.ndarray[Any, Any], layout: OutputLayout
+    ) -> list[pa.Array] | None:
+        """The result columns of the aggregate over the groups ``offsets`` of ``rows`` (none
+        empty), or ``None`` when the operator must compute them: a vectorized function's
+        ``add_groups`` and ``get_results``, or ``.agg`` columns' accumulator columns."""
+        fn = self.function
+        if isinstance(fn, ColumnAggregates):
+            assert self.items is not None
+            return items_columns(self.items, rows, offsets, layout)
+        assert isinstance(fn, VectorizedAggregateFunction)
+        batch = in_format(rows, fn.batch_format)
+        results = group_results(fn, group_accumulators(fn, batch, offsets))
+        return result_columns(fn, results, layout)
 
     def fired(self, rows: WindowRows) -> Firings | None:
         """The firings of the trigger's form on columns, or ``None`` when it has none for
@@ -276,15 +296,11 @@ class VectorizedWindows(ABC):
         """The results of the firings ``fired`` of groups of rows ``grouped`` (their first
         rows ``first_rows``), of the windows ``windows``: one ``add_groups`` over all the
         firings' rows, one ``get_results``."""
-        fn = self.function
-        assert isinstance(fn, VectorizedAggregateFunction)
         w = fired.windows
         if not len(w):
             columns = encoded_columns([], layout.out_schema)
         else:
-            batch = in_format(grouped.take(fired.rows), fn.batch_format)
-            results = group_results(fn, group_accumulators(fn, batch, fired.offsets))
-            found_columns = result_columns(fn, results, layout)
+            found_columns = self.aggregated(grouped.take(fired.rows), fired.offsets, layout)
             if found_columns is None:
                 return None
             columns = found_columns
@@ -304,7 +320,7 @@ class VectorizedWindows(ABC):
             exc.add_note(f"while evicting with {evictor!r} on columns in the Spark batch replay")
             raise
         counts = np.add.reduceat(mask.astype(np.int64), rows.offsets[:-1])
-        if isinstance(self.function, VectorizedAggregateFunction) and not counts.all():
+        if not isinstance(self.function, VectorizedProcessWindowFunction) and not counts.all():
             return None
         return Evicted(mask, np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
 
@@ -322,6 +338,13 @@ class VectorizedWindows(ABC):
 
     def describe(self) -> str:
         fn = self.function
+        if self.items is not None:
+            return (
+                f"{self.items.describe()} on {self.windows()}{self._evicting()}: a window's "
+                "rows (a firing's: once per firing) reduced with numpy per Arrow record batch "
+                "(keys the columns cannot take, e.g. a sum that could leave 64 bits or a float "
+                "min / max meeting NaN, run through the operator)"
+            )
         if isinstance(fn, VectorizedProcessWindowFunction):
             return (
                 f"{describe_process(fn)} on {self.windows()}{self._evicting()}: one process "
@@ -453,6 +476,23 @@ class VectorizedSessions(VectorizedWindows):
         return f"event-time sessions of gap {self.gap} ms"
 
 
+def items_columns(
+    items: AggregateItems, rows: pa.Table, offsets: np.ndarray[Any, Any], layout: OutputLayout
+) -> list[pa.Array] | None:
+    """``.agg`` columns over the groups ``offsets`` of ``rows`` as the output columns, or
+    ``None`` when the accumulator columns could give another result than the operator (a
+    float ``min`` / ``max`` meeting NaN or ``-0.0``, a sum that could leave 64 bits)."""
+    reduced = items.reduce_ranges(items.items_of(rows), offsets[:-1], offsets[1:])
+    if reduced is None:
+        return None
+    results = items.results_of(reduced)
+    types = to_arrow_schema(layout.out_schema, timezone="UTC").types
+    return [
+        results.column(name).combine_chunks().cast(t)
+        for name, t in zip(layout.out_schema.names, types, strict=True)
+    ]
+
+
 def result_columns(
     function: VectorizedAggregateFunction[Any, Any], results: Any, layout: OutputLayout
 ) -> list[pa.Array] | None:
@@ -496,15 +536,27 @@ def _array(values: Any) -> pa.Array:
 
 
 def vectorized_plan(
-    config: WindowConfig, spec: WindowFunctionSpec, *, streaming: bool
+    config: WindowConfig,
+    spec: WindowFunctionSpec,
+    *,
+    streaming: bool,
+    keys: Sequence[str] = (),
+    input_arrow: pa.Schema | None = None,
 ) -> VectorizedWindows | None:
     """The plan of a vectorized function computed a record batch at a time, or ``None``:
     batch; tumbling or hopping (``slide <= size``) event-time windows, aligned, or
     event-time sessions of a static gap; the default trigger; no evictor or one with a form
     on columns (:class:`~windowing.evictors.vectorized.VectorizedEvictor`); no window
     function; a lateness that lets windows be cleaned up (and none for a window function
-    with a ``clear`` of its own). The caller checks the order of rows (event-time order)."""
-    if streaming or not isinstance(spec, Aggregate | Process) or spec.vectorized is None:
+    with a ``clear`` of its own); or a trigger with a form on columns and no evictor, for a
+    vectorized aggregate. ``.agg`` columns exact on accumulator columns (``keys``, the key
+    columns, ``input_arrow``, the input's Arrow schema) take the plans of a vectorized
+    aggregate with a trigger or an evictor on columns. The caller checks the order of rows
+    (event-time order)."""
+    if streaming or not isinstance(spec, Aggregate | Process):
+        return None
+    items = _agg_items(config, spec, keys, input_arrow)
+    if spec.vectorized is None and items is None:
         return None
     evictor, trigger = config.evictor, config.trigger
     if evictor is not None and not (isinstance(evictor, VectorizedEvictor) and evictor.vectorized):
@@ -513,15 +565,17 @@ def vectorized_plan(
         return None
     if trigger is not None and type(trigger) is EventTimeTrigger:
         trigger = None  # the default: each window fires once, at its end
-    fn = spec.vectorized
+    fn: Any = spec.vectorized if items is None else spec.function
     if trigger is not None and not (
         isinstance(trigger, VectorizedTrigger)
         and trigger.vectorized
-        and isinstance(fn, VectorizedAggregateFunction)
+        and not isinstance(fn, VectorizedProcessWindowFunction)
         and evictor is None
         and (on_sessions(trigger) or type(config.assigner) is not EventTimeSessionWindows)
     ):
         return None  # the operator: its timers, a window function's state, evictions per firing
+    if items is not None and trigger is None and evictor is None:
+        return None  # the default trigger: a native plan, else the operator's accumulators
     lateness = config.allowed_lateness
     if lateness > MAX_TIMESTAMP // 4:
         return None  # cleanup at the end of time: the operator keeps the windows (a metric)
@@ -530,15 +584,40 @@ def vectorized_plan(
         return None  # cleanups interleave with other windows' firings: the operator's timers
     if type(assigner) is TumblingEventTimeWindows and assigner.stagger is WindowStagger.ALIGNED:
         return VectorizedTumbling(
-            fn, lateness, assigner.size, assigner.offset, evictor=evictor, trigger=trigger
+            fn,
+            lateness,
+            assigner.size,
+            assigner.offset,
+            evictor=evictor,
+            trigger=trigger,
+            items=items,
         )
     if type(assigner) is HoppingEventTimeWindows and assigner.slide <= assigner.size:
         size, slide, offset = assigner.size, assigner.slide, assigner.offset
         if slide == size:
-            return VectorizedTumbling(fn, lateness, size, offset, evictor=evictor, trigger=trigger)
+            return VectorizedTumbling(
+                fn, lateness, size, offset, evictor=evictor, trigger=trigger, items=items
+            )
         return VectorizedHopping(
-            fn, lateness, size, slide, offset, evictor=evictor, trigger=trigger
+            fn, lateness, size, slide, offset, evictor=evictor, trigger=trigger, items=items
         )
     if type(assigner) is EventTimeSessionWindows:
-        return VectorizedSessions(fn, lateness, assigner.gap, evictor=evictor, trigger=trigger)
+        return VectorizedSessions(
+            fn, lateness, assigner.gap, evictor=evictor, trigger=trigger, items=items
+        )
     return None
+
+
+def _agg_items(
+    config: WindowConfig,
+    spec: WindowFunctionSpec,
+    keys: Sequence[str],
+    input_arrow: pa.Schema | None,
+) -> AggregateItems | None:
+    """The accumulator columns of ``.agg`` columns (``spec``) without a window function, when
+    every aggregate is exact on them, or ``None``."""
+    if not isinstance(spec, Aggregate) or spec.window_function is not None:
+        return None
+    if type(spec.function) is not ColumnAggregates or input_arrow is None:
+        return None
+    return aggregate_items_of(spec.function, keys, input_arrow)
