@@ -6,9 +6,18 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import numpy
+
+from windowing.evictors.base import EvictorContext
+from windowing.evictors.vectorized import WindowRows
 from windowing.state import ValueStateDescriptor
 from windowing.time import Duration, to_millis
 from windowing.triggers.base import Trigger, TriggerContext, TriggerResult
+from windowing.triggers.continuous import ContinuousEventTimeTrigger
+from windowing.triggers.count import CountTrigger
+from windowing.triggers.event_time import EventTimeTrigger
+from windowing.triggers.purging import PurgingTrigger
+from windowing.triggers.vectorized import CODES, EndFirings, VectorizedTrigger
 
 __all__ = ["ProcessingTimeoutTrigger"]
 
@@ -21,7 +30,7 @@ def _fired(result: TriggerResult) -> TriggerResult:
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class ProcessingTimeoutTrigger(Trigger[Any, Any]):
+class ProcessingTimeoutTrigger(VectorizedTrigger[Any, Any]):
     """Wraps ``inner`` and also fires ``timeout`` of processing time after the first element
     (or, with ``reset_timer_on_new_record``, after the latest element).
 
@@ -159,3 +168,50 @@ class ProcessingTimeoutTrigger(Trigger[Any, Any]):
             ctx.delete_processing_time_timer(pending)
             state.clear()
         self.inner.clear(window, ctx)
+
+    # ------------------------------------------------------------------ on columns
+    @property
+    def vectorized(self) -> bool:
+        """On columns when ``inner`` is one of the built-in triggers whose state a firing's
+        ``clear`` leaves as its own rules would (``CountTrigger``, ``EventTimeTrigger``,
+        ``ContinuousEventTimeTrigger``, each also in a ``PurgingTrigger``): in a bounded input
+        replayed in event-time order the timeout never fires (the processing time does not
+        move before every window is cleaned up at the end of input), so the firings are
+        ``inner``'s, its timers' as ``FIRE`` / ``FIRE_AND_PURGE``, and with
+        ``clear_on_timeout`` only a window's first timer firing (the ``clear`` deletes
+        ``inner``'s timers)."""
+        inner = self.inner.trigger if type(self.inner) is PurgingTrigger else self.inner
+        return type(inner) in _CLEARED_AS_THEIR_OWN and super().vectorized
+
+    @property
+    def vectorized_on_sessions(self) -> bool:
+        inner = self.inner
+        return isinstance(inner, VectorizedTrigger) and inner.vectorized_on_sessions
+
+    def on_elements(self, rows: WindowRows, ctx: EvictorContext) -> Any:
+        """``inner``'s results."""
+        assert isinstance(self.inner, VectorizedTrigger)
+        return self.inner.on_elements(rows, ctx)
+
+    def on_end_of_input(self, rows: WindowRows, ctx: EvictorContext) -> EndFirings | None:
+        """``inner``'s timer firings as ``FIRE`` (``FIRE_AND_PURGE`` when they purge); with
+        ``clear_on_timeout`` each window's first only."""
+        assert isinstance(self.inner, VectorizedTrigger)
+        found = self.inner.on_end_of_input(rows, ctx)
+        if found is None:
+            return None
+        fires = (numpy.asarray(found.results) & 1) == 1
+        windows = numpy.asarray(found.windows)[fires]
+        purge = (numpy.asarray(found.results)[fires] & 2) == 2
+        results = numpy.where(purge, _PURGES, _FIRES).astype(numpy.int8)
+        if self.clear_on_timeout:
+            _, first = numpy.unique(windows, return_index=True)
+            first.sort()
+            windows, results = windows[first], results[first]
+        return EndFirings(windows, results)
+
+
+#: The triggers a ``ProcessingTimeoutTrigger``'s ``clear`` on firing leaves as they are.
+_CLEARED_AS_THEIR_OWN = (CountTrigger, EventTimeTrigger, ContinuousEventTimeTrigger)
+_FIRES = CODES[TriggerResult.FIRE]
+_PURGES = CODES[TriggerResult.FIRE_AND_PURGE]

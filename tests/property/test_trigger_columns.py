@@ -29,6 +29,7 @@ from windowing.triggers import (
     CountTrigger,
     DeltaTrigger,
     EventTimeTrigger,
+    ProcessingTimeoutTrigger,
     PurgingTrigger,
     VectorizedTrigger,
 )
@@ -60,7 +61,11 @@ def triggers(draw: st.DrawFn) -> VectorizedTrigger[Any, Any]:
             trigger = DeltaTrigger(threshold, _rise, _rise_columns)
         else:
             trigger = ContinuousEventTimeTrigger(draw(st.sampled_from([1, 7, 30, 99, 100, 250])))
-    return PurgingTrigger(trigger) if draw(st.booleans()) else trigger
+    trigger = PurgingTrigger(trigger) if draw(st.booleans()) else trigger
+    if kind != "delta" and draw(st.booleans()):  # never times out before the end of input
+        reset, clear = draw(st.booleans()), draw(st.booleans())
+        trigger = ProcessingTimeoutTrigger(trigger, draw(st.integers(1, 50)), reset, clear)
+    return trigger
 
 
 @st.composite

@@ -25,6 +25,7 @@ from windowing import (
     EventTimeSessionWindows,
     EventTimeTrigger,
     HoppingEventTimeWindows,
+    ProcessingTimeoutTrigger,
     PurgingTrigger,
     Trigger,
     TriggerResult,
@@ -116,8 +117,16 @@ CASES: dict[str, tuple[Any, Trigger[Any, Any]]] = {
     "continuous, hopping": (HOPPING, ContinuousEventTimeTrigger(300)),
     "purging continuous, tumbling": (TUMBLING, PurgingTrigger(ContinuousEventTimeTrigger(250))),
     "delta, tumbling": (TUMBLING, DeltaTrigger(4, _rise, _rise_columns)),
+    "timeout, hopping": (
+        HOPPING,
+        ProcessingTimeoutTrigger(ContinuousEventTimeTrigger(300), 50, clear_on_timeout=True),
+    ),
     "user's, sessions": (SESSIONS, BigAmounts()),
 }
+
+
+#: The cases whose windows fire once each.
+ONCE = ("purging continuous, tumbling", "timeout, hopping")
 
 
 def _process(windowed: Any, function: Any, schema: str) -> Any:
@@ -148,7 +157,7 @@ def test_triggers_on_columns_give_the_operators_firings(
         fired = fast.metrics.collect()[0].num_windows_fired
         assert fired == operator.metrics.collect()[0].num_windows_fired == len(results), case
         windows = {(r[0], r[1]) for r in results}
-        if case == "purging continuous, tumbling":  # the first firing purged: none after
+        if case in ONCE:  # the first timer firing purged, or cleared the timers
             assert len(results) == len(windows) > 20
         else:  # windows fire more than once
             assert len(results) > len(windows) > 20, case
