@@ -24,7 +24,12 @@ from typing import Any, TypeVar
 import numpy
 
 from windowing.evictors.base import EvictorContext
-from windowing.evictors.vectorized import WindowRows, defining_class
+from windowing.evictors.vectorized import (
+    VectorizedEvictor,
+    WindowRows,
+    defining_class,
+    kept_rows,
+)
 from windowing.triggers.base import Trigger, TriggerResult
 
 __all__ = [
@@ -35,6 +40,7 @@ __all__ = [
     "checked_end_firings",
     "checked_results",
     "code",
+    "evicting_firings",
     "firings",
     "on_sessions",
 ]
@@ -206,15 +212,46 @@ def _codes(array: numpy.ndarray[Any, Any]) -> bool:
 @dataclass(frozen=True, eq=False)
 class Firings:
     """The firings of windows that emit (see :func:`firings`): firing ``i`` is of window
-    ``windows[i]`` and evaluates the rows ``rows[offsets[i]:offsets[i + 1]]`` (positions in
-    the :class:`~windowing.evictors.vectorized.WindowRows`, at least one)."""
+    ``windows[i]``, happens at the row ``at[i]`` (the row that fired it; at the end of input,
+    the window's last row) and evaluates the rows ``rows[offsets[i]:offsets[i + 1]]``
+    (positions in the :class:`~windowing.evictors.vectorized.WindowRows`)."""
 
     windows: numpy.ndarray[Any, Any]
+    at: numpy.ndarray[Any, Any]
     rows: numpy.ndarray[Any, Any]
     offsets: numpy.ndarray[Any, Any]
 
     def __len__(self) -> int:
         return len(self.windows)
+
+    def sizes(self) -> numpy.ndarray[Any, Any]:
+        """The number of rows each firing evaluates."""
+        return numpy.diff(self.offsets)
+
+
+def _events(
+    rows: WindowRows, results: numpy.ndarray[Any, Any], end: EndFirings
+) -> tuple[numpy.ndarray[Any, Any], ...]:
+    """The windows' trigger results other than ``CONTINUE``, in order within each window
+    (its rows', then its end-of-input firings): their window, code, row (at the end of
+    input, the window's last row) and whether at the end of input, sorted by window."""
+    element = numpy.flatnonzero(results)
+    window = numpy.concatenate((rows.window_of_rows()[element], end.windows))
+    sequence = numpy.concatenate((element, len(rows) + numpy.arange(len(end.windows))))
+    codes = numpy.concatenate((results[element], end.results)).astype(numpy.int8)
+    at = numpy.concatenate((element, rows.offsets[1:][end.windows] - 1))
+    order = numpy.lexsort((sequence, window))
+    at_end = sequence[order] >= len(rows)
+    return window[order].astype(numpy.int64), codes[order], at[order].astype(numpy.int64), at_end
+
+
+def _ranges(lo: numpy.ndarray[Any, Any], hi: numpy.ndarray[Any, Any]) -> numpy.ndarray[Any, Any]:
+    """The positions ``lo[i]:hi[i]`` of every ``i``, one after the other."""
+    lengths = hi - lo
+    total = int(lengths.sum())
+    offsets = numpy.cumsum(lengths) - lengths
+    taken: numpy.ndarray[Any, Any] = numpy.repeat(lo - offsets, lengths) + numpy.arange(total)
+    return taken
 
 
 def firings(rows: WindowRows, results: numpy.ndarray[Any, Any], end: EndFirings) -> Firings:
@@ -223,7 +260,8 @@ def firings(rows: WindowRows, results: numpy.ndarray[Any, Any], end: EndFirings)
     window's in order): a window's firings in order, its element firings first. A firing
     evaluates the window's rows from the last purge before it (or its first row) to its row
     (an end firing: to its last row); one over no row (after a purge) emits nothing, as in
-    Flink's operator. No evictor: a window's contents are all its rows since the purge.
+    Flink's operator. No evictor: a window's contents are all its rows since the purge
+    (:func:`evicting_firings` with one).
 
     >>> import numpy as np
     >>> rows = WindowRows(np.array([0, 4, 6]), np.arange(6), np.zeros(2), np.ones(2))
@@ -231,16 +269,10 @@ def firings(rows: WindowRows, results: numpy.ndarray[Any, Any], end: EndFirings)
     ...                                        TriggerResult.FIRE_AND_PURGE))
     >>> found = firings(rows, np.array([0, fire, purge, both, 0, 0]),
     ...                 EndFirings(np.array([0, 1, 1]), np.array([fire, both, fire])))
-    >>> found.windows.tolist(), np.split(found.rows, found.offsets[1:-1])
-    ([0, 0, 1], [array([0, 1]), array([3]), array([4, 5])])
+    >>> found.windows.tolist(), found.at.tolist(), np.split(found.rows, found.offsets[1:-1])
+    ([0, 0, 1], [1, 3, 5], [array([0, 1]), array([3]), array([4, 5])])
     """
-    element = numpy.flatnonzero(results)
-    window = numpy.concatenate((rows.window_of_rows()[element], end.windows))
-    sequence = numpy.concatenate((element, len(rows) + numpy.arange(len(end.windows))))
-    codes = numpy.concatenate((results[element], end.results)).astype(numpy.int8)
-    last = numpy.concatenate((element, rows.offsets[1:][end.windows] - 1))
-    order = numpy.lexsort((sequence, window))
-    window, codes, last = window[order], codes[order], last[order]
+    window, codes, last, _ = _events(rows, results, end)
     # rows from the last purge of the window (positions of earlier windows are below its
     # first row), else its first row, up to the firing's row
     after_purge = numpy.where(codes & 2, last + 1, -1)
@@ -249,7 +281,107 @@ def firings(rows: WindowRows, results: numpy.ndarray[Any, Any], end: EndFirings)
     stop = last + 1
     emits = ((codes & 1) == 1) & (stop > start)
     start, stop, window = start[emits], stop[emits], window[emits]
-    lengths = stop - start
-    offsets = numpy.concatenate(([0], numpy.cumsum(lengths))).astype(numpy.int64)
-    taken = numpy.repeat(start - offsets[:-1], lengths) + numpy.arange(offsets[-1])
-    return Firings(window.astype(numpy.int64), taken.astype(numpy.int64), offsets)
+    offsets = numpy.concatenate(([0], numpy.cumsum(stop - start))).astype(numpy.int64)
+    return Firings(window, stop - 1, _ranges(start, stop), offsets)
+
+
+def evicting_firings(
+    rows: WindowRows,
+    results: numpy.ndarray[Any, Any],
+    end: EndFirings,
+    evictor: VectorizedEvictor[Any, Any],
+    clocks: tuple[EvictorContext, EvictorContext],
+    budget: int,
+) -> Firings | None:
+    """:func:`firings` with an evictor: a window's buffer is the rows kept since its last
+    purge; at each firing the evictor's ``keep_before`` says which of them the firing
+    evaluates (possibly none) and its ``keep_after`` which of those stay for the next, as in
+    Flink's evicting operator. Computed a round at a time: round ``r`` takes every window's
+    ``r``-th result, with one ``keep_before`` and one ``keep_after`` call for all the windows
+    firing in it. The firings come in no particular order; ``None`` when the buffers the
+    rounds go through hold more than ``budget`` rows in all. ``clocks``: the evictor's
+    context when rows fire (the watermark before the end of input) and at the end of input:
+    a round calls the evictor once for each."""
+    window, codes, at, at_end = _events(rows, results, end)
+    firsts = numpy.flatnonzero(numpy.concatenate(([True], window[1:] != window[:-1])))
+    rank = numpy.arange(len(window)) - numpy.repeat(firsts, numpy.diff([*firsts, len(window)]))
+    next_row = rows.offsets[:-1].copy()
+    buffer_windows = buffer_rows = numpy.zeros(0, numpy.int64)
+    found: list[tuple[Any, Any, Any, Any]] = []
+    for r in range(int(rank.max()) + 1 if len(rank) else 0):
+        now = rank == r
+        w, c, a, e = window[now], codes[now], at[now], at_end[now]
+        # the rows arrived since the window's last result join its buffer, after it
+        new = _ranges(next_row[w], a + 1)
+        new_windows = numpy.repeat(w, a + 1 - next_row[w])
+        next_row[w] = a + 1
+        mine = numpy.isin(buffer_windows, w)
+        both_windows = numpy.concatenate((buffer_windows[mine], new_windows))
+        both_rows = numpy.concatenate((buffer_rows[mine], new))
+        order = numpy.argsort(both_windows, kind="stable")
+        both_windows, both_rows = both_windows[order], both_rows[order]
+        budget -= len(both_rows)
+        if budget < 0:
+            return None
+        lo = numpy.searchsorted(both_windows, w, "left")
+        hi = numpy.searchsorted(both_windows, w, "right")
+        fire = ((c & 1) == 1) & (hi > lo)
+        firing = numpy.repeat(fire, hi - lo)
+        kept_windows, kept_rows_ = both_windows[~firing], both_rows[~firing]
+        for ends, ctx in ((False, clocks[0]), (True, clocks[1])):
+            now_fire = fire & (e == ends)
+            if now_fire.any():
+                buffers = both_rows[numpy.repeat(now_fire, hi - lo)]
+                evaluated, after = _evict(
+                    rows, w[now_fire], buffers, (hi - lo)[now_fire], evictor, ctx
+                )
+                found.append((w[now_fire], a[now_fire], *evaluated))
+                kept_windows = numpy.concatenate((kept_windows, after[0]))
+                kept_rows_ = numpy.concatenate((kept_rows_, after[1]))
+        purged = numpy.isin(kept_windows, w[(c & 2) == 2])
+        buffer_windows = numpy.concatenate((buffer_windows[~mine], kept_windows[~purged]))
+        buffer_rows = numpy.concatenate((buffer_rows[~mine], kept_rows_[~purged]))
+    if not found:
+        empty = numpy.zeros(0, numpy.int64)
+        return Firings(empty, empty, empty, numpy.zeros(1, numpy.int64))
+    sizes = numpy.concatenate([f[3] for f in found])
+    return Firings(
+        numpy.concatenate([f[0] for f in found]),
+        numpy.concatenate([f[1] for f in found]),
+        numpy.concatenate([f[2] for f in found]),
+        numpy.concatenate(([0], numpy.cumsum(sizes))).astype(numpy.int64),
+    )
+
+
+def _evict(
+    rows: WindowRows,
+    windows: numpy.ndarray[Any, Any],
+    buffers: numpy.ndarray[Any, Any],
+    sizes: numpy.ndarray[Any, Any],
+    evictor: VectorizedEvictor[Any, Any],
+    ctx: EvictorContext,
+) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+    """The firings of ``windows`` over their buffers (``buffers``, ``sizes`` rows each):
+    the rows each evaluates (``keep_before``) and their number, and the buffers left
+    (``keep_after``): their windows and rows."""
+
+    def window_rows(taken: numpy.ndarray[Any, Any], counts: numpy.ndarray[Any, Any]) -> Any:
+        offsets = numpy.concatenate(([0], numpy.cumsum(counts))).astype(numpy.int64)
+        table = None if rows.table is None else rows.table.take(taken)
+        stamps = rows.timestamps[taken]
+        return WindowRows(offsets, stamps, rows.starts[windows], rows.ends[windows], table)
+
+    before = window_rows(buffers, sizes)
+    keep = kept_rows(evictor.keep_before(before, ctx), before, evictor, "keep_before")
+    counts = _group_counts(keep, before.offsets)
+    evaluated = buffers[keep]
+    after_rows = window_rows(evaluated, counts)
+    stay = kept_rows(evictor.keep_after(after_rows, ctx), after_rows, evictor, "keep_after")
+    left = numpy.repeat(windows, counts)[stay]
+    return (evaluated, counts), (left, evaluated[stay])
+
+
+def _group_counts(mask: numpy.ndarray[Any, Any], offsets: numpy.ndarray[Any, Any]) -> Any:
+    """The number of true values of ``mask`` in each group ``offsets[i]:offsets[i + 1]``."""
+    running = numpy.concatenate(([0], numpy.cumsum(mask, dtype=numpy.int64)))
+    return running[offsets[1:]] - running[offsets[:-1]]

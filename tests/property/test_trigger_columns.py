@@ -18,8 +18,11 @@ from hypothesis import strategies as st
 from windowing import (
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,
+    CountEvictor,
+    DeltaEvictor,
     HoppingEventTimeWindows,
     ProcessWindowFunction,
+    TimeEvictor,
     TumblingEventTimeWindows,
 )
 from windowing.evictors.vectorized import Clocks, WindowRows
@@ -33,7 +36,13 @@ from windowing.triggers import (
     PurgingTrigger,
     VectorizedTrigger,
 )
-from windowing.triggers.vectorized import CODES, checked_end_firings, checked_results, firings
+from windowing.triggers.vectorized import (
+    CODES,
+    checked_end_firings,
+    checked_results,
+    evicting_firings,
+    firings,
+)
 from windowing.windows import TimeWindow
 
 SIZE = 100
@@ -118,16 +127,43 @@ def _rise_pairs(old: tuple[int, int], new: tuple[int, int]) -> float:
     return new[1] - old[1]
 
 
+@st.composite
+def evictors(draw: st.DrawFn) -> tuple[Any, Any] | None:
+    """An evictor on columns and the same for the operator's ``(id, x)`` elements, or
+    ``None``."""
+    kind = draw(st.sampled_from(["none", "count", "time", "delta"]))
+    after = draw(st.booleans())
+    if kind == "none":
+        return None
+    if kind == "count":
+        evictor: Any = CountEvictor(draw(st.integers(1, 4)), after)
+        return evictor, evictor
+    if kind == "time":
+        evictor = TimeEvictor(draw(st.integers(1, 60)), after)
+        return evictor, evictor
+    threshold = draw(st.sampled_from([0, 3, 8]))
+    return (
+        DeltaEvictor(threshold, _rise_pairs, after, _evict_columns),
+        DeltaEvictor(threshold, _rise_pairs, after),
+    )
+
+
+def _evict_columns(old: pa.Table, new: pa.Table) -> Any:
+    return pc.subtract(new["x"], old["x"])
+
+
 @given(
     triggers(),
     st.lists(st.tuples(st.integers(-9, 9), st.integers(-150, 250)), max_size=25),
     st.booleans(),
+    evictors(),
 )
 def test_firings_evaluate_the_rows_the_window_operator_evaluates(
-    trigger: Any, events: list[tuple[int, int]], hopping: bool
+    trigger: Any, events: list[tuple[int, int]], hopping: bool, evicting: Any
 ) -> None:
     """Tumbling (or hopping) windows of one key, its rows in event-time order, then the end of
-    input: each firing's rows (ids) are those the operator's window function gets."""
+    input: each firing's rows (ids) are those the operator's window function gets, with an
+    evictor too."""
     per_row = trigger
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a NaN threshold
@@ -141,7 +177,8 @@ def test_firings_evaluate_the_rows_the_window_operator_evaluates(
     assigner = (
         HoppingEventTimeWindows(SIZE, SIZE // 2) if hopping else TumblingEventTimeWindows(SIZE)
     )
-    harness = WindowOperatorHarness(assigner, Contents(), trigger=per_row)
+    evictor = None if evicting is None else evicting[1]
+    harness = WindowOperatorHarness(assigner, Contents(), trigger=per_row, evictor=evictor)
     for i, (x, t) in enumerate(zip(values, stamps, strict=True)):
         harness.process_element((i, x), t, "k")
     harness.process_watermark(MAX_TIMESTAMP)
@@ -165,7 +202,12 @@ def test_firings_evaluate_the_rows_the_window_operator_evaluates(
     end = checked_end_firings(
         trigger.on_end_of_input(rows, Clocks(MAX_TIMESTAMP, 0)), rows, trigger
     )
-    found = firings(rows, codes, end)
+    if evicting is None:
+        found = firings(rows, codes, end)
+    else:
+        clocks = (Clocks(MIN_TIMESTAMP, 0), Clocks(MAX_TIMESTAMP, 0))
+        found = evicting_firings(rows, codes, end, evicting[0], clocks, 10**6)
+        assert found is not None
     got = sorted(
         (starts[w], tuple(members[r] for r in found.rows[lo:hi]))
         for w, lo, hi in zip(found.windows, found.offsets[:-1], found.offsets[1:], strict=True)

@@ -173,7 +173,7 @@ def test_jobs_the_forms_do_not_cover_run_per_row(spark: SparkSession) -> None:
             df,
             TUMBLING,
             CountTrigger(3),
-            lambda w: w.evictor(CountEvictor(2)).aggregate(Amounts(), output_schema=AMOUNTS),
+            lambda w: w.evictor(CountEvictorPerRow(2)).aggregate(Amounts(), output_schema=AMOUNTS),
         ),
     ]
     assert [r.plan.columnar for r in per_row] == [None] * 4
@@ -202,6 +202,7 @@ AGG_CASES: dict[str, tuple[Any, Any, Any]] = {
     "purging count, sessions": (SESSIONS, PurgingTrigger(CountTrigger(4)), None),
     "delta, tumbling": (TUMBLING, DeltaTrigger(4, _rise, _rise_columns), None),
     "count evictor, sessions": (SESSIONS, None, CountEvictor(3)),
+    "count and count evictor, sessions": (SESSIONS, CountTrigger(3), CountEvictor(2)),
 }
 
 

@@ -68,6 +68,7 @@ from windowing.triggers.vectorized import (
     VectorizedTrigger,
     checked_end_firings,
     checked_results,
+    evicting_firings,
     firings,
     on_sessions,
 )
@@ -263,21 +264,30 @@ class VectorizedWindows(ABC):
         return result_columns(fn, results, layout)
 
     def fired(self, rows: WindowRows) -> Firings | None:
-        """The firings of the trigger's form on columns, or ``None`` when it has none for
-        these rows or they would copy more than 64 times the rows (the operator then)."""
-        trigger = self.trigger
+        """The firings of the trigger's form on columns (through the evictor's masks), or
+        ``None`` when it has none for these rows, they would copy more than 64 times the
+        rows, or an aggregate's firing would evaluate no row (the operator then)."""
+        trigger, evictor = self.trigger, self.evictor
         assert trigger is not None
+        budget = MAX_COPIES * len(rows)
         try:
             codes = trigger.on_elements(rows, BEFORE_END_OF_INPUT)
             end = None if codes is None else trigger.on_end_of_input(rows, END_OF_INPUT)
             if codes is None or end is None:
                 return None
             codes = checked_results(codes, rows, trigger)
-            found = firings(rows, codes, checked_end_firings(end, rows, trigger))
+            end = checked_end_firings(end, rows, trigger)
+            if evictor is None:
+                found: Firings | None = firings(rows, codes, end)
+            else:
+                clocks = (BEFORE_END_OF_INPUT, END_OF_INPUT)
+                found = evicting_firings(rows, codes, end, evictor, clocks, budget)
         except Exception as exc:
-            exc.add_note(f"while firing by {trigger!r} on columns in the Spark batch replay")
+            exc.add_note(f"while computing the firings{self._evicting()} in the Spark batch replay")
             raise
-        return None if len(found.rows) > MAX_COPIES * len(rows) else found
+        if found is None or len(found.rows) > budget or not found.sizes().all():
+            return None
+        return found
 
     def firing_windows(
         self, found: Groups, fired: Firings, stamps: np.ndarray[Any, Any]
@@ -469,8 +479,7 @@ class VectorizedSessions(VectorizedWindows):
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         """A session fires as it was merged up to the firing's last row (a row fires the
         session it has just joined; the end of input, the whole session)."""
-        last = fired.rows[fired.offsets[1:] - 1]
-        return found.starts[fired.windows], stamps[last] + self.gap
+        return found.starts[fired.windows], stamps[fired.at] + self.gap
 
     def windows(self) -> str:
         return f"event-time sessions of gap {self.gap} ms"
@@ -548,11 +557,11 @@ def vectorized_plan(
     event-time sessions of a static gap; the default trigger; no evictor or one with a form
     on columns (:class:`~windowing.evictors.vectorized.VectorizedEvictor`); no window
     function; a lateness that lets windows be cleaned up (and none for a window function
-    with a ``clear`` of its own); or a trigger with a form on columns and no evictor, for a
-    vectorized aggregate. ``.agg`` columns exact on accumulator columns (``keys``, the key
-    columns, ``input_arrow``, the input's Arrow schema) take the plans of a vectorized
-    aggregate with a trigger or an evictor on columns. The caller checks the order of rows
-    (event-time order)."""
+    with a ``clear`` of its own); or a trigger with a form on columns (and an evictor with
+    one or none), for a vectorized aggregate. ``.agg`` columns exact on accumulator columns
+    (``keys``, the key columns, ``input_arrow``, the input's Arrow schema) take the plans of
+    a vectorized aggregate with a trigger or an evictor on columns. The caller checks the
+    order of rows (event-time order)."""
     if streaming or not isinstance(spec, Aggregate | Process):
         return None
     items = _agg_items(config, spec, keys, input_arrow)
@@ -570,10 +579,9 @@ def vectorized_plan(
         isinstance(trigger, VectorizedTrigger)
         and trigger.vectorized
         and not isinstance(fn, VectorizedProcessWindowFunction)
-        and evictor is None
         and (on_sessions(trigger) or type(config.assigner) is not EventTimeSessionWindows)
     ):
-        return None  # the operator: its timers, a window function's state, evictions per firing
+        return None  # the operator: its timers, a window function's state across firings
     if items is not None and trigger is None and evictor is None:
         return None  # the default trigger: a native plan, else the operator's accumulators
     lateness = config.allowed_lateness
