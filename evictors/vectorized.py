@@ -63,6 +63,8 @@ class WindowRows:
 
     ``timestamps`` are the rows' timestamps (``int64`` ms, one per row) and ``table`` their
     columns (a ``pyarrow.Table``, the input's columns as a vectorized function gets them).
+    ``sessions``: the windows are session windows (merging), each the session its rows
+    formed, as they arrived, by merging their own windows.
 
     Examples
     --------
@@ -80,6 +82,7 @@ class WindowRows:
     starts: numpy.ndarray[Any, Any]
     ends: numpy.ndarray[Any, Any]
     table: pyarrow.Table | None = None
+    sessions: bool = False
 
     def __len__(self) -> int:
         """The number of rows."""

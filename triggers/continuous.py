@@ -139,18 +139,29 @@ class ContinuousEventTimeTrigger(VectorizedTrigger[Any, Any]):
 
     def on_end_of_input(self, rows: WindowRows, ctx: EvictorContext) -> EndFirings | None:
         """Each window's timers: from the boundary after its first row's timestamp (capped at
-        its last timestamp) every ``interval`` while before its last timestamp, then at it; a
-        window's firings in time order (``None`` for an interval beyond ``2**61`` ms)."""
+        the last timestamp of that row's window) every ``interval`` while before its last
+        timestamp, then at it; a window's firings in time order (``None`` for an interval
+        beyond ``2**61`` ms). A session keeps the fire time its first row's own window set
+        (``merge`` keeps the earliest): capped at that row's timestamp plus the gap, less
+        one."""
         if self.interval > 2**61:
             return None
         filled = numpy.flatnonzero(rows.sizes() > 0)
         first = rows.timestamps[rows.offsets[:-1][filled]]
         last = rows.ends[filled] - 1
+        cap = last
+        if rows.sessions:  # the gap: the session's end after its latest row
+            latest = rows.window_max(rows.timestamps)[filled]
+            cap = first + (last + 1 - latest) - 1
         interval = self.interval
-        fire = numpy.minimum(first - numpy.fmod(first, interval) + interval, last)
+        fire = numpy.minimum(first - numpy.fmod(first, interval) + interval, cap)
         count = numpy.where(fire < last, -((fire - last) // interval), 0) + 1
         windows = numpy.repeat(filled, count)
         return EndFirings(windows, numpy.full(len(windows), CODES[TriggerResult.FIRE], numpy.int8))
+
+    @property
+    def vectorized_on_sessions(self) -> bool:
+        return True
 
     def can_merge(self) -> bool:
         return True

@@ -164,11 +164,13 @@ class VectorizedTrigger(Trigger[T, W]):
 
 
 def on_sessions(trigger: VectorizedTrigger[Any, Any]) -> bool:
-    """Whether ``trigger``'s forms on columns hold for session windows: its
-    :attr:`~VectorizedTrigger.vectorized_on_sessions`, said by the class of its form."""
+    """Whether ``trigger``'s forms on columns hold for session windows: it merges, and its
+    :attr:`~VectorizedTrigger.vectorized_on_sessions` is said by the class of its form."""
     cls = type(trigger)
     said = defining_class(cls, "vectorized_on_sessions")
-    return issubclass(said, defining_class(cls, "on_elements")) and trigger.vectorized_on_sessions
+    if not issubclass(said, defining_class(cls, "on_elements")):
+        return False
+    return trigger.can_merge() and trigger.vectorized_on_sessions
 
 
 def checked_results(values: Any, rows: WindowRows, trigger: Any) -> numpy.ndarray[Any, Any]:
@@ -369,7 +371,8 @@ def _evict(
         offsets = numpy.concatenate(([0], numpy.cumsum(counts))).astype(numpy.int64)
         table = None if rows.table is None else rows.table.take(taken)
         stamps = rows.timestamps[taken]
-        return WindowRows(offsets, stamps, rows.starts[windows], rows.ends[windows], table)
+        starts, ends = rows.starts[windows], rows.ends[windows]
+        return WindowRows(offsets, stamps, starts, ends, table, rows.sessions)
 
     before = window_rows(buffers, sizes)
     keep = kept_rows(evictor.keep_before(before, ctx), before, evictor, "keep_before")

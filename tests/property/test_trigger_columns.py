@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from windowing import (
@@ -20,6 +20,7 @@ from windowing import (
     MIN_TIMESTAMP,
     CountEvictor,
     DeltaEvictor,
+    EventTimeSessionWindows,
     HoppingEventTimeWindows,
     ProcessWindowFunction,
     TimeEvictor,
@@ -42,10 +43,12 @@ from windowing.triggers.vectorized import (
     checked_results,
     evicting_firings,
     firings,
+    on_sessions,
 )
 from windowing.windows import TimeWindow
 
 SIZE = 100
+GAP = 30
 
 
 def _rise(old: int, new: int) -> float:
@@ -155,15 +158,16 @@ def _evict_columns(old: pa.Table, new: pa.Table) -> Any:
 @given(
     triggers(),
     st.lists(st.tuples(st.integers(-9, 9), st.integers(-150, 250)), max_size=25),
-    st.booleans(),
+    st.sampled_from(["tumbling", "hopping", "sessions"]),
     evictors(),
 )
 def test_firings_evaluate_the_rows_the_window_operator_evaluates(
-    trigger: Any, events: list[tuple[int, int]], hopping: bool, evicting: Any
+    trigger: Any, events: list[tuple[int, int]], shape: str, evicting: Any
 ) -> None:
-    """Tumbling (or hopping) windows of one key, its rows in event-time order, then the end of
-    input: each firing's rows (ids) are those the operator's window function gets, with an
-    evictor too."""
+    """Tumbling, hopping or session windows of one key, its rows in event-time order, then
+    the end of input: each firing's rows (ids) are those the operator's window function gets,
+    with an evictor too."""
+    assume(shape != "sessions" or on_sessions(trigger))
     per_row = trigger
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a NaN threshold
@@ -174,9 +178,11 @@ def test_firings_evaluate_the_rows_the_window_operator_evaluates(
                 per_row = PurgingTrigger(per_row)
     stamps = sorted(t for _, t in events)
     values = [x for x, _ in events]
-    assigner = (
-        HoppingEventTimeWindows(SIZE, SIZE // 2) if hopping else TumblingEventTimeWindows(SIZE)
-    )
+    assigner: Any = {
+        "tumbling": TumblingEventTimeWindows(SIZE),
+        "hopping": HoppingEventTimeWindows(SIZE, SIZE // 2),
+        "sessions": EventTimeSessionWindows(GAP),
+    }[shape]
     evictor = None if evicting is None else evicting[1]
     harness = WindowOperatorHarness(assigner, Contents(), trigger=per_row, evictor=evictor)
     for i, (x, t) in enumerate(zip(values, stamps, strict=True)):
@@ -187,16 +193,22 @@ def test_firings_evaluate_the_rows_the_window_operator_evaluates(
     # the windows' rows in replay order, as the batch replay groups them
     groups: dict[int, list[int]] = {}
     for i, t in enumerate(stamps):
+        if shape == "sessions":  # a row within the gap of the one before joins its session
+            joins = i and t - stamps[i - 1] <= GAP
+            groups.setdefault(max(groups) if joins else t, []).append(i)
+            continue
         for w in assigner.assign_windows(None, t, None):
             groups.setdefault(w.start, []).append(i)
     starts = sorted(groups)
     members = [i for s in starts for i in groups[s]]
+    ends = [stamps[groups[s][-1]] + GAP if shape == "sessions" else s + SIZE for s in starts]
     rows = WindowRows(
         np.concatenate(([0], np.cumsum([len(groups[s]) for s in starts]))).astype(np.int64),
         np.array([stamps[i] for i in members], np.int64),
         np.array(starts, np.int64),
-        np.array(starts, np.int64) + SIZE,
+        np.array(ends, np.int64),
         pa.table({"x": pa.array([values[i] for i in members], pa.int64())}),
+        shape == "sessions",
     )
     codes = checked_results(trigger.on_elements(rows, Clocks(MIN_TIMESTAMP, 0)), rows, trigger)
     end = checked_end_firings(

@@ -115,6 +115,7 @@ CASES: dict[str, tuple[Any, Trigger[Any, Any]]] = {
     "count, sessions": (SESSIONS, CountTrigger(3)),
     "purging count, sessions": (SESSIONS, PurgingTrigger(CountTrigger(5))),
     "continuous, hopping": (HOPPING, ContinuousEventTimeTrigger(300)),
+    "continuous, sessions": (SESSIONS, ContinuousEventTimeTrigger(700)),
     "purging continuous, tumbling": (TUMBLING, PurgingTrigger(ContinuousEventTimeTrigger(250))),
     "delta, tumbling": (TUMBLING, DeltaTrigger(4, _rise, _rise_columns)),
     "timeout, hopping": (
@@ -167,7 +168,6 @@ def test_jobs_the_forms_do_not_cover_run_per_row(spark: SparkSession) -> None:
     df = events(spark)
     per_row = [
         job(df, TUMBLING, DeltaTrigger(40, _rise)),  # no vectorized_delta
-        job(df, SESSIONS, ContinuousEventTimeTrigger(300)),  # timers merging with sessions
         job(df, TUMBLING, CountTrigger(3), lambda w: _process(w, FirstLast(), FIRST_LAST)),
         job(
             df,
@@ -176,7 +176,7 @@ def test_jobs_the_forms_do_not_cover_run_per_row(spark: SparkSession) -> None:
             lambda w: w.evictor(CountEvictorPerRow(2)).aggregate(Amounts(), output_schema=AMOUNTS),
         ),
     ]
-    assert [r.plan.columnar for r in per_row] == [None] * 4
+    assert [r.plan.columnar for r in per_row] == [None] * 3
 
 
 class WrongCodes(BigAmounts):

@@ -206,13 +206,17 @@ class VectorizedWindows(ABC):
         stamps = t if found.take is None else t[found.take]
         if self.trigger is not None:
             assert not isinstance(fn, VectorizedProcessWindowFunction)
-            fired = self.fired(WindowRows(offsets, stamps, found.starts, found.ends, grouped))
+            sessions = self.kind == "session"
+            windows = WindowRows(offsets, stamps, found.starts, found.ends, grouped, sessions)
+            fired = self.fired(windows)
             if fired is None:
                 return None
             windows = self.firing_windows(found, fired, stamps)
             return self.fired_results(grouped, fired, windows, first_rows, layout)
         if self.evictor is not None:
-            kept = self.evicted(WindowRows(offsets, stamps, found.starts, found.ends, grouped))
+            sessions = self.kind == "session"
+            windows = WindowRows(offsets, stamps, found.starts, found.ends, grouped, sessions)
+            kept = self.evicted(windows)
             if kept is None:
                 return None
             grouped, offsets = grouped.filter(pa.array(kept.mask)), kept.offsets
