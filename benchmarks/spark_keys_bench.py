@@ -23,7 +23,12 @@ Batch (input read once and cached; each run is one action, a ``noop`` write of t
   function with Flink's early firings ``CountTrigger(100)`` and with ``CountEvictor(10)``
   (``vectorized-count-trigger``, ``vectorized-count-evictor``: the firings and the evictions
   on whole columns), each beside the same job on the window operator (``...-per-row``: the
-  trigger or evictor as a subclass without a form on columns). Beside the process run, up to
+  trigger or evictor as a subclass without a form on columns);
+* ``agg-session-count`` (``-per-row``): ``.agg(F.sum("amount"))`` of 5 s session windows
+  with early firings every 100 rows (``CountTrigger(100)``), on the accumulator columns (no
+  native plan takes a count trigger on sessions) and on the window operator; their ratios are
+  to native ``groupBy(key, session_window(ts, "5 seconds")).agg(sum)`` (no early firings).
+  Beside the process run, up to
   100,000 keys, Spark's own way to run a Python function per window
   (``groupBy(key, window).applyInArrow``), and ours / that.
 
@@ -59,7 +64,7 @@ import numpy as np
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
-from windowing.assigners import TumblingEventTimeWindows
+from windowing.assigners import EventTimeSessionWindows, TumblingEventTimeWindows
 from windowing.evictors import CountEvictor
 from windowing.functions import (
     AggregateFunction,
@@ -248,7 +253,15 @@ BATCH_RUNS: dict[str, tuple[str, str | None]] = {
     "vectorized-batches": ("batches", None),
     "vectorized-process": ("process", None),
     **{f"vectorized-{how}": (how, None) for how in FIRINGS},
+    "agg-session-count": ("session-count", None),
+    "agg-session-count-per-row": ("session-count-per-row", None),
 }
+
+
+def native_sessions(df: DataFrame) -> DataFrame:
+    return df.groupBy("key", F.session_window("ts", "5 seconds")).agg(
+        F.sum("amount").alias("total")
+    )
 
 
 def ours_batch(df: DataFrame, how: str, path: str | None = None) -> DataFrame:
@@ -260,6 +273,15 @@ def ours_batch(df: DataFrame, how: str, path: str | None = None) -> DataFrame:
     )
     if how == "agg":
         return windowed.agg(F.sum("amount").alias("total")).results
+    if how.startswith("session-count"):
+        sessions = (
+            DataStream.from_dataframe(df, event_time="ts")
+            .key_by("key")
+            .window(EventTimeSessionWindows("5 seconds"))
+        )
+        per_row = how.endswith("per-row")
+        trigger = CountTriggerPerRow(100) if per_row else CountTrigger(100)
+        return sessions.trigger(trigger).agg(F.sum("amount").alias("total")).results
     if how == "aggregate":
         return windowed.aggregate(SumAmount()).results
     if how in ("groups", "batches"):
@@ -298,7 +320,7 @@ def batch_sweep(
     spark: SparkSession, n: int, key_counts: list[int], runs: int, tmp: Path, names: list[str]
 ) -> None:
     print(f"batch: {n:,} events, tumbling 10 s per key, best of {runs} rounds, load {load()}")
-    header = f"{'keys':>10} {'run':<40} {'s':>8} {'us/event':>9} {'vs native':>10} {'vs 1st':>7}"
+    header = f"{'keys':>10} {'run':<46} {'s':>8} {'us/event':>9} {'vs native':>10} {'vs 1st':>7}"
     print(header)
     first: dict[str, float] = {}
     for keys in key_counts:
@@ -312,6 +334,8 @@ def batch_sweep(
         mean_var = [name for name in names if name.startswith("vectorized")]
         if mean_var:
             actions["native avg, var_pop"] = lambda df=df: noop(native_mean_var(df))
+        if any(name.startswith("agg-session") for name in names):
+            actions["native session_window"] = lambda df=df: noop(native_sessions(df))
         if "vectorized-process" in names and keys <= APPLY_IN_ARROW_KEYS:
             actions["native applyInArrow"] = lambda df=df: noop(native_apply_in_arrow(df))
         for name in names:
@@ -322,6 +346,8 @@ def batch_sweep(
                 "groups": "vectorized add_groups",
                 "batches": "vectorized add_batch",
                 "process": "vectorized process",
+                "session-count": ".agg sessions CountTrigger(100)",
+                "session-count-per-row": ".agg sessions CountTrigger(100) per row",
             }.get(how, f"vectorized {how}" if how in FIRINGS else f".{how}")
             label = f"ours {label}" + (f" ({forced})" if forced else "")
             actions[label] = lambda df=df, h=how, f=forced: noop(ours_batch(df, h, f))
@@ -334,10 +360,12 @@ def batch_sweep(
             per_event = seconds / n * 1e6
             first.setdefault(name, per_event)
             baseline = native_mv if "vectorized" in name or "Arrow" in name else native
+            if "session" in name:
+                baseline = times["native session_window"]
             ours = not name.startswith("native") or "Arrow" in name
             ratio = f"{baseline / seconds:.2f}x" if ours else ""
             print(
-                f"{keys:>10,} {name:<40} {seconds:>8.2f} {per_event:>9.2f} {ratio:>10} "
+                f"{keys:>10,} {name:<46} {seconds:>8.2f} {per_event:>9.2f} {ratio:>10} "
                 f"{per_event / first[name]:>6.2f}x"
             )
         if "native applyInArrow" in times:
