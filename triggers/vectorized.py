@@ -215,13 +215,16 @@ def _codes(array: numpy.ndarray[Any, Any]) -> bool:
 class Firings:
     """The firings of windows that emit (see :func:`firings`): firing ``i`` is of window
     ``windows[i]``, happens at the row ``at[i]`` (the row that fired it; at the end of input,
-    the window's last row) and evaluates the rows ``rows[offsets[i]:offsets[i + 1]]``
-    (positions in the :class:`~windowing.evictors.vectorized.WindowRows`)."""
+    the window's last row) and evaluates the rows ``rows()[offsets[i]:offsets[i + 1]]``
+    (positions in the :class:`~windowing.evictors.vectorized.WindowRows`): given as
+    ``taken``, or as the ranges ``spans`` (``[lo[i], hi[i])``: firings without an evictor
+    evaluate consecutive rows, which a reduction over ranges takes without copying them)."""
 
     windows: numpy.ndarray[Any, Any]
     at: numpy.ndarray[Any, Any]
-    rows: numpy.ndarray[Any, Any]
     offsets: numpy.ndarray[Any, Any]
+    taken: numpy.ndarray[Any, Any] | None = None
+    spans: tuple[numpy.ndarray[Any, Any], numpy.ndarray[Any, Any]] | None = None
 
     def __len__(self) -> int:
         return len(self.windows)
@@ -229,6 +232,13 @@ class Firings:
     def sizes(self) -> numpy.ndarray[Any, Any]:
         """The number of rows each firing evaluates."""
         return numpy.diff(self.offsets)
+
+    def rows(self) -> numpy.ndarray[Any, Any]:
+        """The rows the firings evaluate, one firing's after the other's."""
+        if self.taken is not None:
+            return self.taken
+        assert self.spans is not None
+        return _ranges(*self.spans)
 
 
 def _events(
@@ -271,7 +281,7 @@ def firings(rows: WindowRows, results: numpy.ndarray[Any, Any], end: EndFirings)
     ...                                        TriggerResult.FIRE_AND_PURGE))
     >>> found = firings(rows, np.array([0, fire, purge, both, 0, 0]),
     ...                 EndFirings(np.array([0, 1, 1]), np.array([fire, both, fire])))
-    >>> found.windows.tolist(), found.at.tolist(), np.split(found.rows, found.offsets[1:-1])
+    >>> found.windows.tolist(), found.at.tolist(), np.split(found.rows(), found.offsets[1:-1])
     ([0, 0, 1], [1, 3, 5], [array([0, 1]), array([3]), array([4, 5])])
     """
     window, codes, last, _ = _events(rows, results, end)
@@ -284,7 +294,7 @@ def firings(rows: WindowRows, results: numpy.ndarray[Any, Any], end: EndFirings)
     emits = ((codes & 1) == 1) & (stop > start)
     start, stop, window = start[emits], stop[emits], window[emits]
     offsets = numpy.concatenate(([0], numpy.cumsum(stop - start))).astype(numpy.int64)
-    return Firings(window, stop - 1, _ranges(start, stop), offsets)
+    return Firings(window, stop - 1, offsets, spans=(start, stop))
 
 
 def evicting_firings(
@@ -345,13 +355,13 @@ def evicting_firings(
         buffer_rows = numpy.concatenate((buffer_rows[~mine], kept_rows_[~purged]))
     if not found:
         empty = numpy.zeros(0, numpy.int64)
-        return Firings(empty, empty, empty, numpy.zeros(1, numpy.int64))
+        return Firings(empty, empty, numpy.zeros(1, numpy.int64), taken=empty)
     sizes = numpy.concatenate([f[3] for f in found])
     return Firings(
         numpy.concatenate([f[0] for f in found]),
         numpy.concatenate([f[1] for f in found]),
-        numpy.concatenate([f[2] for f in found]),
         numpy.concatenate(([0], numpy.cumsum(sizes))).astype(numpy.int64),
+        taken=numpy.concatenate([f[2] for f in found]),
     )
 
 

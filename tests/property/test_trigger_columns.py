@@ -221,7 +221,7 @@ def test_firings_evaluate_the_rows_the_window_operator_evaluates(
         found = evicting_firings(rows, codes, end, evicting[0], clocks, 10**6)
         assert found is not None
     got = sorted(
-        (starts[w], tuple(members[r] for r in found.rows[lo:hi]))
+        (starts[w], tuple(members[r] for r in found.rows()[lo:hi]))
         for w, lo, hi in zip(found.windows, found.offsets[:-1], found.offsets[1:], strict=True)
     )
     assert got == expected

@@ -289,8 +289,10 @@ class VectorizedWindows(ABC):
         except Exception as exc:
             exc.add_note(f"while computing the firings{self._evicting()} in the Spark batch replay")
             raise
-        if found is None or len(found.rows) > budget or not found.sizes().all():
+        if found is None or not found.sizes().all():
             return None
+        if int(found.offsets[-1]) > budget and (self.items is None or found.spans is None):
+            return None  # copies of rows (accumulator columns reduce ranges without them)
         return found
 
     def firing_windows(
@@ -314,7 +316,11 @@ class VectorizedWindows(ABC):
         if not len(w):
             columns = encoded_columns([], layout.out_schema)
         else:
-            found_columns = self.aggregated(grouped.take(fired.rows), fired.offsets, layout)
+            if self.items is not None and fired.spans is not None:
+                found_columns = spans_columns(self.items, grouped, fired.spans, layout)
+            else:
+                taken = grouped.take(fired.rows())
+                found_columns = self.aggregated(taken, fired.offsets, layout)
             if found_columns is None:
                 return None
             columns = found_columns
@@ -495,7 +501,18 @@ def items_columns(
     """``.agg`` columns over the groups ``offsets`` of ``rows`` as the output columns, or
     ``None`` when the accumulator columns could give another result than the operator (a
     float ``min`` / ``max`` meeting NaN or ``-0.0``, a sum that could leave 64 bits)."""
-    reduced = items.reduce_ranges(items.items_of(rows), offsets[:-1], offsets[1:])
+    return spans_columns(items, rows, (offsets[:-1], offsets[1:]), layout)
+
+
+def spans_columns(
+    items: AggregateItems,
+    rows: pa.Table,
+    spans: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+    layout: OutputLayout,
+) -> list[pa.Array] | None:
+    """:func:`items_columns` over the ranges ``spans`` of ``rows`` (non-empty, possibly
+    overlapping: prefix sums and a sparse table, no copy of a row)."""
+    reduced = items.reduce_ranges(items.items_of(rows), spans[0], spans[1])
     if reduced is None:
         return None
     results = items.results_of(reduced)
