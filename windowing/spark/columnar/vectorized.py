@@ -187,8 +187,9 @@ class VectorizedWindows(ABC):
     ) -> VectorizedResults | None:
         """The windows of ``rows`` (the input columns of whole windows of one or more keys,
         sorted by key ``codes``, ``None`` for one key, then event time ``times`` in ms without
-        nulls), or ``None`` when the operator must compute them (decided before any user
-        call). A window function needs ``keys_of`` and the key states ``states``."""
+        nulls), or ``None`` when the operator must compute them (decided before the
+        function's first call; a trigger's or evictor's form on columns may have been
+        called). A window function needs ``keys_of`` and the key states ``states``."""
         t = times.to_numpy()
         if len(t) == 0 or near_ends_of_time(self.margin, int(t.min()), int(t.max())):
             return None
@@ -204,19 +205,17 @@ class VectorizedWindows(ABC):
         first_rows = first if found.take is None else found.take[first]
         offsets = found.offsets
         stamps = t if found.take is None else t[found.take]
+        sessions = self.kind == "session"
+        contents = WindowRows(offsets, stamps, found.starts, found.ends, grouped, sessions)
         if self.trigger is not None:
             assert not isinstance(fn, VectorizedProcessWindowFunction)
-            sessions = self.kind == "session"
-            windows = WindowRows(offsets, stamps, found.starts, found.ends, grouped, sessions)
-            fired = self.fired(windows)
+            fired = self.fired(contents)
             if fired is None:
                 return None
             windows = self.firing_windows(found, fired, stamps)
             return self.fired_results(grouped, fired, windows, first_rows, layout)
         if self.evictor is not None:
-            sessions = self.kind == "session"
-            windows = WindowRows(offsets, stamps, found.starts, found.ends, grouped, sessions)
-            kept = self.evicted(windows)
+            kept = self.evicted(contents)
             if kept is None:
                 return None
             grouped, offsets = grouped.filter(pa.array(kept.mask)), kept.offsets
