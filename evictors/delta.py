@@ -114,8 +114,8 @@ class DeltaEvictor(VectorizedOneSidedEvictor[Any, Any]):
     ...     lambda old, new: new.v - old.v,
     ...     vectorized_delta=lambda old, new: pc.subtract(new["v"], old["v"]),
     ... )
-    >>> rows = WindowRows(numpy.array([0, 4, 6]), numpy.arange(6), numpy.array([0, 10]),
-    ...                   numpy.array([10, 20]), pa.table({"v": [1, 4, 3, 5, 3, 7]}))
+    >>> rows = WindowRows(np.array([0, 4, 6]), np.arange(6), np.array([0, 10]),
+    ...                   np.array([10, 20]), pa.table({"v": [1, 4, 3, 5, 3, 7]}))
     >>> evictor.keep_before(rows, Clocks(0, 0)).tolist()
     [False, True, False, True, False, True]
     """

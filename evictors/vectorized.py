@@ -16,6 +16,7 @@ per window with a ``TimestampedValue`` per row. The built-in evictors have both 
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -32,7 +33,7 @@ __all__ = [
     "VectorizedEvictor",
     "VectorizedOneSidedEvictor",
     "WindowRows",
-    "defining_class",
+    "forms_follow",
     "kept_rows",
 ]
 
@@ -69,8 +70,8 @@ class WindowRows:
     Examples
     --------
     >>> import numpy as np
-    >>> rows = WindowRows(numpy.array([0, 2, 5]), numpy.array([1, 4, 10, 11, 12]),
-    ...                   numpy.array([0, 10]), numpy.array([10, 20]))
+    >>> rows = WindowRows(np.array([0, 2, 5]), np.array([1, 4, 10, 11, 12]),
+    ...                   np.array([0, 10]), np.array([10, 20]))
     >>> rows.sizes().tolist(), rows.positions().tolist(), rows.window_of_rows().tolist()
     ([2, 3], [0, 1, 0, 1, 2], [0, 0, 1, 1, 1])
     >>> rows.window(1)
@@ -123,6 +124,12 @@ class WindowRows:
             out[filled] = numpy.maximum.reduceat(values, self.offsets[:-1][filled])
         return out
 
+    def kept_per_window(self, mask: numpy.ndarray[Any, Any]) -> numpy.ndarray[Any, Any]:
+        """The number of rows ``mask`` (a boolean per row) keeps of each window."""
+        running = numpy.concatenate(([0], numpy.cumsum(mask, dtype=numpy.int64)))
+        kept: numpy.ndarray[Any, Any] = running[self.offsets[1:]] - running[self.offsets[:-1]]
+        return kept
+
     def last_rows(self) -> numpy.ndarray[Any, Any]:
         """The position of each window's last row, per row (the rows' last arrival)."""
         return self.per_row(self.offsets[1:] - 1)
@@ -151,9 +158,9 @@ class VectorizedEvictor(Evictor[T, W]):
     ...     def keep_before(self, rows, ctx):
     ...         return rows.table.column("amount").to_numpy() > 0
     ...     def keep_after(self, rows, ctx):
-    ...         return numpy.ones(len(rows), bool)
-    >>> rows = WindowRows(numpy.array([0, 3]), numpy.array([1, 2, 3]), numpy.array([0]),
-    ...                   numpy.array([10]), pa.table({"amount": [5, -1, 2]}))
+    ...         return np.ones(len(rows), bool)
+    >>> rows = WindowRows(np.array([0, 3]), np.array([1, 2, 3]), np.array([0]),
+    ...                   np.array([10]), pa.table({"amount": [5, -1, 2]}))
     >>> KeepPositive().keep_before(rows, Clocks(0, 0)).tolist()
     [True, False, True]
     """
@@ -172,10 +179,7 @@ class VectorizedEvictor(Evictor[T, W]):
     def vectorized(self) -> bool:
         """The masks give what the per-row methods give: each mask is defined by the class
         defining its per-row method, or a subclass of it."""
-        return all(
-            issubclass(defining_class(type(self), mask), defining_class(type(self), method))
-            for method, mask in self._pairs
-        )
+        return forms_follow(type(self), self._pairs)
 
     #: (per-row method, its mask): the pairs :attr:`vectorized` checks.
     _pairs: ClassVar[tuple[tuple[str, str], ...]] = (
@@ -205,7 +209,14 @@ def _lowest(dtype: numpy.dtype[Any]) -> Any:
     return numpy.iinfo(dtype).min if dtype.kind in "iu" else -numpy.inf
 
 
-def defining_class(cls: type, name: str) -> type:
+def forms_follow(cls: type, pairs: Sequence[tuple[str, str]]) -> bool:
+    """Whether each ``(method, form)`` of ``pairs`` has its form on columns defined by the
+    class of ``cls`` defining its per-row method, or by a subclass of it: a subclass that
+    changes a per-row method without its form runs per row."""
+    return all(issubclass(_defining(cls, form), _defining(cls, method)) for method, form in pairs)
+
+
+def _defining(cls: type, name: str) -> type:
     """The class of ``cls``'s MRO defining ``name``."""
     return next(c for c in cls.__mro__ if name in c.__dict__)
 

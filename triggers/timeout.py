@@ -200,10 +200,10 @@ class ProcessingTimeoutTrigger(VectorizedTrigger[Any, Any]):
         found = self.inner.on_end_of_input(rows, ctx)
         if found is None:
             return None
-        fires = (numpy.asarray(found.results) & 1) == 1
+        codes = numpy.asarray(found.results)
+        fires = (codes & 1) == 1
         windows = numpy.asarray(found.windows)[fires]
-        purge = (numpy.asarray(found.results)[fires] & 2) == 2
-        results = numpy.where(purge, _PURGES, _FIRES).astype(numpy.int8)
+        results = numpy.where((codes[fires] & 2) == 2, _PURGES, _FIRES).astype(numpy.int8)
         if self.clear_on_timeout:
             _, first = numpy.unique(windows, return_index=True)
             first.sort()

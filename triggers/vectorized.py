@@ -27,7 +27,7 @@ from windowing.evictors.base import EvictorContext
 from windowing.evictors.vectorized import (
     VectorizedEvictor,
     WindowRows,
-    defining_class,
+    forms_follow,
     kept_rows,
 )
 from windowing.triggers.base import Trigger, TriggerResult
@@ -144,15 +144,7 @@ class VectorizedTrigger(Trigger[T, W]):
     def vectorized(self) -> bool:
         """The forms on columns give what the per-row methods give: each is defined by the
         class defining the per-row method it stands for, or a subclass of it."""
-        cls = type(self)
-        return all(
-            issubclass(defining_class(cls, form), defining_class(cls, method))
-            for method, form in (
-                ("on_element", "on_elements"),
-                ("on_event_time", "on_end_of_input"),
-                ("on_merge", "on_elements"),
-            )
-        )
+        return forms_follow(type(self), _FORMS)
 
     @property
     def vectorized_on_sessions(self) -> bool:
@@ -163,14 +155,20 @@ class VectorizedTrigger(Trigger[T, W]):
         return False
 
 
+#: (per-row method, its form on columns): the pairs :attr:`VectorizedTrigger.vectorized`
+#: checks.
+_FORMS = (
+    ("on_element", "on_elements"),
+    ("on_event_time", "on_end_of_input"),
+    ("on_merge", "on_elements"),
+)
+
+
 def on_sessions(trigger: VectorizedTrigger[Any, Any]) -> bool:
     """Whether ``trigger``'s forms on columns hold for session windows: it merges, and its
     :attr:`~VectorizedTrigger.vectorized_on_sessions` is said by the class of its form."""
-    cls = type(trigger)
-    said = defining_class(cls, "vectorized_on_sessions")
-    if not issubclass(said, defining_class(cls, "on_elements")):
-        return False
-    return trigger.can_merge() and trigger.vectorized_on_sessions
+    said = forms_follow(type(trigger), (("on_elements", "vectorized_on_sessions"),))
+    return said and trigger.can_merge() and trigger.vectorized_on_sessions
 
 
 def checked_results(values: Any, rows: WindowRows, trigger: Any) -> numpy.ndarray[Any, Any]:
@@ -386,15 +384,9 @@ def _evict(
 
     before = window_rows(buffers, sizes)
     keep = kept_rows(evictor.keep_before(before, ctx), before, evictor, "keep_before")
-    counts = _group_counts(keep, before.offsets)
+    counts = before.kept_per_window(keep)
     evaluated = buffers[keep]
     after_rows = window_rows(evaluated, counts)
     stay = kept_rows(evictor.keep_after(after_rows, ctx), after_rows, evictor, "keep_after")
     left = numpy.repeat(windows, counts)[stay]
     return (evaluated, counts), (left, evaluated[stay])
-
-
-def _group_counts(mask: numpy.ndarray[Any, Any], offsets: numpy.ndarray[Any, Any]) -> Any:
-    """The number of true values of ``mask`` in each group ``offsets[i]:offsets[i + 1]``."""
-    running = numpy.concatenate(([0], numpy.cumsum(mask, dtype=numpy.int64)))
-    return running[offsets[1:]] - running[offsets[:-1]]

@@ -46,7 +46,7 @@ from windowing.spark.columnar.core import (
 )
 from windowing.spark.columnar.ranges import range_reduce
 
-__all__ = ["AggregateItems", "aggregate_items", "aggregate_items_of"]
+__all__ = ["AggregateItems", "aggregate_items", "aggregate_items_of", "spec_items"]
 
 _Array = np.ndarray[Any, Any]
 
@@ -349,6 +349,14 @@ def aggregate_items(
     (:func:`aggregate_items_of`), or ``None``."""
     if not default_firing(config.trigger, config.evictor, config.allowed_lateness):
         return None
+    return spec_items(spec, keys, input_arrow)
+
+
+def spec_items(
+    spec: WindowFunctionSpec, keys: Sequence[str], input_arrow: pa.Schema | None
+) -> AggregateItems | None:
+    """The accumulator columns of ``.agg`` columns (``spec``) without a window function
+    (:func:`aggregate_items_of`), whatever the trigger and evictor, or ``None``."""
     if not isinstance(spec, Aggregate) or spec.window_function is not None:
         return None
     if type(spec.function) is not ColumnAggregates or input_arrow is None:

@@ -35,7 +35,6 @@ from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.evictors.vectorized import Clocks, VectorizedEvictor, WindowRows, kept_rows
-from windowing.functions.columns import ColumnAggregates
 from windowing.functions.spec import Aggregate, Process, WindowFunctionSpec
 from windowing.functions.vectorized import (
     VectorizedAggregateFunction,
@@ -51,7 +50,7 @@ from windowing.functions.vectorized_process import (
 from windowing.functions.vectorized_process import describe as describe_process
 from windowing.job import WindowConfig
 from windowing.records import OutputTag, WindowResult
-from windowing.spark.columnar.accumulators import AggregateItems, aggregate_items_of
+from windowing.spark.columnar.accumulators import AggregateItems, spec_items
 from windowing.spark.columnar.core import ColumnarShape, near_ends_of_time
 from windowing.spark.columnar.tumbling import last_window_from, tumbling_starts
 from windowing.spark.columnar.vectorized_process import (
@@ -141,8 +140,9 @@ class VectorizedWindows(ABC):
     record batch at a time, in event-time order (see the module docstring); a subclass per
     window shape says which rows form a window."""
 
+    #: A vectorized function, or the accumulator columns of ``.agg`` columns.
     function: (
-        VectorizedAggregateFunction[Any, Any] | VectorizedProcessWindowFunction | ColumnAggregates
+        VectorizedAggregateFunction[Any, Any] | VectorizedProcessWindowFunction | AggregateItems
     )
     allowed_lateness: int
     #: An evictor with a form on columns (its masks), or ``None``.
@@ -150,8 +150,6 @@ class VectorizedWindows(ABC):
     #: A trigger other than the default one with a form on columns (an aggregate's), or
     #: ``None``.
     trigger: VectorizedTrigger[Any, Any] | None = field(default=None, kw_only=True)
-    #: The accumulator columns of ``.agg`` columns (``function``), or ``None``.
-    items: AggregateItems | None = field(default=None, kw_only=True)
 
     kind: ClassVar[str]
     shape: ClassVar[ColumnarShape]
@@ -258,9 +256,8 @@ class VectorizedWindows(ABC):
         empty), or ``None`` when the operator must compute them: a vectorized function's
         ``add_groups`` and ``get_results``, or ``.agg`` columns' accumulator columns."""
         fn = self.function
-        if isinstance(fn, ColumnAggregates):
-            assert self.items is not None
-            return items_columns(self.items, rows, offsets, layout)
+        if isinstance(fn, AggregateItems):
+            return items_columns(fn, rows, offsets, layout)
         assert isinstance(fn, VectorizedAggregateFunction)
         batch = in_format(rows, fn.batch_format)
         results = group_results(fn, group_accumulators(fn, batch, offsets))
@@ -290,7 +287,8 @@ class VectorizedWindows(ABC):
             raise
         if found is None or not found.sizes().all():
             return None
-        if int(found.offsets[-1]) > budget and (self.items is None or found.spans is None):
+        ranges = isinstance(self.function, AggregateItems) and found.spans is not None
+        if int(found.offsets[-1]) > budget and not ranges:
             return None  # copies of rows (accumulator columns reduce ranges without them)
         return found
 
@@ -315,8 +313,9 @@ class VectorizedWindows(ABC):
         if not len(w):
             columns = encoded_columns([], layout.out_schema)
         else:
-            if self.items is not None and fired.spans is not None:
-                found_columns = spans_columns(self.items, grouped, fired.spans, layout)
+            fn = self.function
+            if isinstance(fn, AggregateItems) and fired.spans is not None:
+                found_columns = spans_columns(fn, grouped, fired.spans, layout)
             else:
                 taken = grouped.take(fired.rows())
                 found_columns = self.aggregated(taken, fired.offsets, layout)
@@ -327,10 +326,9 @@ class VectorizedWindows(ABC):
 
     def evicted(self, rows: WindowRows) -> Evicted | None:
         """The rows the evictor keeps for the window function (its ``keep_before`` at the end
-        of input), or ``None`` when an
-        aggregate's window keeps no row (the operator evaluates those: ``add_groups`` takes
-        no empty group). ``keep_after`` is not called: it keeps rows for later firings, and
-        a window fires once here."""
+        of input), or ``None`` when an aggregate's window keeps no row (the operator evaluates
+        those: ``add_groups`` takes no empty group). ``keep_after`` is not called: it keeps
+        rows for later firings, and a window fires once here."""
         evictor = self.evictor
         assert evictor is not None
         try:
@@ -338,7 +336,7 @@ class VectorizedWindows(ABC):
         except Exception as exc:
             exc.add_note(f"while evicting with {evictor!r} on columns in the Spark batch replay")
             raise
-        counts = np.add.reduceat(mask.astype(np.int64), rows.offsets[:-1])
+        counts = rows.kept_per_window(mask)
         if not isinstance(self.function, VectorizedProcessWindowFunction) and not counts.all():
             return None
         return Evicted(mask, np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
@@ -357,9 +355,9 @@ class VectorizedWindows(ABC):
 
     def describe(self) -> str:
         fn = self.function
-        if self.items is not None:
+        if isinstance(fn, AggregateItems):
             return (
-                f"{self.items.describe()} on {self.windows()}{self._evicting()}: a window's "
+                f"{fn.describe()} on {self.windows()}{self._evicting()}: a window's "
                 "rows (a firing's: once per firing) reduced with numpy per Arrow record batch "
                 "(keys the columns cannot take, e.g. a sum that could leave 64 bits or a float "
                 "min / max meeting NaN, run through the operator)"
@@ -584,7 +582,7 @@ def vectorized_plan(
     order of rows (event-time order)."""
     if streaming or not isinstance(spec, Aggregate | Process):
         return None
-    items = _agg_items(config, spec, keys, input_arrow)
+    items = spec_items(spec, keys, input_arrow)
     if spec.vectorized is None and items is None:
         return None
     evictor, trigger = config.evictor, config.trigger
@@ -594,7 +592,7 @@ def vectorized_plan(
         return None
     if trigger is not None and type(trigger) is EventTimeTrigger:
         trigger = None  # the default: each window fires once, at its end
-    fn: Any = spec.vectorized if items is None else spec.function
+    fn: Any = spec.vectorized if items is None else items
     if trigger is not None and not (
         isinstance(trigger, VectorizedTrigger)
         and trigger.vectorized
@@ -618,34 +616,14 @@ def vectorized_plan(
             assigner.offset,
             evictor=evictor,
             trigger=trigger,
-            items=items,
         )
     if type(assigner) is HoppingEventTimeWindows and assigner.slide <= assigner.size:
         size, slide, offset = assigner.size, assigner.slide, assigner.offset
         if slide == size:
-            return VectorizedTumbling(
-                fn, lateness, size, offset, evictor=evictor, trigger=trigger, items=items
-            )
+            return VectorizedTumbling(fn, lateness, size, offset, evictor=evictor, trigger=trigger)
         return VectorizedHopping(
-            fn, lateness, size, slide, offset, evictor=evictor, trigger=trigger, items=items
+            fn, lateness, size, slide, offset, evictor=evictor, trigger=trigger
         )
     if type(assigner) is EventTimeSessionWindows:
-        return VectorizedSessions(
-            fn, lateness, assigner.gap, evictor=evictor, trigger=trigger, items=items
-        )
+        return VectorizedSessions(fn, lateness, assigner.gap, evictor=evictor, trigger=trigger)
     return None
-
-
-def _agg_items(
-    config: WindowConfig,
-    spec: WindowFunctionSpec,
-    keys: Sequence[str],
-    input_arrow: pa.Schema | None,
-) -> AggregateItems | None:
-    """The accumulator columns of ``.agg`` columns (``spec``) without a window function, when
-    every aggregate is exact on them, or ``None``."""
-    if not isinstance(spec, Aggregate) or spec.window_function is not None:
-        return None
-    if type(spec.function) is not ColumnAggregates or input_arrow is None:
-        return None
-    return aggregate_items_of(spec.function, keys, input_arrow)
