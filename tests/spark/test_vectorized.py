@@ -286,21 +286,23 @@ def _layout(**fields: Any) -> OutputLayout:
     ids=["dict", "arrow", "pandas", "sequence"],
 )
 def test_get_results_as_columns_or_results(results: Any) -> None:
-    columns = result_columns(MeanVar(), results, _layout(n=LongType(), mean=DoubleType()))
+    columns = result_columns(
+        MeanVar(), results, _layout(n=LongType(), mean=DoubleType()).out_schema
+    )
     assert columns is not None
     assert [c.to_pylist() for c in columns] == [[1, 2], [0.5, 1.5]]
 
 
 def test_one_field_results_as_an_array_and_none_results_to_the_operator() -> None:
     layout = _layout(value=DoubleType())
-    (column,) = result_columns(MeanVar(), np.array([0.5, 1.5]), layout) or [None]
+    (column,) = result_columns(MeanVar(), np.array([0.5, 1.5]), layout.out_schema) or [None]
     assert column is not None and column.to_pylist() == [0.5, 1.5]
-    assert result_columns(MeanVar(), [0.5, None], layout) is None
+    assert result_columns(MeanVar(), [0.5, None], layout.out_schema) is None
 
 
 def test_get_results_of_other_fields_names_the_function() -> None:
     with pytest.raises(ValueError, match="columns \\['total'\\] for the output fields") as info:
-        result_columns(MeanVar(), {"total": [1]}, _layout(n=LongType()))
+        result_columns(MeanVar(), {"total": [1]}, _layout(n=LongType()).out_schema)
     assert "MeanVar.get_results" in "".join(info.value.__notes__)
 
 

@@ -25,8 +25,11 @@ from windowing.spark.streaming.job_record import (
 )
 
 
-def definition(columnar: str | None, *, size: int = 1_000, aggregates: Any = None) -> JobDefinition:
+def definition(
+    columnar: str | None, *, size: int = 1_000, aggregates: Any = None, function: Any = None
+) -> JobDefinition:
     parts: dict[str, Any] = {
+        "function": function,
         "assigner": {"class": "TumblingEventTimeWindows", "size": size, "offset": 0},
         "function_kind": "aggregate",
         "aggregates": aggregates,
@@ -70,6 +73,22 @@ def test_an_agg_an_earlier_version_ran_in_the_operator_continues_on_columns(shap
     job, not a new state shape."""
     earlier = definition(None, aggregates=AGG)
     assert check_job(definition(shape, aggregates=AGG), earlier, "/chk") == []
+
+
+VECTORIZED = {"class": "VectorizedAdapter", "function": {"class": "MeanVar"}}
+
+
+def test_a_vectorized_aggregate_an_earlier_version_ran_in_the_operator_continues() -> None:
+    """Tumbling windows on columns: the operator's key states stay entries of the operator;
+    other shapes, or a function that is not vectorized, still break."""
+    earlier = definition(None, function=VECTORIZED)
+    assert check_job(definition("tumbling", function=VECTORIZED), earlier, "/chk") == []
+    for now, before in [
+        (definition("sessions", function=VECTORIZED), earlier),
+        (definition("tumbling", function={"class": "SumAmount"}), definition(None)),
+    ]:
+        with pytest.raises(JobChangedError, match="state_shape"):
+            check_job(now, before, "/chk")
 
 
 def test_a_parameter_an_earlier_version_did_not_describe_is_no_change() -> None:

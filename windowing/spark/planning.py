@@ -86,6 +86,7 @@ from windowing.spark.columnar.kip450 import KafkaAccumulators
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation, tumbling_size
 from windowing.spark.columnar.vectorized import VectorizedWindows, vectorized_plan
+from windowing.spark.columnar.vectorized_items import vectorized_rows
 from windowing.spark.columns.aggregates import AggregateCall, ansi_enabled
 from windowing.spark.jobs import (
     SMALL_INPUT_BYTES,
@@ -463,8 +464,7 @@ _AGG = ".agg(...)"
 
 
 def _tumbling_processing(job: Job) -> tuple[Route, str] | str:
-    """The native route of tumbling processing-time windows, or why the window operator
-    runs them."""
+    """The native route of tumbling processing-time windows, or why the operator runs them."""
     source, config = job.source, job.config
     assigner = config.assigner
     assert isinstance(assigner, TumblingProcessingTimeWindows)
@@ -708,15 +708,17 @@ def columnar_shape(
     the input's Arrow schema when known, rules out fields numpy cannot reduce), or ``None``: a
     vectorized function's; a built-in aggregation of tumbling, hopping (``slide <= size``) or
     session windows; in streaming ``.agg`` columns of those, of KIP-450 windows and of tumbling
-    windows under a count trigger. The order of rows is :func:`plan_spark`'s to check."""
+    windows under a count trigger, a vectorized aggregate's of tumbling windows. The order
+    of rows is :func:`plan_spark`'s to check."""
     found = vectorized_plan(config, spec, streaming=streaming, keys=keys, input_arrow=input_arrow)
-    found = found or (counted_plan(config, spec, keys, input_arrow) if streaming else None)
+    if streaming and found is None:
+        found = counted_plan(config, spec, keys, input_arrow) or vectorized_rows(config, spec, keys)
     if found is not None:
         return found
     assigner, lateness = config.assigner, config.allowed_lateness
     tumbling = tumbling_size(assigner)
-    # .agg columns: tumbling windows, sessions, and where the operator's state converts,
-    # hopping windows kept as panes and KIP-450 windows in Kafka's store
+    # .agg columns: tumbling windows, sessions, and (the operator's state converting) hopping
+    # windows kept as panes, KIP-450 windows in Kafka's store
     aggregates = aggregate_items(config, spec, keys, input_arrow) if streaming else None
     if aggregates and tumbling and type(assigner) is TumblingEventTimeWindows:
         return TumblingAggregation(aggregates, *tumbling, lateness)
@@ -733,17 +735,15 @@ def columnar_shape(
     if fn is None:
         return None
     assert isinstance(fn.field, str)
+    items = FieldItems(fn.aggregation, fn.field, fn.first)
     if tumbling is not None:
-        return TumblingAggregation(
-            FieldItems(fn.aggregation, fn.field, fn.first), *tumbling, lateness
-        )
+        return TumblingAggregation(items, *tumbling, lateness)
     if type(assigner) is HoppingEventTimeWindows:
         size, slide, offset = assigner.size, assigner.slide, assigner.offset
         if slide > size or (streaming and config.slicing is True and slide < size):
             return None
         return HoppingAggregation(fn.aggregation, fn.field, fn.first, size, slide, offset, lateness)
     if type(assigner) is EventTimeSessionWindows:
-        items = FieldItems(fn.aggregation, fn.field, fn.first)
         return SessionAggregation(items, assigner.gap, lateness)
     return None
 

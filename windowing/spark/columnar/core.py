@@ -318,8 +318,9 @@ _Array = np.ndarray[Any, Any]
 class WindowItems(Protocol):
     """What a tumbling columnar plan keeps per window (its *item*: a table row holding the
     key columns) and how items combine: a built-in aggregation's reduced input record
-    (:class:`FieldItems`), or the accumulators of ``.agg`` columns
-    (:class:`~windowing.spark.columnar.accumulators.AggregateItems`)."""
+    (:class:`FieldItems`), the accumulators of ``.agg`` columns
+    (:class:`~windowing.spark.columnar.accumulators.AggregateItems`), or a vectorized
+    aggregate's rows (:class:`~windowing.spark.columnar.vectorized_items.VectorizedItems`)."""
 
     def rows_needing_the_operator(
         self, rows: pa.Table, times: pa.ChunkedArray
@@ -347,8 +348,10 @@ class WindowItems(Protocol):
         operator call left)."""
         ...
 
-    def results_of(self, items: pa.Table) -> pa.Table:
-        """The result columns (by output name) of the fired windows' items."""
+    def results_of(self, items: pa.Table) -> pa.Table | None:
+        """The key columns and result columns (by output name) of the fired windows' items,
+        or ``None`` when the operator must compute them (a vectorized function's ``None``
+        result, which the operator counts)."""
         ...
 
     def records_of(self, items: pa.Table) -> list[Any]:

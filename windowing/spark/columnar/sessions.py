@@ -261,6 +261,8 @@ class SessionAggregation(ItemsOfAField):
                 index = np.flatnonzero(fire)
                 fired_starts, fired_ends = state.starts[index], state.extra["ends"][index]
                 fired_rows = self.items.results_of(state.rows.take(index))
+                if fired_rows is None:
+                    return None
         kept, kept_codes = self._kept(state, state_codes, watermark)
 
         def done(late: _Array, new: OpenWindows | None) -> ColumnarStep:

@@ -157,6 +157,8 @@ class TumblingAggregation(ItemsOfAField):
                 fired = np.flatnonzero(fire)
                 fired_starts = state.starts[fired]
                 fired_rows = self.items.results_of(state.rows.take(fired))
+                if fired_rows is None:
+                    return None  # (a vectorized function's None result: the operator's)
             keep = ~windows_late(ends, lateness, watermark)
             kept_windows = state if keep.all() else state.take(np.flatnonzero(keep))
             if state_codes is not None:

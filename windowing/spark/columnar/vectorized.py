@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
@@ -261,7 +262,7 @@ class VectorizedWindows(ABC):
         assert isinstance(fn, VectorizedAggregateFunction)
         batch = in_format(rows, fn.batch_format)
         results = group_results(fn, group_accumulators(fn, batch, offsets))
-        return result_columns(fn, results, layout)
+        return result_columns(fn, results, layout.out_schema)
 
     def fired(self, rows: WindowRows) -> Firings | None:
         """The firings of the trigger's form on columns (through the evictor's masks), or
@@ -521,13 +522,13 @@ def spans_columns(
 
 
 def result_columns(
-    function: VectorizedAggregateFunction[Any, Any], results: Any, layout: OutputLayout
+    function: VectorizedAggregateFunction[Any, Any], results: Any, out_schema: StructType
 ) -> list[pa.Array] | None:
     """``get_results``' value as the result columns: columns by field name (a ``dict``, an
     Arrow table or record batch, a pandas data frame), one array for an output of one
     field, or a sequence of results (``None`` when one is ``None``: the operator counts such
     windows)."""
-    names = list(layout.out_schema.names)
+    names = list(out_schema.names)
     try:
         if isinstance(results, pd.DataFrame):
             results = pa.Table.from_pandas(results, preserve_index=False)
@@ -543,11 +544,11 @@ def result_columns(
         values = list(results)
         if any(v is None for v in values):
             return None
-        return encoded_columns(values, layout.out_schema)
+        return encoded_columns(values, out_schema)
     except Exception as exc:
         exc.add_note(
             f"while writing the results of {describe(function)}.get_results as the output "
-            f"columns {layout.out_schema.simpleString()}"
+            f"columns {out_schema.simpleString()}"
         )
         raise
 

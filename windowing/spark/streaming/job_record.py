@@ -284,9 +284,11 @@ def check_job(
 
 def _in_current_terms(recorded: JobDefinition, definition: JobDefinition) -> JobDefinition:
     """``recorded`` with the names an earlier version gave a part replaced by this version's
-    (a columnar state shape was recorded as its plan's class name), and an ``.agg`` that an
-    earlier version ran in the window operator recorded with the columnar shape
-    ``definition`` has now (the columns convert the operator's accumulators)."""
+    (a columnar state shape was recorded as its plan's class name), and an ``.agg`` or a
+    vectorized aggregate of tumbling windows that an earlier version ran in the window
+    operator recorded with the columnar shape ``definition`` has now (the columns convert
+    the operator's accumulators; a vectorized aggregate's keys stay with the operator until
+    their windows are cleaned up)."""
     shape = recorded.parts.get("state_shape")
     if not isinstance(shape, dict):
         return recorded
@@ -294,19 +296,28 @@ def _in_current_terms(recorded: JobDefinition, definition: JobDefinition) -> Job
     if shape.get("columnar") in _EARLIER_COLUMNAR_NAMES:
         now["columnar"] = _EARLIER_COLUMNAR_NAMES[shape["columnar"]]
     current = definition.parts.get("state_shape")
+    columnar = current.get("columnar") if isinstance(current, dict) else None
     aggregates = recorded.parts.get("aggregates")
-    if (
-        shape.get("columnar") is None
-        and isinstance(current, dict)
-        and current.get("columnar") in _AGG_COLUMNAR
+    converts = (
+        columnar in _AGG_COLUMNAR
         and isinstance(aggregates, dict)
         and aggregates.get("class") == "ColumnAggregates"
         and same_description(aggregates, definition.parts.get("aggregates"))
-    ):
-        now["columnar"] = current["columnar"]
+    )
+    # a vectorized aggregate's tumbling windows: the operator's keys stay with it
+    held = columnar == "tumbling" and all(
+        _vectorized(d.parts.get("function")) for d in (recorded, definition)
+    )
+    if shape.get("columnar") is None and (converts or held):
+        now["columnar"] = columnar
     if now == shape:
         return recorded
     return JobDefinition({**recorded.parts, "state_shape": now})
+
+
+def _vectorized(function: Any) -> bool:
+    """Whether a recorded function is a vectorized aggregate's adapter."""
+    return isinstance(function, dict) and function.get("class") == VectorizedAdapter.__name__
 
 
 def read_job_record(files: Files, checkpoint: str) -> JobRecord | None:

@@ -71,6 +71,7 @@ from windowing.records import OutputTag
 from windowing.spark.batch.replay_plan import (
     build_layout,
 )
+from windowing.spark.columnar.vectorized_items import with_output
 from windowing.spark.columns.frames import PACKED_SCHEMA, timestamps_as_micros, unpack
 from windowing.spark.columns.inputs import TS as _TS
 from windowing.spark.columns.inputs import internal_columns
@@ -370,7 +371,7 @@ def run_streaming(
     tz = layout.timezone
     input_arrow = to_arrow_schema(layout.input_schema, timezone=tz)
     spec = with_input_schema(spec, input_arrow)  # a vectorized function's batches
-    columnar = plan.columnar
+    columnar = with_output(plan.columnar, layout.out_schema)  # a vectorized function's
     time_mode = streaming_time_mode(stream)
     definition = job_definition(
         stream, spec, layout, key_groups=key_groups, time_mode=time_mode, columnar=columnar
