@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from pyspark import cloudpickle as spark_cloudpickle
@@ -545,6 +546,54 @@ def test_rows_out_of_replay_order_fail_loudly() -> None:
     check(guard, order_batch(["a", "b"], [1, 2]))
     with pytest.raises(replay.InputOrderError, match="key 'a' are not contiguous"):
         check(guard, order_batch(["c", "a"], [1, 9]))
+
+
+def check_sorted(guard: Any, data: pa.RecordBatch) -> None:
+    from windowing.spark.columns.keys import group_codes
+
+    codes = group_codes(pa.Table.from_batches([data]), ["user"])
+    starts = [0, *[i for i in range(1, len(codes)) if codes[i] != codes[i - 1]], len(codes)]
+    keys = [data.column("user")[i].as_py() for i in starts[:-1]]
+    assert guard.check_sorted(data, codes, starts, keys)
+
+
+def test_keys_sorted_as_spark_sorts_them_are_checked_on_their_columns() -> None:
+    """Where Arrow compares the keys as Spark sorts them, ascending keys (nulls first) across
+    batches stand for contiguous ones; a key coming back fails as the set of keys would."""
+
+    def guard() -> Any:
+        return replay._OrderGuard(["__pw_ts", "__pw_tb"], ["user"], sorted_keys=True)
+
+    g = guard()
+    check_sorted(g, order_batch([None, "a", "a", "b"], [1, 1, 2, 5]))  # type: ignore[list-item]
+    check_sorted(g, order_batch(["b", "c"], [6, 1]))  # b goes on
+    with pytest.raises(replay.InputOrderError, match=r"key 'c'.*replay order"):
+        check_sorted(g, order_batch(["c", "d"], [0, 1]))
+    g = guard()
+    with pytest.raises(replay.InputOrderError, match=r"key 'a'.*replay order"):
+        check_sorted(g, order_batch(["a", "a"], [2, 1]))
+    g = guard()
+    with pytest.raises(replay.InputOrderError, match="key 'a' are not contiguous"):
+        check_sorted(g, order_batch(["b", "a"], [1, 1]))
+    g = guard()
+    check_sorted(g, order_batch(["a", "b"], [1, 2]))
+    with pytest.raises(replay.InputOrderError, match="key 'a' are not contiguous"):
+        check_sorted(g, order_batch(["a"], [9]))
+    g = guard()
+    with pytest.raises(replay.InputOrderError, match="key None are not contiguous"):
+        check_sorted(g, order_batch(["a", None], [1, 1]))  # type: ignore[list-item]
+    assert not replay._OrderGuard(["__pw_ts"], ["user"]).check_sorted(
+        order_batch(["b", "a"], [1, 1]), np.array([0, 1]), [0, 1, 2], ["b", "a"]
+    ), "nothing checked without sorted keys"
+
+
+def test_which_key_types_arrow_compares_as_spark_sorts_them() -> None:
+    from pyspark.sql.types import DoubleType, LongType, StringType, TimestampType
+
+    assert replay.sorted_as_in_arrow(LongType()) and replay.sorted_as_in_arrow(StringType())
+    assert replay.sorted_as_in_arrow(TimestampType())
+    assert not replay.sorted_as_in_arrow(DoubleType())  # NaN last, -0.0 equal to 0.0
+    assert not replay.sorted_as_in_arrow(StringType("UTF8_LCASE"))
 
 
 # ---------------------------------------------------------------------------- own sessions

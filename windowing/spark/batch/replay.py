@@ -35,12 +35,22 @@ import contextlib
 import dataclasses
 import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    DateType,
+    IntegralType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from windowing.functions.spec import WindowFunctionSpec
 from windowing.idleness import Idleness
@@ -108,13 +118,20 @@ def _order_key(values: tuple[Any, ...]) -> tuple[tuple[bool, Any], ...]:
 
 class _OrderGuard:
     """Checks that a call's rows come by key, each key's rows contiguous and in replay order
-    (the order columns ``names``, nulls last), across its batches."""
+    (the order columns ``names``, nulls last), across its batches: :meth:`check` with the
+    keys as Python values (a set of the keys seen), or, where Arrow compares the key columns
+    ``keys`` as Spark sorts them (``sorted_keys``), :meth:`check_sorted` on the columns."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(
+        self, names: list[str], keys: Sequence[str] = (), *, sorted_keys: bool = False
+    ) -> None:
         self.names = names
+        self.keys = list(keys)
+        self.sorted_keys = sorted_keys
         self.seen: set[Any] = set()
         self.last_key: Any = _NO_KEY
         self.last_values: tuple[Any, ...] = ()
+        self.last_row: list[pa.Array] | None = None  # check_sorted: the last row's keys
 
     def check(
         self, batch: pa.RecordBatch, codes: np.ndarray[Any, Any], skeys: list[Any], keys: list[Any]
@@ -133,16 +150,54 @@ class _OrderGuard:
             if j == 0 and skey == self.last_key:
                 continue
             if skey in self.seen:
-                msg = (
-                    f"the rows of key {keys[j]!r} are not contiguous in their key group; the "
-                    "batch replay needs them sorted by key (a plan that lost the sort)"
-                )
-                raise InputOrderError(msg)
+                self._not_contiguous(keys[j])
             self.seen.add(skey)
         self.last_key = skeys[-1]
         self.last_values = tuple(batch.column(name)[n - 1].as_py() for name in self.names)
 
-    def _fail(self, what: str, codes: np.ndarray[Any, Any], row: int, keys: list[Any]) -> None:
+    def check_sorted(
+        self, batch: pa.RecordBatch, codes: np.ndarray[Any, Any], starts: list[int], keys: Any
+    ) -> bool:
+        """:meth:`check` from the key columns' order (``starts``: where each key's rows
+        begin, then the rows; ``keys``: the keys, read for a message only): the plan sorts a
+        key group's rows by key, so each key's rows are contiguous when the keys ascend from
+        one key to the next and across batches. ``False`` (nothing checked) where Arrow does
+        not compare the key columns as Spark sorts them."""
+        if not self.sorted_keys:
+            return False
+        n = batch.num_rows
+        if n > 1:
+            bad = np.flatnonzero((codes[1:] == codes[:-1]) & ~_in_order(batch, self.names))
+            if bad.size:
+                row = int(bad[0]) + 1
+                self._fail(f"row {row} of a batch comes before the row above it", codes, row, keys)
+        heads = [batch.column(k).take(pa.array(starts[:-1], pa.int64())) for k in self.keys]
+        if len(starts) > 2:
+            rising = _ascending(
+                [h.slice(0, len(h) - 1) for h in heads], [h.slice(1) for h in heads]
+            )
+            if not rising.all():
+                self._not_contiguous(keys[int(np.flatnonzero(~rising)[0]) + 1])
+        first = [h.slice(0, 1) for h in heads]
+        if self.last_row is not None:
+            if not _ascending(self.last_row, first, strict=False).all():
+                self._not_contiguous(keys[0])
+            if _ascending(first, self.last_row, strict=False).all():  # the same key goes on
+                values = tuple(batch.column(name)[0].as_py() for name in self.names)
+                if _order_key(values) < _order_key(self.last_values):
+                    self._fail("the first row of a batch comes before the last one", codes, 0, keys)
+        self.last_row = [batch.column(k).slice(n - 1, 1) for k in self.keys]
+        self.last_values = tuple(batch.column(name)[n - 1].as_py() for name in self.names)
+        return True
+
+    def _not_contiguous(self, key: Any) -> None:
+        msg = (
+            f"the rows of key {key!r} are not contiguous in their key group; the batch "
+            "replay needs them sorted by key (a plan that lost the sort)"
+        )
+        raise InputOrderError(msg)
+
+    def _fail(self, what: str, codes: np.ndarray[Any, Any], row: int, keys: Any) -> None:
         key = keys[int(np.count_nonzero(codes[1 : row + 1] != codes[:row]))]
         msg = (
             f"the rows of key {key!r} did not reach Python in replay order ({what}, by "
@@ -153,6 +208,82 @@ class _OrderGuard:
 
 
 _NO_KEY: Any = object()
+
+
+def _ascending(
+    a: list[pa.Array], b: list[pa.Array], *, strict: bool = True
+) -> np.ndarray[Any, Any]:
+    """Per row, whether the key columns ``a`` come before those of ``b`` (or are equal, not
+    ``strict``) in Spark's ascending order of the columns, nulls first."""
+    n = len(a[0]) if a else 1
+    result = np.full(n, not strict)  # equal keys
+    for x, y in zip(reversed(a), reversed(b), strict=True):
+        xn = x.is_null().to_numpy(zero_copy_only=False)
+        yn = y.is_null().to_numpy(zero_copy_only=False)
+        less = pc.fill_null(pc.less(x, y), False).to_numpy(zero_copy_only=False)
+        equal = pc.fill_null(pc.equal(x, y), False).to_numpy(zero_copy_only=False)
+        less = less | (xn & ~yn)
+        equal = equal | (xn & yn)
+        result = less | (equal & result)
+    return result
+
+
+def sorted_as_in_arrow(dtype: DataType) -> bool:
+    """Whether Arrow compares values of the Spark type ``dtype`` as Spark sorts them:
+    integers, booleans, dates, timestamps, strings of the binary collation."""
+    if isinstance(dtype, StringType):
+        return getattr(dtype, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+    return isinstance(
+        dtype, IntegralType | BooleanType | DateType | TimestampType | TimestampNTZType
+    )
+
+
+class _RunKeys:
+    """The keys (:func:`~windowing.spark.columns.keys.key_value`) and state keys of the key
+    runs of a batch (their first rows ``rows``), computed when asked for: the first and the
+    last one alone, all of them at once for any other (as the operator's keys need them)."""
+
+    def __init__(self, batch: pa.RecordBatch, names: Sequence[str], rows: list[int]) -> None:
+        self.batch, self.names, self.rows = batch, names, rows
+        self.ends: dict[int, tuple[Any, Any]] = {}
+        self.every: tuple[list[Any], list[Any]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def pair(self, j: int) -> tuple[Any, Any]:
+        n = len(self.rows)
+        j = j + n if j < 0 else j
+        if not 0 <= j < n:
+            raise IndexError(j)
+        if self.every is None and j in (0, n - 1):
+            if j not in self.ends:
+                keys, skeys = keys_at(self.batch, self.names, [self.rows[j]])
+                self.ends[j] = (keys[0], skeys[0])
+            return self.ends[j]
+        if self.every is None:
+            self.every = keys_at(self.batch, self.names, self.rows)
+        return self.every[0][j], self.every[1][j]
+
+
+@dataclass(frozen=True)
+class _RunKeysView(Sequence[Any]):
+    """The keys (``part`` 0) or the state keys (1) of :class:`_RunKeys`, as a sequence."""
+
+    runs: _RunKeys
+    part: int
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    @overload
+    def __getitem__(self, j: int) -> Any: ...
+    @overload
+    def __getitem__(self, j: slice) -> list[Any]: ...
+    def __getitem__(self, j: int | slice) -> Any:
+        if isinstance(j, slice):
+            return [self[i] for i in range(*j.indices(len(self)))]
+        return self.runs.pair(j)[self.part]
 
 
 # ---------------------------------------------------------------------------- one key group
@@ -168,7 +299,14 @@ class _GroupStream:
         order = replay_order(
             arrival=replay.arrival_parts, processing_time=replay.has_processing_time
         )
-        self.guard = _OrderGuard([name for name, _, _ in order])
+        fields = replay.layout.input_schema
+        self.guard = _OrderGuard(
+            [name for name, _, _ in order],
+            replay.keys,
+            sorted_keys=all(
+                k in fields.names and sorted_as_in_arrow(fields[k].dataType) for k in replay.keys
+            ),
+        )
         self.batch_id = 0
         self.current: OperatorRun | None = None
         # columnar: the rows of the last window of the current key, which the next batch
@@ -208,8 +346,12 @@ class _GroupStream:
         table = pa.Table.from_batches([batch])
         codes = group_codes(table, replay.keys)
         starts = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), n]
-        keys, skeys = keys_at(batch, replay.keys, starts[:-1])
-        self.guard.check(batch, codes, skeys, keys)
+        runs = _RunKeys(batch, replay.keys, starts[:-1])
+        keys: Sequence[Any] = _RunKeysView(runs, 0)
+        skeys: Sequence[Any] = _RunKeysView(runs, 1)
+        if not self.guard.check_sorted(batch, codes, starts, keys):
+            keys, skeys = keys_at(batch, replay.keys, starts[:-1])
+            self.guard.check(batch, codes, skeys, keys)
         if self.first_key is None:
             self.first_key = keys[0]
         self.input_rows += n
