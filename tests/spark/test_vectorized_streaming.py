@@ -1,6 +1,7 @@
-"""A streaming vectorized aggregate of tumbling windows on whole columns (each window's rows
-held as an Arrow list, the firing windows handed to one ``add_groups`` call) against the
-window operator's adapter (the batch replay in arrival order), and the items' own rules."""
+"""A streaming vectorized aggregate of tumbling windows or sessions on whole columns (each
+window's rows held as an Arrow list, the firing windows handed to one ``add_groups`` call)
+against the window operator's adapter (the batch replay in arrival order), and the items' own
+rules."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from tests.spark.test_spark_streaming import (
 )
 from windowing import (
     BoundedOutOfOrderness,
+    EventTimeSessionWindows,
     HoppingEventTimeWindows,
     TumblingEventTimeWindows,
     VectorizedAggregateFunction,
@@ -40,6 +42,7 @@ from windowing.functions import Aggregate
 from windowing.functions.vectorized import MAX_PENDING_ROWS, VectorizedAdapter
 from windowing.job import WindowConfig
 from windowing.spark import planning
+from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.vectorized_items import ROWS, VectorizedItems, vectorized_rows
 from windowing.spark.planning import ColumnarShape, Route
 from windowing.triggers import CountTrigger
@@ -54,6 +57,7 @@ class CountSum(VectorizedAggregateFunction[Any, Any]):
     windows at once."""
 
     batch_format = "numpy"
+    order_insensitive = True
 
     def create_accumulator(self) -> Any:
         return (0, 0)
@@ -95,9 +99,10 @@ class Amounts(VectorizedAggregateFunction[Any, Any]):
         return ",".join(map(str, acc[1]))
 
 
-def _finish(function: Any, output: str, lateness: int) -> Any:
+def _finish(function: Any, output: str, lateness: int, windows: Any = None) -> Any:
     def finish(keyed: Any) -> Any:
-        stream = keyed.window(TumblingEventTimeWindows(SIZE)).side_output_late_data(LATE)
+        assigner = TumblingEventTimeWindows(SIZE) if windows is None else windows
+        stream = keyed.window(assigner).side_output_late_data(LATE)
         if lateness:
             stream = stream.allowed_lateness(lateness)
         return stream.aggregate(function, output_schema=output)
@@ -131,6 +136,24 @@ def test_counts_and_sums_on_columns_equal_the_operator(
     assert any(r[3] > 1 for r in streamed["results"]), "windows of several rows"
     again = Counter((r[0], r[1]) for r in streamed["results"])
     assert (max(again.values()) > 1) == bool(lateness), "late firings with lateness only"
+
+
+@pytest.mark.differential(Route.STREAMING, ColumnarShape.SESSIONS)
+@pytest.mark.parametrize("lateness", [0, 3_000])
+def test_sessions_of_an_order_insensitive_function_on_columns(
+    spark: SparkSession, tmp_path: Path, lateness: int
+) -> None:
+    """Sessions merging across micro-batches (their rows one list), late rows and (with
+    lateness) late firings of merged sessions: the operator's outputs."""
+    finish = _finish(CountSum(), "n bigint, total bigint", lateness, EventTimeSessionWindows(2_500))
+    plan = finish(_source(spark, tmp_path / "plan")).plan
+    assert plan.columnar is not None and plan.columnar.shape is ColumnarShape.SESSIONS
+    streamed, replayed = streamed_and_replayed(
+        spark, tmp_path, with_band_rows(make_batches(seed=6)), finish
+    )
+    assert streamed == replayed
+    assert any(r[3] > 2 for r in streamed["results"]), "sessions of several rows"
+    assert streamed["late"], "late rows"
 
 
 @pytest.mark.differential(Route.STREAMING, ColumnarShape.TUMBLING)
@@ -248,6 +271,10 @@ def test_only_tumbling_windows_of_the_default_trigger_take_the_rows_plan() -> No
     assert plan is not None and isinstance(plan.items, VectorizedItems)
     hopping = HoppingEventTimeWindows(SIZE, 1_000)
     assert vectorized_rows(WindowConfig(hopping, None, None, 0), spec, ()) is None
+    sessions = WindowConfig(EventTimeSessionWindows(1_000), None, None, 0)
+    assert isinstance(vectorized_rows(sessions, spec, ()), SessionAggregation)
+    in_order = Aggregate(VectorizedAdapter(Amounts()))  # its rows' order matters
+    assert vectorized_rows(sessions, in_order, ()) is None
     counted = WindowConfig(tumbling, CountTrigger(3), None, 0)
     assert vectorized_rows(counted, spec, ()) is None
     with pytest.raises(RuntimeError, match="with_output"):

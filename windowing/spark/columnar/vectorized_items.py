@@ -1,12 +1,13 @@
-"""A vectorized aggregate of tumbling windows on whole columns, in streaming.
+"""A vectorized aggregate of tumbling windows or sessions on whole columns, in streaming.
 
 A streaming ``.aggregate(VectorizedAggregateFunction)`` runs, in the window operator, through
 the function's adapter (:class:`~windowing.functions.vectorized.VectorizedAdapter`), whose
 accumulator holds a window's rows until it fires and then hands them to ``add_batch``: a
 batch built from the rows' Python objects per window. With the default trigger, no evictor
-and tumbling windows, the columnar state keeps instead, per window (an *item*), the key
-columns and the window's rows so far as an Arrow list of the input records
-(:class:`VectorizedItems`), in arrival order:
+and tumbling windows (or sessions, for an ``order_insensitive`` function), the columnar state
+keeps instead, per window (an *item*), the key columns and the window's rows so far as an
+Arrow list of the input records (:class:`VectorizedItems`), in arrival order (a merged
+session's: its sessions' rows one after the other):
 
 * a micro-batch's rows become an item each, and a window's items reduce to one by
   concatenating their lists in order (the held rows first);
@@ -36,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructType
 
+from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.functions.spec import Aggregate, WindowFunctionSpec
 from windowing.functions.vectorized import (
@@ -48,6 +50,7 @@ from windowing.functions.vectorized import (
 )
 from windowing.job import WindowConfig
 from windowing.spark.columnar.core import default_firing, null_times, window_groups
+from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation
 from windowing.spark.columnar.vectorized import result_columns
 from windowing.spark.columns.schema import table_rows
@@ -174,22 +177,27 @@ def _flattened(lists: pa.ChunkedArray | pa.Array) -> tuple[pa.StructArray, _Arra
 
 def vectorized_rows(
     config: WindowConfig, spec: WindowFunctionSpec, keys: Sequence[str]
-) -> TumblingAggregation | None:
+) -> TumblingAggregation | SessionAggregation | None:
     """The streaming plan of a vectorized aggregate (``spec``, no window function; ``keys``,
-    the key columns) of aligned tumbling event-time windows with the default trigger, no
-    evictor and a lateness after which windows are cleaned up, else ``None``."""
+    the key columns) with the default trigger, no evictor and a lateness after which windows
+    are cleaned up: of aligned tumbling event-time windows, or of event-time sessions of a
+    static gap when the function is ``order_insensitive`` (a merged session's rows are
+    its sessions' rows one after the other, not in arrival order), else ``None``."""
     if not isinstance(spec, Aggregate) or spec.window_function is not None:
         return None
     fn = spec.vectorized
-    if fn is None or not default_firing(config.trigger, config.evictor, config.allowed_lateness):
+    lateness = config.allowed_lateness
+    if fn is None or not default_firing(config.trigger, config.evictor, lateness):
         return None
     assigner = config.assigner
+    items = VectorizedItems(fn, tuple(keys))
+    if type(assigner) is EventTimeSessionWindows and fn.order_insensitive:
+        return SessionAggregation(items, assigner.gap, lateness)
     if type(assigner) is not TumblingEventTimeWindows:
         return None
     if assigner.stagger is not WindowStagger.ALIGNED:
         return None
-    items = VectorizedItems(fn, tuple(keys))
-    return TumblingAggregation(items, assigner.size, assigner.offset, config.allowed_lateness)
+    return TumblingAggregation(items, assigner.size, assigner.offset, lateness)
 
 
 def with_output(plan: Any, out_schema: StructType) -> Any:

@@ -304,8 +304,8 @@ def _in_current_terms(recorded: JobDefinition, definition: JobDefinition) -> Job
         and aggregates.get("class") == "ColumnAggregates"
         and same_description(aggregates, definition.parts.get("aggregates"))
     )
-    # a vectorized aggregate's tumbling windows: the operator's keys stay with it
-    held = columnar == "tumbling" and all(
+    # a vectorized aggregate's windows or sessions: the operator's keys stay with it
+    held = columnar in ("tumbling", "sessions") and all(
         _vectorized(d.parts.get("function")) for d in (recorded, definition)
     )
     if shape.get("columnar") is None and (converts or held):
