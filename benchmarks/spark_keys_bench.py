@@ -24,6 +24,12 @@ Batch (input read once and cached; each run is one action, a ``noop`` write of t
   (``vectorized-count-trigger``, ``vectorized-count-evictor``: the firings and the evictions
   on whole columns), each beside the same job on the window operator (``...-per-row``: the
   trigger or evictor as a subclass without a form on columns);
+* the ceilings of any Python job over every row, by its plan's structure (``--runs``
+  ``ceiling-replay``, ``ceiling-map``, ``ceiling-two-phase``; ratios to native
+  ``.agg(avg, var_pop)``): the batch replay's shuffle, sort and record batches with nothing
+  done in Python; every row read in Python once without a shuffle; and map-side partial
+  aggregates per record batch (numpy) merged by Spark's own aggregation, the cheapest plan a
+  vectorized aggregate could have without the replay;
 * ``agg-session-count`` (``-per-row``): ``.agg(F.sum("amount"))`` of 5 s session windows
   with early firings every 100 rows (``CountTrigger(100)``), on the accumulator columns (no
   native plan takes a count trigger on sessions) and on the window operator; their ratios are
@@ -54,13 +60,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
@@ -229,6 +236,68 @@ def native_apply_in_arrow(df: DataFrame) -> DataFrame:
     )
 
 
+#: The output of the ceilings: one row per group (the replay's), or the partial aggregates.
+_CEILING_SCHEMA = "n bigint"
+
+
+def _replay_noop(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The replay's structure with nothing done: read a key group's sorted record batches."""
+    rows = sum(b.num_rows for b in batches)
+    yield pa.RecordBatch.from_pydict({"n": pa.array([rows], pa.int64())})
+
+
+def _map_noop(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_pydict({"n": pa.array([0], pa.int64())})
+
+
+def _partial_mean_var(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Each record batch's (key, window) count, sum and sum of squares, with numpy."""
+    size = 10_000_000  # 10 s in microseconds
+    for b in batches:
+        key = b.column("key").to_numpy()
+        ts = b.column("ts").cast(pa.int64()).to_numpy()
+        ws = ts - ts % size
+        x = b.column("amount").to_numpy().astype(np.float64)
+        order = np.lexsort((ws, key))
+        k, w, x = key[order], ws[order], x[order]
+        cut = (k[1:] != k[:-1]) | (w[1:] != w[:-1])
+        first = np.flatnonzero(np.concatenate(([True], cut)))
+        yield pa.RecordBatch.from_pydict(
+            {
+                "key": k[first],
+                "ws": w[first],
+                "n": np.diff(np.append(first, len(k))),
+                "s": np.add.reduceat(x, first),
+                "ss": np.add.reduceat(x * x, first),
+            }
+        )
+
+
+def ceiling(df: DataFrame, which: str) -> DataFrame:
+    """What a Python job over every row costs at least, by its plan's structure:
+    ``replay``, the batch replay's (rows shuffled by key group, sorted by key and time, read
+    as record batches in Python, nothing done); ``map`` (every row read in Python once, no
+    shuffle); ``two-phase`` (each record batch's partial mean and variance per key and
+    window with numpy, merged by Spark's own aggregation: the cheapest plan of map-side
+    partial aggregates, whose merge needs no Python)."""
+    if which == "replay":
+        group = F.pmod(F.hash("key"), F.lit(4)).alias("__g")
+        ordered = df.select(group, "*").repartition("__g").sortWithinPartitions("__g", "key", "ts")
+        return ordered.groupBy("__g").applyInArrow(_replay_noop, _CEILING_SCHEMA)
+    if which == "map":
+        return df.mapInArrow(_map_noop, _CEILING_SCHEMA)
+    partial = df.mapInArrow(
+        _partial_mean_var, "key bigint, ws bigint, n bigint, s double, ss double"
+    )
+    return partial.groupBy("key", "ws").agg(F.sum("n"), F.sum("s"), F.sum("ss"))
+
+
+#: The ceilings a run of ``--runs`` can ask for, by name.
+CEILINGS = {"ceiling-replay": "replay", "ceiling-map": "map", "ceiling-two-phase": "two-phase"}
+
+
 def native_mean_var(df: DataFrame) -> DataFrame:
     return df.groupBy("key", F.window("ts", "10 seconds")).agg(
         F.avg("amount").alias("mean"), F.var_pop("amount").alias("var")
@@ -331,7 +400,7 @@ def batch_sweep(
         actions: dict[str, Callable[[], Any]] = {
             "native groupBy(window)": lambda df=df: noop(native_batch(df))
         }
-        mean_var = [name for name in names if name.startswith("vectorized")]
+        mean_var = [n for n in names if n.startswith(("vectorized", "ceiling"))]
         if mean_var:
             actions["native avg, var_pop"] = lambda df=df: noop(native_mean_var(df))
         if any(name.startswith("agg-session") for name in names):
@@ -339,6 +408,10 @@ def batch_sweep(
         if "vectorized-process" in names and keys <= APPLY_IN_ARROW_KEYS:
             actions["native applyInArrow"] = lambda df=df: noop(native_apply_in_arrow(df))
         for name in names:
+            if name in CEILINGS:
+                which = CEILINGS[name]
+                actions[f"ceiling: {which}"] = lambda df=df, w=which: noop(ceiling(df, w))
+                continue
             how, forced = BATCH_RUNS[name]
             label = {
                 "agg": ".agg(F.sum)",
@@ -359,7 +432,8 @@ def batch_sweep(
         for name, seconds in times.items():
             per_event = seconds / n * 1e6
             first.setdefault(name, per_event)
-            baseline = native_mv if "vectorized" in name or "Arrow" in name else native
+            on_mean_var = "vectorized" in name or "Arrow" in name or "ceiling" in name
+            baseline = native_mv if on_mean_var else native
             if "session" in name:
                 baseline = times["native session_window"]
             ours = not name.startswith("native") or "Arrow" in name
@@ -467,7 +541,7 @@ def main() -> None:
     parser.add_argument(
         "--runs",
         default=",".join(BATCH_RUNS),
-        help=f"our batch runs, comma-separated, of: {', '.join(BATCH_RUNS)}",
+        help=f"our batch runs, comma-separated, of: {', '.join([*BATCH_RUNS, *CEILINGS])}",
     )
     args = parser.parse_args()
     spark = session(args.partitions)
@@ -476,9 +550,10 @@ def main() -> None:
         if args.only != "streaming":
             key_counts = [int(k) for k in args.keys.split(",")]
             names = [r for r in args.runs.split(",") if r]
-            unknown = [r for r in names if r not in BATCH_RUNS]
+            unknown = [r for r in names if r not in BATCH_RUNS and r not in CEILINGS]
             if unknown:
-                parser.error(f"--runs: unknown {unknown}; known: {list(BATCH_RUNS)}")
+                known = [*BATCH_RUNS, *CEILINGS]
+                parser.error(f"--runs: unknown {unknown}; known: {known}")
             batch_sweep(spark, args.events, key_counts, args.repeat, tmp, names)
         if args.only != "batch":
             streaming(spark, args.events, args.stream_keys, args.files, tmp)
