@@ -292,6 +292,33 @@ def test_a_later_stage_takes_the_first_stages_watermark(
         ).idle_timeout("10 seconds").max("amount")
 
 
+def test_a_join_of_an_earlier_stages_results_is_refused(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A streaming join of an earlier stage's results would wait for its own watermark (each
+    input defines one, and the stage's results only come once the watermark moves): it is
+    refused before any Spark job, for either side and every kind of join, not left to emit
+    nothing."""
+    write_files(tmp_path / "src", make_batches(1, 1))
+    results = DataStream.from_dataframe(
+        next_stage_input(first_stage(stream(spark, tmp_path / "src"))), event_time="at"
+    )
+    raw = DataStream.from_dataframe(stream(spark, tmp_path / "src"), event_time="ts")
+    match = r"join: the (left|right) input holds an earlier window's results"
+    with pytest.raises(ValueError, match=match):
+        results.join(raw).where("user").equal_to("user").window(
+            TumblingEventTimeWindows(SIZE)
+        ).apply(lambda a, b: (a.amount,), output_schema="amount bigint")
+    with pytest.raises(ValueError, match=match.replace("(left|right)", "right")):
+        raw.co_group(results).where("user").equal_to("user").window(
+            TumblingEventTimeWindows(SIZE)
+        ).apply(lambda k, a, b: [(len(list(a)),)], output_schema="n bigint")
+    with pytest.raises(ValueError, match=match):
+        raw.key_by("user").interval_join(results.key_by("user")).between(-1_000, 1_000).process(
+            lambda a, b: (a.amount,), output_schema="amount bigint"
+        )
+
+
 # ---------------------------------------------------------------------------- units
 def in_seconds(batches: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
     return [[{**r, "ts": r["ts"] // 1_000} for r in b] for b in batches]

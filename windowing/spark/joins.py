@@ -27,6 +27,7 @@ from windowing.spark.columns.output import col
 from windowing.spark.columns.schema import INTERNAL_PREFIX, column_time_kind
 from windowing.spark.columns.units import StreamingUnitCheck
 from windowing.spark.streaming.query import watermark_source
+from windowing.spark.streaming.stages import plan_facts
 from windowing.time import TimeUnit
 
 __all__ = [
@@ -172,9 +173,10 @@ def tagged_union(
     calls: tuple[str, str] = ("where", "equal_to"),
 ) -> TaggedUnion:
     """Both inputs as one stream of tagged rows keyed by the join key (see
-    :class:`TaggedUnion`). Checked before any Spark job: both inputs batch or both streaming,
-    as many keys on each side with equal types, time columns of the same kind (and unit,
-    when integral) on both sides, no union column named like a key.
+    :class:`TaggedUnion`). Checked before any Spark job: both inputs batch or both streaming
+    (and no earlier window's results of the same streaming query), as many keys on each side
+    with equal types, time columns of the same kind (and unit, when integral) on both sides,
+    no union column named like a key.
     """
     if left.df.isStreaming != right.df.isStreaming:
         which = "left" if left.df.isStreaming else "right"
@@ -184,6 +186,17 @@ def tagged_union(
         )
         raise ValueError(msg)
     if left.df.isStreaming:
+        for which, source in (("left", left), ("right", right)):
+            if plan_facts(source.df).after_a_stage:
+                msg = (
+                    f"join: the {which} input holds an earlier window's results in this "
+                    "streaming query, which a streaming join does not take: each input "
+                    "defines its own watermark, so the join's would wait for results that "
+                    "wait for it, and the query would emit nothing. Write the earlier "
+                    "window's results to a sink (write_results_and_late, a table) and join a "
+                    "stream read from it in another query, or join in a batch job"
+                )
+                raise ValueError(msg)
         policy = left.df.sparkSession.conf.get(_MULTIPLE_WATERMARKS) or "min"
         if policy.lower() != "min":
             msg = (
