@@ -261,9 +261,14 @@ class _RunKeys:
                 keys, skeys = keys_at(self.batch, self.names, [self.rows[j]])
                 self.ends[j] = (keys[0], skeys[0])
             return self.ends[j]
+        every = self.all()
+        return every[0][j], every[1][j]
+
+    def all(self) -> tuple[list[Any], list[Any]]:
+        """Every run's key and state key."""
         if self.every is None:
             self.every = keys_at(self.batch, self.names, self.rows)
-        return self.every[0][j], self.every[1][j]
+        return self.every
 
 
 @dataclass(frozen=True)
@@ -387,13 +392,15 @@ class _GroupStream:
         batch: pa.RecordBatch,
         starts: list[int],
         first: int,
-        keys: list[Any],
-        skeys: list[Any],
+        keys: Sequence[Any],
+        skeys: Sequence[Any],
         block: OutputBlock,
         carry: pa.Table | None,
     ) -> None:
         """Keys ``first`` on of the batch on the operator (the last one goes on in the next
         batch); ``carry``: rows of key ``first`` from earlier batches, fed first."""
+        if isinstance(keys, _RunKeysView):  # every key is the operator's: as lists, once
+            keys, skeys = keys.runs.all()
         replay = self.replay
         n = batch.num_rows
         chunk = Chunk(replay, batch, starts[first], n)
@@ -456,8 +463,8 @@ class _GroupStream:
         codes: np.ndarray[Any, Any],
         starts: list[int],
         first: int,
-        keys: list[Any],
-        skeys: list[Any],
+        keys: Sequence[Any],
+        skeys: Sequence[Any],
         block: OutputBlock,
     ) -> None:
         """Keys ``first`` on of the batch reduced on whole columns, the rows of the last key
