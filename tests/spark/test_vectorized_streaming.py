@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import LongType, StructField, StructType
 
 from tests.spark.test_spark_streaming import (
@@ -38,12 +40,18 @@ from windowing import (
     VectorizedAggregateFunction,
     WindowedStream,
 )
+from windowing.evictors import CountEvictor, DeltaEvictor, TimeEvictor
 from windowing.functions import Aggregate
 from windowing.functions.vectorized import MAX_PENDING_ROWS, VectorizedAdapter
 from windowing.job import WindowConfig
 from windowing.spark import planning
 from windowing.spark.columnar.sessions import SessionAggregation
-from windowing.spark.columnar.vectorized_items import ROWS, VectorizedItems, vectorized_rows
+from windowing.spark.columnar.vectorized_items import (
+    ROWS,
+    EvictingItems,
+    VectorizedItems,
+    vectorized_rows,
+)
 from windowing.spark.planning import ColumnarShape, Route
 from windowing.triggers import CountTrigger
 
@@ -209,6 +217,54 @@ def test_restart_from_the_checkpoint_with_held_rows(
     )
 
 
+def _rise(old: Any, new: Any) -> float:
+    return float((new.amount or 0) - (old.amount or 0))
+
+
+def _rise_columns(old: pa.Table, new: pa.Table) -> Any:
+    return pc.subtract(pc.fill_null(new["amount"], 0), pc.fill_null(old["amount"], 0))
+
+
+EVICTORS = {
+    "count": CountEvictor(2),
+    "count-after": CountEvictor(2, do_evict_after=True),
+    "time": TimeEvictor(1_500),
+    "delta": DeltaEvictor(4, _rise, vectorized_delta=_rise_columns),
+}
+
+
+@pytest.mark.differential(Route.STREAMING, ColumnarShape.TUMBLING)
+@pytest.mark.parametrize("evictor", list(EVICTORS))
+@pytest.mark.parametrize("function", ["agg", "vectorized"])
+def test_evictors_of_tumbling_windows_on_held_rows(
+    spark: SparkSession, tmp_path: Path, evictor: str, function: str
+) -> None:
+    """``.agg`` columns and a vectorized aggregate over the rows an evictor's mask keeps of
+    a window's rows in arrival order (late rows, a row without event time, a null amount):
+    the evicting operator's outputs."""
+
+    def finish(keyed: Any) -> Any:
+        stream = (
+            keyed.window(TumblingEventTimeWindows(SIZE))
+            .evictor(EVICTORS[evictor])
+            .side_output_late_data(LATE)
+        )
+        if function == "agg":
+            return stream.agg(F.count("*").alias("n"), F.sum("amount").alias("total"))
+        return stream.aggregate(CountSum(), output_schema="n bigint, total bigint")
+
+    plan = finish(_source(spark, tmp_path / "plan")).plan
+    assert plan.columnar is not None and isinstance(plan.columnar.items, EvictingItems)
+    assert "keeps (its mask on columns)" in str(plan)
+    streamed, replayed = streamed_and_replayed(
+        spark, tmp_path, with_band_rows(make_batches(seed=4)), finish
+    )
+    assert streamed == replayed
+    assert streamed["late"], "late rows"
+    if evictor.startswith("count") and evictor != "count-after":
+        assert max(r[3] for r in streamed["results"]) == 2, "at most two rows kept"
+
+
 # ---------------------------------------------------------------------------- the items
 def _items(function: Any = None) -> VectorizedItems:
     out = StructType([StructField("n", LongType()), StructField("total", LongType())])
@@ -277,5 +333,15 @@ def test_only_tumbling_windows_of_the_default_trigger_take_the_rows_plan() -> No
     assert vectorized_rows(sessions, in_order, ()) is None
     counted = WindowConfig(tumbling, CountTrigger(3), None, 0)
     assert vectorized_rows(counted, spec, ()) is None
+    evicting = vectorized_rows(WindowConfig(tumbling, None, CountEvictor(2), 0), spec, ())
+    assert evicting is not None and isinstance(evicting.items, EvictingItems)
+    late_firings = WindowConfig(tumbling, None, CountEvictor(2), 1_000)  # rows left to fire
+    assert vectorized_rows(late_firings, spec, ()) is None
+
+    class PerRow(CountEvictor):
+        def evict(self, elements: Any) -> Any:
+            return super().evict(elements)
+
+    assert vectorized_rows(WindowConfig(tumbling, None, PerRow(2), 0), spec, ()) is None
     with pytest.raises(RuntimeError, match="with_output"):
         VectorizedItems(CountSum(), ()).results_of(pa.table({ROWS: pa.array([[]])}))

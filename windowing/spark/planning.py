@@ -707,12 +707,12 @@ def columnar_shape(
     """The columnar plan of a window configuration with the function ``spec`` (``input_arrow``,
     the input's Arrow schema when known, rules out fields numpy cannot reduce), or ``None``: a
     vectorized function's; a built-in aggregation of tumbling, hopping (``slide <= size``) or
-    session windows; in streaming ``.agg`` columns of those, of KIP-450 windows and of tumbling
-    windows under a count trigger, a vectorized aggregate's of tumbling windows. The order
-    of rows is :func:`plan_spark`'s to check."""
+    session windows; in streaming ``.agg`` columns of those, of KIP-450 windows, of tumbling
+    windows under a count trigger, and windows holding rows (:func:`vectorized_rows`)."""
     found = vectorized_plan(config, spec, streaming=streaming, keys=keys, input_arrow=input_arrow)
     if streaming and found is None:
-        found = counted_plan(config, spec, keys, input_arrow) or vectorized_rows(config, spec, keys)
+        found = counted_plan(config, spec, keys, input_arrow)
+        found = found or vectorized_rows(config, spec, keys, input_arrow)
     if found is not None:
         return found
     assigner, lateness = config.assigner, config.allowed_lateness

@@ -258,7 +258,7 @@ class VectorizedWindows(ABC):
         ``add_groups`` and ``get_results``, or ``.agg`` columns' accumulator columns."""
         fn = self.function
         if isinstance(fn, AggregateItems):
-            return items_columns(fn, rows, offsets, layout)
+            return items_columns(fn, rows, offsets, layout.out_schema)
         assert isinstance(fn, VectorizedAggregateFunction)
         batch = in_format(rows, fn.batch_format)
         results = group_results(fn, group_accumulators(fn, batch, offsets))
@@ -316,7 +316,7 @@ class VectorizedWindows(ABC):
         else:
             fn = self.function
             if isinstance(fn, AggregateItems) and fired.spans is not None:
-                found_columns = spans_columns(fn, grouped, fired.spans, layout)
+                found_columns = spans_columns(fn, grouped, fired.spans, layout.out_schema)
             else:
                 taken = grouped.take(fired.rows())
                 found_columns = self.aggregated(taken, fired.offsets, layout)
@@ -494,19 +494,19 @@ class VectorizedSessions(VectorizedWindows):
 
 
 def items_columns(
-    items: AggregateItems, rows: pa.Table, offsets: np.ndarray[Any, Any], layout: OutputLayout
+    items: AggregateItems, rows: pa.Table, offsets: np.ndarray[Any, Any], out_schema: StructType
 ) -> list[pa.Array] | None:
     """``.agg`` columns over the groups ``offsets`` of ``rows`` as the output columns, or
     ``None`` when the accumulator columns could give another result than the operator (a
     float ``min`` / ``max`` meeting NaN or ``-0.0``, a sum that could leave 64 bits)."""
-    return spans_columns(items, rows, (offsets[:-1], offsets[1:]), layout)
+    return spans_columns(items, rows, (offsets[:-1], offsets[1:]), out_schema)
 
 
 def spans_columns(
     items: AggregateItems,
     rows: pa.Table,
     spans: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
-    layout: OutputLayout,
+    out_schema: StructType,
 ) -> list[pa.Array] | None:
     """:func:`items_columns` over the ranges ``spans`` of ``rows`` (non-empty, possibly
     overlapping: prefix sums and a sparse table, no copy of a row)."""
@@ -514,10 +514,10 @@ def spans_columns(
     if reduced is None:
         return None
     results = items.results_of(reduced)
-    types = to_arrow_schema(layout.out_schema, timezone="UTC").types
+    types = to_arrow_schema(out_schema, timezone="UTC").types
     return [
         results.column(name).combine_chunks().cast(t)
-        for name, t in zip(layout.out_schema.names, types, strict=True)
+        for name, t in zip(out_schema.names, types, strict=True)
     ]
 
 

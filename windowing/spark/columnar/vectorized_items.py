@@ -30,7 +30,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +39,12 @@ from pyspark.sql.types import StructType
 
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
+from windowing.evictors.vectorized import (
+    Clocks,
+    VectorizedOneSidedEvictor,
+    WindowRows,
+    kept_rows,
+)
 from windowing.functions.spec import Aggregate, WindowFunctionSpec
 from windowing.functions.vectorized import (
     MAX_PENDING_ROWS,
@@ -49,18 +55,24 @@ from windowing.functions.vectorized import (
     in_format,
 )
 from windowing.job import WindowConfig
+from windowing.spark.columnar.accumulators import AggregateItems, spec_items
 from windowing.spark.columnar.core import default_firing, null_times, window_groups
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation
-from windowing.spark.columnar.vectorized import result_columns
+from windowing.spark.columnar.vectorized import items_columns, result_columns
+from windowing.spark.columns.inputs import TS
 from windowing.spark.columns.schema import table_rows
+from windowing.time import MIN_TIMESTAMP
+from windowing.windows import TimestampedValue
 
-__all__ = ["ROWS", "VectorizedItems", "vectorized_rows", "with_output"]
+__all__ = ["ROWS", "START", "EvictingItems", "VectorizedItems", "vectorized_rows", "with_output"]
 
 _Array = np.ndarray[Any, Any]
 
-#: The list column of a window's rows in a columnar state of a vectorized aggregate.
+#: The list column of a window's rows in a columnar state that holds rows.
 ROWS = "__pw_rows"
+#: The column of each window's start in an evicting state (:class:`EvictingItems`).
+START = "__pw_start"
 
 
 @dataclass(frozen=True)
@@ -84,22 +96,11 @@ class VectorizedItems:
         self, rows: pa.Table, times: pa.ChunkedArray
     ) -> tuple[_Array, _Array]:
         """The rows without an event time (any value is the function's to read)."""
-        if rows.num_rows == 0:
-            return np.zeros(0, np.bool_), np.zeros(0, np.int64)
-        return null_times(times)
+        return _without_time(rows, times)
 
     def items_of(self, rows: pa.Table) -> pa.Table:
         """Each input row as an item: its key columns and a list of itself."""
-        n = rows.num_rows
-        records = pa.StructArray.from_arrays(
-            [rows.column(name).combine_chunks() for name in rows.column_names],
-            fields=list(rows.schema),
-        )
-        lists = pa.ListArray.from_arrays(pa.array(np.arange(n + 1), pa.int32()), records)
-        return self._items([rows.column(k) for k in self.keys], lists)
-
-    def _items(self, keys: list[Any], lists: pa.Array) -> pa.Table:
-        return pa.Table.from_arrays([*keys, lists], names=[*self.keys, ROWS])
+        return _keyed(self.keys, [rows.column(k) for k in self.keys], _row_lists(rows))
 
     # -------------------------------------------------------------------- reduction
     def reduce(
@@ -108,18 +109,13 @@ class VectorizedItems:
         """The items of each window (``group``: their window starts; ``codes``: their keys)
         reduced to one, their lists concatenated in order, or ``None`` when a window would
         hold more rows than the operator's adapter does."""
-        perm, first_rows = window_groups(group, codes)
-        starts = (group if perm is None else group[perm])[first_rows]
-        carriers = first_rows if perm is None else perm[first_rows]
-        ordered = items if perm is None else items.take(pa.array(perm, pa.int64()))
-        records, offsets = _flattened(ordered.column(ROWS))
-        bounds = offsets[np.append(first_rows, len(offsets) - 1)]
-        if len(bounds) > 1 and int(np.diff(bounds).max()) > MAX_PENDING_ROWS:
+        found = _concatenated(group, items, codes)
+        if found is None:
             return None  # the adapter hands such rows to add_batch before the window fires
-        lists = pa.ListArray.from_arrays(pa.array(bounds, pa.int32()), records)
+        starts, carriers, lists = found
         take = pa.array(carriers, pa.int64())
         keys = [items.column(k).take(take) for k in self.keys]
-        return starts, carriers, self._items(keys, lists)
+        return starts, carriers, _keyed(self.keys, keys, lists)
 
     def usable_state(self, items: pa.Table) -> bool:
         """Any held rows can be reduced on columns."""
@@ -165,6 +161,173 @@ class VectorizedItems:
         )
 
 
+@dataclass(frozen=True)
+class EvictingItems:
+    """The items of a streaming job with an evictor of a form on columns that reads no clock
+    (:class:`~windowing.evictors.vectorized.VectorizedOneSidedEvictor`: ``CountEvictor``,
+    ``TimeEvictor``, ``DeltaEvictor`` with a ``vectorized_delta``), the default trigger and
+    no allowed lateness, of tumbling windows of ``size`` ms: per window the key columns
+    ``keys``, its start (:data:`START`) and its rows with their event times (:data:`ROWS`,
+    the input records and :data:`~windowing.spark.columns.inputs.TS`), in arrival order (the
+    evicting operator's buffer order). A window fires once and is cleaned up at once (no
+    lateness), so a firing hands ``function`` the rows the evictor's ``keep_before`` mask
+    keeps, and nothing stays for ``keep_after``: ``function`` is a vectorized aggregate
+    (one ``add_groups`` call) or ``.agg`` accumulator columns
+    (:class:`~windowing.spark.columnar.accumulators.AggregateItems`); ``out_schema``, the
+    result columns (:func:`with_output`). A window whose rows the evictor all evicts, a
+    ``None`` result or columns that could give another result leave the call to the
+    operator, whose evicting state is each window's rows as ``TimestampedValue`` s.
+
+    Example::
+
+        items = EvictingItems(function, CountEvictor(10), 10_000, ("key",), out_schema)
+    """
+
+    function: VectorizedAggregateFunction[Any, Any] | AggregateItems
+    evictor: VectorizedOneSidedEvictor
+    size: int
+    keys: tuple[str, ...]
+    out_schema: StructType | None = None
+    #: The rows the runtime hands :meth:`items_of` carry their event times (ms), column TS.
+    with_times: ClassVar[bool] = True
+
+    def rows_needing_the_operator(
+        self, rows: pa.Table, times: pa.ChunkedArray
+    ) -> tuple[_Array, _Array]:
+        """The rows without an event time, and those ``.agg`` columns cannot add."""
+        if isinstance(self.function, AggregateItems):
+            return self.function.rows_needing_the_operator(rows, times)
+        return _without_time(rows, times)
+
+    def items_of(self, rows: pa.Table) -> pa.Table:
+        """Each input row (with its event time) as an item of its own."""
+        keys = [rows.column(k) for k in self.keys]
+        lists = _row_lists(rows)
+        table = _keyed(self.keys, keys, lists)
+        return table.append_column(START, pa.array(np.zeros(rows.num_rows, np.int64)))
+
+    def reduce(
+        self, group: _Array, items: pa.Table, codes: _Array | None
+    ) -> tuple[_Array, _Array, pa.Table] | None:
+        """The items of each window concatenated (see :class:`VectorizedItems`), with the
+        window's start."""
+        found = _concatenated(group, items, codes)
+        if found is None:
+            return None
+        starts, carriers, lists = found
+        take = pa.array(carriers, pa.int64())
+        keys = [items.column(k).take(take) for k in self.keys]
+        table = _keyed(self.keys, keys, lists).append_column(START, pa.array(starts, pa.int64()))
+        return starts, carriers, table
+
+    def usable_state(self, items: pa.Table) -> bool:
+        """Held rows: the columns take any (the rows they cannot take never became items)."""
+        return True
+
+    def results_of(self, items: pa.Table) -> pa.Table | None:
+        """The key columns and output columns of the items' windows, over the rows the
+        evictor keeps, or ``None`` when the operator must compute them."""
+        out = self.out_schema
+        if out is None:
+            msg = "EvictingItems.results_of before the output columns were bound (with_output)"
+            raise RuntimeError(msg)
+        records, offsets = _flattened(items.column(ROWS))
+        table = pa.Table.from_struct_array(records)
+        starts = items.column(START).to_numpy()
+        inputs = table.drop_columns([TS])
+        rows = WindowRows(offsets, table.column(TS).to_numpy(), starts, starts + self.size, inputs)
+        evictor = self.evictor
+        try:
+            mask = kept_rows(evictor.keep_before(rows, _NO_CLOCKS), rows, evictor, "keep_before")
+        except Exception as exc:
+            exc.add_note(f"while evicting with {evictor!r} on columns in a streaming call")
+            raise
+        counts = rows.kept_per_window(mask)
+        if not counts.all():
+            return None  # a window of no row: the operator gives a new accumulator's result
+        kept = inputs.filter(pa.array(mask))
+        bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        fn = self.function
+        if isinstance(fn, AggregateItems):
+            columns = items_columns(fn, kept, bounds, out)
+        else:
+            batch = in_format(kept, fn.batch_format)
+            columns = result_columns(
+                fn, group_results(fn, group_accumulators(fn, batch, bounds)), out
+            )
+        if columns is None:
+            return None
+        return pa.Table.from_arrays(
+            [*(items.column(k) for k in self.keys), *columns], names=[*self.keys, *out.names]
+        )
+
+    def records_of(self, items: pa.Table) -> list[Any]:
+        """Each item's evicting state: the window's rows as ``TimestampedValue`` s of
+        ``Row`` objects of the input columns and their event times."""
+        records, offsets = _flattened(items.column(ROWS))
+        table = pa.Table.from_struct_array(records)
+        names = [n for n in table.column_names if n != TS]
+        values = [
+            TimestampedValue(row, ts)
+            for row, ts in zip(table_rows(table, names), table.column(TS).to_pylist(), strict=True)
+        ]
+        return [values[lo:hi] for lo, hi in itertools.pairwise(offsets.tolist())]
+
+    def describe(self) -> str:
+        what = (
+            self.function.describe()
+            if isinstance(self.function, AggregateItems)
+            else describe(self.function)
+        )
+        return (
+            f"{what} over the rows {self.evictor!r} keeps (its mask on columns), each "
+            "window's rows held as an Arrow list"
+        )
+
+
+#: The clocks a one-sided evictor's mask gets in streaming (it reads none).
+_NO_CLOCKS = Clocks(MIN_TIMESTAMP, 0)
+
+
+def _without_time(rows: pa.Table, times: pa.ChunkedArray) -> tuple[_Array, _Array]:
+    """The rows without an event time (a boolean mask), and the event times (0 for nulls)."""
+    if rows.num_rows == 0:
+        return np.zeros(0, np.bool_), np.zeros(0, np.int64)
+    return null_times(times)
+
+
+def _row_lists(rows: pa.Table) -> pa.ListArray:
+    """Each row of ``rows`` as a list of itself (a struct of its columns)."""
+    records = pa.StructArray.from_arrays(
+        [rows.column(name).combine_chunks() for name in rows.column_names],
+        fields=list(rows.schema),
+    )
+    return pa.ListArray.from_arrays(pa.array(np.arange(rows.num_rows + 1), pa.int32()), records)
+
+
+def _keyed(names: Sequence[str], keys: Sequence[Any], lists: pa.Array) -> pa.Table:
+    """Items: the key columns ``keys`` (named ``names``) and the lists of rows."""
+    return pa.Table.from_arrays([*keys, lists], names=[*names, ROWS])
+
+
+def _concatenated(
+    group: _Array, items: pa.Table, codes: _Array | None
+) -> tuple[_Array, _Array, pa.ListArray] | None:
+    """The items of each window (``group``: their window starts; ``codes``: their keys)
+    reduced to one list each, concatenated in order: the windows' starts (by key, then
+    ascending), the position of an item of each, and the lists; ``None`` when a window would
+    hold more than :data:`~windowing.functions.vectorized.MAX_PENDING_ROWS` rows."""
+    perm, first_rows = window_groups(group, codes)
+    starts = (group if perm is None else group[perm])[first_rows]
+    carriers = first_rows if perm is None else perm[first_rows]
+    ordered = items if perm is None else items.take(pa.array(perm, pa.int64()))
+    records, offsets = _flattened(ordered.column(ROWS))
+    bounds = offsets[np.append(first_rows, len(offsets) - 1)]
+    if len(bounds) > 1 and int(np.diff(bounds).max()) > MAX_PENDING_ROWS:
+        return None
+    return starts, carriers, pa.ListArray.from_arrays(pa.array(bounds, pa.int32()), records)
+
+
 def _flattened(lists: pa.ChunkedArray | pa.Array) -> tuple[pa.StructArray, _Array]:
     """The records of a list column, one after the other, and where each list begins in
     them (then their number)."""
@@ -176,15 +339,23 @@ def _flattened(lists: pa.ChunkedArray | pa.Array) -> tuple[pa.StructArray, _Arra
 
 
 def vectorized_rows(
-    config: WindowConfig, spec: WindowFunctionSpec, keys: Sequence[str]
+    config: WindowConfig,
+    spec: WindowFunctionSpec,
+    keys: Sequence[str],
+    input_arrow: pa.Schema | None = None,
 ) -> TumblingAggregation | SessionAggregation | None:
-    """The streaming plan of a vectorized aggregate (``spec``, no window function; ``keys``,
-    the key columns) with the default trigger, no evictor and a lateness after which windows
-    are cleaned up: of aligned tumbling event-time windows, or of event-time sessions of a
-    static gap when the function is ``order_insensitive`` (a merged session's rows are
-    its sessions' rows one after the other, not in arrival order), else ``None``."""
+    """The streaming plan that holds windows' rows (``spec``: no window function; ``keys``,
+    the key columns; ``input_arrow``, the input's Arrow schema), or ``None``: a vectorized
+    aggregate with the default trigger, no evictor and a lateness after which windows are
+    cleaned up, of aligned tumbling event-time windows, or of event-time sessions of a
+    static gap when the function is ``order_insensitive`` (a merged session's rows are its
+    sessions' rows one after the other, not in arrival order); a vectorized aggregate or
+    ``.agg`` accumulator columns of aligned tumbling windows with the default trigger, no
+    lateness and an evictor whose mask reads no clock (:class:`EvictingItems`)."""
     if not isinstance(spec, Aggregate) or spec.window_function is not None:
         return None
+    if config.evictor is not None:
+        return _evicting(config, spec, keys, input_arrow)
     fn = spec.vectorized
     lateness = config.allowed_lateness
     if fn is None or not default_firing(config.trigger, config.evictor, lateness):
@@ -200,10 +371,29 @@ def vectorized_rows(
     return TumblingAggregation(items, assigner.size, assigner.offset, lateness)
 
 
+def _evicting(
+    config: WindowConfig, spec: Aggregate, keys: Sequence[str], input_arrow: pa.Schema | None
+) -> TumblingAggregation | None:
+    evictor, assigner = config.evictor, config.assigner
+    if not isinstance(evictor, VectorizedOneSidedEvictor) or not evictor.vectorized:
+        return None  # the operator: per-row methods, or a mask that may read the clocks
+    if config.allowed_lateness or not default_firing(config.trigger, None, 0):
+        return None  # late firings would read the rows the evictor left
+    if type(assigner) is not TumblingEventTimeWindows:
+        return None
+    if assigner.stagger is not WindowStagger.ALIGNED:
+        return None
+    fn: Any = spec.vectorized or spec_items(spec, keys, input_arrow)
+    if fn is None:
+        return None
+    items = EvictingItems(fn, evictor, assigner.size, tuple(keys))
+    return TumblingAggregation(items, assigner.size, assigner.offset, 0)
+
+
 def with_output(plan: Any, out_schema: StructType) -> Any:
     """``plan`` (a columnar plan), its vectorized items bound to the result columns
     ``out_schema``; any other plan as it is."""
     items = getattr(plan, "items", None)
-    if isinstance(items, VectorizedItems):
+    if isinstance(items, VectorizedItems | EvictingItems):
         return replace(plan, items=replace(items, out_schema=out_schema))
     return plan

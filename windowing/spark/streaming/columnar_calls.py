@@ -75,6 +75,10 @@ class ColumnarCalls:
         self.opened: OpenWindows | None = None
         schema = config.layout.input_schema
         self.record_names = list(schema.names)
+        # the columns of the rows the plan adds: the input's, and their event times where
+        # its items hold them (an evictor's)
+        with_times = getattr(getattr(self.plan, "items", None), "with_times", False)
+        self.row_names = [*schema.names, _TS] if with_times else list(schema.names)
         self.record_type = row_class(tuple(schema.names))
         self.encode_record = make_row_encoder(schema)
         # .agg columns: the operator's state values are accumulators, encoded with the key
@@ -209,7 +213,7 @@ class ColumnarCalls:
             plan,
             windows,
             watermark,
-            None if rows is None else rows.select(c.layout.input_schema.names),
+            None if rows is None else rows.select(self.row_names),
             None if rows is None else rows.column(_TS).to_numpy(),
             (held_codes, row_codes),
         )
@@ -271,7 +275,7 @@ class ColumnarCalls:
             if ts.null_count or (_ARR in c.internal and table.column(_ARR).null_count):
                 return False, None
             times = ts.to_numpy()
-            rows = table.select(c.layout.input_schema.names)
+            rows = table.select(self.row_names)
         convertible, windows = self._open_windows(key, stored)
         if not convertible:
             return False, None
