@@ -84,9 +84,10 @@ each micro-batch holds N / files rows; ``trigger(availableNow=True)`` + ``awaitT
   the built-in ``.sum("amount")`` of hopping 10 s / 1 s and session 5 s windows, each with
   ``.results`` to a ``noop`` sink (the state is kept per key group, 128 by default: see
   ``WindowedStream.max_parallelism``); ``.agg(F.sum("amount"))`` of tumbling, hopping and
-  KIP-450 10 s windows and of tumbling windows under ``CountTrigger(100)`` (accumulator
-  columns; KIP-450 next to Spark's hopping 10 s / 1 s, the count trigger next to Spark's
-  tumbling windows); and the built-in sum with ``write_results_and_late`` to
+  KIP-450 10 s windows, of tumbling windows under ``CountTrigger(100)`` and of tumbling
+  windows with ``CountEvictor(10)`` (accumulator columns; the evictor's over each window's
+  held rows; KIP-450 next to Spark's hopping 10 s / 1 s, the count trigger and the evictor
+  next to Spark's tumbling windows); and the built-in sum with ``write_results_and_late`` to
   parquet (checked against the native batch sums of the windows the final watermark closed);
 * native: Spark's own streaming aggregation of each window shape on the same files,
   ``withWatermark(ts, 1 s).groupBy(key, window(...) | session_window(...)).agg(sum(amount))``
@@ -808,6 +809,7 @@ class StreamWindows:
     assigner: Any
     native: Callable[[], Any]  # the grouping column of Spark's native aggregation
     trigger: Any = None  # ours only: Spark has no triggers
+    evictor: Any = None  # ours only: nor evictors
 
 
 STREAM_WINDOWS = [
@@ -838,6 +840,15 @@ COUNT_STREAM = StreamWindows(
     CountTrigger(100),
 )
 
+#: Tumbling windows of ``.agg`` whose evictor keeps each window's last 10 rows, next to
+#: Spark's native tumbling aggregation of all the rows (Spark has no evictors).
+EVICTOR_STREAM = StreamWindows(
+    "tumbling 10 s, CountEvictor(10) (vs Spark's tumbling 10 s)",
+    TumblingEventTimeWindows("10 seconds"),
+    lambda: F.window("ts", "10 seconds"),
+    evictor=CountEvictor(10),
+)
+
 #: KIP-450 windows of ``.agg`` in streaming, next to Spark's native hopping 10 s / 1 s (the
 #: usual emulation of sliding windows in Spark, as in the batch table).
 KIP450_STREAM = StreamWindows(
@@ -853,9 +864,11 @@ def ours_stream(
     built_in: bool | str = False,
     windows: Any = None,
     trigger: Any = None,
+    evictor: Any = None,
 ) -> Any:
     """Our streaming job: ``aggregate(SumAmount())``, the built-in ``.sum``
-    (``built_in=True``) or ``.agg(F.sum)`` (``built_in="agg"``), with ``trigger`` if any."""
+    (``built_in=True``) or ``.agg(F.sum)`` (``built_in="agg"``), with ``trigger`` and
+    ``evictor`` if any."""
     windowed = (
         DataStream.from_dataframe(
             stream_source(spark, source),
@@ -867,6 +880,8 @@ def ours_stream(
     )
     if trigger is not None:
         windowed = windowed.trigger(trigger)
+    if evictor is not None:
+        windowed = windowed.evictor(evictor)
     if built_in == "agg":
         return windowed.agg(F.sum("amount").alias("total"))
     if built_in in ("vectorized", "vectorized-operator"):
@@ -886,7 +901,9 @@ def run_ours_stream_noop(
         with mock.patch.object(planning, "vectorized_rows", lambda *args: None):
             result = ours_stream(spark, source, built_in, windows.assigner, windows.trigger)
     else:
-        result = ours_stream(spark, source, built_in, windows.assigner, windows.trigger)
+        result = ours_stream(
+            spark, source, built_in, windows.assigner, windows.trigger, windows.evictor
+        )
     what = {
         "agg": ".agg(F.sum)",
         "vectorized": "VectorizedAggregateFunction",
@@ -1340,7 +1357,8 @@ def streaming_section(
     # count trigger (accumulator columns), next to the native runs of tumbling and hopping
     # windows
     aggs: list[tuple[Run, Run]] = []
-    for i, windows in enumerate([*STREAM_WINDOWS[:2], KIP450_STREAM, COUNT_STREAM]):
+    agg_windows = [*STREAM_WINDOWS[:2], KIP450_STREAM, COUNT_STREAM, EVICTOR_STREAM]
+    for i, windows in enumerate(agg_windows):
         agg = best(
             [
                 run_ours_stream_noop(
@@ -1350,7 +1368,7 @@ def streaming_section(
             ]
         )
         print_row(agg.name, agg, n)
-        aggs.append((agg, shapes[(0, 1, 1, 0)[i]][1]))  # the native run of the same windows
+        aggs.append((agg, shapes[(0, 1, 1, 0, 0)[i]][1]))  # the native run of the windows
     parquet_runs = []
     agree = None
     for r in range(o.repeat):
