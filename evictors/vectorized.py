@@ -34,6 +34,7 @@ __all__ = [
     "VectorizedOneSidedEvictor",
     "WindowRows",
     "forms_follow",
+    "kept_before",
     "kept_rows",
 ]
 
@@ -219,6 +220,18 @@ def forms_follow(cls: type, pairs: Sequence[tuple[str, str]]) -> bool:
 def _defining(cls: type, name: str) -> type:
     """The class of ``cls``'s MRO defining ``name``."""
     return next(c for c in cls.__mro__ if name in c.__dict__)
+
+
+def kept_before(
+    evictor: VectorizedEvictor[Any, Any], rows: WindowRows, ctx: EvictorContext, where: str
+) -> numpy.ndarray[Any, Any]:
+    """``evictor``'s ``keep_before`` mask of ``rows``, checked (:func:`kept_rows`); an error
+    of the evictor's gets a note naming it and ``where`` it ran."""
+    try:
+        return kept_rows(evictor.keep_before(rows, ctx), rows, evictor, "keep_before")
+    except Exception as exc:
+        exc.add_note(f"while evicting with {evictor!r} on columns in {where}")
+        raise
 
 
 def kept_rows(

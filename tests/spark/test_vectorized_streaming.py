@@ -125,6 +125,23 @@ def _source(spark: SparkSession, path: Path) -> Any:
     return WindowedStream.from_dataframe(df, event_time="ts", watermark=watermark).key_by("user")
 
 
+def _on_columns(
+    spark: SparkSession, tmp_path: Path, finish: Any, items: type, explained: str, seed: int
+) -> dict[str, list[tuple[Any, ...]]]:
+    """The outputs of ``finish`` streamed over :func:`make_batches` (band rows included),
+    checked: planned on the columns holding ``items`` (``explained`` in its plan), equal to
+    the operator's (the batch replay in arrival order), with late rows."""
+    plan = finish(_source(spark, tmp_path / "plan")).plan
+    assert plan.columnar is not None and isinstance(plan.columnar.items, items)
+    assert explained in str(plan)
+    streamed, replayed = streamed_and_replayed(
+        spark, tmp_path, with_band_rows(make_batches(seed=seed)), finish
+    )
+    assert streamed == replayed
+    assert streamed["late"], "late rows"
+    return streamed
+
+
 @pytest.mark.differential(Route.STREAMING, ColumnarShape.TUMBLING)
 @pytest.mark.parametrize("lateness", [0, 3_000])
 def test_counts_and_sums_on_columns_equal_the_operator(
@@ -133,14 +150,7 @@ def test_counts_and_sums_on_columns_equal_the_operator(
     """Out-of-order micro-batches, late rows, a row without event time, a null amount and
     (with lateness) windows firing again: the columns give the operator's outputs."""
     finish = _finish(CountSum(), "n bigint, total bigint", lateness)
-    plan = finish(_source(spark, tmp_path / "plan")).plan
-    assert plan.columnar is not None and isinstance(plan.columnar.items, VectorizedItems)
-    assert "add_groups" in str(plan)
-    streamed, replayed = streamed_and_replayed(
-        spark, tmp_path, with_band_rows(make_batches(seed=5)), finish
-    )
-    assert streamed == replayed
-    assert streamed["late"], "late rows"
+    streamed = _on_columns(spark, tmp_path, finish, VectorizedItems, "add_groups", seed=5)
     assert any(r[3] > 1 for r in streamed["results"]), "windows of several rows"
     again = Counter((r[0], r[1]) for r in streamed["results"])
     assert (max(again.values()) > 1) == bool(lateness), "late firings with lateness only"
@@ -254,14 +264,8 @@ def test_evictors_of_tumbling_windows_on_held_rows(
             return stream.agg(F.count("*").alias("n"), F.sum("amount").alias("total"))
         return stream.aggregate(CountSum(), output_schema="n bigint, total bigint")
 
-    plan = finish(_source(spark, tmp_path / "plan")).plan
-    assert plan.columnar is not None and isinstance(plan.columnar.items, EvictingItems)
-    assert "keeps (its mask on columns)" in str(plan)
-    streamed, replayed = streamed_and_replayed(
-        spark, tmp_path, with_band_rows(make_batches(seed=4)), finish
-    )
-    assert streamed == replayed
-    assert streamed["late"], "late rows"
+    explained = "keeps (its mask on columns)"
+    streamed = _on_columns(spark, tmp_path, finish, EvictingItems, explained, seed=4)
     if evictor == "count":
         assert max(r[3] for r in streamed["results"]) == 2, "at most two rows kept"
 

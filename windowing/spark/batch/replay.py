@@ -137,11 +137,7 @@ class _OrderGuard:
         self, batch: pa.RecordBatch, codes: np.ndarray[Any, Any], skeys: list[Any], keys: list[Any]
     ) -> None:
         n = batch.num_rows
-        if n > 1:
-            bad = np.flatnonzero((codes[1:] == codes[:-1]) & ~_in_order(batch, self.names))
-            if bad.size:
-                row = int(bad[0]) + 1
-                self._fail(f"row {row} of a batch comes before the row above it", codes, row, keys)
+        self._rows_in_order(batch, codes, keys)
         if skeys[0] == self.last_key:
             first = tuple(batch.column(name)[0].as_py() for name in self.names)
             if _order_key(first) < _order_key(self.last_values):
@@ -166,11 +162,7 @@ class _OrderGuard:
         if not self.sorted_keys:
             return False
         n = batch.num_rows
-        if n > 1:
-            bad = np.flatnonzero((codes[1:] == codes[:-1]) & ~_in_order(batch, self.names))
-            if bad.size:
-                row = int(bad[0]) + 1
-                self._fail(f"row {row} of a batch comes before the row above it", codes, row, keys)
+        self._rows_in_order(batch, codes, keys)
         heads = [batch.column(k).take(pa.array(starts[:-1], pa.int64())) for k in self.keys]
         if len(starts) > 2:
             rising = _ascending(
@@ -189,6 +181,14 @@ class _OrderGuard:
         self.last_row = [batch.column(k).slice(n - 1, 1) for k in self.keys]
         self.last_values = tuple(batch.column(name)[n - 1].as_py() for name in self.names)
         return True
+
+    def _rows_in_order(self, batch: pa.RecordBatch, codes: np.ndarray[Any, Any], keys: Any) -> None:
+        """Each key's rows of the batch in replay order."""
+        if batch.num_rows > 1:
+            bad = np.flatnonzero((codes[1:] == codes[:-1]) & ~_in_order(batch, self.names))
+            if bad.size:
+                row = int(bad[0]) + 1
+                self._fail(f"row {row} of a batch comes before the row above it", codes, row, keys)
 
     def _not_contiguous(self, key: Any) -> None:
         msg = (

@@ -35,7 +35,7 @@ from pyspark.sql.types import StructType
 from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
-from windowing.evictors.vectorized import Clocks, VectorizedEvictor, WindowRows, kept_rows
+from windowing.evictors.vectorized import Clocks, VectorizedEvictor, WindowRows, kept_before
 from windowing.functions.spec import Aggregate, Process, WindowFunctionSpec
 from windowing.functions.vectorized import (
     VectorizedAggregateFunction,
@@ -332,11 +332,7 @@ class VectorizedWindows(ABC):
         rows for later firings, and a window fires once here."""
         evictor = self.evictor
         assert evictor is not None
-        try:
-            mask = kept_rows(evictor.keep_before(rows, END_OF_INPUT), rows, evictor, "keep_before")
-        except Exception as exc:
-            exc.add_note(f"while evicting with {evictor!r} on columns in the Spark batch replay")
-            raise
+        mask = kept_before(evictor, rows, END_OF_INPUT, "the Spark batch replay")
         counts = rows.kept_per_window(mask)
         if not isinstance(self.function, VectorizedProcessWindowFunction) and not counts.all():
             return None

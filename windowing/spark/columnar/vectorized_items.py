@@ -43,7 +43,7 @@ from windowing.evictors.vectorized import (
     Clocks,
     VectorizedOneSidedEvictor,
     WindowRows,
-    kept_rows,
+    kept_before,
 )
 from windowing.functions.spec import Aggregate, WindowFunctionSpec
 from windowing.functions.vectorized import (
@@ -236,12 +236,7 @@ class EvictingItems:
         starts = items.column(START).to_numpy()
         inputs = table.drop_columns([TS])
         rows = WindowRows(offsets, table.column(TS).to_numpy(), starts, starts + self.size, inputs)
-        evictor = self.evictor
-        try:
-            mask = kept_rows(evictor.keep_before(rows, _NO_CLOCKS), rows, evictor, "keep_before")
-        except Exception as exc:
-            exc.add_note(f"while evicting with {evictor!r} on columns in a streaming call")
-            raise
+        mask = kept_before(self.evictor, rows, _NO_CLOCKS, "a streaming call")
         counts = rows.kept_per_window(mask)
         if not counts.all():
             return None  # a window of no row: the operator gives a new accumulator's result
