@@ -45,6 +45,7 @@ from windowing.functions import Aggregate
 from windowing.functions.vectorized import MAX_PENDING_ROWS, VectorizedAdapter
 from windowing.job import WindowConfig
 from windowing.spark import planning
+from windowing.spark.columnar.hopping_accumulators import HoppingAccumulators
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.vectorized_items import (
     ROWS,
@@ -171,6 +172,19 @@ def test_sessions_of_an_order_insensitive_function_on_columns(
     assert streamed == replayed
     assert any(r[3] > 2 for r in streamed["results"]), "sessions of several rows"
     assert streamed["late"], "late rows"
+
+
+@pytest.mark.differential(Route.STREAMING, ColumnarShape.HOPPING)
+def test_hopping_windows_of_an_order_insensitive_function_on_panes_of_rows(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Hopping windows kept as the operator keeps them for such a function (panes), each
+    pane's rows held: late rows, rows that fire their windows on arrival (lateness: the
+    operator's calls, the panes converted each way) give the operator's outputs."""
+    windows = HoppingEventTimeWindows(SIZE, 2_500)
+    finish = _finish(CountSum(), "n bigint, total bigint", 3_000, windows)
+    streamed = _on_columns(spark, tmp_path, finish, VectorizedItems, "one item per pane", seed=9)
+    assert any(r[3] > 2 for r in streamed["results"]), "windows of several panes' rows"
 
 
 @pytest.mark.differential(Route.STREAMING, ColumnarShape.TUMBLING)
@@ -308,6 +322,21 @@ def test_windows_items_concatenate_in_order_per_key_and_window() -> None:
     assert accumulators[0][1][0].user == "a"
 
 
+def test_a_hopping_windows_panes_give_their_rows_one_after_the_other() -> None:
+    items = _items()
+    panes = items.reduce(
+        np.array([0, 10, 10, 20, 0]),
+        items.items_of(_rows(["a", "a", "a", "a", "b"], [1, 2, 3, 4, 5])),
+        np.array([0, 0, 0, 0, 1]),
+    )
+    assert panes is not None  # a's panes 0: [1], 10: [2, 3], 20: [4]; b's pane 0: [5]
+    windows = items.reduce_ranges(panes[2], np.array([0, 1, 3]), np.array([2, 3, 4]))
+    assert windows is not None
+    lists = windows.column(ROWS).to_pylist()
+    assert [[r["amount"] for r in rows] for rows in lists] == [[1, 2, 3], [2, 3, 4], [5]]
+    assert windows.column("user").to_pylist() == ["a", "a", "b"]
+
+
 def test_a_window_beyond_the_adapters_rows_or_a_none_result_goes_to_the_operator() -> None:
     items = _items()
     n = MAX_PENDING_ROWS + 1
@@ -330,12 +359,13 @@ def test_only_tumbling_windows_of_the_default_trigger_take_the_rows_plan() -> No
     tumbling = TumblingEventTimeWindows(SIZE)
     plan = vectorized_rows(WindowConfig(tumbling, None, None, 0), spec, ("user",))
     assert plan is not None and isinstance(plan.items, VectorizedItems)
-    hopping = HoppingEventTimeWindows(SIZE, 1_000)
-    assert vectorized_rows(WindowConfig(hopping, None, None, 0), spec, ()) is None
+    hopping = WindowConfig(HoppingEventTimeWindows(SIZE, 1_000), None, None, 0)
+    assert isinstance(vectorized_rows(hopping, spec, ()), HoppingAccumulators)
     sessions = WindowConfig(EventTimeSessionWindows(1_000), None, None, 0)
     assert isinstance(vectorized_rows(sessions, spec, ()), SessionAggregation)
     in_order = Aggregate(VectorizedAdapter(Amounts()))  # its rows' order matters
     assert vectorized_rows(sessions, in_order, ()) is None
+    assert vectorized_rows(hopping, in_order, ()) is None
     counted = WindowConfig(tumbling, CountTrigger(3), None, 0)
     assert vectorized_rows(counted, spec, ()) is None
     evicting = vectorized_rows(WindowConfig(tumbling, None, CountEvictor(2), 0), spec, ())

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +46,9 @@ from windowing.spark.columnar.core import (
 from windowing.spark.columnar.hopping import PaneWindows
 from windowing.spark.columnar.ranges import window_ranges
 
+if TYPE_CHECKING:
+    from windowing.spark.columnar.vectorized_items import VectorizedItems
+
 __all__ = ["HoppingAccumulators"]
 
 _Array = np.ndarray[Any, Any]
@@ -55,7 +58,9 @@ _Array = np.ndarray[Any, Any]
 class HoppingAccumulators(PaneWindows, StreamingItems):
     """Hopping event-time windows (``size``, ``slide < size``, ``offset`` in ms) of ``.agg``
     columns (``items``) with the default trigger and no evictor, in streaming: one item of
-    accumulators per pane (see the module docstring).
+    accumulators per pane (see the module docstring); or of an order-insensitive vectorized
+    aggregate, one item of held rows per pane
+    (:class:`~windowing.spark.columnar.vectorized_items.VectorizedItems`).
 
     Example::
 
@@ -63,7 +68,7 @@ class HoppingAccumulators(PaneWindows, StreamingItems):
         step = plan.step(None, watermark, rows, times, None)  # None: the operator decides
     """
 
-    items: AggregateItems
+    items: AggregateItems | VectorizedItems
     size: int
     slide: int
     offset: int
@@ -168,9 +173,10 @@ class HoppingAccumulators(PaneWindows, StreamingItems):
         _, starts, begin, end = window_ranges(pane_codes, first[holding], last[holding], self.slide)
         members = state.rows.take(pa.array(panes.index[holding], pa.int64()))
         reduced = self.items.reduce_ranges(members, begin, end)
-        if reduced is None:
-            return None
-        return starts, self.items.results_of(reduced)
+        results = None if reduced is None else self.items.results_of(reduced)
+        if results is None:
+            return None  # (a vectorized function's None result: the operator's)
+        return starts, results
 
     # ------------------------------------------------------------------ the operator's form
     def key_state_of(self, op: WindowOperator, state: OpenWindows, records: list[Any]) -> KeyState:

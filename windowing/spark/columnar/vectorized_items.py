@@ -4,10 +4,11 @@ A streaming ``.aggregate(VectorizedAggregateFunction)`` runs, in the window oper
 the function's adapter (:class:`~windowing.functions.vectorized.VectorizedAdapter`), whose
 accumulator holds a window's rows until it fires and then hands them to ``add_batch``: a
 batch built from the rows' Python objects per window. With the default trigger, no evictor
-and tumbling windows (or sessions, for an ``order_insensitive`` function), the columnar state
-keeps instead, per window (an *item*), the key columns and the window's rows so far as an
-Arrow list of the input records (:class:`VectorizedItems`), in arrival order (a merged
-session's: its sessions' rows one after the other):
+and tumbling windows (or sessions and hopping panes, for an ``order_insensitive``
+function), the columnar state keeps instead, per window (an *item*), the key columns and
+the window's rows so far as an Arrow list of the input records (:class:`VectorizedItems`),
+in arrival order (a merged session's, a hopping window's: its sessions' or panes' rows one
+after the other):
 
 * a micro-batch's rows become an item each, and a window's items reduce to one by
   concatenating their lists in order (the held rows first);
@@ -37,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructType
 
+from windowing.assigners.hopping import HoppingEventTimeWindows
 from windowing.assigners.session import EventTimeSessionWindows
 from windowing.assigners.tumbling import TumblingEventTimeWindows, WindowStagger
 from windowing.evictors.vectorized import (
@@ -55,8 +57,10 @@ from windowing.functions.vectorized import (
     in_format,
 )
 from windowing.job import WindowConfig
+from windowing.plan import Strategy, plan_operator
 from windowing.spark.columnar.accumulators import AggregateItems, spec_items
 from windowing.spark.columnar.core import default_firing, null_times, window_groups
+from windowing.spark.columnar.hopping_accumulators import HoppingAccumulators
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation
 from windowing.spark.columnar.vectorized import items_columns, result_columns
@@ -116,6 +120,22 @@ class VectorizedItems:
         take = pa.array(carriers, pa.int64())
         keys = [items.column(k).take(take) for k in self.keys]
         return starts, carriers, _keyed(self.keys, keys, lists)
+
+    def reduce_ranges(self, items: pa.Table, lo: _Array, hi: _Array) -> pa.Table | None:
+        """The items ``[lo[i], hi[i])`` (non-empty ranges of one key's items each: a hopping
+        window's panes) as one list of rows each, or ``None`` when one would hold more rows
+        than the operator's adapter does."""
+        records, offsets = _flattened(items.column(ROWS))
+        first, last = offsets[lo], offsets[hi]
+        sizes = last - first
+        if len(sizes) and int(sizes.max()) > MAX_PENDING_ROWS:
+            return None
+        bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        take = np.arange(int(bounds[-1]), dtype=np.int64) + np.repeat(first - bounds[:-1], sizes)
+        rows = records.take(pa.array(take, pa.int64()))
+        lists = pa.ListArray.from_arrays(pa.array(bounds, pa.int32()), rows)
+        keys = [items.column(k).take(pa.array(lo, pa.int64())) for k in self.keys]
+        return _keyed(self.keys, keys, lists)
 
     def usable_state(self, items: pa.Table) -> bool:
         """Any held rows can be reduced on columns."""
@@ -338,13 +358,14 @@ def vectorized_rows(
     spec: WindowFunctionSpec,
     keys: Sequence[str],
     input_arrow: pa.Schema | None = None,
-) -> TumblingAggregation | SessionAggregation | None:
+) -> TumblingAggregation | SessionAggregation | HoppingAccumulators | None:
     """The streaming plan that holds windows' rows (``spec``: no window function; ``keys``,
     the key columns; ``input_arrow``, the input's Arrow schema), or ``None``: a vectorized
     aggregate with the default trigger, no evictor and a lateness after which windows are
     cleaned up, of aligned tumbling event-time windows, or of event-time sessions of a
-    static gap when the function is ``order_insensitive`` (a merged session's rows are its
-    sessions' rows one after the other, not in arrival order); a vectorized aggregate or
+    static gap or of hopping windows kept as the operator's panes when the function is
+    ``order_insensitive`` (a merged session's rows are its sessions' rows one after the
+    other, a hopping window's its panes', not in arrival order); a vectorized aggregate or
     ``.agg`` accumulator columns of aligned tumbling windows with the default trigger, no
     lateness and an evictor whose mask reads no clock (:class:`EvictingItems`)."""
     if not isinstance(spec, Aggregate) or spec.window_function is not None:
@@ -359,6 +380,14 @@ def vectorized_rows(
     items = VectorizedItems(fn, tuple(keys))
     if type(assigner) is EventTimeSessionWindows and fn.order_insensitive:
         return SessionAggregation(items, assigner.gap, lateness)
+    if type(assigner) is HoppingEventTimeWindows and assigner.slide < assigner.size:
+        # the operator's panes (an order-insensitive function's, by default): each pane's
+        # rows held, a window's panes' rows one after the other
+        kept = plan_operator(assigner, None, None, spec, lateness, config.slicing)
+        if kept.strategy is not Strategy.PANES or not fn.order_insensitive:
+            return None
+        size, slide, offset = assigner.size, assigner.slide, assigner.offset
+        return HoppingAccumulators(items, size, slide, offset, lateness)
     if type(assigner) is not TumblingEventTimeWindows:
         return None
     if assigner.stagger is not WindowStagger.ALIGNED:

@@ -305,7 +305,7 @@ def _in_current_terms(recorded: JobDefinition, definition: JobDefinition) -> Job
         and same_description(aggregates, definition.parts.get("aggregates"))
     )
     # a vectorized aggregate's windows or sessions: the operator's keys stay with it
-    held = columnar in ("tumbling", "sessions") and all(
+    held = columnar in ("tumbling", "sessions", "hopping") and all(
         _vectorized(d.parts.get("function")) for d in (recorded, definition)
     )
     if shape.get("columnar") is None and (converts or held):
