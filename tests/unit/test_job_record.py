@@ -79,13 +79,14 @@ VECTORIZED = {"class": "VectorizedAdapter", "function": {"class": "MeanVar"}}
 
 
 def test_a_vectorized_aggregate_an_earlier_version_ran_in_the_operator_continues() -> None:
-    """Tumbling windows and sessions on columns: the operator's key states stay entries of
-    the operator; other shapes, or a function that is not vectorized, still break."""
+    """Tumbling windows, sessions and hopping panes on columns: the operator's key states
+    stay entries of the operator; other shapes, or a function that is not vectorized, still
+    break."""
     earlier = definition(None, function=VECTORIZED)
-    assert check_job(definition("tumbling", function=VECTORIZED), earlier, "/chk") == []
-    assert check_job(definition("sessions", function=VECTORIZED), earlier, "/chk") == []
+    for shape in ("tumbling", "sessions", "hopping"):
+        assert check_job(definition(shape, function=VECTORIZED), earlier, "/chk") == []
     for now, before in [
-        (definition("hopping", function=VECTORIZED), earlier),
+        (definition("kip450", function=VECTORIZED), earlier),
         (definition("tumbling", function={"class": "SumAmount"}), definition(None)),
     ]:
         with pytest.raises(JobChangedError, match="state_shape"):
