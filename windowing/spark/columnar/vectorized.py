@@ -81,6 +81,7 @@ __all__ = [
     "VectorizedSessions",
     "VectorizedTumbling",
     "VectorizedWindows",
+    "aggregate_columns",
     "result_columns",
     "vectorized_plan",
 ]
@@ -257,12 +258,8 @@ class VectorizedWindows(ABC):
         empty), or ``None`` when the operator must compute them: a vectorized function's
         ``add_groups`` and ``get_results``, or ``.agg`` columns' accumulator columns."""
         fn = self.function
-        if isinstance(fn, AggregateItems):
-            return items_columns(fn, rows, offsets, layout.out_schema)
-        assert isinstance(fn, VectorizedAggregateFunction)
-        batch = in_format(rows, fn.batch_format)
-        results = group_results(fn, group_accumulators(fn, batch, offsets))
-        return result_columns(fn, results, layout.out_schema)
+        assert not isinstance(fn, VectorizedProcessWindowFunction)
+        return aggregate_columns(fn, rows, offsets, layout.out_schema)
 
     def fired(self, rows: WindowRows) -> Firings | None:
         """The firings of the trigger's form on columns (through the evictor's masks), or
@@ -487,6 +484,23 @@ class VectorizedSessions(VectorizedWindows):
 
     def windows(self) -> str:
         return f"event-time sessions of gap {self.gap} ms"
+
+
+def aggregate_columns(
+    function: VectorizedAggregateFunction[Any, Any] | AggregateItems,
+    rows: pa.Table,
+    offsets: np.ndarray[Any, Any],
+    out_schema: StructType,
+) -> list[pa.Array] | None:
+    """The result columns (``out_schema``) of ``function`` over the groups ``offsets`` of
+    ``rows`` (none empty), or ``None`` when the operator must compute them: a vectorized
+    aggregate's ``add_groups`` and ``get_results`` (a ``None`` result), or ``.agg`` columns'
+    accumulator columns (:func:`items_columns`)."""
+    if isinstance(function, AggregateItems):
+        return items_columns(function, rows, offsets, out_schema)
+    batch = in_format(rows, function.batch_format)
+    results = group_results(function, group_accumulators(function, batch, offsets))
+    return result_columns(function, results, out_schema)
 
 
 def items_columns(

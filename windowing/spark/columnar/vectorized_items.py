@@ -52,9 +52,6 @@ from windowing.functions.vectorized import (
     MAX_PENDING_ROWS,
     VectorizedAggregateFunction,
     describe,
-    group_accumulators,
-    group_results,
-    in_format,
 )
 from windowing.job import WindowConfig
 from windowing.plan import Strategy, plan_operator
@@ -63,7 +60,7 @@ from windowing.spark.columnar.core import default_firing, null_times, window_gro
 from windowing.spark.columnar.hopping_accumulators import HoppingAccumulators
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation
-from windowing.spark.columnar.vectorized import items_columns, result_columns
+from windowing.spark.columnar.vectorized import aggregate_columns
 from windowing.spark.columns.inputs import TS
 from windowing.spark.columns.schema import table_rows
 from windowing.time import MIN_TIMESTAMP
@@ -113,13 +110,7 @@ class VectorizedItems:
         """The items of each window (``group``: their window starts; ``codes``: their keys)
         reduced to one, their lists concatenated in order, or ``None`` when a window would
         hold more rows than the operator's adapter does."""
-        found = _concatenated(group, items, codes)
-        if found is None:
-            return None  # the adapter hands such rows to add_batch before the window fires
-        starts, carriers, lists = found
-        take = pa.array(carriers, pa.int64())
-        keys = [items.column(k).take(take) for k in self.keys]
-        return starts, carriers, _keyed(self.keys, keys, lists)
+        return _concatenated(self.keys, group, items, codes)
 
     def reduce_ranges(self, items: pa.Table, lo: _Array, hi: _Array) -> pa.Table | None:
         """The items ``[lo[i], hi[i])`` (non-empty ranges of one key's items each: a hopping
@@ -146,20 +137,10 @@ class VectorizedItems:
         """The key columns and output columns of the items' windows: one ``add_groups``
         and one ``get_results`` call for all of them, or ``None`` when a result is ``None``
         (the operator emits nothing for such a window and counts it)."""
-        if self.out_schema is None:
-            msg = "VectorizedItems.results_of before the output columns were bound (with_output)"
-            raise RuntimeError(msg)
-        fn = self.function
+        out = _bound(self.out_schema, "VectorizedItems")
         records, offsets = _flattened(items.column(ROWS))
-        batch = in_format(pa.Table.from_struct_array(records), fn.batch_format)
-        results = group_results(fn, group_accumulators(fn, batch, offsets))
-        columns = result_columns(fn, results, self.out_schema)
-        if columns is None:
-            return None
-        return pa.Table.from_arrays(
-            [*(items.column(k) for k in self.keys), *columns],
-            names=[*self.keys, *self.out_schema.names],
-        )
+        rows = pa.Table.from_struct_array(records)
+        return _results(self.keys, items, aggregate_columns(self.function, rows, offsets, out), out)
 
     # -------------------------------------------------------------------- the operator's form
     def records_of(self, items: pa.Table) -> list[Any]:
@@ -231,14 +212,11 @@ class EvictingItems:
     ) -> tuple[_Array, _Array, pa.Table] | None:
         """The items of each window concatenated (see :class:`VectorizedItems`), with the
         window's start."""
-        found = _concatenated(group, items, codes)
+        found = _concatenated(self.keys, group, items, codes)
         if found is None:
             return None
-        starts, carriers, lists = found
-        take = pa.array(carriers, pa.int64())
-        keys = [items.column(k).take(take) for k in self.keys]
-        table = _keyed(self.keys, keys, lists).append_column(START, pa.array(starts, pa.int64()))
-        return starts, carriers, table
+        starts, carriers, table = found
+        return starts, carriers, table.append_column(START, pa.array(starts, pa.int64()))
 
     def usable_state(self, items: pa.Table) -> bool:
         """Held rows: the columns take any (the rows they cannot take never became items)."""
@@ -247,10 +225,7 @@ class EvictingItems:
     def results_of(self, items: pa.Table) -> pa.Table | None:
         """The key columns and output columns of the items' windows, over the rows the
         evictor keeps, or ``None`` when the operator must compute them."""
-        out = self.out_schema
-        if out is None:
-            msg = "EvictingItems.results_of before the output columns were bound (with_output)"
-            raise RuntimeError(msg)
+        out = _bound(self.out_schema, "EvictingItems")
         records, offsets = _flattened(items.column(ROWS))
         table = pa.Table.from_struct_array(records)
         starts = items.column(START).to_numpy()
@@ -262,19 +237,7 @@ class EvictingItems:
             return None  # a window of no row: the operator gives a new accumulator's result
         kept = inputs.filter(pa.array(mask))
         bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        fn = self.function
-        if isinstance(fn, AggregateItems):
-            columns = items_columns(fn, kept, bounds, out)
-        else:
-            batch = in_format(kept, fn.batch_format)
-            columns = result_columns(
-                fn, group_results(fn, group_accumulators(fn, batch, bounds)), out
-            )
-        if columns is None:
-            return None
-        return pa.Table.from_arrays(
-            [*(items.column(k) for k in self.keys), *columns], names=[*self.keys, *out.names]
-        )
+        return _results(self.keys, items, aggregate_columns(self.function, kept, bounds, out), out)
 
     def records_of(self, items: pa.Table) -> list[Any]:
         """Each item's evicting state: the window's rows as ``TimestampedValue`` s of
@@ -326,12 +289,14 @@ def _keyed(names: Sequence[str], keys: Sequence[Any], lists: pa.Array) -> pa.Tab
 
 
 def _concatenated(
-    group: _Array, items: pa.Table, codes: _Array | None
-) -> tuple[_Array, _Array, pa.ListArray] | None:
-    """The items of each window (``group``: their window starts; ``codes``: their keys)
-    reduced to one list each, concatenated in order: the windows' starts (by key, then
-    ascending), the position of an item of each, and the lists; ``None`` when a window would
-    hold more than :data:`~windowing.functions.vectorized.MAX_PENDING_ROWS` rows."""
+    names: Sequence[str], group: _Array, items: pa.Table, codes: _Array | None
+) -> tuple[_Array, _Array, pa.Table] | None:
+    """The items of each window (``group``: their window starts; ``codes``: their keys; key
+    columns ``names``) reduced to one list each, concatenated in order: the windows' starts
+    (by key, then ascending), the position of an item of each, and the reduced items;
+    ``None`` when a window would hold more than
+    :data:`~windowing.functions.vectorized.MAX_PENDING_ROWS` rows (the adapter hands such
+    rows to ``add_batch`` before the window fires)."""
     perm, first_rows = window_groups(group, codes)
     starts = (group if perm is None else group[perm])[first_rows]
     carriers = first_rows if perm is None else perm[first_rows]
@@ -340,7 +305,29 @@ def _concatenated(
     bounds = offsets[np.append(first_rows, len(offsets) - 1)]
     if len(bounds) > 1 and int(np.diff(bounds).max()) > MAX_PENDING_ROWS:
         return None
-    return starts, carriers, pa.ListArray.from_arrays(pa.array(bounds, pa.int32()), records)
+    lists = pa.ListArray.from_arrays(pa.array(bounds, pa.int32()), records)
+    take = pa.array(carriers, pa.int64())
+    return starts, carriers, _keyed(names, [items.column(k).take(take) for k in names], lists)
+
+
+def _results(
+    names: Sequence[str], items: pa.Table, columns: list[pa.Array] | None, out: StructType
+) -> pa.Table | None:
+    """The key columns ``names`` of ``items`` and the result ``columns`` (``out``), or
+    ``None`` when there are no columns (the operator computes them)."""
+    if columns is None:
+        return None
+    return pa.Table.from_arrays(
+        [*(items.column(k) for k in names), *columns], names=[*names, *out.names]
+    )
+
+
+def _bound(out_schema: StructType | None, owner: str) -> StructType:
+    """The result columns items were bound to (:func:`with_output`)."""
+    if out_schema is None:
+        msg = f"{owner}.results_of before the output columns were bound (with_output)"
+        raise RuntimeError(msg)
+    return out_schema
 
 
 def _flattened(lists: pa.ChunkedArray | pa.Array) -> tuple[pa.StructArray, _Array]:

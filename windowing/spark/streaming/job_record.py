@@ -285,10 +285,10 @@ def check_job(
 def _in_current_terms(recorded: JobDefinition, definition: JobDefinition) -> JobDefinition:
     """``recorded`` with the names an earlier version gave a part replaced by this version's
     (a columnar state shape was recorded as its plan's class name), and an ``.agg`` or a
-    vectorized aggregate of tumbling windows that an earlier version ran in the window
-    operator recorded with the columnar shape ``definition`` has now (the columns convert
-    the operator's accumulators; a vectorized aggregate's keys stay with the operator until
-    their windows are cleaned up)."""
+    vectorized aggregate (of tumbling windows, sessions or hopping panes) that an earlier
+    version ran in the window operator recorded with the columnar shape ``definition`` has
+    now (the columns convert the operator's accumulators; a vectorized aggregate's keys stay
+    with the operator until their windows are cleaned up)."""
     shape = recorded.parts.get("state_shape")
     if not isinstance(shape, dict):
         return recorded
@@ -304,7 +304,7 @@ def _in_current_terms(recorded: JobDefinition, definition: JobDefinition) -> Job
         and aggregates.get("class") == "ColumnAggregates"
         and same_description(aggregates, definition.parts.get("aggregates"))
     )
-    # a vectorized aggregate's windows or sessions: the operator's keys stay with it
+    # a vectorized aggregate's held rows: the operator's keys stay with it
     held = columnar in ("tumbling", "sessions", "hopping") and all(
         _vectorized(d.parts.get("function")) for d in (recorded, definition)
     )
