@@ -85,7 +85,7 @@ from windowing.spark.columnar.hopping_accumulators import HoppingAccumulators
 from windowing.spark.columnar.kip450 import KafkaAccumulators
 from windowing.spark.columnar.sessions import SessionAggregation
 from windowing.spark.columnar.tumbling import TumblingAggregation, tumbling_size
-from windowing.spark.columnar.vectorized import VectorizedWindows, vectorized_plan
+from windowing.spark.columnar.vectorized import VectorizedWindows, fold_plan, vectorized_plan
 from windowing.spark.columnar.vectorized_items import vectorized_rows
 from windowing.spark.columns.aggregates import AggregateCall, ansi_enabled
 from windowing.spark.jobs import (
@@ -708,7 +708,7 @@ def columnar_shape(
     the input's Arrow schema when known, rules out fields numpy cannot reduce), or ``None``: a
     vectorized function's; a built-in aggregation of tumbling, hopping (``slide <= size``) or
     session windows; in streaming ``.agg`` columns of those, of KIP-450 windows, of tumbling
-    windows under a count trigger, and windows holding rows (:func:`vectorized_rows`)."""
+    windows under a count trigger, windows holding rows (:func:`vectorized_rows`); a fold."""
     found = vectorized_plan(config, spec, streaming=streaming, keys=keys, input_arrow=input_arrow)
     if streaming and found is None:
         found = counted_plan(config, spec, keys, input_arrow)
@@ -733,7 +733,7 @@ def columnar_shape(
             return KafkaAccumulators(aggregates, assigner.size, assigner.lateness(lateness))
     fn = field_aggregation_of(spec, config.trigger, config.evictor, lateness, input_arrow)
     if fn is None:
-        return None
+        return fold_plan(config, spec, streaming=streaming)
     assert isinstance(fn.field, str)
     items = FieldItems(fn.aggregation, fn.field, fn.first)
     if tumbling is not None:

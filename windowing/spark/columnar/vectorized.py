@@ -50,9 +50,11 @@ from windowing.functions.vectorized_process import (
 )
 from windowing.functions.vectorized_process import describe as describe_process
 from windowing.job import WindowConfig
+from windowing.plan import Strategy, plan_operator
 from windowing.records import OutputTag, WindowResult
 from windowing.spark.columnar.accumulators import AggregateItems, spec_items
 from windowing.spark.columnar.core import ColumnarShape, near_ends_of_time
+from windowing.spark.columnar.row_fold import RowFold, fold_of, note_group
 from windowing.spark.columnar.tumbling import last_window_from, tumbling_starts
 from windowing.spark.columnar.vectorized_process import (
     END_OF_INPUT,
@@ -60,6 +62,7 @@ from windowing.spark.columnar.vectorized_process import (
     encoded_columns,
     process_windows,
 )
+from windowing.spark.columns.failures import note_element_error
 from windowing.spark.columns.output import OutputLayout
 from windowing.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
@@ -72,6 +75,7 @@ from windowing.triggers.vectorized import (
     firings,
     on_sessions,
 )
+from windowing.windows import TimeWindow
 
 __all__ = [
     "Evicted",
@@ -82,6 +86,7 @@ __all__ = [
     "VectorizedTumbling",
     "VectorizedWindows",
     "aggregate_columns",
+    "fold_plan",
     "result_columns",
     "vectorized_plan",
 ]
@@ -142,9 +147,13 @@ class VectorizedWindows(ABC):
     record batch at a time, in event-time order (see the module docstring); a subclass per
     window shape says which rows form a window."""
 
-    #: A vectorized function, or the accumulator columns of ``.agg`` columns.
+    #: A vectorized function, the accumulator columns of ``.agg`` columns, or a per-row
+    #: function's fold.
     function: (
-        VectorizedAggregateFunction[Any, Any] | VectorizedProcessWindowFunction | AggregateItems
+        VectorizedAggregateFunction[Any, Any]
+        | VectorizedProcessWindowFunction
+        | AggregateItems
+        | RowFold
     )
     allowed_lateness: int
     #: An evictor with a form on columns (its masks), or ``None``.
@@ -246,7 +255,21 @@ class VectorizedWindows(ABC):
                 len(first),
                 sides,
             )
-        columns = self.aggregated(grouped, offsets, layout)
+        if isinstance(fn, RowFold):
+
+            def notes(exc: Exception, g: int, row: int | None, value: Any) -> None:
+                key = None if keys_of is None else keys_of(first_rows[g : g + 1])[0][0]
+                window = TimeWindow(int(found.starts[g]), int(found.ends[g]))
+                element = None if row is None else (value, int(stamps[row]))
+                note_group(exc, key, window, element)
+                pending = [] if element is None else [(value, element[1], key)]
+                note_element_error(
+                    exc, 0, pending, key, "the Spark batch replay", show_values=layout.show_values
+                )
+
+            columns = fn.columns(grouped, offsets, layout, notes)
+        else:
+            columns = self.aggregated(grouped, offsets, layout)
         if columns is None:
             return None
         return VectorizedResults(found.starts, found.ends, first_rows, columns, len(first))
@@ -258,7 +281,7 @@ class VectorizedWindows(ABC):
         empty), or ``None`` when the operator must compute them: a vectorized function's
         ``add_groups`` and ``get_results``, or ``.agg`` columns' accumulator columns."""
         fn = self.function
-        assert not isinstance(fn, VectorizedProcessWindowFunction)
+        assert not isinstance(fn, VectorizedProcessWindowFunction | RowFold)
         return aggregate_columns(fn, rows, offsets, layout.out_schema)
 
     def fired(self, rows: WindowRows) -> Firings | None:
@@ -355,6 +378,13 @@ class VectorizedWindows(ABC):
                 "rows (a firing's: once per firing) reduced with numpy per Arrow record batch "
                 "(keys the columns cannot take, e.g. a sum that could leave 64 bits or a float "
                 "min / max meeting NaN, run through the operator)"
+            )
+        if isinstance(fn, RowFold):
+            return (
+                f"{fn.describe()} on {self.windows()}: a record batch's rows as Row objects, "
+                "each window's rows added in replay order in one loop over all its (key, "
+                "window) groups, no operator per key (keys the columns cannot take, e.g. "
+                "near the ends of time or with a None result, run through the operator)"
             )
         if isinstance(fn, VectorizedProcessWindowFunction):
             return (
@@ -614,11 +644,49 @@ def vectorized_plan(
     if items is not None and trigger is None and evictor is None:
         return None  # the default trigger: a native plan, else the operator's accumulators
     lateness = config.allowed_lateness
+    if isinstance(fn, VectorizedProcessWindowFunction) and overrides_clear(fn) and lateness:
+        return None  # cleanups interleave with other windows' firings: the operator's timers
+    return _windows_plan(fn, config, evictor, trigger, sessions=True)
+
+
+def fold_plan(
+    config: WindowConfig, spec: WindowFunctionSpec, *, streaming: bool
+) -> VectorizedWindows | None:
+    """The plan of a per-row aggregate or reduce folded a record batch at a time
+    (:mod:`~windowing.spark.columnar.row_fold`), or ``None``: batch; tumbling or hopping
+    (``slide <= size``) event-time windows, aligned, that the operator keeps per window (not
+    as panes); the default trigger; no evictor, no window function; a lateness that lets
+    windows be cleaned up. The caller checks the order of rows (event-time order)."""
+    fold = None if streaming else fold_of(spec)
+    if fold is None or config.evictor is not None:
+        return None
+    if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
+        return None
+    assigner = config.assigner
+    if type(assigner) is HoppingEventTimeWindows and assigner.slide < assigner.size:
+        kept = plan_operator(
+            assigner, config.trigger, None, spec, config.allowed_lateness, config.slicing
+        )
+        if kept.strategy is not Strategy.ALIGNED:
+            return None  # partials of panes merged: the operator's order of operations
+    return _windows_plan(fold, config, None, None, sessions=False)
+
+
+def _windows_plan(
+    fn: Any,
+    config: WindowConfig,
+    evictor: VectorizedEvictor[Any, Any] | None,
+    trigger: VectorizedTrigger[Any, Any] | None,
+    *,
+    sessions: bool,
+) -> VectorizedWindows | None:
+    """The plan of ``fn`` on the config's windows: aligned tumbling, hopping (``slide <=
+    size``) or (``sessions``) static-gap session windows, with a lateness that lets windows
+    be cleaned up."""
+    lateness = config.allowed_lateness
     if lateness > MAX_TIMESTAMP // 4:
         return None  # cleanup at the end of time: the operator keeps the windows (a metric)
     assigner = config.assigner
-    if isinstance(fn, VectorizedProcessWindowFunction) and overrides_clear(fn) and lateness:
-        return None  # cleanups interleave with other windows' firings: the operator's timers
     if type(assigner) is TumblingEventTimeWindows and assigner.stagger is WindowStagger.ALIGNED:
         return VectorizedTumbling(
             fn,
@@ -635,6 +703,6 @@ def vectorized_plan(
         return VectorizedHopping(
             fn, lateness, size, slide, offset, evictor=evictor, trigger=trigger
         )
-    if type(assigner) is EventTimeSessionWindows:
+    if sessions and type(assigner) is EventTimeSessionWindows:
         return VectorizedSessions(fn, lateness, assigner.gap, evictor=evictor, trigger=trigger)
     return None

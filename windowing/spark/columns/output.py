@@ -431,7 +431,7 @@ class OutputLayout:
 
     # -- executor side: build the output ---------------------------------------------------
     @functools.cached_property
-    def _writers(self) -> tuple[Encoders, list[Encoders]]:
+    def writers(self) -> tuple[Encoders, list[Encoders]]:
         """Encoders (one value, all values in bulk) of the results and of each side output."""
         encode: Callable[[Any], list[Any]]
         if self.reduced_rows:
@@ -453,7 +453,7 @@ class OutputLayout:
 
     def check_result(self, value: Any) -> None:
         """Raise when the result ``value`` is not a row of the output schema."""
-        encode = self._writers[0][0]
+        encode = self.writers[0][0]
         for v, arrow_type in zip(encode(value), self._arrow_types[0], strict=True):
             pa.array([v], arrow_type)
 
@@ -592,7 +592,7 @@ class OutputLayout:
         Raises ``ValueError`` for a side output tag without a declared schema, and the
         conversion's error, naming the key, window and field, for a result that is not a row
         of the output schema."""
-        encode, side_encoders = self._writers
+        encode, side_encoders = self.writers
         out_types, side_types, _ = self._arrow_types
         for tag, records in side_outputs.items():
             self.check_side_output(tag, records, key)

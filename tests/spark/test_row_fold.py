@@ -1,0 +1,254 @@
+"""A per-row ``AggregateFunction`` or ``ReduceFunction`` folded a record batch at a time in the
+batch replay (``windowing.spark.columnar.row_fold``), against the window operator's path."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark import cloudpickle as spark_cloudpickle
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.types import LongType, StringType
+
+from tests.spark.test_vectorized import T0, OperatorTrigger, _layout, collected
+from windowing import (
+    EventTimeSessionWindows,
+    HoppingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
+from windowing.functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce
+from windowing.job import WindowConfig
+from windowing.spark.columnar.row_fold import RowFold, fold_of
+from windowing.spark.columnar.vectorized import fold_plan
+from windowing.spark.planning import ColumnarShape, Route
+from windowing.stream import DataStream
+from windowing.testing import WindowOperatorHarness
+
+pytestmark = pytest.mark.spark
+
+spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+
+
+class Trail(AggregateFunction[Any, tuple[int, ...], str]):
+    """The ``x`` of a window's rows in the order ``add`` gets them (order-sensitive), ``None``
+    for windows of key 3 holding an odd number of rows when ``odd_none``."""
+
+    def __init__(self, odd_none: bool = False) -> None:
+        self.odd_none = odd_none
+
+    def create_accumulator(self) -> tuple[int, ...]:
+        return ()
+
+    def add(self, value: Any, accumulator: tuple[int, ...]) -> tuple[int, ...]:
+        return (*accumulator, value.x)
+
+    def merge(self, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+        return (*a, *b)
+
+    def get_result(self, accumulator: tuple[int, ...]) -> str | None:
+        if self.odd_none and len(accumulator) % 2 and accumulator[0] % 10 == 3:
+            return None
+        return ",".join(map(str, accumulator))
+
+
+class Failing(AggregateFunction[Any, int, int]):
+    """Fails adding the row with ``x == bad_x``, or (``bad_x`` None) taking a result."""
+
+    def __init__(self, bad_x: int | None) -> None:
+        self.bad_x = bad_x
+
+    def create_accumulator(self) -> int:
+        return 0
+
+    def add(self, value: Any, accumulator: int) -> int:
+        if value.x == self.bad_x:
+            raise ArithmeticError(f"bad row {value.x}")
+        return accumulator + 1
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
+
+    def get_result(self, accumulator: int) -> int:
+        if self.bad_x is None:
+            raise ArithmeticError("bad result")
+        return accumulator
+
+
+class Tagged(ProcessWindowFunction[Any, Any, Any, Any]):
+    """A window function over a result: its window's start with it."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        return [(context.window.start, e) for e in elements]
+
+
+def rows(spark: SparkSession, n: int = 1_500) -> DataFrame:
+    rid = F.col("id")
+    return spark.range(n).select(
+        (rid % 10).alias("key"),
+        rid.alias("x"),
+        ((rid * 7919) % 101).alias("amount"),
+        F.timestamp_millis(F.lit(T0) + rid * 37 + F.floor(rid / 100) * 1_000).alias("ts"),
+    )
+
+
+def _latest(a: Row, b: Row) -> Row:
+    """A reduce that depends on the order: the later row, its amount summed."""
+    return Row(key=b.key, x=b.x, amount=a.amount + b.amount, ts=b.ts)
+
+
+ASSIGNERS = {
+    "tumbling": lambda: TumblingEventTimeWindows("2 seconds"),
+    "hopping": lambda: HoppingEventTimeWindows("3 seconds", "1 second"),
+    "hopping_even": lambda: HoppingEventTimeWindows("2 seconds", "2 seconds"),
+}
+
+
+@pytest.mark.differential(ColumnarShape.TUMBLING, ColumnarShape.HOPPING)
+@pytest.mark.parametrize("shape", sorted(ASSIGNERS))
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "non-keyed"])
+def test_a_fold_gives_the_operators_results(
+    spark: SparkSession, tiny_batches: None, shape: str, keyed: bool
+) -> None:
+    """Order-sensitive aggregate and reduce: each window's rows in replay order, however a
+    key's rows are batched and carried; a ``None`` result goes to the operator, which counts
+    it."""
+    stream = DataStream.from_dataframe(rows(spark), event_time="ts")
+
+    def run(trigger: Any, kind: str) -> Any:
+        assigner = ASSIGNERS[shape]()
+        windowed = stream.key_by("key").window(assigner) if keyed else stream.window_all(assigner)
+        if trigger is not None:
+            windowed = windowed.trigger(trigger)
+        if kind == "reduce":
+            return windowed.reduce(_latest)
+        return windowed.aggregate(Trail(odd_none=True), output_schema="trail string")
+
+    for kind in ("aggregate", "reduce"):
+        fast, operator = run(None, kind), run(OperatorTrigger(), kind)
+        assert fast.plan.route is Route.BATCH_REPLAY
+        assert isinstance(fast.plan.columnar.function, RowFold), str(fast.plan)
+        assert operator.plan.columnar is None
+        kind_name = "AggregateFunction Trail" if kind == "aggregate" else "ReduceFunction"
+        assert kind_name in str(fast.plan) and "no operator per key" in str(fast.plan)
+        got = collected(fast)
+        assert len(got) > 30
+        assert got == collected(operator)
+        if kind == "aggregate":
+            assert any("," in str(r[-2]) for r in got)  # windows of several rows
+            fast_nulls = fast.metrics.collect()[0].num_null_results
+            assert fast_nulls == operator.metrics.collect()[0].num_null_results
+            if keyed:
+                assert fast_nulls > 0
+
+
+def test_an_order_insensitive_hopping_aggregate_keeps_the_operators_panes(
+    spark: SparkSession,
+) -> None:
+    """The operator merges partials of panes for an order-insensitive function: not a fold
+    (the same arithmetic, in another order, could round floats otherwise)."""
+
+    class Count(Trail):
+        order_insensitive = True
+
+    windowed = DataStream.from_dataframe(rows(spark, 100), event_time="ts").key_by("key")
+    hopping = windowed.window(HoppingEventTimeWindows("3 seconds", "1 second"))
+    assert hopping.aggregate(Count(), output_schema="trail string").plan.columnar is None
+    tumbling = windowed.window(TumblingEventTimeWindows("3 seconds"))
+    plan = tumbling.aggregate(Count(), output_schema="trail string").plan
+    assert isinstance(plan.columnar.function, RowFold)
+
+
+@pytest.mark.parametrize(
+    ("bad_x", "note"),
+    [(317, "while adding the element with timestamp 1714521614729 "), (None, "while evaluating")],
+    ids=["add", "get_result"],
+)
+def test_a_fold_names_the_key_and_window_of_an_error_as_the_operator(
+    spark: SparkSession, bad_x: int | None, note: str
+) -> None:
+    windowed = (
+        DataStream.from_dataframe(rows(spark, 400), event_time="ts")
+        .key_by("key")
+        .window(TumblingEventTimeWindows("2 seconds"))
+    )
+    fast = windowed.aggregate(Failing(bad_x))
+    operator = windowed.trigger(OperatorTrigger()).aggregate(Failing(bad_x))
+    assert isinstance(fast.plan.columnar.function, RowFold)
+    notes = []
+    for result in (fast, operator):
+        with pytest.raises(Exception, match="bad r") as info:
+            result.results.collect()
+        notes.append([line for line in str(info.value).splitlines() if line.startswith("while")])
+    assert notes[0] == notes[1]
+    assert notes[0][0].startswith(note)
+    assert notes[0][0].endswith("of key 7" if bad_x else "of key 0")
+
+
+def test_the_plan_takes_per_row_functions_only() -> None:
+    """A window function, a vectorized function's adapter, an evictor, another trigger,
+    sessions or a streaming job: not a fold."""
+    tumbling = TumblingEventTimeWindows(10)
+    config = WindowConfig(tumbling, None, None, 0)
+    assert fold_of(Aggregate(Trail())) is not None
+    assert fold_of(Reduce(_latest)) is not None
+    assert fold_of(Aggregate(Trail(), window_function=Tagged())) is None
+    assert fold_plan(config, Aggregate(Trail()), streaming=True) is None
+    sessions = WindowConfig(EventTimeSessionWindows(5), None, None, 0)
+    assert fold_plan(sessions, Aggregate(Trail()), streaming=False) is None
+    assert (
+        fold_plan(
+            WindowConfig(tumbling, OperatorTrigger(), None, 0), Aggregate(Trail()), streaming=False
+        )
+        is None
+    )
+
+
+SHAPES = {
+    "tumbling": lambda: TumblingEventTimeWindows(10, offset=3),
+    "hopping": lambda: HoppingEventTimeWindows(10, 4, offset=-1),
+    "hopping_even": lambda: HoppingEventTimeWindows(9, 3),
+}
+
+
+@settings(max_examples=60)
+@given(
+    shape=st.sampled_from(sorted(SHAPES)),
+    data=st.lists(st.tuples(st.integers(0, 3), st.integers(-30, 60)), max_size=40),
+    reduce=st.booleans(),
+)
+def test_the_fold_of_a_batch_is_the_operators(shape: str, data: list[Any], reduce: bool) -> None:
+    """A batch's folds, each over its window's rows in replay order, are the results the
+    operator fires at the end of input (no Spark job)."""
+    data = sorted(data)  # by key, then event time: the replay's order
+    assigner = SHAPES[shape]()
+    fn: Any = (lambda a, b: Row(x=a.x * 3 + b.x)) if reduce else Trail()
+    spec = Reduce(fn) if reduce else Aggregate(fn)
+    plan = fold_plan(WindowConfig(assigner, None, None, 0), spec, streaming=False)
+    assert plan is not None and isinstance(plan.function, RowFold)
+    harness = WindowOperatorHarness(assigner, spec)
+    for x, (code, t) in enumerate(data):
+        harness.process_element(Row(x=x), t, code)
+    harness.process_watermark(10_000)
+    value = (lambda v: v.x) if reduce else (lambda v: v)
+    expected = sorted(
+        (r.key, r.window.start, r.window.end, value(r.value)) for r in harness.extract_output()
+    )
+    codes = np.array([c for c, _ in data], np.int64)
+    table = pa.table({"x": pa.array(range(len(data)), pa.int64())})
+    times = pa.chunked_array([pa.array([t for _, t in data], pa.int64())])
+    layout = _layout(x=LongType()) if reduce else _layout(trail=StringType())
+    found = plan.results(table, times, codes, layout)
+    if not data:
+        assert found is None and expected == []
+        return
+    assert found is not None
+    got = zip(
+        codes[found.rows], found.starts, found.ends, found.columns[0].to_pylist(), strict=True
+    )
+    assert sorted((int(k), int(s), int(e), v) for k, s, e, v in got) == expected

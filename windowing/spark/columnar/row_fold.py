@@ -1,0 +1,142 @@
+"""A per-row ``AggregateFunction`` or ``ReduceFunction`` of tumbling or hopping event-time
+windows folded a record batch at a time in the batch replay.
+
+In event-time order with the default trigger (no arrival order: nothing is late, every window
+fires once at the end of input, :mod:`~windowing.spark.columnar.vectorized`), the window
+operator adds a window's rows to its accumulator one by one in replay order and gives the
+window's ``get_result`` (a reduce: its first row reduced with each later one). The replay
+computes the same fold without an operator per key: the rows of a record batch become the
+``Row`` objects the operator would get (:func:`~windowing.spark.columns.schema.table_rows`),
+the (key, window) groups come from :class:`~windowing.spark.columnar.vectorized.VectorizedWindows`
+(a window's rows in replay order, as the operator adds them), and one loop folds every group.
+The function is called exactly as the operator calls it, row for row, so the results are
+the operator's; a ``None`` result (the operator counts it) sends the batch to the operator.
+Hopping windows take the fold only where the operator adds each row to each of its windows
+(:attr:`~windowing.plan.Strategy.ALIGNED`), not where it merges partials of panes.
+
+Example::
+
+    plan = fold_of(Aggregate(SumAmount()))  # RowFold; None for a window function or Fold
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from windowing.engine.notes import note_element, note_window
+from windowing.functions.spec import Aggregate, Reduce, WindowFunctionSpec
+from windowing.spark.columns.output import OutputLayout
+from windowing.spark.columns.schema import gc_paused, table_rows
+
+__all__ = ["GroupNotes", "RowFold", "fold_of"]
+
+#: Names the key, window and element of a group in a user error: ``(exc, group, row,
+#: value)``, ``row`` the position in the groups' rows of the element ``value`` being added,
+#: ``None`` while the group's result is taken.
+GroupNotes = Callable[[Exception, int, int | None, Any], None]
+
+
+@dataclass(frozen=True, eq=False)
+class RowFold:
+    """The per-row function of an ``Aggregate`` or ``Reduce`` spec folded over groups of
+    rows (see the module docstring)."""
+
+    spec: Aggregate | Reduce
+
+    def results(
+        self, rows: pa.Table, offsets: np.ndarray[Any, Any], notes: GroupNotes
+    ) -> list[Any]:
+        """The result of each group ``offsets`` of ``rows`` (none empty), the function called
+        as the operator calls it; an error is noted with ``notes``."""
+        with gc_paused():  # (the rows, accumulators and results: no cycles of ours)
+            return self._results(rows, offsets, notes)
+
+    def _results(
+        self, rows: pa.Table, offsets: np.ndarray[Any, Any], notes: GroupNotes
+    ) -> list[Any]:
+        values = table_rows(rows, rows.column_names)
+        bounds: list[int] = offsets.tolist()
+        out: list[Any] = []
+        append = out.append
+        spec = self.spec
+        g = 0
+        i: int | None = None  # the row being added; None: the group's result being taken
+        try:
+            if isinstance(spec, Aggregate):
+                fn = spec.function
+                create, add, get = fn.create_accumulator, fn.add, fn.get_result
+                for g in range(len(bounds) - 1):
+                    i = bounds[g]  # (Flink creates the accumulator with the first element)
+                    acc = create()
+                    for i in range(bounds[g], bounds[g + 1]):
+                        acc = add(values[i], acc)
+                    i = None
+                    append(get(acc))
+            else:
+                reduce = spec.reducer()
+                for g in range(len(bounds) - 1):
+                    i = lo = bounds[g]
+                    cur = values[lo]
+                    for i in range(lo + 1, bounds[g + 1]):
+                        cur = reduce(cur, values[i])
+                    i = None
+                    append(cur)
+        except Exception as exc:
+            notes(exc, g, i, None if i is None else values[i])
+            raise
+        return out
+
+    def columns(
+        self,
+        rows: pa.Table,
+        offsets: np.ndarray[Any, Any],
+        layout: OutputLayout,
+        notes: GroupNotes,
+    ) -> list[pa.Array] | None:
+        """The result columns of the groups, written as the operator writes its results
+        (:attr:`~windowing.spark.columns.output.OutputLayout.writers`), or ``None`` when the
+        operator must compute them: a ``None`` result (which it counts), or one that is not
+        a row of the output schema (whose error it names with the key and window)."""
+        values = self.results(rows, offsets, notes)
+        if any(v is None for v in values):
+            return None
+        encode, encode_all = layout.writers[0]
+        types = to_arrow_schema(layout.out_schema, timezone="UTC").types
+        try:
+            columns = encode_all(values)
+            if columns is None:
+                encoded = [encode(v) for v in values]
+                columns = [list(c) for c in zip(*encoded, strict=True)] if encoded else []
+            return [pa.array(c, t) for c, t in zip(columns, types, strict=True)]
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return None
+
+    def describe(self) -> str:
+        """The function, in words."""
+        kind = "AggregateFunction" if isinstance(self.spec, Aggregate) else "ReduceFunction"
+        return f"{kind} {type(self.spec.function).__qualname__}"
+
+
+def fold_of(spec: WindowFunctionSpec) -> RowFold | None:
+    """The fold of a per-row ``Aggregate`` or ``Reduce`` spec without a window function (not
+    a vectorized function's adapter, which has its own plan), or ``None``."""
+    if not isinstance(spec, Aggregate | Reduce) or spec.window_function is not None:
+        return None
+    if isinstance(spec, Aggregate) and spec.vectorized is not None:
+        return None
+    return RowFold(spec)
+
+
+def note_group(exc: Exception, key: Any, window: Any, element: tuple[Any, int] | None) -> None:
+    """Name the key and window of a failed group, and the ``element`` (value, timestamp)
+    being added, as the operator and the batch replay name them."""
+    if element is None:
+        note_window(exc, window, key)
+    else:
+        note_element(exc, key, element[1], (window,))
