@@ -12,9 +12,12 @@ from windowing.spark.columns.schema import arrow_to_python
 MICROS = [0, 1, -1, 1_700_000_000_123_456, -62_135_596_800_000_000, None, 253_402_300_799_999_999]
 
 
+@pytest.mark.parametrize("nulls", [True, False], ids=["nulls", "no-nulls"])
 @pytest.mark.parametrize("tz", [None, "UTC", "Etc/UTC", "+00:00"])
-def test_timestamps_equal_pyarrow_values_and_zone(tz: str | None) -> None:
-    column = pa.chunked_array([pa.array(MICROS[:3], pa.int64()), pa.array(MICROS[3:], pa.int64())])
+def test_timestamps_equal_pyarrow_values_and_zone(tz: str | None, nulls: bool) -> None:
+    """With and without nulls (without: numpy's timedelta objects, each added to the epoch)."""
+    micros = MICROS if nulls else [m for m in MICROS if m is not None]
+    column = pa.chunked_array([pa.array(micros[:3], pa.int64()), pa.array(micros[3:], pa.int64())])
     column = column.cast(pa.timestamp("us", tz=tz))
     expected = column.to_pylist()
     got = arrow_to_python(column)

@@ -508,12 +508,14 @@ def _arrow_converter(pa_type: pa.DataType) -> Callable[[Any], Any] | None:
 
 _EPOCH = _dt.datetime(1970, 1, 1)  # noqa: DTZ001 - naive, as for TIMESTAMP_NTZ columns
 _UTC_NAMES = frozenset({"UTC", "Etc/UTC", "+00:00", "Z", "GMT", "Etc/GMT"})
+_NAT = -(2**63)  # numpy's "not a time" among int64 timedeltas
 
 
 def _timestamps_to_python(column: pa.ChunkedArray | pa.Array) -> list[Any] | None:
-    """Microsecond timestamps (naive or UTC) as ``to_pylist()`` gives them, about five times
-    faster: the epoch plus a ``timedelta`` per value, with the same ``tzinfo`` object. ``None``
-    for other units and zones (wall-clock arithmetic would be wrong across DST changes)."""
+    """Microsecond timestamps (naive or UTC) as ``to_pylist()`` gives them, about 25 times
+    faster without nulls (five with): the epoch plus a ``timedelta`` per value, with the same
+    ``tzinfo`` object. ``None`` for other units and zones (wall-clock arithmetic would be
+    wrong across DST changes)."""
     pa_type = column.type
     if not pa.types.is_timestamp(pa_type) or pa_type.unit != "us":
         return None
@@ -524,11 +526,14 @@ def _timestamps_to_python(column: pa.ChunkedArray | pa.Array) -> list[Any] | Non
         epoch = _EPOCH.replace(tzinfo=zero.tzinfo)
     else:
         return None
+    ints = column.cast(pa.int64())
+    if not ints.null_count:
+        values = (ints.combine_chunks() if isinstance(ints, pa.ChunkedArray) else ints).to_numpy()
+        if not len(values) or int(values.min()) > _NAT:
+            # numpy makes the timedelta objects in C: about five times faster again
+            return list(map(epoch.__add__, values.astype("timedelta64[us]").astype(object)))
     micros = _dt.timedelta
-    return [
-        None if v is None else epoch + micros(microseconds=v)
-        for v in column.cast(pa.int64()).to_pylist()
-    ]
+    return [None if v is None else epoch + micros(microseconds=v) for v in ints.to_pylist()]
 
 
 def arrow_to_python(column: pa.ChunkedArray | pa.Array) -> list[Any]:
