@@ -36,7 +36,8 @@ spark_cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignor
 
 
 class Trail(AggregateFunction[Any, tuple[int, ...], str]):
-    """The ``x`` of a window's rows in the order ``add`` gets them (order-sensitive), ``None``
+    """The ``x`` of a window's rows in the order ``add`` gets them (order-sensitive; ``-1``
+    where accumulators were merged), ``None``
     for windows of key 3 holding an odd number of rows when ``odd_none``."""
 
     def __init__(self, odd_none: bool = False) -> None:
@@ -49,7 +50,7 @@ class Trail(AggregateFunction[Any, tuple[int, ...], str]):
         return (*accumulator, value.x)
 
     def merge(self, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-        return (*a, *b)
+        return (*a, -1, *b)  # a merge shows in the result
 
     def get_result(self, accumulator: tuple[int, ...]) -> str | None:
         if self.odd_none and len(accumulator) % 2 and accumulator[0] % 10 == 3:
@@ -93,7 +94,9 @@ def rows(spark: SparkSession, n: int = 1_500) -> DataFrame:
         (rid % 10).alias("key"),
         rid.alias("x"),
         ((rid * 7919) % 101).alias("amount"),
-        F.timestamp_millis(F.lit(T0) + rid * 37 + F.floor(rid / 100) * 1_000).alias("ts"),
+        F.timestamp_millis(
+            F.lit(T0) + rid * 37 + F.floor(rid / 7) * 50 + F.floor(rid / 100) * 1_000
+        ).alias("ts"),
     )
 
 
@@ -106,11 +109,14 @@ ASSIGNERS = {
     "tumbling": lambda: TumblingEventTimeWindows("2 seconds"),
     "hopping": lambda: HoppingEventTimeWindows("3 seconds", "1 second"),
     "hopping_even": lambda: HoppingEventTimeWindows("2 seconds", "2 seconds"),
+    # a key's rows 420 or 470 ms apart, all rows 37 or 87 ms apart: sessions of several rows
+    "sessions": lambda: EventTimeSessionWindows("450 milliseconds"),
+    "sessions_all": lambda: EventTimeSessionWindows("45 milliseconds"),
 }
 
 
-@pytest.mark.differential(ColumnarShape.TUMBLING, ColumnarShape.HOPPING)
-@pytest.mark.parametrize("shape", sorted(ASSIGNERS))
+@pytest.mark.differential(ColumnarShape.TUMBLING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)
+@pytest.mark.parametrize("shape", ["tumbling", "hopping", "hopping_even", "sessions"])
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "non-keyed"])
 def test_a_fold_gives_the_operators_results(
     spark: SparkSession, tiny_batches: None, shape: str, keyed: bool
@@ -121,7 +127,9 @@ def test_a_fold_gives_the_operators_results(
     stream = DataStream.from_dataframe(rows(spark), event_time="ts")
 
     def run(trigger: Any, kind: str) -> Any:
-        assigner = ASSIGNERS[shape]()
+        assigner = ASSIGNERS[
+            f"{shape}_all" if f"{shape}_all" in ASSIGNERS and not keyed else shape
+        ]()
         windowed = stream.key_by("key").window(assigner) if keyed else stream.window_all(assigner)
         if trigger is not None:
             windowed = windowed.trigger(trigger)
@@ -166,7 +174,7 @@ def test_an_order_insensitive_hopping_aggregate_keeps_the_operators_panes(
 
 @pytest.mark.parametrize(
     ("bad_x", "note"),
-    [(317, "while adding the element with timestamp 1714521614729 "), (None, "while evaluating")],
+    [(317, "while adding the element with timestamp 1714521616979 "), (None, "while evaluating")],
     ids=["add", "get_result"],
 )
 def test_a_fold_names_the_key_and_window_of_an_error_as_the_operator(
@@ -191,16 +199,16 @@ def test_a_fold_names_the_key_and_window_of_an_error_as_the_operator(
 
 
 def test_the_plan_takes_per_row_functions_only() -> None:
-    """A window function, a vectorized function's adapter, an evictor, another trigger,
-    sessions or a streaming job: not a fold."""
+    """A window function, another trigger, dynamic-gap sessions or a streaming job: not a
+    fold."""
     tumbling = TumblingEventTimeWindows(10)
     config = WindowConfig(tumbling, None, None, 0)
     assert fold_of(Aggregate(Trail())) is not None
     assert fold_of(Reduce(_latest)) is not None
     assert fold_of(Aggregate(Trail(), window_function=Tagged())) is None
     assert fold_plan(config, Aggregate(Trail()), streaming=True) is None
-    sessions = WindowConfig(EventTimeSessionWindows(5), None, None, 0)
-    assert fold_plan(sessions, Aggregate(Trail()), streaming=False) is None
+    dynamic = WindowConfig(EventTimeSessionWindows.with_dynamic_gap(lambda r: 5), None, None, 0)
+    assert fold_plan(dynamic, Aggregate(Trail()), streaming=False) is None
     assert (
         fold_plan(
             WindowConfig(tumbling, OperatorTrigger(), None, 0), Aggregate(Trail()), streaming=False
@@ -213,6 +221,7 @@ SHAPES = {
     "tumbling": lambda: TumblingEventTimeWindows(10, offset=3),
     "hopping": lambda: HoppingEventTimeWindows(10, 4, offset=-1),
     "hopping_even": lambda: HoppingEventTimeWindows(9, 3),
+    "sessions": lambda: EventTimeSessionWindows(5),
 }
 
 

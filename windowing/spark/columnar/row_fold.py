@@ -1,5 +1,5 @@
 """A per-row ``AggregateFunction`` or ``ReduceFunction`` of tumbling or hopping event-time
-windows folded a record batch at a time in the batch replay.
+windows, or of event-time sessions, folded a record batch at a time in the batch replay.
 
 In event-time order with the default trigger (no arrival order: nothing is late, every window
 fires once at the end of input, :mod:`~windowing.spark.columnar.vectorized`), the window
@@ -12,7 +12,10 @@ the (key, window) groups come from :class:`~windowing.spark.columnar.vectorized.
 The function is called exactly as the operator calls it, row for row, so the results are
 the operator's; a ``None`` result (the operator counts it) sends the batch to the operator.
 Hopping windows take the fold only where the operator adds each row to each of its windows
-(:attr:`~windowing.plan.Strategy.ALIGNED`), not where it merges partials of panes.
+(:attr:`~windowing.plan.Strategy.ALIGNED`), not where it merges partials of panes. A session's
+rows in event-time order each join the key's last session, which the operator extends and
+adds the row to (Flink's merging window set keeps the session's state window): no ``merge``
+call, a fold too.
 
 Example::
 

@@ -655,8 +655,10 @@ def fold_plan(
     """The plan of a per-row aggregate or reduce folded a record batch at a time
     (:mod:`~windowing.spark.columnar.row_fold`), or ``None``: batch; tumbling or hopping
     (``slide <= size``) event-time windows, aligned, that the operator keeps per window (not
-    as panes); the default trigger; no evictor, no window function; a lateness that lets
-    windows be cleaned up. The caller checks the order of rows (event-time order)."""
+    as panes), or static-gap event-time sessions (in event-time order a row joins its key's
+    last session, added to it without a merge); the default trigger; no evictor, no window
+    function; a lateness that lets windows be cleaned up. The caller checks the order of rows
+    (event-time order)."""
     fold = None if streaming else fold_of(spec)
     if fold is None or config.evictor is not None:
         return None
@@ -669,7 +671,7 @@ def fold_plan(
         )
         if kept.strategy is not Strategy.ALIGNED:
             return None  # partials of panes merged: the operator's order of operations
-    return _windows_plan(fold, config, None, None, sessions=False)
+    return _windows_plan(fold, config, None, None, sessions=True)
 
 
 def _windows_plan(
