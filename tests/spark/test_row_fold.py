@@ -20,13 +20,15 @@ from tests.spark.test_vectorized import T0, OperatorTrigger, _layout, collected
 from windowing import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
+    OutputTag,
     TumblingEventTimeWindows,
 )
 from windowing.functions import Aggregate, AggregateFunction, ProcessWindowFunction, Reduce
 from windowing.job import WindowConfig
-from windowing.spark.columnar.row_fold import RowFold, fold_of
+from windowing.spark.columnar.row_fold import ProcessFold, RowFold, fold_of
 from windowing.spark.columnar.vectorized import fold_plan
 from windowing.spark.planning import ColumnarShape, Route
+from windowing.state import ValueStateDescriptor
 from windowing.stream import DataStream
 from windowing.testing import WindowOperatorHarness
 
@@ -116,8 +118,16 @@ ASSIGNERS = {
 
 
 @pytest.mark.differential(ColumnarShape.TUMBLING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)
-@pytest.mark.parametrize("shape", ["tumbling", "hopping", "hopping_even", "sessions"])
-@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "non-keyed"])
+@pytest.mark.parametrize(
+    ("shape", "keyed"),
+    [
+        ("tumbling", True),
+        ("hopping", True),
+        ("hopping_even", False),
+        ("sessions", True),
+        ("sessions", False),
+    ],
+)
 def test_a_fold_gives_the_operators_results(
     spark: SparkSession, tiny_batches: None, shape: str, keyed: bool
 ) -> None:
@@ -261,3 +271,121 @@ def test_the_fold_of_a_batch_is_the_operators(shape: str, data: list[Any], reduc
         codes[found.rows], found.starts, found.ends, found.columns[0].to_pylist(), strict=True
     )
     assert sorted((int(k), int(s), int(e), v) for k, s, e, v in got) == expected
+
+
+# ----------------------------------------------------------------------- window functions
+BIG = OutputTag("big")
+SEEN = ValueStateDescriptor("seen", None)
+PROCESS_OUTPUT = "x bigint, nth bigint, wm bigint, pt bigint, start bigint, n bigint, trail string"
+
+
+class TopRows(ProcessWindowFunction[Any, Any, Any, Any]):
+    """Per window: the two rows of largest ``amount`` (none for every third window of a
+    key: a per-key counter), with the context's clocks and window and the rows' ``x`` in
+    the order ``process`` gets them; the row count of windows of more than 2 rows to a side
+    output."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        seen = context.global_state().get_state(SEEN)
+        nth = (seen.value() or 0) + 1
+        seen.update(nth)
+        rows = list(elements)
+        if len(rows) > 2:
+            context.output(BIG, len(rows))
+        if not nth % 3:
+            return []
+        trail = ",".join(str(r.x) for r in rows)
+        top = sorted(rows, key=lambda r: (-r.amount, r.x))[:2]
+        wm, pt = context.current_watermark(), context.current_processing_time()
+        start = context.window().start
+        return [(r.x, nth, wm, pt, start, len(rows), trail) for r in top]
+
+
+class Cleared(ProcessWindowFunction[Any, Any, Any, Any]):
+    """Counts its windows' rows in per-window state and adds them up in ``clear`` (a per-key
+    counter of cleared rows, read by the next window)."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        rows = list(elements)
+        context.window_state().get_state(SEEN).update(len(rows))
+        cleared = context.global_state().get_state(ValueStateDescriptor("cleared", 0))
+        yield {"n": len(rows), "cleared": cleared.value()}
+
+    def clear(self, context: Any) -> None:
+        cleared = context.global_state().get_state(ValueStateDescriptor("cleared", 0))
+        cleared.update(cleared.value() + context.window_state().get_state(SEEN).value())
+
+
+@pytest.mark.differential(ColumnarShape.TUMBLING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)
+@pytest.mark.parametrize("shape", ["tumbling", "hopping", "sessions"])
+def test_a_window_function_per_window_gives_the_operators_outputs(
+    spark: SparkSession, tiny_batches: None, shape: str
+) -> None:
+    """Outputs, per-key state, clocks, the rows in replay order, side outputs and metrics
+    as the operator's, however a key's rows are batched and carried."""
+    stream = DataStream.from_dataframe(rows(spark), event_time="ts").key_by("key")
+
+    def run(trigger: Any) -> Any:
+        windowed = stream.window(ASSIGNERS[shape]())
+        if trigger is not None:
+            windowed = windowed.trigger(trigger)
+        return windowed.process(
+            TopRows(), output_schema=PROCESS_OUTPUT, side_output_schemas={BIG: "bigint"}
+        )
+
+    fast, operator = run(None), run(OperatorTrigger())
+    assert isinstance(fast.plan.columnar.function, ProcessFold), str(fast.plan)
+    assert "ProcessWindowFunction TopRows" in str(fast.plan)
+    assert operator.plan.columnar is None
+    got = collected(fast)
+    assert len(got) > 30 and any("," in r[-2] for r in got)
+    assert got == collected(operator)
+    big = sorted(tuple(r) for r in fast.get_side_output(BIG).collect())
+    assert big == sorted(tuple(r) for r in operator.get_side_output(BIG).collect())
+    assert len(big) > 0
+    assert fast.metrics.collect()[0] == operator.metrics.collect()[0]
+
+
+def test_a_window_functions_clear_follows_each_window_without_lateness(
+    spark: SparkSession,
+) -> None:
+    """``clear`` after each ``process`` (no lateness: one timer); with a lateness the
+    operator orders the cleanups."""
+    stream = DataStream.from_dataframe(rows(spark, 600), event_time="ts").key_by("key")
+
+    def run(trigger: Any, lateness: int = 0) -> Any:
+        windowed = stream.window(TumblingEventTimeWindows("2 seconds")).allowed_lateness(lateness)
+        if trigger is not None:
+            windowed = windowed.trigger(trigger)
+        return windowed.process(Cleared(), output_schema="n bigint, cleared bigint")
+
+    fast, operator = run(None), run(OperatorTrigger())
+    assert isinstance(fast.plan.columnar.function, ProcessFold)
+    got = collected(fast)
+    assert got == collected(operator) and max(r[-2] for r in got) > 0
+    assert run(None, 1_000).plan.columnar is None
+
+
+def test_a_window_functions_wrong_output_is_named_as_the_operator_names_it(
+    spark: SparkSession,
+) -> None:
+    class Wrong(ProcessWindowFunction[Any, Any, Any, Any]):
+        def process(self, key: Any, context: Any, elements: Any) -> Any:
+            return 5  # not an iterable
+
+    stream = (
+        DataStream.from_dataframe(rows(spark, 100), event_time="ts")
+        .key_by("key")
+        .window(TumblingEventTimeWindows("2 seconds"))
+    )
+    messages = []
+    for result in (
+        stream.process(Wrong(), output_schema="n bigint"),
+        stream.trigger(OperatorTrigger()).process(Wrong(), output_schema="n bigint"),
+    ):
+        with pytest.raises(Exception, match="must return an iterable of outputs") as info:
+            result.results.collect()
+        messages.append(
+            [line for line in str(info.value).splitlines() if "iterable" in line or "while" in line]
+        )
+    assert messages[0] == messages[1]

@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from tests.columnar_plans import columnar_plan
 from tests.spark.builtin_paths import without_native_builtins
+from tests.spark.test_vectorized import OperatorTrigger
 from windowing.assigners import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
@@ -67,8 +68,10 @@ def stream(df: DataFrame) -> Any:
 
 
 def through_operator(df: DataFrame, assigner: Any, fn: FieldAggregation) -> Any:
-    """The same aggregation as a plain reduce: the columnar path does not apply."""
-    return stream(df).window(assigner).reduce(lambda a, b: fn.reduce(a, b))
+    """The same aggregation as a plain reduce on the window operator (a trigger of its own:
+    neither the columns nor the replay's fold apply)."""
+    windowed = stream(df).window(assigner).trigger(OperatorTrigger())
+    return windowed.reduce(lambda a, b: fn.reduce(a, b))
 
 
 def collected(result: Any) -> list[Row]:

@@ -17,6 +17,13 @@ rows in event-time order each join the key's last session, which the operator ex
 adds the row to (Flink's merging window set keeps the session's state window): no ``merge``
 call, a fold too.
 
+A per-row ``ProcessWindowFunction`` (``.process(fn)``) takes the same windows the same way
+(:class:`ProcessFold`): the operator buffers a window's rows and calls ``process`` once with
+them at the end of input; the replay calls it once per window with a slice of the record
+batch's rows, through the vectorized window functions' loop (its context, per-key and
+per-window state, side outputs and ``clear``), the outputs written as the operator writes
+them.
+
 Example::
 
     plan = fold_of(Aggregate(SumAmount()))  # RowFold; None for a window function or Fold
@@ -33,11 +40,12 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from windowing.engine.notes import note_element, note_window
-from windowing.functions.spec import Aggregate, Reduce, WindowFunctionSpec
+from windowing.functions.base import ProcessWindowFunction
+from windowing.functions.spec import Aggregate, Process, Reduce, WindowFunctionSpec
 from windowing.spark.columns.output import OutputLayout
 from windowing.spark.columns.schema import gc_paused, table_rows
 
-__all__ = ["GroupNotes", "RowFold", "fold_of"]
+__all__ = ["GroupNotes", "ProcessFold", "RowFold", "fold_of", "note_group"]
 
 #: Names the key, window and element of a group in a user error: ``(exc, group, row,
 #: value)``, ``row`` the position in the groups' rows of the element ``value`` being added,
@@ -126,9 +134,36 @@ class RowFold:
         return f"{kind} {type(self.spec.function).__qualname__}"
 
 
-def fold_of(spec: WindowFunctionSpec) -> RowFold | None:
-    """The fold of a per-row ``Aggregate`` or ``Reduce`` spec without a window function (not
-    a vectorized function's adapter, which has its own plan), or ``None``."""
+@dataclass(frozen=True, eq=False)
+class ProcessFold:
+    """A per-row ``ProcessWindowFunction`` called once per window on a list of its rows (the
+    ``Row`` objects the operator would buffer, built once per record batch), with the
+    context the operator gives it at the end of input
+    (:func:`~windowing.spark.columnar.vectorized_process.process_windows`)."""
+
+    spec: Process
+
+    @property
+    def function(self) -> ProcessWindowFunction[Any, Any, Any, Any]:
+        """The user's function."""
+        return self.spec.function
+
+    @property
+    def clears(self) -> bool:
+        """Whether the function has a ``clear`` of its own."""
+        return type(self.function).clear is not ProcessWindowFunction.clear
+
+    def describe(self) -> str:
+        """The function, in words."""
+        return f"ProcessWindowFunction {type(self.function).__qualname__}"
+
+
+def fold_of(spec: WindowFunctionSpec) -> RowFold | ProcessFold | None:
+    """The fold of a per-row ``Aggregate`` or ``Reduce`` spec without a window function, or
+    the per-window calls of a per-row ``Process`` spec (not a vectorized function's adapter,
+    which has its own plan), or ``None``."""
+    if isinstance(spec, Process):
+        return ProcessFold(spec) if spec.vectorized is None else None
     if not isinstance(spec, Aggregate | Reduce) or spec.window_function is not None:
         return None
     if isinstance(spec, Aggregate) and spec.vectorized is not None:

@@ -54,7 +54,7 @@ from windowing.plan import Strategy, plan_operator
 from windowing.records import OutputTag, WindowResult
 from windowing.spark.columnar.accumulators import AggregateItems, spec_items
 from windowing.spark.columnar.core import ColumnarShape, near_ends_of_time
-from windowing.spark.columnar.row_fold import RowFold, fold_of, note_group
+from windowing.spark.columnar.row_fold import ProcessFold, RowFold, fold_of, note_group
 from windowing.spark.columnar.tumbling import last_window_from, tumbling_starts
 from windowing.spark.columnar.vectorized_process import (
     END_OF_INPUT,
@@ -154,6 +154,7 @@ class VectorizedWindows(ABC):
         | VectorizedProcessWindowFunction
         | AggregateItems
         | RowFold
+        | ProcessFold
     )
     allowed_lateness: int
     #: An evictor with a form on columns (its masks), or ``None``.
@@ -228,11 +229,12 @@ class VectorizedWindows(ABC):
             if kept is None:
                 return None
             grouped, offsets = grouped.filter(pa.array(kept.mask)), kept.offsets
-        if isinstance(fn, VectorizedProcessWindowFunction):
+        if isinstance(fn, VectorizedProcessWindowFunction | ProcessFold):
             assert keys_of is not None and states is not None
             keys, skeys = keys_of(first_rows)
+            per_row = isinstance(fn, ProcessFold)
             done = process_windows(
-                fn,
+                fn.function if isinstance(fn, ProcessFold) else fn,
                 grouped,
                 offsets,
                 (found.starts, found.ends),
@@ -242,6 +244,7 @@ class VectorizedWindows(ABC):
                 layout.out_schema,
                 self.clears,
                 layout.late_output_tag,
+                layout if per_row else None,
             )
             sides = {
                 tag: [(int(first_rows[i]), r) for i, r in records]
@@ -281,7 +284,7 @@ class VectorizedWindows(ABC):
         empty), or ``None`` when the operator must compute them: a vectorized function's
         ``add_groups`` and ``get_results``, or ``.agg`` columns' accumulator columns."""
         fn = self.function
-        assert not isinstance(fn, VectorizedProcessWindowFunction | RowFold)
+        assert not isinstance(fn, VectorizedProcessWindowFunction | RowFold | ProcessFold)
         return aggregate_columns(fn, rows, offsets, layout.out_schema)
 
     def fired(self, rows: WindowRows) -> Firings | None:
@@ -368,6 +371,8 @@ class VectorizedWindows(ABC):
         """A window function's ``clear`` follows each ``process`` (on the same timer: no
         lateness) because the function has one."""
         fn = self.function
+        if isinstance(fn, ProcessFold):
+            return fn.clears
         return isinstance(fn, VectorizedProcessWindowFunction) and overrides_clear(fn)
 
     def describe(self) -> str:
@@ -378,6 +383,13 @@ class VectorizedWindows(ABC):
                 "rows (a firing's: once per firing) reduced with numpy per Arrow record batch "
                 "(keys the columns cannot take, e.g. a sum that could leave 64 bits or a float "
                 "min / max meeting NaN, run through the operator)"
+            )
+        if isinstance(fn, ProcessFold):
+            return (
+                f"{fn.describe()} on {self.windows()}: a record batch's rows as Row objects, "
+                "one process call per window on a slice of them at the end of input, no "
+                "operator per key (keys the columns cannot take, e.g. near the ends of time, "
+                "run through the operator)"
             )
         if isinstance(fn, RowFold):
             return (
@@ -652,16 +664,20 @@ def vectorized_plan(
 def fold_plan(
     config: WindowConfig, spec: WindowFunctionSpec, *, streaming: bool
 ) -> VectorizedWindows | None:
-    """The plan of a per-row aggregate or reduce folded a record batch at a time
+    """The plan of a per-row aggregate or reduce folded a record batch at a time, or of a
+    per-row window function called per window on its rows
     (:mod:`~windowing.spark.columnar.row_fold`), or ``None``: batch; tumbling or hopping
     (``slide <= size``) event-time windows, aligned, that the operator keeps per window (not
     as panes), or static-gap event-time sessions (in event-time order a row joins its key's
     last session, added to it without a merge); the default trigger; no evictor, no window
-    function; a lateness that lets windows be cleaned up. The caller checks the order of rows
+    function after an aggregate; a lateness that lets windows be cleaned up (and none for a
+    window function with a ``clear`` of its own). The caller checks the order of rows
     (event-time order)."""
     fold = None if streaming else fold_of(spec)
     if fold is None or config.evictor is not None:
         return None
+    if isinstance(fold, ProcessFold) and fold.clears and config.allowed_lateness:
+        return None  # cleanups interleave with other windows' firings: the operator's timers
     if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
         return None
     assigner = config.assigner

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -42,9 +42,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from windowing.engine.context import DeferredStateContext, ProcessContext
+from windowing.engine.context import DeferredStateContext, ProcessContext, check_outputs
 from windowing.engine.keystate import KeyState
+from windowing.engine.notes import note_window
 from windowing.evictors.vectorized import Clocks
+from windowing.functions.base import ProcessWindowFunction
 from windowing.functions.vectorized import in_format, slice_batch
 from windowing.functions.vectorized_process import (
     VectorizedProcessWindowFunction,
@@ -53,9 +55,19 @@ from windowing.functions.vectorized_process import (
 )
 from windowing.operator import WindowOperator
 from windowing.records import OutputTag, WindowResult
-from windowing.spark.columns.schema import make_columns_encoder, make_row_encoder, value_encoder
+from windowing.spark.columns.operator_rows import windowed_columns
+from windowing.spark.columns.schema import (
+    gc_paused,
+    make_columns_encoder,
+    make_row_encoder,
+    table_rows,
+    value_encoder,
+)
 from windowing.time import MAX_TIMESTAMP
 from windowing.windows import TimeWindow, window_text
+
+if TYPE_CHECKING:
+    from windowing.spark.columns.output import OutputLayout
 
 __all__ = [
     "END_OF_INPUT",
@@ -107,7 +119,7 @@ class ProcessedWindows:
 
 
 def process_windows(
-    function: VectorizedProcessWindowFunction,
+    function: VectorizedProcessWindowFunction | ProcessWindowFunction[Any, Any, Any, Any],
     batch: pa.Table,
     offsets: np.ndarray[Any, Any],
     windows: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
@@ -117,22 +129,44 @@ def process_windows(
     out_schema: StructType,
     clear_too: bool,
     late_tag: OutputTag | None = None,
+    per_row: OutputLayout | None = None,
 ) -> ProcessedWindows:
     """``function.process`` of each window ``[offsets[i], offsets[i + 1])`` of ``batch`` (its
     rows in replay order; ``windows`` the starts and ends, ``keys`` the key of each), the
     outputs as ``out_schema``'s columns; ``clear_too``: ``clear`` after each; ``late_tag``:
-    the tag of the late input rows, which the function may not write to."""
-    fmt = function.batch_format
-    # a column with a null is another dtype in pandas / numpy (int with a null: float): the
-    # operator converts each window's rows alone, and so does this when the batch has one
-    whole = fmt == "arrow" or not any(c.null_count for c in batch.columns)
-    rows = in_format(batch, fmt) if whole else None
+    the tag of the late input rows, which the function may not write to. ``per_row``: a
+    per-row ``ProcessWindowFunction`` whose outputs the layout writes (each window's rows as
+    a list of ``Row`` objects, built once)."""
     starts, ends = windows[0].tolist(), windows[1].tolist()
 
     def where(i: int) -> str:
         return f"window {window_text(TimeWindow(starts[i], ends[i]))} of key {keys[i]!r}"
 
-    outputs = _Outputs(function, out_schema, where)
+    outputs: _Outputs | _RowOutputs
+    if per_row is None:
+        assert isinstance(function, VectorizedProcessWindowFunction)
+        fmt = function.batch_format
+        # a column with a null is another dtype in pandas / numpy (int with a null: float):
+        # the operator converts each window's rows alone, and so does this when the batch
+        # has one
+        whole = fmt == "arrow" or not any(c.null_count for c in batch.columns)
+        rows = in_format(batch, fmt) if whole else None
+
+        def window_rows(lo: int, hi: int) -> Any:
+            if rows is None:
+                return in_format(batch.slice(lo, hi - lo), fmt)
+            return slice_batch(rows, lo, hi, fmt)
+
+        outputs = _Outputs(function, out_schema, where)
+        named = describe(function)
+    else:
+        values = table_rows(batch, batch.column_names)
+
+        def window_rows(lo: int, hi: int) -> Any:
+            return values[lo:hi]
+
+        outputs = _RowOutputs(per_row, keys, starts, ends)
+        named = f"ProcessWindowFunction {type(function).__qualname__}"
     side_outputs: dict[OutputTag, list[WindowResult]] = {}
     ctx = DeferredStateContext(
         END_OF_INPUT, side_outputs, is_merging=states.is_merging, late_tag=late_tag
@@ -143,34 +177,87 @@ def process_windows(
     bounds = offsets.tolist()
     counts = np.zeros(len(bounds) - 1, np.int64)
     sides: dict[OutputTag, list[tuple[int, WindowResult]]] = {}
-    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
-        key = keys[i]
-        window = TimeWindow(start, end)
-        ctx.key, ctx.state_key, ctx.window, ctx.used = key, skeys[i], window, False
-        lo, hi = bounds[i], bounds[i + 1]
-        try:
-            if rows is None:
-                window_rows = in_format(batch.slice(lo, hi - lo), fmt)
-            else:
-                window_rows = slice_batch(rows, lo, hi, fmt)
-            counts[i] = outputs.add(i, process(key, pctx, window_rows))
-            if clear_too:
-                clear(pctx)
-        except Exception as exc:
-            exc.add_note(
-                f"while evaluating window {window_text(window)} of key {key!r} with "
-                f"{describe(function)} in the Spark batch replay"
-            )
-            raise
-        if ctx.used:
-            window_state = ctx.ks.state_tables[1]
-            if window_state is not None:  # no other firing reads it
-                window_state.clear_namespace(window)
-        if side_outputs:
-            for tag, records in side_outputs.items():
-                sides.setdefault(tag, []).extend((i, r) for r in records)
-            side_outputs.clear()
+    with gc_paused():
+        for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
+            key = keys[i]
+            window = TimeWindow(start, end)
+            ctx.key, ctx.state_key, ctx.window, ctx.used = key, skeys[i], window, False
+            try:
+                counts[i] = outputs.add(
+                    i, process(key, pctx, window_rows(bounds[i], bounds[i + 1]))
+                )
+                if clear_too:
+                    clear(pctx)
+            except Exception as exc:
+                if per_row is None:
+                    exc.add_note(
+                        f"while evaluating window {window_text(window)} of key {key!r} with "
+                        f"{named} in the Spark batch replay"
+                    )
+                else:  # as the operator and the replay name it
+                    note_window(exc, window, key)
+                    exc.add_note(f"of key {key!r} in the Spark batch replay")
+                raise
+            if ctx.used:
+                window_state = ctx.ks.state_tables[1]
+                if window_state is not None:  # no other firing reads it
+                    window_state.clear_namespace(window)
+            if side_outputs:
+                for tag, records in side_outputs.items():
+                    sides.setdefault(tag, []).extend((i, r) for r in records)
+                side_outputs.clear()
     return ProcessedWindows(counts, outputs.table(), sides)
+
+
+class _RowOutputs:
+    """The outputs of a per-row ``ProcessWindowFunction``'s ``process`` calls (iterables of
+    values), written as the operator writes its results: the layout's encoders, and its
+    notes on a value that is not a row of the output schema."""
+
+    def __init__(
+        self, layout: OutputLayout, keys: Sequence[Any], starts: list[int], ends: list[int]
+    ) -> None:
+        self.layout = layout
+        self.keys, self.starts, self.ends = keys, starts, ends
+        self.values: list[Any] = []
+        self.windows: list[int] = []  # the window of each value
+
+    def add(self, i: int, result: Any) -> int:
+        window = TimeWindow(self.starts[i], self.ends[i])
+        out = list(check_outputs(result, "ProcessWindowFunction.process", self.keys[i], window))
+        self.values.extend(out)
+        self.windows.extend(itertools.repeat(i, len(out)))
+        return len(out)
+
+    def table(self) -> pa.Table:
+        layout = self.layout
+        schema = to_arrow_schema(layout.out_schema, timezone="UTC")
+        records = [
+            WindowResult(self.keys[i], TimeWindow(self.starts[i], self.ends[i]), v, 0)
+            for i, v in zip(self.windows, self.values, strict=True)
+        ]
+        columns = windowed_columns(
+            records, layout.writers[0], layout.out_schema, "result", layout.show_values
+        )[0]
+        arrays = []
+        for values, field, arrow_type in zip(
+            columns, layout.out_schema.fields, schema.types, strict=True
+        ):
+            try:
+                arrays.append(pa.array(values, arrow_type))
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                for r, v in zip(records, values, strict=True):  # the first value refused
+                    try:
+                        pa.array([v], arrow_type)
+                    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                        exc.add_note(
+                            f"while writing output column {field.name!r} "
+                            f"({field.dataType.simpleString()}) of window "
+                            f"{window_text(r.window)} of key {r.key!r}"
+                        )
+                        break
+                raise
+        return pa.Table.from_arrays(arrays, schema=schema)
 
 
 class _Outputs:
