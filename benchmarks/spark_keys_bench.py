@@ -12,8 +12,10 @@ Batch (input read once and cached; each run is one action, a ``noop`` write of t
   built-in ``.sum("amount")`` (Flink's first row of the window with the field replaced) and
   ``.max_by("amount")`` (the row holding the maximum) on the path the planner picks, and on
   each path forced (``spark.windowing.builtinPath``: ``native``, the native Spark plan;
-  ``columnar``, whole Arrow columns in the batch replay); ``.aggregate(SumAmount())`` (the
-  window operator, a Python call per row), in-order replay;
+  ``columnar``, whole Arrow columns in the batch replay); ``.aggregate(SumAmount())``,
+  ``.reduce(...)`` of the rows' amounts and ``.process(SumWindows())`` (per-row functions: a
+  Python call per row, or per window for the window function, folded per record batch in
+  event-time order), in-order replay;
 * the mean and population variance of ``amount`` (``--runs`` ``vectorized-groups``,
   ``vectorized-batches``, ``vectorized-process``): ours with a
   ``VectorizedAggregateFunction`` (numpy), with ``add_groups`` / ``get_results``
@@ -75,6 +77,7 @@ from windowing.assigners import EventTimeSessionWindows, TumblingEventTimeWindow
 from windowing.evictors import CountEvictor
 from windowing.functions import (
     AggregateFunction,
+    ProcessWindowFunction,
     VectorizedAggregateFunction,
     VectorizedProcessWindowFunction,
 )
@@ -103,6 +106,18 @@ class SumAmount(AggregateFunction[Row, int, int]):
 
     def merge(self, a: int, b: int) -> int:
         return a + b
+
+
+def sum_rows(a: Row, b: Row) -> Row:
+    """A reduce: the first row with the amounts summed."""
+    return Row(key=a.key, amount=a.amount + b.amount, ts=a.ts)
+
+
+class SumWindows(ProcessWindowFunction[Row, tuple[int], Any, Any]):
+    """The sum of a window's ``amount`` from all its rows (a per-row window function)."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        return [(sum(r.amount for r in elements),)]
 
 
 MeanVarAcc = tuple[int, float, float]  # count, mean, sum of squared deviations
@@ -318,6 +333,8 @@ BATCH_RUNS: dict[str, tuple[str, str | None]] = {
     "max_by-native": ("max_by", "native"),
     "max_by-columnar": ("max_by", "columnar"),
     "aggregate": ("aggregate", None),
+    "reduce": ("reduce", None),
+    "process": ("row-process", None),
     "vectorized-groups": ("groups", None),
     "vectorized-batches": ("batches", None),
     "vectorized-process": ("process", None),
@@ -353,6 +370,10 @@ def ours_batch(df: DataFrame, how: str, path: str | None = None) -> DataFrame:
         return sessions.trigger(trigger).agg(F.sum("amount").alias("total")).results
     if how == "aggregate":
         return windowed.aggregate(SumAmount()).results
+    if how == "reduce":
+        return windowed.reduce(sum_rows).results
+    if how == "row-process":
+        return windowed.process(SumWindows(), output_schema="total bigint").results
     if how in ("groups", "batches"):
         function = MeanVarGroups() if how == "groups" else MeanVarBatches()
         return windowed.aggregate(function, output_schema="mean double, var double").results
@@ -416,6 +437,8 @@ def batch_sweep(
             label = {
                 "agg": ".agg(F.sum)",
                 "aggregate": ".aggregate",
+                "reduce": ".reduce",
+                "row-process": ".process (per row)",
                 "groups": "vectorized add_groups",
                 "batches": "vectorized add_batch",
                 "process": "vectorized process",
