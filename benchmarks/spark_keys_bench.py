@@ -113,11 +113,11 @@ def sum_rows(a: Row, b: Row) -> Row:
     return Row(key=a.key, amount=a.amount + b.amount, ts=a.ts)
 
 
-class SumWindows(ProcessWindowFunction[Row, tuple[int], Any, Any]):
+class SumWindows(ProcessWindowFunction[Row, int, Any, Any]):
     """The sum of a window's ``amount`` from all its rows (a per-row window function)."""
 
     def process(self, key: Any, context: Any, elements: Any) -> Any:
-        return [(sum(r.amount for r in elements),)]
+        return [sum(r.amount for r in elements)]
 
 
 MeanVarAcc = tuple[int, float, float]  # count, mean, sum of squared deviations

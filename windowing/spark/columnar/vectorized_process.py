@@ -20,7 +20,7 @@ operator, whose timers order the cleanups among the other windows' firings.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -220,25 +220,38 @@ class _RowOutputs:
         self.layout = layout
         self.keys, self.starts, self.ends = keys, starts, ends
         self.values: list[Any] = []
-        self.windows: list[int] = []  # the window of each value
+        self.counts: list[int] = []  # the values of each window so far
 
     def add(self, i: int, result: Any) -> int:
-        window = TimeWindow(self.starts[i], self.ends[i])
-        out = list(check_outputs(result, "ProcessWindowFunction.process", self.keys[i], window))
-        self.values.extend(out)
-        self.windows.extend(itertools.repeat(i, len(out)))
-        return len(out)
+        if type(result) is not list:
+            if (
+                result is None
+                or isinstance(result, str | bytes)
+                or not isinstance(result, Iterable)
+            ):
+                window = TimeWindow(self.starts[i], self.ends[i])
+                check_outputs(result, "ProcessWindowFunction.process", self.keys[i], window)
+            result = list(result)
+        self.values.extend(result)
+        self.counts.append(len(result))
+        return len(result)
+
+    def records(self) -> list[WindowResult]:
+        """The outputs as the operator's records (for its notes on a refused value)."""
+        windows = np.repeat(np.arange(len(self.counts)), self.counts).tolist()
+        return [
+            WindowResult(self.keys[i], TimeWindow(self.starts[i], self.ends[i]), v, 0)
+            for i, v in zip(windows, self.values, strict=True)
+        ]
 
     def table(self) -> pa.Table:
         layout = self.layout
         schema = to_arrow_schema(layout.out_schema, timezone="UTC")
-        records = [
-            WindowResult(self.keys[i], TimeWindow(self.starts[i], self.ends[i]), v, 0)
-            for i, v in zip(self.windows, self.values, strict=True)
-        ]
-        columns = windowed_columns(
-            records, layout.writers[0], layout.out_schema, "result", layout.show_values
-        )[0]
+        columns = layout.writers[0][1](self.values)
+        if columns is None:  # one value at a time, a refused one named as the operator names it
+            writers, fields = layout.writers[0], layout.out_schema
+            records = self.records()
+            columns = windowed_columns(records, writers, fields, "result", layout.show_values)[0]
         arrays = []
         for values, field, arrow_type in zip(
             columns, layout.out_schema.fields, schema.types, strict=True
@@ -246,7 +259,7 @@ class _RowOutputs:
             try:
                 arrays.append(pa.array(values, arrow_type))
             except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-                for r, v in zip(records, values, strict=True):  # the first value refused
+                for r, v in zip(self.records(), values, strict=True):  # the first one refused
                     try:
                         pa.array([v], arrow_type)
                     except (pa.ArrowException, TypeError, ValueError, OverflowError):
