@@ -78,6 +78,13 @@ def test_columns_encoder_bulk_and_fallback() -> None:
     assert kept(rows) == [[1, 2]]
     assert kept([rows[0], {"k": "c", "n": 3}]) is None
     assert kept(rows_of(["k", "n"], [["a"], ["x"]])) is None  # a str where bigint is due
+    # plain Rows (a reduce's own) with the source's fields in its order, among the rows
+    from pyspark.sql import Row
+
+    assert kept([rows[0], Row(k="c", n=3)]) == [[1, 3]]
+    assert kept([Row(n=3, k="c")]) is None  # another order: encoded one by one, by name
+    assert kept([Row("c", 3)]) is None  # no field names
+    assert kept([Row(k="c", n=3.5)]) is None
 
 
 # ------------------------------------------------------------------------------- error notes

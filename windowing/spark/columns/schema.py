@@ -120,14 +120,13 @@ def gc_paused() -> Iterator[None]:
     their values) are built: the collections their allocations trigger would scan the heap
     again and again (about 40 % of the time of building a million rows). It is enabled
     again after, as it was."""
-    if not gc.isenabled():
-        yield
-        return
+    enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
@@ -765,11 +764,11 @@ def make_columns_encoder(
     need encoding value by value.
 
     The bulk form applies to values of plain types (int, float, str, bool, datetime, date,
-    bytes; for a one-field schema) and to ``Row`` objects of :func:`row_class` holding such
-    values: their types are checked in bulk (exact type, as the value encoders would accept
-    them unchanged) and the values passed through. ``source`` is the schema of such rows when
-    ``schema`` keeps some of their fields (a reduce returns input rows).
-    """
+    bytes; for a one-field schema) and to ``Row`` objects of :func:`row_class` (or plain ones
+    with those fields, in that order) holding such values: their types are checked in bulk
+    (exact type, as the value encoders would accept them unchanged) and the values passed
+    through. ``source`` is the schema of such rows when ``schema`` keeps some of their fields
+    (a reduce returns input rows)."""
     names = tuple(schema.names)
     wide = tuple(source.names) if source is not None else names
     keep = [wide.index(n) for n in names]
@@ -777,7 +776,7 @@ def make_columns_encoder(
     if any(t is None for t in exact):
         return lambda values: None
     allowed = [frozenset({_NONE_TYPE}) | t for t in exact if t is not None]
-    cls = row_class(wide)
+    cls, fields = row_class(wide), list(wide)
     single = len(names) == 1 and source is None
     scalars = frozenset().union(*allowed) if single else frozenset()
 
@@ -787,7 +786,9 @@ def make_columns_encoder(
         kinds = set(map(type, values))
         if single and kinds <= scalars:
             return [list(values)]
-        if kinds != {cls}:
+        if not kinds <= {cls, Row} or (
+            Row in kinds and any(getattr(v, "__fields__", None) != fields for v in values)
+        ):
             return None
         columns = [list(map(operator.itemgetter(i), values)) for i in keep]
         for column, ok in zip(columns, allowed, strict=True):
