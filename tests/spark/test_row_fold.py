@@ -84,10 +84,16 @@ class Failing(AggregateFunction[Any, int, int]):
 
 
 class Tagged(ProcessWindowFunction[Any, Any, Any, Any]):
-    """A window function over a result: its window's start with it."""
+    """A window function over an incremental result: the window's start, the key's count of
+    windows so far (per-key state) and the result (a reduce's: its ``x``)."""
 
     def process(self, key: Any, context: Any, elements: Any) -> Any:
-        return [(context.window.start, e) for e in elements]
+        seen = context.global_state().get_state(SEEN)
+        nth = (seen.value() or 0) + 1
+        seen.update(nth)
+        (result,) = elements
+        value = result if isinstance(result, str) else str(result.x)
+        yield (context.window().start, nth, value)
 
 
 def rows(spark: SparkSession, n: int = 1_500) -> DataFrame:
@@ -215,7 +221,8 @@ def test_the_plan_takes_per_row_functions_only() -> None:
     config = WindowConfig(tumbling, None, None, 0)
     assert fold_of(Aggregate(Trail())) is not None
     assert fold_of(Reduce(_latest)) is not None
-    assert fold_of(Aggregate(Trail(), window_function=Tagged())) is None
+    with_window = fold_of(Aggregate(Trail(), window_function=Tagged()))
+    assert isinstance(with_window, RowFold) and isinstance(with_window.window_function, Tagged)
     assert fold_plan(config, Aggregate(Trail()), streaming=True) is None
     dynamic = WindowConfig(EventTimeSessionWindows.with_dynamic_gap(lambda r: 5), None, None, 0)
     assert fold_plan(dynamic, Aggregate(Trail()), streaming=False) is None
@@ -389,3 +396,31 @@ def test_a_window_functions_wrong_output_is_named_as_the_operator_names_it(
             [line for line in str(info.value).splitlines() if "iterable" in line or "while" in line]
         )
     assert messages[0] == messages[1]
+
+
+@pytest.mark.differential(ColumnarShape.TUMBLING, ColumnarShape.HOPPING, ColumnarShape.SESSIONS)
+@pytest.mark.parametrize("shape", ["tumbling", "hopping", "sessions"])
+def test_a_fold_then_its_window_function_gives_the_operators_outputs(
+    spark: SparkSession, tiny_batches: None, shape: str
+) -> None:
+    """An aggregate or a reduce with a ``ProcessWindowFunction`` given each window's result:
+    the fold, then one call per window with its context and per-key state."""
+    stream = DataStream.from_dataframe(rows(spark), event_time="ts").key_by("key")
+    schema = "start bigint, nth bigint, value string"
+
+    def run(trigger: Any, kind: str) -> Any:
+        windowed = stream.window(ASSIGNERS[shape]())
+        if trigger is not None:
+            windowed = windowed.trigger(trigger)
+        if kind == "reduce":
+            return windowed.reduce(_latest, Tagged(), output_schema=schema)
+        return windowed.aggregate(Trail(), Tagged(), output_schema=schema)
+
+    for kind in ("aggregate", "reduce"):
+        fast, operator = run(None, kind), run(OperatorTrigger(), kind)
+        assert isinstance(fast.plan.columnar.function, RowFold), str(fast.plan)
+        assert "and ProcessWindowFunction Tagged" in str(fast.plan)
+        got = collected(fast)
+        assert len(got) > 30 and max(r[-3] for r in got) > 5
+        assert got == collected(operator)
+        assert fast.metrics.collect()[0] == operator.metrics.collect()[0]

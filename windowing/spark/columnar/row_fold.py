@@ -128,10 +128,24 @@ class RowFold:
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             return None
 
+    @property
+    def window_function(self) -> ProcessWindowFunction[Any, Any, Any, Any] | None:
+        """The ``ProcessWindowFunction`` given each window's result, if any."""
+        wf = self.spec.window_function
+        return wf if isinstance(wf, ProcessWindowFunction) else None
+
+    @property
+    def clears(self) -> bool:
+        """Whether the window function has a ``clear`` of its own."""
+        wf = self.window_function
+        return wf is not None and type(wf).clear is not ProcessWindowFunction.clear
+
     def describe(self) -> str:
         """The function, in words."""
         kind = "AggregateFunction" if isinstance(self.spec, Aggregate) else "ReduceFunction"
-        return f"{kind} {type(self.spec.function).__qualname__}"
+        text = f"{kind} {type(self.spec.function).__qualname__}"
+        wf = self.window_function
+        return text if wf is None else f"{text} and ProcessWindowFunction {type(wf).__qualname__}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,13 +173,16 @@ class ProcessFold:
 
 
 def fold_of(spec: WindowFunctionSpec) -> RowFold | ProcessFold | None:
-    """The fold of a per-row ``Aggregate`` or ``Reduce`` spec without a window function, or
-    the per-window calls of a per-row ``Process`` spec (not a vectorized function's adapter,
-    which has its own plan), or ``None``."""
+    """The fold of a per-row ``Aggregate`` or ``Reduce`` spec (and its ``ProcessWindowFunction``,
+    if any), or the per-window calls of a per-row ``Process`` spec (not a vectorized
+    function's adapter, which has its own plan), or ``None``."""
     if isinstance(spec, Process):
         return ProcessFold(spec) if spec.vectorized is None else None
-    if not isinstance(spec, Aggregate | Reduce) or spec.window_function is not None:
+    if not isinstance(spec, Aggregate | Reduce):
         return None
+    wf = spec.window_function
+    if wf is not None and not isinstance(wf, ProcessWindowFunction):
+        return None  # a WindowFunction's apply: the operator
     if isinstance(spec, Aggregate) and spec.vectorized is not None:
         return None
     return RowFold(spec)

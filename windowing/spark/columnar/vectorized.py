@@ -59,6 +59,7 @@ from windowing.spark.columnar.tumbling import last_window_from, tumbling_starts
 from windowing.spark.columnar.vectorized_process import (
     END_OF_INPUT,
     KeyStates,
+    ProcessedWindows,
     encoded_columns,
     process_windows,
 )
@@ -246,36 +247,88 @@ class VectorizedWindows(ABC):
                 layout.late_output_tag,
                 layout if per_row else None,
             )
-            sides = {
-                tag: [(int(first_rows[i]), r) for i, r in records]
-                for tag, records in done.side_outputs.items()
-            }
-            return VectorizedResults(
-                np.repeat(found.starts, done.counts),
-                np.repeat(found.ends, done.counts),
-                np.repeat(first_rows, done.counts),
-                [c.combine_chunks() for c in done.table.columns],
-                len(first),
-                sides,
-            )
+            return self.processed(done, found, first_rows)
         if isinstance(fn, RowFold):
-
-            def notes(exc: Exception, g: int, row: int | None, value: Any) -> None:
-                key = None if keys_of is None else keys_of(first_rows[g : g + 1])[0][0]
-                window = TimeWindow(int(found.starts[g]), int(found.ends[g]))
-                element = None if row is None else (value, int(stamps[row]))
-                note_group(exc, key, window, element)
-                pending = [] if element is None else [(value, element[1], key)]
-                note_element_error(
-                    exc, 0, pending, key, "the Spark batch replay", show_values=layout.show_values
-                )
-
-            columns = fn.columns(grouped, offsets, layout, notes)
-        else:
-            columns = self.aggregated(grouped, offsets, layout)
+            return self.folded(
+                fn, grouped, offsets, found, first_rows, stamps, layout, keys_of, states
+            )
+        columns = self.aggregated(grouped, offsets, layout)
         if columns is None:
             return None
         return VectorizedResults(found.starts, found.ends, first_rows, columns, len(first))
+
+    def folded(
+        self,
+        fn: RowFold,
+        grouped: pa.Table,
+        offsets: np.ndarray[Any, Any],
+        found: Groups,
+        first_rows: np.ndarray[Any, Any],
+        stamps: np.ndarray[Any, Any],
+        layout: OutputLayout,
+        keys_of: KeysOf | None,
+        states: KeyStates | None,
+    ) -> VectorizedResults | None:
+        """A per-row aggregate's or reduce's fold over the groups, then its window function's
+        call per window, if any; ``None`` when a result is ``None`` (or, without a window
+        function, not a row of the output schema): the operator takes them."""
+
+        def notes(exc: Exception, g: int, row: int | None, value: Any) -> None:
+            key = None if keys_of is None else keys_of(first_rows[g : g + 1])[0][0]
+            window = TimeWindow(int(found.starts[g]), int(found.ends[g]))
+            element = None if row is None else (value, int(stamps[row]))
+            note_group(exc, key, window, element)
+            pending = [] if element is None else [(value, element[1], key)]
+            note_element_error(
+                exc, 0, pending, key, "the Spark batch replay", show_values=layout.show_values
+            )
+
+        wf = fn.window_function
+        if wf is None:
+            columns = fn.columns(grouped, offsets, layout, notes)
+            if columns is None:
+                return None
+            return VectorizedResults(
+                found.starts, found.ends, first_rows, columns, len(found.starts)
+            )
+        results = fn.results(grouped, offsets, notes)
+        if any(r is None for r in results):
+            return None  # (before the window function's first call)
+        assert keys_of is not None and states is not None
+        keys, skeys = keys_of(first_rows)
+        done = process_windows(
+            wf,
+            grouped,
+            offsets,
+            (found.starts, found.ends),
+            keys,
+            skeys,
+            states,
+            layout.out_schema,
+            fn.clears,
+            layout.late_output_tag,
+            layout,
+            results,
+        )
+        return self.processed(done, found, first_rows)
+
+    @staticmethod
+    def processed(
+        done: ProcessedWindows, found: Groups, first_rows: np.ndarray[Any, Any]
+    ) -> VectorizedResults:
+        """The results of a window function's calls, one per window of ``found``."""
+        sides = {
+            tag: [(int(first_rows[i]), r) for i, r in records]
+            for tag, records in done.side_outputs.items()
+        }
+        return VectorizedResults(
+            np.repeat(found.starts, done.counts),
+            np.repeat(found.ends, done.counts),
+            np.repeat(first_rows, done.counts),
+            [c.combine_chunks() for c in done.table.columns],
+            len(found.starts),
+            sides,
+        )
 
     def aggregated(
         self, rows: pa.Table, offsets: np.ndarray[Any, Any], layout: OutputLayout
@@ -669,14 +722,14 @@ def fold_plan(
     (:mod:`~windowing.spark.columnar.row_fold`), or ``None``: batch; tumbling or hopping
     (``slide <= size``) event-time windows, aligned, that the operator keeps per window (not
     as panes), or static-gap event-time sessions (in event-time order a row joins its key's
-    last session, added to it without a merge); the default trigger; no evictor, no window
-    function after an aggregate; a lateness that lets windows be cleaned up (and none for a
-    window function with a ``clear`` of its own). The caller checks the order of rows
-    (event-time order)."""
+    last session, added to it without a merge); the default trigger; no evictor, and no
+    ``WindowFunction`` after an aggregate (a ``ProcessWindowFunction`` is called per window);
+    a lateness that lets windows be cleaned up (and none for a window function with a
+    ``clear`` of its own). The caller checks the order of rows (event-time order)."""
     fold = None if streaming else fold_of(spec)
     if fold is None or config.evictor is not None:
         return None
-    if isinstance(fold, ProcessFold) and fold.clears and config.allowed_lateness:
+    if fold.clears and config.allowed_lateness:
         return None  # cleanups interleave with other windows' firings: the operator's timers
     if config.trigger is not None and type(config.trigger) is not EventTimeTrigger:
         return None

@@ -130,13 +130,15 @@ def process_windows(
     clear_too: bool,
     late_tag: OutputTag | None = None,
     per_row: OutputLayout | None = None,
+    results: Sequence[Any] | None = None,
 ) -> ProcessedWindows:
     """``function.process`` of each window ``[offsets[i], offsets[i + 1])`` of ``batch`` (its
     rows in replay order; ``windows`` the starts and ends, ``keys`` the key of each), the
     outputs as ``out_schema``'s columns; ``clear_too``: ``clear`` after each; ``late_tag``:
     the tag of the late input rows, which the function may not write to. ``per_row``: a
     per-row ``ProcessWindowFunction`` whose outputs the layout writes (each window's rows as
-    a list of ``Row`` objects, built once)."""
+    a list of ``Row`` objects, built once; with ``results``, each window's incremental
+    result, the function following an aggregate or reduce: ``[results[i]]``)."""
     starts, ends = windows[0].tolist(), windows[1].tolist()
 
     def where(i: int) -> str:
@@ -160,10 +162,16 @@ def process_windows(
         outputs = _Outputs(function, out_schema, where)
         named = describe(function)
     else:
-        values = table_rows(batch, batch.column_names)
+        values = (
+            table_rows(batch, batch.column_names)
+            if results is None
+            else [[r] for r in results]  # a window's incremental result, alone
+        )
+        if results is not None:
+            offsets = np.arange(len(values) + 1)
 
         def window_rows(lo: int, hi: int) -> Any:
-            return values[lo:hi]
+            return values[lo:hi] if results is None else values[lo]
 
         outputs = _RowOutputs(per_row, keys, starts, ends)
         named = f"ProcessWindowFunction {type(function).__qualname__}"
