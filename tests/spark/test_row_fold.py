@@ -6,8 +6,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +14,15 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import LongType, StringType
 
-from tests.spark.test_vectorized import T0, OperatorTrigger, _layout, collected
+from tests.spark.test_vectorized import (
+    SHAPES,
+    T0,
+    OperatorTrigger,
+    _layout,
+    batch_windows,
+    collected,
+    harness_windows,
+)
 from windowing import (
     EventTimeSessionWindows,
     HoppingEventTimeWindows,
@@ -234,14 +240,6 @@ def test_the_plan_takes_per_row_functions_only() -> None:
     )
 
 
-SHAPES = {
-    "tumbling": lambda: TumblingEventTimeWindows(10, offset=3),
-    "hopping": lambda: HoppingEventTimeWindows(10, 4, offset=-1),
-    "hopping_even": lambda: HoppingEventTimeWindows(9, 3),
-    "sessions": lambda: EventTimeSessionWindows(5),
-}
-
-
 @settings(max_examples=60)
 @given(
     shape=st.sampled_from(sorted(SHAPES)),
@@ -258,26 +256,10 @@ def test_the_fold_of_a_batch_is_the_operators(shape: str, data: list[Any], reduc
     plan = fold_plan(WindowConfig(assigner, None, None, 0), spec, streaming=False)
     assert plan is not None and isinstance(plan.function, RowFold)
     harness = WindowOperatorHarness(assigner, spec)
-    for x, (code, t) in enumerate(data):
-        harness.process_element(Row(x=x), t, code)
-    harness.process_watermark(10_000)
     value = (lambda v: v.x) if reduce else (lambda v: v)
-    expected = sorted(
-        (r.key, r.window.start, r.window.end, value(r.value)) for r in harness.extract_output()
-    )
-    codes = np.array([c for c, _ in data], np.int64)
-    table = pa.table({"x": pa.array(range(len(data)), pa.int64())})
-    times = pa.chunked_array([pa.array([t for _, t in data], pa.int64())])
+    expected = harness_windows(harness, data, value)
     layout = _layout(x=LongType()) if reduce else _layout(trail=StringType())
-    found = plan.results(table, times, codes, layout)
-    if not data:
-        assert found is None and expected == []
-        return
-    assert found is not None
-    got = zip(
-        codes[found.rows], found.starts, found.ends, found.columns[0].to_pylist(), strict=True
-    )
-    assert sorted((int(k), int(s), int(e), v) for k, s, e, v in got) == expected
+    assert batch_windows(plan, data, layout) == expected
 
 
 # ----------------------------------------------------------------------- window functions

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark import cloudpickle as spark_cloudpickle
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
@@ -329,21 +329,35 @@ def test_the_groups_of_a_batch_are_the_operators_windows(shape: str, rows: list[
     )
     assert plan is not None and plan.shape.value in shape
     harness = WindowOperatorHarness(assigner, Collect())
+    assert batch_windows(plan, rows, _layout(rows=StringType())) == harness_windows(harness, rows)
+
+
+def harness_windows(
+    harness: WindowOperatorHarness, rows: list[Any], value: Any = lambda v: v
+) -> list[tuple[Any, ...]] | None:
+    """The harness's windows of the sorted ``(key code, time)`` rows, elements ``Row(x=i)``
+    (``i`` the row's position), as sorted ``(key, start, end, value(result))``; ``None``
+    for no row."""
     for x, (code, t) in enumerate(rows):
-        harness.process_element({"x": x}, t, code)
+        harness.process_element(Row(x=x), t, code)
     harness.process_watermark(10_000)
-    expected = sorted(
-        (r.key, r.window.start, r.window.end, r.value) for r in harness.extract_output()
-    )
+    found = [
+        (r.key, r.window.start, r.window.end, value(r.value)) for r in harness.extract_output()
+    ]
+    return sorted(found) if rows else None
+
+
+def batch_windows(plan: Any, rows: list[Any], layout: OutputLayout) -> list[tuple[Any, ...]] | None:
+    """A columnar plan's results over a batch of the sorted ``(key code, time)`` rows, one
+    column ``x`` (the row's position), as sorted ``(key code, start, end, first output
+    column)``; ``None`` when the plan leaves the batch to the operator."""
     codes = np.array([c for c, _ in rows], np.int64)
     table = pa.table({"x": pa.array(range(len(rows)), pa.int64())})
     times = pa.chunked_array([pa.array([t for _, t in rows], pa.int64())])
-    found = plan.results(table, times, codes, _layout(rows=StringType()))
-    if not rows:
-        assert found is None and expected == []
-        return
-    assert found is not None
+    found = plan.results(table, times, codes, layout)
+    if found is None:
+        return None
     got = zip(
         codes[found.rows], found.starts, found.ends, found.columns[0].to_pylist(), strict=True
     )
-    assert sorted((int(k), int(s), int(e), v) for k, s, e, v in got) == expected
+    return sorted((int(k), int(s), int(e), v) for k, s, e, v in got)

@@ -59,7 +59,6 @@ from windowing.spark.columnar.tumbling import last_window_from, tumbling_starts
 from windowing.spark.columnar.vectorized_process import (
     END_OF_INPUT,
     KeyStates,
-    ProcessedWindows,
     encoded_columns,
     process_windows,
 )
@@ -231,23 +230,10 @@ class VectorizedWindows(ABC):
                 return None
             grouped, offsets = grouped.filter(pa.array(kept.mask)), kept.offsets
         if isinstance(fn, VectorizedProcessWindowFunction | ProcessFold):
-            assert keys_of is not None and states is not None
-            keys, skeys = keys_of(first_rows)
             per_row = isinstance(fn, ProcessFold)
-            done = process_windows(
-                fn.function if isinstance(fn, ProcessFold) else fn,
-                grouped,
-                offsets,
-                (found.starts, found.ends),
-                keys,
-                skeys,
-                states,
-                layout.out_schema,
-                self.clears,
-                layout.late_output_tag,
-                layout if per_row else None,
-            )
-            return self.processed(done, found, first_rows)
+            function = fn.function if isinstance(fn, ProcessFold) else fn
+            calls = (grouped, offsets, found, first_rows, layout, keys_of, states)
+            return self.per_window(function, self.clears, *calls, per_row=per_row)
         if isinstance(fn, RowFold):
             return self.folded(
                 fn, grouped, offsets, found, first_rows, stamps, layout, keys_of, states
@@ -294,10 +280,30 @@ class VectorizedWindows(ABC):
         results = fn.results(grouped, offsets, notes)
         if any(r is None for r in results):
             return None  # (before the window function's first call)
+        calls = (grouped, offsets, found, first_rows, layout, keys_of, states)
+        return self.per_window(wf, fn.clears, *calls, per_row=True, results=results)
+
+    @staticmethod
+    def per_window(
+        function: Any,
+        clears: bool,
+        grouped: pa.Table,
+        offsets: np.ndarray[Any, Any],
+        found: Groups,
+        first_rows: np.ndarray[Any, Any],
+        layout: OutputLayout,
+        keys_of: KeysOf | None,
+        states: KeyStates | None,
+        *,
+        per_row: bool,
+        results: Sequence[Any] | None = None,
+    ) -> VectorizedResults:
+        """A window function called once per window of ``found`` (``per_row``: a per-row
+        one, on the rows or on each window's incremental result ``results``)."""
         assert keys_of is not None and states is not None
         keys, skeys = keys_of(first_rows)
         done = process_windows(
-            wf,
+            function,
             grouped,
             offsets,
             (found.starts, found.ends),
@@ -305,18 +311,11 @@ class VectorizedWindows(ABC):
             skeys,
             states,
             layout.out_schema,
-            fn.clears,
+            clears,
             layout.late_output_tag,
-            layout,
+            layout if per_row else None,
             results,
         )
-        return self.processed(done, found, first_rows)
-
-    @staticmethod
-    def processed(
-        done: ProcessedWindows, found: Groups, first_rows: np.ndarray[Any, Any]
-    ) -> VectorizedResults:
-        """The results of a window function's calls, one per window of ``found``."""
         sides = {
             tag: [(int(first_rows[i]), r) for i, r in records]
             for tag, records in done.side_outputs.items()
