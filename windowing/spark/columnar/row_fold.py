@@ -37,12 +37,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from windowing.engine.notes import note_element, note_window
 from windowing.functions.base import ProcessWindowFunction
 from windowing.functions.spec import Aggregate, Process, Reduce, WindowFunctionSpec
-from windowing.spark.columns.output import OutputLayout
 from windowing.spark.columns.schema import gc_paused, table_rows
 
 __all__ = ["GroupNotes", "ProcessFold", "RowFold", "fold_of", "note_group"]
@@ -103,31 +101,6 @@ class RowFold:
             raise
         return out
 
-    def columns(
-        self,
-        rows: pa.Table,
-        offsets: np.ndarray[Any, Any],
-        layout: OutputLayout,
-        notes: GroupNotes,
-    ) -> list[pa.Array] | None:
-        """The result columns of the groups, written as the operator writes its results
-        (:attr:`~windowing.spark.columns.output.OutputLayout.writers`), or ``None`` when the
-        operator must compute them: a ``None`` result (which it counts), or one that is not
-        a row of the output schema (whose error it names with the key and window)."""
-        values = self.results(rows, offsets, notes)
-        if any(v is None for v in values):
-            return None
-        encode, encode_all = layout.writers[0]
-        types = to_arrow_schema(layout.out_schema, timezone="UTC").types
-        try:
-            columns = encode_all(values)
-            if columns is None:
-                encoded = [encode(v) for v in values]
-                columns = [list(c) for c in zip(*encoded, strict=True)] if encoded else []
-            return [pa.array(c, t) for c, t in zip(columns, types, strict=True)]
-        except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            return None
-
     @property
     def window_function(self) -> ProcessWindowFunction[Any, Any, Any, Any] | None:
         """The ``ProcessWindowFunction`` given each window's result, if any."""
@@ -138,7 +111,7 @@ class RowFold:
     def clears(self) -> bool:
         """Whether the window function has a ``clear`` of its own."""
         wf = self.window_function
-        return wf is not None and type(wf).clear is not ProcessWindowFunction.clear
+        return wf is not None and overrides_clear(wf)
 
     def describe(self) -> str:
         """The function, in words."""
@@ -165,7 +138,7 @@ class ProcessFold:
     @property
     def clears(self) -> bool:
         """Whether the function has a ``clear`` of its own."""
-        return type(self.function).clear is not ProcessWindowFunction.clear
+        return overrides_clear(self.function)
 
     def describe(self) -> str:
         """The function, in words."""
@@ -186,6 +159,11 @@ def fold_of(spec: WindowFunctionSpec) -> RowFold | ProcessFold | None:
     if isinstance(spec, Aggregate) and spec.vectorized is not None:
         return None
     return RowFold(spec)
+
+
+def overrides_clear(function: ProcessWindowFunction[Any, Any, Any, Any]) -> bool:
+    """Whether ``function`` has a ``clear`` of its own (the default does nothing)."""
+    return type(function).clear is not ProcessWindowFunction.clear
 
 
 def note_group(exc: Exception, key: Any, window: Any, element: tuple[Any, int] | None) -> None:

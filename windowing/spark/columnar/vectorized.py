@@ -61,6 +61,7 @@ from windowing.spark.columnar.vectorized_process import (
     KeyStates,
     encoded_columns,
     process_windows,
+    written_columns,
 )
 from windowing.spark.columns.failures import note_element_error
 from windowing.spark.columns.output import OutputLayout
@@ -269,17 +270,24 @@ class VectorizedWindows(ABC):
                 exc, 0, pending, key, "the Spark batch replay", show_values=layout.show_values
             )
 
+        results = fn.results(grouped, offsets, notes)
+        if any(r is None for r in results):
+            return None  # (before a window function's first call)
         wf = fn.window_function
         if wf is None:
-            columns = fn.columns(grouped, offsets, layout, notes)
-            if columns is None:
-                return None
+
+            def records() -> list[WindowResult]:
+                keys = keys_of(first_rows)[0] if keys_of is not None else [None] * len(results)
+                bounds = zip(keys, found.starts.tolist(), found.ends.tolist(), results, strict=True)
+                return [WindowResult(k, TimeWindow(s, e), v, 0) for k, s, e, v in bounds]
+
+            try:
+                columns = written_columns(layout, results, records)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                return None  # a result that is not a row of the output: the operator names it
             return VectorizedResults(
                 found.starts, found.ends, first_rows, columns, len(found.starts)
             )
-        results = fn.results(grouped, offsets, notes)
-        if any(r is None for r in results):
-            return None  # (before the window function's first call)
         calls = (grouped, offsets, found, first_rows, layout, keys_of, states)
         return self.per_window(wf, fn.clears, *calls, per_row=True, results=results)
 

@@ -75,6 +75,7 @@ __all__ = [
     "ProcessedWindows",
     "encoded_columns",
     "process_windows",
+    "written_columns",
 ]
 
 
@@ -254,31 +255,48 @@ class _RowOutputs:
 
     def table(self) -> pa.Table:
         layout = self.layout
+        columns = written_columns(layout, self.values, self.records)
         schema = to_arrow_schema(layout.out_schema, timezone="UTC")
-        columns = layout.writers[0][1](self.values)
-        if columns is None:  # one value at a time, a refused one named as the operator names it
-            writers, fields = layout.writers[0], layout.out_schema
-            records = self.records()
-            columns = windowed_columns(records, writers, fields, "result", layout.show_values)[0]
-        arrays = []
-        for values, field, arrow_type in zip(
-            columns, layout.out_schema.fields, schema.types, strict=True
-        ):
-            try:
-                arrays.append(pa.array(values, arrow_type))
-            except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-                for r, v in zip(self.records(), values, strict=True):  # the first one refused
-                    try:
-                        pa.array([v], arrow_type)
-                    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-                        exc.add_note(
-                            f"while writing output column {field.name!r} "
-                            f"({field.dataType.simpleString()}) of window "
-                            f"{window_text(r.window)} of key {r.key!r}"
-                        )
-                        break
-                raise
-        return pa.Table.from_arrays(arrays, schema=schema)
+        return pa.Table.from_arrays(columns, schema=schema)
+
+
+def written_columns(
+    layout: OutputLayout, values: list[Any], records: Callable[[], list[WindowResult]]
+) -> list[pa.Array]:
+    """Result ``values`` as the output columns, written as the operator writes its results
+    (the layout's bulk encoder, else value by value); a refused value raises with the
+    operator's note, naming its window and key from ``records()`` (the values as the
+    operator's records, built only then)."""
+    encode, encode_all = layout.writers[0]
+    fields = layout.out_schema
+    columns = encode_all(values)
+    if columns is None:
+        try:
+            encoded = [encode(v) for v in values]
+            columns = [[e[j] for e in encoded] for j in range(len(fields.fields))]
+        except Exception:
+            columns = None
+    if columns is None:  # a value refused: the operator's records and note on it
+        writers, show = layout.writers[0], layout.show_values
+        columns = windowed_columns(records(), writers, fields, "result", show)[0]
+    arrays = []
+    types = to_arrow_schema(fields, timezone="UTC").types
+    for column, field, arrow_type in zip(columns, fields.fields, types, strict=True):
+        try:
+            arrays.append(pa.array(column, arrow_type))
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            for r, v in zip(records(), column, strict=True):  # the first one refused
+                try:
+                    pa.array([v], arrow_type)
+                except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                    exc.add_note(
+                        f"while writing output column {field.name!r} "
+                        f"({field.dataType.simpleString()}) of window "
+                        f"{window_text(r.window)} of key {r.key!r}"
+                    )
+                    break
+            raise
+    return arrays
 
 
 class _Outputs:
