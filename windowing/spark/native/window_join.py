@@ -307,10 +307,12 @@ def _windowed(
     kept = [*[col(k) for k in keys], col(SIDE), col(LEFT), col(RIGHT)]
     if isinstance(assigner, TumblingEventTimeWindows):
         bounds = TumblingBounds(assigner)
-        timed = df.select(*kept, F.expr(ts).alias(TS))
-        start = F.when(F.col(TS).isNotNull(), bounds.start)
+        # the window from the input's own time column, not from a column of the event time:
+        # Spark then merges this select with the sides' (the event time is read several
+        # times), and a user's fields of a side reach the join without their struct
+        start = bounds.start_of(ts)
         return (
-            timed.select("*", start.alias(_WINDOW), F.lit(True).alias(_FIRST)),
+            df.select(*kept, F.expr(ts).alias(TS), start.alias(_WINDOW), F.lit(True).alias(_FIRST)),
             [_WINDOW],
             (bounds.window_start, bounds.end),
         )

@@ -92,6 +92,7 @@ from windowing.spark.columns.output import (
     OutputLayout,
     col,
 )
+from windowing.spark.columns.sql import quoted
 from windowing.spark.columns.units import floor_div_sql
 from windowing.spark.columns.watermark import (
     WindowCutoffs,
@@ -393,11 +394,12 @@ class TumblingBounds:
         self.window_start = w if lowest >= MIN_TIMESTAMP else F.when(w != F.lit(MIN_TIMESTAMP), w)
         self._size, self._offset = size, offset
 
-    def start_of(self, name: str) -> Column:
-        """The grouping value of the window holding the event time in column ``name``, as
-        ``start`` (null for null; SQL text: one call to the JVM)."""
+    def start_of(self, time_sql: str) -> Column:
+        """The grouping value of the window holding the event time ``time_sql`` (SQL text of
+        a ``bigint`` of milliseconds: a quoted column, or an expression over the input's),
+        as ``start`` (null for null; one call to the JVM)."""
         size, residue = self._size, self._offset % self._size
-        t = "`" + name.replace("`", "``") + "`"
+        t = f"({time_sql})"
         d = f"pmod(pmod({t}, {size}L) - {residue}L, {size}L)"
         return F.expr(
             f"CASE WHEN {t} >= {MIN_TIMESTAMP}L + {d} THEN {t} - {d} "
@@ -449,7 +451,7 @@ def arrival_order_parts(
     # max timestamp: one plan for the results, the counters and the late rows (each
     # DataFrame operation costs Spark an analysis when the job is built)
     every = (
-        prepared.withColumn(_WINDOW, F.when(has_arrival, bounds.start_of(TS)))
+        prepared.withColumn(_WINDOW, F.when(has_arrival, bounds.start_of(quoted(TS))))
         .join(table, F.col(_WINDOW) == F.col(_CUT + "w"), "left")
         .withColumn(_MT, max_ts)
     )
