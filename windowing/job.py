@@ -123,6 +123,10 @@ class InputWatermarks:
 
     column: str
     inputs: tuple[tuple[str, WatermarkStrategy], ...]
+    #: The inputs that are an earlier window's results in the same streaming query: their
+    #: watermark is that window's (it defines none of its own), and their rows of a
+    #: micro-batch come before the watermark moves (what that window emitted as it moved).
+    following: tuple[str, ...] = ()
 
     @property
     def delay(self) -> int:

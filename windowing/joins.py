@@ -430,6 +430,7 @@ class IntervalJoined:
             self.left.keys,
             self.right.keys,
             calls=("key_by", "interval_join"),
+            window_join=False,
         )
         bounds = IntervalBounds(
             self.lower,

@@ -305,7 +305,7 @@ def q7_highest_bid(
     bids joined with it per window on the price (a window join's
     :meth:`~windowing.joins.JoinWithWindow.select`). With an arrival order or on a stream,
     two consecutive windowed operations with :class:`RowsWithMaximum` (per auction, then per
-    window: a streaming window join takes no earlier window's results as an input). Results
+    window: each holds a row per auction, where a join would hold every bid). Results
     (by name: the two forms order them differently): ``window_start``, ``window_end``,
     ``auction``, ``bidder``, ``price``, ``date_time``, ``extra``, ``max_timestamp``.
 

@@ -292,31 +292,150 @@ def test_a_later_stage_takes_the_first_stages_watermark(
         ).idle_timeout("10 seconds").max("amount")
 
 
-def test_a_join_of_an_earlier_stages_results_is_refused(
+def other_batches(batches: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """A second input beside ``batches``: per micro-batch a few rows of its users at times
+    from just before its start to past its largest (so this input's watermark never holds
+    the first input's back, and none of its rows is late), then the same sentinel."""
+    rng = random.Random(7)
+    out = []
+    for b in range(len(batches) - 1):
+        out.append(
+            [
+                {
+                    "user": rng.choice("abcd"),
+                    "amount": 100 + i,
+                    "ts": T0 + b * 4_000 + t,
+                    "batch": b,
+                }
+                for i, t in enumerate(sorted(rng.randint(-500, 1_600) for _ in range(4)))
+            ]
+        )
+    out.append([{"user": "~sentinel", "amount": 0, "ts": FAR, "batch": len(batches) - 1}])
+    return out
+
+
+def pairs_of(stage: Any, other: DataFrame) -> Any:
+    """A window join of the first stage's sums (at their ``max_timestamp``) with the other
+    input's rows, per user and tumbling window of 2 x ``SIZE``: (sum, amount) per pair."""
+    sums = DataStream.from_dataframe(next_stage_input(stage), event_time="at")
+    rows = DataStream.from_dataframe(other, event_time="ts", watermark=BoundedOutOfOrderness(DELAY))
+    return (
+        sums.join(rows)
+        .where("user")
+        .equal_to("user")
+        .window(TumblingEventTimeWindows(2 * SIZE))
+        .side_output_late_data(LATE)
+        .apply(lambda s, r: (s.amount, r.amount), output_schema="total bigint, amount bigint")
+    )
+
+
+def test_a_join_of_an_earlier_stages_results(
+    spark: SparkSession, batches: list[list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    """A streaming window join takes an earlier window's results of the same query as an
+    input (Flink's window join after a window): that input has the earlier stage's
+    watermark, the other its own, and the join the smaller (Spark's global watermark with
+    the policy ``min``). Each micro-batch the join takes the earlier stage's results first
+    (what it emitted as the watermark passed its windows), then fires, then takes the other
+    input's rows. With nothing late at the join, its pairs are the batch join of the first
+    stage's batch replay with the other input."""
+    others = other_batches(batches)
+    write_files(tmp_path / "src", batches)
+    write_files(tmp_path / "other", others)
+    first = first_stage(stream(spark, tmp_path / "src"))
+    joined = pairs_of(first, stream(spark, tmp_path / "other"))
+    assert joined.config.later_sides == ("left",)
+    query = write_results_and_late(
+        joined,
+        str(tmp_path / "out" / "results"),
+        str(tmp_path / "out" / "late"),
+        str(tmp_path / "out" / "checkpoint"),
+        available_now=True,
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    streamed = written(spark, tmp_path / "out")
+
+    static = spark.createDataFrame([Row(**r) for b in batches for r in b], SCHEMA)
+    other = spark.createDataFrame([Row(**r) for b in others for r in b], SCHEMA)
+    replayed = pairs_of(first_stage(static, arrival=True), other)
+    expected = rows(replayed.results)
+    assert len(expected) > 10
+    assert streamed == expected
+    late = tmp_path / "out" / "late"
+    assert not late.exists() or spark.read.parquet(str(late)).count() == 0
+
+
+def test_a_join_of_an_earlier_stages_results_takes_its_rows_first(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """A streaming join of an earlier stage's results would wait for its own watermark (each
-    input defines one, and the stage's results only come once the watermark moves): it is
-    refused before any Spark job, for either side and every kind of join, not left to emit
-    nothing."""
+    """In the micro-batch where the earlier stage emits a window's result, the join takes
+    that result before the watermark moves, and the other input's row of the same micro-batch
+    after: a row of the other input behind the new watermark is late (the late side output),
+    the earlier stage's result is not."""
+    # micro-batch 2 (its watermark from batch 1): stage 1 emits the sum of [T0, T0 + SIZE),
+    # which the join takes, then fires its window [T0, T0 + 2 SIZE) with the other input's
+    # row at T0; micro-batch 3 (after the sentinels): stage 1 emits the sum of
+    # [T0 + 3 SIZE, T0 + 4 SIZE), which the join pairs with the row at T0 + 3 SIZE, and the
+    # other input's row at T0 + 1 comes after its window fired: late
+    first_rows = [
+        [{"user": "a", "amount": 1, "ts": T0, "batch": 0}],
+        [{"user": "a", "amount": 2, "ts": T0 + 3 * SIZE, "batch": 1}],
+        [{"user": "~sentinel", "amount": 0, "ts": FAR, "batch": 2}],
+        [{"user": "~sentinel", "amount": 0, "ts": FAR, "batch": 3}],
+    ]
+    other_rows = [
+        [{"user": "a", "amount": 10, "ts": T0, "batch": 0}],
+        [{"user": "a", "amount": 20, "ts": T0 + 3 * SIZE, "batch": 1}],
+        [{"user": "~sentinel", "amount": 0, "ts": FAR, "batch": 2}],
+        [{"user": "a", "amount": 30, "ts": T0 + 1, "batch": 3}],
+    ]
+    write_files(tmp_path / "src", first_rows)
+    write_files(tmp_path / "other", other_rows)
+    first = first_stage(stream(spark, tmp_path / "src"))
+    joined = pairs_of(first, stream(spark, tmp_path / "other"))
+    query = write_results_and_late(
+        joined,
+        str(tmp_path / "out" / "results"),
+        str(tmp_path / "out" / "late"),
+        str(tmp_path / "out" / "checkpoint"),
+        available_now=True,
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    results = spark.read.parquet(str(tmp_path / "out" / "results"))
+    got = sorted((r.user, r.total, r.amount) for r in results.collect() if r.user == "a")
+    # the first window's sum (1) pairs with the other input's row at T0 (10); the second
+    # window's sum (2) with the row at T0 + 3 SIZE (20)
+    assert got == [("a", 1, 10), ("a", 2, 20)]
+    late = spark.read.parquet(str(tmp_path / "out" / "late")).collect()
+    assert [(r.right.amount if r.right else None) for r in late] == [30]
+
+
+def test_an_interval_join_of_an_earlier_stages_results_is_refused(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """An interval join (its own runtime) does not take an earlier window's results of the
+    same query: refused before any Spark job, naming the side. A window join's side that
+    sets a watermark of its own is refused too (it has the earlier stage's)."""
     write_files(tmp_path / "src", make_batches(1, 1))
     results = DataStream.from_dataframe(
         next_stage_input(first_stage(stream(spark, tmp_path / "src"))), event_time="at"
     )
     raw = DataStream.from_dataframe(stream(spark, tmp_path / "src"), event_time="ts")
-    match = r"join: the (left|right) input holds an earlier window's results"
-    with pytest.raises(ValueError, match=match):
-        results.join(raw).where("user").equal_to("user").window(
-            TumblingEventTimeWindows(SIZE)
-        ).apply(lambda a, b: (a.amount,), output_schema="amount bigint")
-    with pytest.raises(ValueError, match=match.replace("(left|right)", "right")):
-        raw.co_group(results).where("user").equal_to("user").window(
-            TumblingEventTimeWindows(SIZE)
-        ).apply(lambda k, a, b: [(len(list(a)),)], output_schema="n bigint")
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=r"interval_join: the right input holds an earlier"):
         raw.key_by("user").interval_join(results.key_by("user")).between(-1_000, 1_000).process(
             lambda a, b: (a.amount,), output_schema="amount bigint"
         )
+    delayed = DataStream.from_dataframe(
+        next_stage_input(first_stage(stream(spark, tmp_path / "src"))),
+        event_time="at",
+        watermark=BoundedOutOfOrderness(1_000),
+    )
+    with pytest.raises(ValueError, match=r"join: the left input: watermark=.*leave watermark="):
+        delayed.co_group(raw).where("user").equal_to("user").window(
+            TumblingEventTimeWindows(SIZE)
+        ).apply(lambda k, a, b: [(len(list(a)),)], output_schema="n bigint")
 
 
 # ---------------------------------------------------------------------------- units

@@ -7,7 +7,10 @@ stream and a :class:`~windowing.functions.joins.CoGroupWindowFunction` splits ea
 rows by side. The union's watermark is the smallest of the two inputs' watermarks
 (:class:`~windowing.job.InputWatermarks`): in a batch replay with an arrival order, computed
 per input; in streaming, each input carries its own ``withWatermark`` and Spark takes the
-minimum (``spark.sql.streaming.multipleWatermarkPolicy=min``, its default).
+minimum (``spark.sql.streaming.multipleWatermarkPolicy=min``, its default). An input that is
+an earlier window's results in the same query defines none: it has that window's (a later
+stage's rule, :mod:`~windowing.spark.streaming.stages`), and the join's processor takes its
+rows of a micro-batch before the watermark moves (``ProcessorConfig.later_sides``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from windowing.spark.columns.output import col
 from windowing.spark.columns.schema import INTERNAL_PREFIX, column_time_kind
 from windowing.spark.columns.units import StreamingUnitCheck
 from windowing.spark.streaming.query import watermark_source
-from windowing.spark.streaming.stages import plan_facts
+from windowing.spark.streaming.stages import ALLOW_MULTIPLE, check_stage_input, plan_facts
 from windowing.time import TimeUnit
 
 __all__ = [
@@ -171,10 +174,14 @@ def tagged_union(
     right_keys: Sequence[Any],
     *,
     calls: tuple[str, str] = ("where", "equal_to"),
+    window_join: bool = True,
 ) -> TaggedUnion:
     """Both inputs as one stream of tagged rows keyed by the join key (see
     :class:`TaggedUnion`). Checked before any Spark job: both inputs batch or both streaming
-    (and no earlier window's results of the same streaming query), as many keys on each side
+    (an input holding an earlier window's results of the same streaming query, for a window
+    join only, ``window_join``: no watermark of its own, :func:`~windowing.spark.streaming.
+    stages.check_stage_input`; it is named in the watermark's ``following``), as many keys
+    on each side
     with equal types, time columns of the same kind (and unit, when integral) on both sides,
     no union column named like a key.
     """
@@ -185,18 +192,24 @@ def tagged_union(
             "static DataFrames (a batch job) or two streaming ones (one streaming query)"
         )
         raise ValueError(msg)
+    following: list[str] = []  # the sides holding an earlier window's results
     if left.df.isStreaming:
-        for which, source in (("left", left), ("right", right)):
-            if plan_facts(source.df).after_a_stage:
+        for which, source in ((LEFT, left), (RIGHT, right)):
+            facts = plan_facts(source.df)
+            if not facts.after_a_stage:
+                continue
+            if not window_join:
                 msg = (
-                    f"join: the {which} input holds an earlier window's results in this "
-                    "streaming query, which a streaming join does not take: each input "
-                    "defines its own watermark, so the join's would wait for results that "
-                    "wait for it, and the query would emit nothing. Write the earlier "
-                    "window's results to a sink (write_results_and_late, a table) and join a "
-                    "stream read from it in another query, or join in a batch job"
+                    f"{calls[1]}: the {which} input holds an earlier window's results in this "
+                    "streaming query, which an interval join does not take (a window join or "
+                    "coGroup does). Write the earlier window's results to a sink "
+                    "(write_results_and_late, a table) and join a stream read from it in "
+                    "another query, or join in a batch job"
                 )
                 raise ValueError(msg)
+            allow_multiple = source.df.sparkSession.conf.get(ALLOW_MULTIPLE, "true")
+            check_stage_input(source, facts, allow_multiple, f"join: the {which} input")
+            following.append(which)
         policy = left.df.sparkSession.conf.get(_MULTIPLE_WATERMARKS) or "min"
         if policy.lower() != "min":
             msg = (
@@ -258,7 +271,7 @@ def tagged_union(
     right_type = right.df.schema
 
     def side(source: StreamSource, name: str, key_cols: list[tuple[str, Column]]) -> DataFrame:
-        df = _with_own_watermark(source, name)
+        df = source.df if name in following else _with_own_watermark(source, name)
         own = F.struct(*[col(c) for c in source.df.columns])
         rows = {
             LEFT: own if name == LEFT else F.lit(None).cast(left_type),
@@ -274,7 +287,11 @@ def tagged_union(
         return df.select(*columns)
 
     union = side(left, LEFT, lk).unionByName(side(right, RIGHT, rk))
-    watermark = InputWatermarks(SIDE, ((LEFT, left.watermark), (RIGHT, right.watermark)))  # type: ignore[arg-type]
+    watermark = InputWatermarks(
+        SIDE,
+        ((LEFT, left.watermark), (RIGHT, right.watermark)),  # type: ignore[arg-type]
+        tuple(following),
+    )
     # the inputs' units (equal, see _same_kind), declared: each input was checked on its own
     source = StreamSource(
         union,

@@ -45,6 +45,10 @@ class ProcessorConfig:
     # a micro-batch are taken before the watermark moves, then its due windows fire
     # (``stages.py``).
     later_stage: bool = False
+    # A join with inputs that are earlier stages' results (these sides, the values of the
+    # ``side`` column): their rows of a micro-batch are taken before the watermark moves,
+    # then the due windows fire, then the other input's rows are taken (``joins.py``).
+    later_sides: tuple[str, ...] = ()
 
     @functools.cached_property
     def input_table_schema(self) -> pa.Schema:

@@ -5,12 +5,13 @@ its own clocks and dead letters; the keys the columnar plan can take go to its c
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
 
+from windowing.functions.joins import SIDE
 from windowing.operator import WindowOperator
 from windowing.spark.columnar.core import OpenWindows
 from windowing.spark.columns.failures import ElementFailedError, raise_element_error
@@ -177,8 +178,10 @@ class KeyCalls:
         watermark = self.key_clocks.key_clock(entry)  # the stream's, or the key's own clock
         op.set_clocks(watermark=watermark)
         # A later stage takes its rows before the watermark moves (they are results an
-        # earlier stage emitted as the watermark passed them: Flink's order), then fires.
-        rows_first = c.later_stage and table is not None
+        # earlier stage emitted as the watermark passed them: Flink's order), then fires; a
+        # join takes so the rows of its inputs that are earlier stages' results, fires, then
+        # takes the other input's rows at the new watermark (as a first stage takes them).
+        rows_first = (c.later_stage or bool(c.later_sides)) and table is not None
         if rows_first:
             op.set_clocks(watermark=MIN_TIMESTAMP)
         else:
@@ -218,10 +221,15 @@ class KeyCalls:
             return ks
 
         no_nulls = table.column(_TS).null_count == 0 or not event_time
-        if arrival is None and pts is None and no_nulls and not guarded:
-            pending.extend(zip(elements, ts, repeat(k, len(elements)), strict=True))
-        else:
-            for i, row in enumerate(elements):
+        fast = arrival is None and pts is None and no_nulls and not guarded
+
+        def take(ks: Any, positions: Iterable[int]) -> Any:
+            """Take the rows at ``positions``, in that order (then flush them)."""
+            nonlocal null_ts, null_arr
+            if fast:
+                pending.extend((elements[i], ts[i], k) for i in positions)
+                return flush(ks)
+            for i in positions:
                 if arrival is not None and arrival[i] is None:
                     null_arr += 1
                     if tag is not None:
@@ -241,10 +249,22 @@ class KeyCalls:
                     continue
                 if i in skipped:
                     continue  # a dead letter (its processing-time advance happened)
-                pending.append((row, t, k))
+                pending.append((elements[i], t, k))
                 pending_rows.append(i)
-        ks = flush(ks)
-        if rows_first:
+            return flush(ks)
+
+        if c.later_sides:  # a join: the earlier stages' rows first
+            sides = [row[SIDE] in c.later_sides for row in elements]
+            ks = take(ks, [i for i, first in enumerate(sides) if first])
+            op.set_clocks(watermark=watermark)
+            self._fire(k, ks)
+            ks = take(ks, [i for i, first in enumerate(sides) if not first])
+        elif fast:
+            pending.extend(zip(elements, ts, repeat(k, len(elements)), strict=True))
+            ks = flush(ks)
+        else:
+            ks = take(ks, range(len(elements)))
+        if rows_first and not c.later_sides:
             op.set_clocks(watermark=watermark)
             self._fire(k, ks)
         if tag is not None:

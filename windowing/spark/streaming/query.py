@@ -395,6 +395,9 @@ def run_streaming(
             job_digest=definition.digest,
             null_results=null_results,
             later_stage=later,
+            later_sides=source.watermark.following
+            if isinstance(source.watermark, InputWatermarks)
+            else (),
         )
     )
     output = stateful_output(prepared, keys, key_groups, processor, layout.schema, time_mode)

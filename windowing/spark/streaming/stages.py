@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from windowing.job import Job
+from windowing.job import Job, StreamSource
 from windowing.spark.columns.schema import column_time_kind
 from windowing.time import TimeUnit
 
@@ -53,6 +53,7 @@ __all__ = [
     "Observed",
     "PlanFacts",
     "check_later_stage",
+    "check_stage_input",
     "find_stages",
     "plan_facts",
     "register_stage",
@@ -245,48 +246,57 @@ def find_stages(facts: PlanFacts) -> tuple[StreamingWindowedResult, ...]:
 def check_later_stage(job: Job, facts: PlanFacts, allow_multiple: str | None) -> None:
     """Refuse, before the query starts, a later stage that cannot follow the stages of
     ``facts``: its own watermark delay or idle timeout (its watermark is the first stage's),
-    an earlier stage in ``ProcessingTime`` mode (whose results carry no watermark), a
-    session that disallows several stateful operators (``allow_multiple``: the value of
-    :data:`ALLOW_MULTIPLE`), or an integral event time without the unit of the earlier
-    stage's result times (:func:`_check_unit`)."""
-    source = job.source
-    if source.watermark.delay:
-        msg = (
-            f"watermark={source.watermark!r}: this stream is an earlier window's results, "
-            "and a later stage of a query has the first stage's watermark (Spark defines one "
-            "watermark per query path; it flows through each window as in Flink): leave "
-            "watermark= out"
-        )
-        raise ValueError(msg)
+    and the refusals of :func:`check_stage_input`."""
     if job.config.idle_timeout is not None:
         msg = (
             f"idle_timeout({job.config.idle_timeout} ms): this stream is an earlier window's "
             "results, whose watermark it follows; set idle_timeout on the first stage"
         )
         raise ValueError(msg)
+    check_stage_input(job.source, facts, allow_multiple)
+
+
+def check_stage_input(
+    source: StreamSource, facts: PlanFacts, allow_multiple: str | None, what: str = ""
+) -> None:
+    """Refuse, before the query starts, an input ``source`` (named ``what`` in messages: a
+    join's side) that holds the results of the stages of ``facts`` and cannot follow them:
+    a watermark delay of its own (its watermark is the first stage's), an earlier stage in
+    ``ProcessingTime`` mode (whose results carry no watermark), a session that disallows
+    several stateful operators (``allow_multiple``: the value of :data:`ALLOW_MULTIPLE`), or
+    an integral event time without the unit of the earlier stage's result times
+    (:func:`_check_unit`)."""
+    where = f"{what}: " if what else ""
+    if source.watermark.delay:
+        msg = (
+            f"{where}watermark={source.watermark!r}: this stream is an earlier window's "
+            "results, and a later stage of a query has the first stage's watermark (Spark "
+            "defines one watermark per query path; it flows through each window as in "
+            "Flink): leave watermark= out"
+        )
+        raise ValueError(msg)
     other = [mode for mode in facts.time_modes if mode != "EventTime"]
     if other:
         msg = (
-            f"this stream is the results of a stage in {other[0]} mode (idle_timeout, or a "
-            "processing-time window on the wall clock), which pass no watermark on: an "
+            f"{where}this stream is the results of a stage in {other[0]} mode (idle_timeout, "
+            "or a processing-time window on the wall clock), which pass no watermark on: an "
             "event-time window cannot follow it in the same query"
         )
         raise ValueError(msg)
     if str(allow_multiple).strip().lower() == "false":
         msg = (
-            f"{ALLOW_MULTIPLE}=false: a window over an earlier window's results is a second "
-            "stateful operator in the query; set it to true (Spark's default)"
+            f"{where}{ALLOW_MULTIPLE}=false: a window over an earlier window's results is a "
+            "second stateful operator in the query; set it to true (Spark's default)"
         )
         raise ValueError(msg)
-    _check_unit(job, find_stages(facts))
+    _check_unit(source, find_stages(facts))
 
 
-def _check_unit(job: Job, upstream: tuple[StreamingWindowedResult, ...]) -> None:
+def _check_unit(source: StreamSource, upstream: tuple[StreamingWindowedResult, ...]) -> None:
     """Refuse a later stage that leaves out the unit of its integral event time after a
     stage whose result times are in another unit than milliseconds: it would read them as
     milliseconds, all far behind the first stage's watermark (every row late). A declared
     unit is taken as given (a column converted by hand)."""
-    source = job.source
     if not upstream or source.event_time_unit is not None:
         return
     layout = upstream[-1].layout
