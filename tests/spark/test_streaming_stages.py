@@ -137,9 +137,12 @@ def stream(spark: SparkSession, source: Path) -> DataFrame:
     return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
 
 
-def run(last: Any, out: Path) -> Any:
+def run(last: Any, out: Path, *, late: bool = False) -> Any:
+    """Run ``last`` until the input is exhausted, its results (and, ``late``, its late rows)
+    under ``out``."""
+    late_path = str(out / "late") if late else None
     query = write_results_and_late(
-        last, str(out / "results"), None, str(out / "checkpoint"), available_now=True
+        last, str(out / "results"), late_path, str(out / "checkpoint"), available_now=True
     )
     query.awaitTermination()
     assert query.exception() is None
@@ -345,15 +348,7 @@ def test_a_join_of_an_earlier_stages_results(
     first = first_stage(stream(spark, tmp_path / "src"))
     joined = pairs_of(first, stream(spark, tmp_path / "other"))
     assert joined.config.later_sides == ("left",)
-    query = write_results_and_late(
-        joined,
-        str(tmp_path / "out" / "results"),
-        str(tmp_path / "out" / "late"),
-        str(tmp_path / "out" / "checkpoint"),
-        available_now=True,
-    )
-    query.awaitTermination()
-    assert query.exception() is None
+    run(joined, tmp_path / "out", late=True)
     streamed = written(spark, tmp_path / "out")
 
     static = spark.createDataFrame([Row(**r) for b in batches for r in b], SCHEMA)
@@ -394,15 +389,7 @@ def test_a_join_of_an_earlier_stages_results_takes_its_rows_first(
     write_files(tmp_path / "other", other_rows)
     first = first_stage(stream(spark, tmp_path / "src"))
     joined = pairs_of(first, stream(spark, tmp_path / "other"))
-    query = write_results_and_late(
-        joined,
-        str(tmp_path / "out" / "results"),
-        str(tmp_path / "out" / "late"),
-        str(tmp_path / "out" / "checkpoint"),
-        available_now=True,
-    )
-    query.awaitTermination()
-    assert query.exception() is None
+    run(joined, tmp_path / "out", late=True)
     results = spark.read.parquet(str(tmp_path / "out" / "results"))
     got = sorted((r.user, r.total, r.amount) for r in results.collect() if r.user == "a")
     # the first window's sum (1) pairs with the other input's row at T0 (10); the second
