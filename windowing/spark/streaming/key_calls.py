@@ -5,7 +5,7 @@ its own clocks and dead letters; the keys the columnar plan can take go to its c
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -223,13 +223,17 @@ class KeyCalls:
         no_nulls = table.column(_TS).null_count == 0 or not event_time
         fast = arrival is None and pts is None and no_nulls and not guarded
 
-        def take(ks: Any, positions: Iterable[int]) -> Any:
-            """Take the rows at ``positions``, in that order (then flush them)."""
+        def take(ks: Any, positions: Sequence[int] | None) -> Any:
+            """Take the rows at ``positions`` in that order (``None``: every row), then flush
+            them."""
             nonlocal null_ts, null_arr
             if fast:
-                pending.extend((elements[i], ts[i], k) for i in positions)
+                if positions is None:
+                    pending.extend(zip(elements, ts, repeat(k, len(elements)), strict=True))
+                else:
+                    pending.extend((elements[i], ts[i], k) for i in positions)
                 return flush(ks)
-            for i in positions:
+            for i in range(len(elements)) if positions is None else positions:
                 if arrival is not None and arrival[i] is None:
                     null_arr += 1
                     if tag is not None:
@@ -253,20 +257,15 @@ class KeyCalls:
                 pending_rows.append(i)
             return flush(ks)
 
-        if c.later_sides:  # a join: the earlier stages' rows first
-            sides = [row[SIDE] in c.later_sides for row in elements]
-            ks = take(ks, [i for i, first in enumerate(sides) if first])
+        # a join's rows of its inputs that are earlier stages' results, before the firing;
+        # the other input's after it (None: every row on one side of the firing)
+        first = [row[SIDE] in c.later_sides for row in elements] if c.later_sides else None
+        ks = take(ks, None if first is None else [i for i, f in enumerate(first) if f])
+        if rows_first:
             op.set_clocks(watermark=watermark)
             self._fire(k, ks)
-            ks = take(ks, [i for i, first in enumerate(sides) if not first])
-        elif fast:
-            pending.extend(zip(elements, ts, repeat(k, len(elements)), strict=True))
-            ks = flush(ks)
-        else:
-            ks = take(ks, range(len(elements)))
-        if rows_first and not c.later_sides:
-            op.set_clocks(watermark=watermark)
-            self._fire(k, ks)
+        if first is not None:
+            ks = take(ks, [i for i, f in enumerate(first) if not f])
         if tag is not None:
             lates = op.side_outputs.get(tag, [])
             if lates:
