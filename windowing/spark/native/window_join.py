@@ -68,6 +68,7 @@ from windowing.spark.native.parts import (
     max_timestamp_of,
 )
 from windowing.spark.native.windows import TumblingBounds
+from windowing.time import MIN_TIMESTAMP
 from windowing.triggers.event_time import EventTimeTrigger
 
 __all__ = ["JoinSelect", "describe_native", "run_window_join", "why_not_native"]
@@ -223,12 +224,21 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     ts = time_millis_sql(df, source.event_time, "event_time", source.event_unit)
     windowed, window, bounds = _windowed(df, job, keys, ts)
     in_window = F.col(window[0]).isNotNull()
-    rows = windowed.where(in_window)
+    # The rows with an event time (each has a window), their window columns declared never
+    # null: a filter or a join condition on a window column is otherwise pushed down as
+    # Spark's inferred `isnotnull(window)`, with the window's expression substituted into it,
+    # and over an earlier window's results (its `max_timestamp` from its own window's
+    # expression, and so on) that filter grows with each level into thousands of terms,
+    # evaluated on every input row.
+    rows = windowed.where(col(TS).isNotNull())
 
     def side(name: str, key_prefix: str, window_prefix: str) -> DataFrame:
         return rows.where(col(SIDE) == F.lit(name)).select(
             *[col(k).alias(f"{key_prefix}{i}") for i, k in enumerate(keys)],
-            *[col(w).alias(f"{window_prefix}{i}") for i, w in enumerate(window)],
+            *[
+                F.coalesce(col(w), F.lit(MIN_TIMESTAMP)).alias(f"{window_prefix}{i}")
+                for i, w in enumerate(window)
+            ],
             col(name),
         )
 
@@ -298,8 +308,9 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
 def _windowed(
     df: DataFrame, job: Job, keys: list[str], ts: str
 ) -> tuple[DataFrame, list[str], tuple[Column, Column]]:
-    """The join's rows, each with its window (null without an event time): a tumbling
-    window's start, or each of a row's hopping windows as (block, pane) of the pane grid
+    """The join's rows, each with its event time (``TS``) and its window (null without an
+    event time): a tumbling window's start, or each of a row's hopping windows as (block,
+    pane) of the pane grid
     (:class:`~windowing.spark.native.hopping.HoppingGrid`: nothing overflows at the ends of
     time), and whether it is the row's first; the window's columns, and its start and end
     over them (ms, null where the window's bounds leave ``bigint``)."""
@@ -327,7 +338,7 @@ def _windowed(
     )
     b, r = grid.normalized(grid.block_and_pane(TS)[0], _WR)
     windowed = timed.selectExpr(
-        *[quoted(c) for c in (*keys, SIDE, LEFT, RIGHT)],
+        *[quoted(c) for c in (*keys, SIDE, LEFT, RIGHT, TS)],
         f"{b} AS {_WB}",
         f"{r} AS {_WR}",
         f"coalesce({_POS} = 0, true) AS {_FIRST}",
