@@ -228,8 +228,8 @@ def run_window_join(plan: Any, job: Job, select: JoinSelect) -> WindowedResult:
     # null: a filter or a join condition on a window column is otherwise pushed down as
     # Spark's inferred `isnotnull(window)`, with the window's expression substituted into it,
     # and over an earlier window's results (its `max_timestamp` from its own window's
-    # expression, and so on) that filter grows with each level into thousands of terms,
-    # evaluated on every input row.
+    # expression) that filter holds hundreds of copies of the event time, evaluated on
+    # every input row.
     rows = windowed.where(col(TS).isNotNull())
 
     def side(name: str, key_prefix: str, window_prefix: str) -> DataFrame:
@@ -310,10 +310,10 @@ def _windowed(
 ) -> tuple[DataFrame, list[str], tuple[Column, Column]]:
     """The join's rows, each with its event time (``TS``) and its window (null without an
     event time): a tumbling window's start, or each of a row's hopping windows as (block,
-    pane) of the pane grid
-    (:class:`~windowing.spark.native.hopping.HoppingGrid`: nothing overflows at the ends of
-    time), and whether it is the row's first; the window's columns, and its start and end
-    over them (ms, null where the window's bounds leave ``bigint``)."""
+    pane) of the pane grid (:class:`~windowing.spark.native.hopping.HoppingGrid`: nothing
+    overflows at the ends of time), and whether it is the row's first; the window's
+    columns, and its start and end over them (ms, null where the window's bounds leave
+    ``bigint``)."""
     assigner = job.config.assigner
     kept = [*[col(k) for k in keys], col(SIDE), col(LEFT), col(RIGHT)]
     if isinstance(assigner, TumblingEventTimeWindows):
