@@ -201,7 +201,12 @@ def timed_stream(frame: DataFrame | None, checkpoint: Path) -> float | None:
 
 
 def run_batch(
-    spark: SparkSession, config: NexmarkConfig, work: Path, names: list[str], runs: int
+    spark: SparkSession,
+    config: NexmarkConfig,
+    work: Path,
+    names: list[str],
+    runs: int,
+    warmup: int = 1,
 ) -> list[Row]:
     folder = str(work / "events")
     generator = NexmarkGenerator(spark, config)
@@ -219,6 +224,7 @@ def run_batch(
             lambda p=plan: timed_batch(p.ours(tables, False).results),
             lambda p=plan: timed_batch(p.native(tables, False)),
             runs,
+            warmup,
         )
         rows.append(Row(name, "batch", config.num_events, seconds, native_seconds))
     events.unpersist()
@@ -226,10 +232,18 @@ def run_batch(
 
 
 def paired(
-    ours: Callable[[], float | None], native: Callable[[], float | None], runs: int
+    ours: Callable[[], float | None],
+    native: Callable[[], float | None],
+    runs: int,
+    warmup: int = 1,
 ) -> tuple[float | None, float | None]:
     """The medians of ``runs`` timings of each, in alternating order (ours first in even
-    rounds, Spark's first in odd ones), so that neither always runs on a colder JVM."""
+    rounds, Spark's first in odd ones), so that neither always runs on a colder JVM, after
+    ``warmup`` untimed rounds of both (the JVM compiles each plan's code on its first runs:
+    a first run took up to twice as long as the next ones)."""
+    for _ in range(warmup):
+        ours()
+        native()
     times: tuple[list[float], list[float]] = ([], [])
     for r in range(runs):
         order = ((0, ours), (1, native)) if r % 2 == 0 else ((1, native), (0, ours))
@@ -334,6 +348,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=3,
         help="batch: timings of each side, in alternating order; the median (default 3)",
     )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="batch: untimed runs of each side before the timed ones (default 1)",
+    )
     args = parser.parse_args(argv)
     names = [q.strip() for q in args.queries.split(",") if q.strip()]
     unknown = [q for q in names if q not in QUERIES]
@@ -341,6 +361,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         parser.error(f"--queries: unknown {unknown or names}; choose among {', '.join(QUERIES)}")
     if args.events < 1 or args.cores < 1 or args.runs < 1:
         parser.error("--events, --cores and --runs must be >= 1")
+    if args.warmup < 0:
+        parser.error(f"--warmup must be >= 0, got {args.warmup}")
     args.names = names
     return args
 
@@ -360,7 +382,7 @@ def main(argv: list[str]) -> int:
         with tempfile.TemporaryDirectory(prefix="nexmark-") as tmp:
             work = Path(tmp)
             if args.mode == "batch":
-                rows = run_batch(spark, config, work, args.names, args.runs)
+                rows = run_batch(spark, config, work, args.names, args.runs, args.warmup)
             else:
                 per_batch = args.events_per_batch or max(1, args.events // 10)
                 rows = run_streaming(spark, config, work, args.names, per_batch)

@@ -74,7 +74,7 @@ __all__ = ["processing_time_parts"]
 
 _CLOCK = "__pw_nclock"  # the key's processing-time clock when the row came
 _AT_END = "__pw_nat_end"  # the row came with the clock at its window's max timestamp
-_ANY = "__pw_nany"  # 1 in every group: an aggregate for the anti join's condition
+_ANY = "__pw_nany"  # at least 1 in every group: an aggregate for the anti join's condition
 _KEY = "__pw_nkey_"  # the key columns of the keys with rows without processing time
 
 
@@ -97,7 +97,10 @@ def processing_time_parts(
         F.expr(f"{_CLOCK} - {place}").alias(bounds.column),
         F.expr(f"{place} = {size - 1}L").alias(_AT_END),
     ]
-    values = [*aggregate_columns(compiled, arrival=0, null_times=True), F.max(F.lit(1)).alias(_ANY)]
+    values = [
+        *aggregate_columns(compiled, arrival=0, null_times=True),
+        F.count(F.lit(1)).alias(_ANY),
+    ]
     end_of_time = F.col(_CLOCK) == F.lit(MAX_TIMESTAMP)
 
     def fired(clocked: DataFrame) -> DataFrame:
@@ -116,7 +119,7 @@ def processing_time_parts(
         theirs = prepared.join(with_nulls, same_key, "left_semi").select(
             *columns, newest.alias(_CLOCK)
         )
-        anti = same_key & (F.col(_ANY) == F.lit(1))
+        anti = same_key & (F.col(_ANY) >= F.lit(1))
         results = fired(timed).join(with_nulls, anti, "left_anti").unionByName(fired(theirs))
         at_end = timed.where(end_of_time).join(with_nulls, same_key, "left_anti")
         at_end = at_end.unionByName(theirs.where(end_of_time))
